@@ -1,0 +1,3 @@
+package deps
+
+import _ "github.com/gopacket/gopacket/pcapgo"
