@@ -1,3 +1,0 @@
-package deps
-
-import _ "github.com/gopacket/gopacket/pcapgo"
