@@ -1,0 +1,196 @@
+// Package pcap reads and writes capture files (pcap and pcapng, through
+// gopacket's pcapgo) and takes frames apart down to their TCP segment. It
+// knows nothing of iWARP.
+package pcap
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+)
+
+// Frame is one captured frame. Data aliases the reader's buffer and is valid
+// only until the next call to Next.
+type Frame struct {
+	Number    int // 1-based position in the file, as tcpdump and tshark count
+	Timestamp time.Time
+	CapLen    int // octets captured (len(Data))
+	OrigLen   int // octets on the wire
+	LinkType  layers.LinkType
+	Data      []byte
+}
+
+// Truncated reports whether the capture cut the frame short (snaplen).
+func (f *Frame) Truncated() bool { return f.CapLen < f.OrigLen }
+
+// Format names a capture file format.
+type Format string
+
+const (
+	FormatPcap   Format = "pcap"
+	FormatPcapNG Format = "pcapng"
+)
+
+// Reader reads frames from a pcap or pcapng file, plain or gzip-compressed.
+type Reader struct {
+	format Format
+	pcap   *pcapgo.Reader
+	ng     *pcapgo.NgReader
+	n      int
+	closer io.Closer
+	gz     *gzip.Reader
+}
+
+// Magic numbers of the two formats (pcap: both byte orders, µs and ns;
+// pcapng: the Section Header Block type) and of gzip.
+var (
+	magicPcap = [][]byte{{0xd4, 0xc3, 0xb2, 0xa1}, {0xa1, 0xb2, 0xc3, 0xd4}, {0x4d, 0x3c, 0xb2, 0xa1}, {0xa1, 0xb2, 0x3c, 0x4d}}
+	magicNG   = []byte{0x0a, 0x0d, 0x0d, 0x0a}
+	magicGzip = []byte{0x1f, 0x8b}
+)
+
+// ErrUnknownFormat is returned for input that is neither pcap nor pcapng.
+var ErrUnknownFormat = errors.New("not a pcap or pcapng file")
+
+// Open opens a capture file by name; "-" is standard input.
+func Open(name string) (*Reader, error) {
+	var f io.ReadCloser
+	if name == "-" {
+		f = io.NopCloser(os.Stdin)
+	} else {
+		fh, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		f = fh
+	}
+	r, err := NewReader(f)
+	if err != nil {
+		f.Close()
+		if name != "-" {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return nil, err
+	}
+	r.closer = f
+	return r, nil
+}
+
+// NewReader detects the format of r (pcap, pcapng, either gzip-compressed)
+// and reads its file header.
+func NewReader(r io.Reader) (*Reader, error) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	head, err := br.Peek(4)
+	if err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil, fmt.Errorf("%w: file is shorter than a file header (%d octets)", ErrUnknownFormat, len(head))
+		}
+		return nil, err
+	}
+	rd := &Reader{}
+	if bytes.HasPrefix(head, magicGzip) {
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("gzip: %w", err)
+		}
+		rd.gz = gz
+		br = bufio.NewReaderSize(gz, 1<<20)
+		if head, err = br.Peek(4); err != nil {
+			return nil, fmt.Errorf("%w: compressed content is shorter than a file header", ErrUnknownFormat)
+		}
+	}
+	switch {
+	case bytes.Equal(head, magicNG):
+		ng, err := pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("pcapng: %w", err)
+		}
+		rd.ng, rd.format = ng, FormatPcapNG
+	case isPcapMagic(head):
+		p, err := pcapgo.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("pcap: %w", err)
+		}
+		rd.pcap, rd.format = p, FormatPcap
+	default:
+		return nil, fmt.Errorf("%w (first octets % x)", ErrUnknownFormat, head)
+	}
+	return rd, nil
+}
+
+func isPcapMagic(b []byte) bool {
+	for _, m := range magicPcap {
+		if bytes.Equal(b, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// Format reports the file format.
+func (r *Reader) Format() Format { return r.format }
+
+// Next returns the next frame, io.EOF at a clean end of file, or an error
+// that says where the file is damaged (io.ErrUnexpectedEOF for a file cut in
+// the middle of a record).
+func (r *Reader) Next(f *Frame) error {
+	var (
+		data []byte
+		err  error
+		lt   layers.LinkType
+	)
+	if r.ng != nil {
+		var ci = &f.Timestamp
+		d, c, e := r.ng.ZeroCopyReadPacketData()
+		data, err = d, e
+		if err == nil {
+			*ci = c.Timestamp
+			f.CapLen, f.OrigLen = c.CaptureLength, c.Length
+			lt = r.ng.LinkType()
+			if iface, e2 := r.ng.Interface(c.InterfaceIndex); e2 == nil {
+				lt = iface.LinkType
+			}
+		}
+	} else {
+		d, c, e := r.pcap.ZeroCopyReadPacketData()
+		data, err = d, e
+		if err == nil {
+			f.Timestamp = c.Timestamp
+			f.CapLen, f.OrigLen = c.CaptureLength, c.Length
+			lt = r.pcap.LinkType()
+		}
+	}
+	if err != nil {
+		if err == io.EOF {
+			return io.EOF
+		}
+		return fmt.Errorf("frame %d: %w", r.n+1, err)
+	}
+	r.n++
+	f.Number = r.n
+	f.LinkType = lt
+	f.Data = data
+	if f.CapLen != len(data) {
+		f.CapLen = len(data)
+	}
+	return nil
+}
+
+// Close closes the underlying file.
+func (r *Reader) Close() error {
+	if r.gz != nil {
+		r.gz.Close()
+	}
+	if r.closer != nil {
+		return r.closer.Close()
+	}
+	return nil
+}
