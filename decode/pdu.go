@@ -1,0 +1,74 @@
+package decode
+
+// CRCStatus is the verdict on an FPDU's CRC field (RFC 5044 §4.4, §8).
+type CRCStatus uint8
+
+const (
+	// CRCUnknown: whether CRCs are in use is not known (no MPA handshake
+	// seen and nothing inferred yet).
+	CRCUnknown CRCStatus = iota
+	// CRCNotUsed: neither MPA frame set C, so the field may hold anything
+	// and MUST NOT be checked (RFC 5044 §7.1.1).
+	CRCNotUsed
+	// CRCGood: CRC in use and the field matches.
+	CRCGood
+	// CRCBad: CRC in use and the field does not match; the FPDU is invalid
+	// (RFC 5044 §8, MPA error 0x2/0x0/0x02).
+	CRCBad
+)
+
+func (s CRCStatus) String() string {
+	switch s {
+	case CRCNotUsed:
+		return "unchecked"
+	case CRCGood:
+		return "good"
+	case CRCBad:
+		return "bad"
+	}
+	return "unknown"
+}
+
+// PDU is one iWARP protocol data unit as the analyzer shows it: either an
+// MPA Request/Reply frame, or an FPDU with the DDP segment it carries decoded
+// through RDMAP. It is the value the field table reads.
+type PDU struct {
+	// IsMPAFrame selects MPA (a Request or Reply frame) over FPDU.
+	IsMPAFrame bool
+	MPA        MPAFrame
+
+	FPDU        FPDU
+	Markers     []MarkerAt // markers found inside the FPDU, if any
+	CRCStatus   CRCStatus
+	ComputedCRC uint32
+
+	// Seg is the DDP segment decoded through RDMAP; SegErr says why it
+	// could not be (the FPDU fields stay valid).
+	Seg    Segment
+	SegErr error
+}
+
+// DecodeFPDU fills p from a marker-free FPDU at the start of b and reports
+// the octets it used. checkCRC says whether CRC was negotiated (nil: not
+// known). The DDP/RDMAP decode error, if any, is kept in p.SegErr and is not
+// returned: the MPA layer was fine.
+func DecodeFPDU(b []byte, checkCRC *bool, p *PDU) (int, error) {
+	*p = PDU{}
+	n, err := ParseFPDU(b, &p.FPDU)
+	if err != nil {
+		return 0, err
+	}
+	p.ComputedCRC = p.FPDU.ComputedCRC()
+	switch {
+	case checkCRC == nil:
+		p.CRCStatus = CRCUnknown
+	case !*checkCRC:
+		p.CRCStatus = CRCNotUsed
+	case p.ComputedCRC == p.FPDU.CRC:
+		p.CRCStatus = CRCGood
+	default:
+		p.CRCStatus = CRCBad
+	}
+	p.SegErr = ParseSegment(p.FPDU.ULPDU, &p.Seg)
+	return n, nil
+}
