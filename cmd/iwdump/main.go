@@ -1,0 +1,126 @@
+// Command iwdump decodes iWARP (MPA, DDP, RDMAP) in capture files, in the
+// spirit of tcpdump with tshark's depth. See the README for flags, output
+// formats and exit codes.
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/pcap"
+)
+
+// Exit codes are a contract (README): 0 clean, 1 usage or I/O error.
+const (
+	exitOK    = 0
+	exitError = 1
+)
+
+type options struct {
+	file    string
+	count   int
+	verbose bool
+	hex     bool
+	format  string
+	numeric bool
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("iwdump", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.StringVar(&o.file, "r", "", "read frames from `FILE` (pcap or pcapng, may be gzip-compressed; - for stdin)")
+	fs.IntVar(&o.count, "c", 0, "stop after `N` frames")
+	fs.BoolVar(&o.verbose, "V", false, "print the full field tree of every PDU")
+	fs.BoolVar(&o.hex, "x", false, "print the PDU's octets in hex")
+	fs.BoolVar(&o.numeric, "n", false, "print named values (opcodes, Terminate causes, ...) as numbers")
+	fs.StringVar(&o.format, "T", "text", "output `format`: text or json (NDJSON, one object per PDU)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: iwdump -r FILE [-c N] [-n] [-V] [-x] [-T text|json]\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitError
+	}
+	if o.file == "" || fs.NArg() > 0 || (o.format != "text" && o.format != "json") {
+		fs.Usage()
+		return exitError
+	}
+	r, err := pcap.Open(o.file)
+	if err != nil {
+		fmt.Fprintf(stderr, "iwdump: %v\n", err)
+		return exitError
+	}
+	defer r.Close()
+	w := bufio.NewWriterSize(stdout, 1<<16)
+	defer w.Flush()
+	if err := dump(r, w, stderr, &o); err != nil {
+		w.Flush()
+		fmt.Fprintf(stderr, "iwdump: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// dump reads every frame and prints the PDUs found. A damaged file ends the
+// loop with an error after everything before the damage was printed.
+func dump(r *pcap.Reader, w *bufio.Writer, stderr io.Writer, o *options) error {
+	var (
+		fr    pcap.Frame
+		pkt   pcap.Packet
+		pdu   decode.PDU
+		cs    = conns{m: map[flowKey]*conn{}}
+		out   = printer{w: w, o: o}
+		first time.Time
+	)
+	for n := 0; o.count == 0 || n < o.count; n++ {
+		err := r.Next(&fr)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			first = fr.Timestamp
+		}
+		if err := pcap.DecodeTCP(fr.LinkType, fr.Data, &pkt); err != nil {
+			if !errors.Is(err, pcap.ErrNotTCP) && !o.quietDamage() {
+				out.note(&fr, fr.Timestamp.Sub(first), "undecodable frame: "+err.Error())
+			}
+			continue
+		}
+		if len(pkt.Payload) == 0 {
+			cs.get(&pkt) // SYNs still open connections
+			continue
+		}
+		c := cs.get(&pkt)
+		src := netip.AddrPortFrom(pkt.Src, pkt.SrcPort)
+		dst := netip.AddrPortFrom(pkt.Dst, pkt.DstPort)
+		rel := fr.Timestamp.Sub(first)
+		left, err := c.scan(src, dst, pkt.Payload, &pdu, func(c *conn, src, dst endpoint, p *decode.PDU, wire []byte) {
+			out.pdu(fr.Number, rel, c, src, dst, p, wire)
+		})
+		if err != nil && c.iwarp {
+			why := err.Error()
+			if pkt.Truncated() {
+				why = fmt.Sprintf("frame cut by snaplen (%d of %d payload octets captured): %s", len(pkt.Payload), pkt.PayloadLen, why)
+			}
+			out.note(&fr, rel, fmt.Sprintf("%s > %s: %d octets not decoded: %s", src, dst, left, why))
+		}
+	}
+	return nil
+}
+
+func (o *options) quietDamage() bool { return false }

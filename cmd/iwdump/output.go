@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bufio"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/pcap"
+)
+
+// printer writes PDUs in the chosen output format.
+type printer struct {
+	w   *bufio.Writer
+	o   *options
+	buf []byte
+}
+
+func appendSeconds(b []byte, d time.Duration) []byte {
+	return strconv.AppendFloat(b, d.Seconds(), 'f', 6, 64)
+}
+
+func (p *printer) pdu(frame int, rel time.Duration, c *conn, src, dst endpoint, pdu *decode.PDU, wire []byte) {
+	if p.o.format == "json" {
+		p.json(frame, rel, c, src, dst, pdu)
+		return
+	}
+	b := p.buf[:0]
+	b = strconv.AppendInt(b, int64(frame), 10)
+	b = append(b, ' ')
+	b = appendSeconds(b, rel)
+	b = append(b, ' ')
+	b = src.AppendTo(b)
+	b = append(b, " > "...)
+	b = dst.AppendTo(b)
+	b = append(b, ": "...)
+	b = pdu.AppendSummary(b)
+	b = append(b, '\n')
+	if p.o.verbose {
+		b = appendTree(b, pdu, p.o.numeric)
+	}
+	if p.o.hex {
+		b = appendHexDump(b, wire)
+	}
+	p.buf = b
+	p.w.Write(b)
+}
+
+// note prints a line about a frame that holds no decodable PDU.
+func (p *printer) note(fr *pcap.Frame, rel time.Duration, msg string) {
+	if p.o.format == "json" {
+		b := append(p.buf[:0], `{"frame":`...)
+		b = strconv.AppendInt(b, int64(fr.Number), 10)
+		b = append(b, `,"note":`...)
+		b = strconv.AppendQuote(b, msg)
+		b = append(b, "}\n"...)
+		p.buf = b
+		p.w.Write(b)
+		return
+	}
+	b := strconv.AppendInt(p.buf[:0], int64(fr.Number), 10)
+	b = append(b, ' ')
+	b = appendSeconds(b, rel)
+	b = append(b, " ["...)
+	b = append(b, msg...)
+	b = append(b, "]\n"...)
+	p.buf = b
+	p.w.Write(b)
+}
+
+// appendTree writes every field the PDU carries, one per line, indented
+// by its depth in the dotted name, with the field's description.
+func appendTree(b []byte, p *decode.PDU, numeric bool) []byte {
+	fields := decode.Fields()
+	for i := range fields {
+		f := &fields[i]
+		v, ok := f.Get(p)
+		if !ok || f.Name == "data" {
+			continue
+		}
+		depth := strings.Count(f.Name, ".")
+		for j := 0; j < depth; j++ {
+			b = append(b, "    "...)
+		}
+		b = append(b, f.Name...)
+		b = append(b, " = "...)
+		if numeric && v.Kind == decode.KindEnum {
+			v.Kind = decode.KindUint
+		}
+		b = f.AppendValue(b, v)
+		b = append(b, "  ("...)
+		b = append(b, f.Desc...)
+		b = append(b, ")\n"...)
+	}
+	return b
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendHexDump writes octets as tcpdump -x does, 16 per line with offsets,
+// plus the printable characters.
+func appendHexDump(b []byte, data []byte) []byte {
+	for off := 0; off < len(data); off += 16 {
+		line := data[off:min(off+16, len(data))]
+		b = append(b, "\t0x"...)
+		for s := 12; s >= 0; s -= 4 {
+			b = append(b, hexDigits[(off>>s)&0xF])
+		}
+		b = append(b, ": "...)
+		for i := 0; i < 16; i++ {
+			if i < len(line) {
+				b = append(b, hexDigits[line[i]>>4], hexDigits[line[i]&0xF])
+			} else {
+				b = append(b, "  "...)
+			}
+			if i%2 == 1 {
+				b = append(b, ' ')
+			}
+		}
+		b = append(b, ' ')
+		for _, c := range line {
+			if c < 0x20 || c > 0x7e {
+				c = '.'
+			}
+			b = append(b, c)
+		}
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// json writes one NDJSON object: frame, time, conn, dir, addresses, then
+// the present fields nested by their dotted names ("ddp.stag" under "ddp").
+func (p *printer) json(frame int, rel time.Duration, c *conn, src, dst endpoint, pdu *decode.PDU) {
+	b := append(p.buf[:0], `{"frame":`...)
+	b = strconv.AppendInt(b, int64(frame), 10)
+	b = append(b, `,"time":`...)
+	b = appendSeconds(b, rel)
+	b = append(b, `,"conn":`...)
+	b = strconv.AppendInt(b, int64(c.id), 10)
+	b = append(b, `,"dir":"`...)
+	b = append(b, c.dir(src)...)
+	b = append(b, `","src":"`...)
+	b = src.AppendTo(b)
+	b = append(b, `","dst":"`...)
+	b = dst.AppendTo(b)
+	b = append(b, '"')
+	b = appendJSONFields(b, pdu, p.o.numeric)
+	b = append(b, "}\n"...)
+	p.buf = b
+	p.w.Write(b)
+}
+
+// appendJSONFields relies on the field table keeping every dotted prefix
+// contiguous (decode tests check it), so each object opens once.
+func appendJSONFields(b []byte, pdu *decode.PDU, numeric bool) []byte {
+	var open []string // path of objects currently open
+	fields := decode.Fields()
+	for i := range fields {
+		f := &fields[i]
+		if f.Name == "data" {
+			continue
+		}
+		v, ok := f.Get(pdu)
+		if !ok {
+			continue
+		}
+		parts := strings.Split(f.Name, ".")
+		path, leaf := parts[:len(parts)-1], parts[len(parts)-1]
+		common := 0
+		for common < len(open) && common < len(path) && open[common] == path[common] {
+			common++
+		}
+		for len(open) > common {
+			b = append(b, '}')
+			open = open[:len(open)-1]
+		}
+		for _, seg := range path[common:] {
+			b = append(b, ',')
+			b = strconv.AppendQuote(b, seg)
+			b = append(b, ':', '{')
+			open = append(open, seg)
+		}
+		if b[len(b)-1] != '{' { // the first member of an object takes no comma
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, leaf)
+		b = append(b, ':')
+		if numeric && v.Kind == decode.KindEnum {
+			v.Kind = decode.KindUint
+		}
+		switch v.Kind {
+		case decode.KindBool:
+			if v.U != 0 {
+				b = append(b, "true"...)
+			} else {
+				b = append(b, "false"...)
+			}
+		case decode.KindUint:
+			b = strconv.AppendUint(b, v.U, 10)
+		case decode.KindEnum, decode.KindString:
+			b = strconv.AppendQuote(b, v.S)
+		case decode.KindBytes:
+			b = append(b, '"')
+			b = f.AppendValue(b, v)
+			b = append(b, '"')
+		}
+	}
+	for range open {
+		b = append(b, '}')
+	}
+	return b
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs every iwkit test. Installs what the tests need when it is missing:
+# Go modules through the module proxy, and tshark/tcpdump (the differential
+# oracles) from Debian's packages. Usage: ./test.sh [extra go test flags]
+set -euo pipefail
+cd "$(dirname "$0")"
+
+need=()
+command -v tshark >/dev/null 2>&1 || need+=(tshark)
+command -v tcpdump >/dev/null 2>&1 || need+=(tcpdump)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "test.sh: installing ${need[*]}" >&2
+    apt-get update -q >/dev/null
+    # tshark asks whether non-root users may capture; answer no, non-interactively.
+    echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections 2>/dev/null || true
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
+  else
+    echo "test.sh: ${need[*]} missing and cannot install (need root and apt-get); the tests that use them will fail" >&2
+  fi
+fi
+
+go mod download
+echo "== go vet"
+go vet ./...
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt: these files need formatting:"; echo "$unformatted"; exit 1
+fi
+echo "== go test"
+go test -count=1 "$@" ./...
