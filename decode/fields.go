@@ -158,6 +158,14 @@ var fieldTable = []Field{
 			}
 			return Value{Kind: KindEnum, U: 0, S: "request"}
 		}),
+	fld("mpa.key", KindString, false, BaseMPAFrame, 0, 16, 0, `the 16-octet key, "MPA ID Req Frame" or "MPA ID Rep Frame"`, isMPA,
+		func(p *PDU) Value {
+			if p.MPA.Reply {
+				return Value{Kind: KindString, S: MPAKeyRep}
+			}
+			return Value{Kind: KindString, S: MPAKeyReq}
+		}),
+	fld("mpa.flags", KindUint, true, BaseMPAFrame, 16, 1, 0, "the flags octet: M 0x80, C 0x40, R 0x20, S 0x10, reserved 0x0F", isMPA, func(p *PDU) Value { return vUint(p.MPA.Flags) }),
 	fld("mpa.m", KindBool, false, BaseMPAFrame, 16, 0, MPAFlagM, "M: the frame's sender wants markers in the FPDUs sent to it", isMPA, func(p *PDU) Value { return vBool(p.MPA.Markers) }),
 	fld("mpa.c", KindBool, false, BaseMPAFrame, 16, 0, MPAFlagC, "C: CRC32c wanted; CRC is used both ways if either frame sets it", isMPA, func(p *PDU) Value { return vBool(p.MPA.CRC) }),
 	fld("mpa.r", KindBool, false, BaseMPAFrame, 16, 0, MPAFlagR, "R: in a Reply, the Responder rejects the connection", isMPA, func(p *PDU) Value { return vBool(p.MPA.Reject) }),

@@ -53,7 +53,9 @@ type PDU struct {
 // known). The DDP/RDMAP decode error, if any, is kept in p.SegErr and is not
 // returned: the MPA layer was fine.
 func DecodeFPDU(b []byte, checkCRC *bool, p *PDU) (int, error) {
-	*p = PDU{}
+	// Reset only what this path does not overwrite: zeroing the whole PDU
+	// costs as much as decoding a small FPDU. p.MPA is stale but unused.
+	p.IsMPAFrame, p.Markers, p.SegErr = false, p.Markers[:0], nil
 	n, err := ParseFPDU(b, &p.FPDU)
 	if err != nil {
 		return 0, err
