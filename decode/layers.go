@@ -46,7 +46,7 @@ type MPA struct {
 	FPDU    FPDU
 }
 
-func (m *MPA) LayerType() gopacket.LayerType { return LayerTypeMPA }
+func (m *MPA) LayerType() gopacket.LayerType  { return LayerTypeMPA }
 func (m *MPA) CanDecode() gopacket.LayerClass { return LayerTypeMPA }
 
 // NextLayerType is DDP for an FPDU and nothing after a frame.
