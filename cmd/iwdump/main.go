@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/filter"
 	"github.com/iwkit/iwkit/pcap"
 )
 
@@ -30,6 +31,8 @@ type options struct {
 	hex     bool
 	format  string
 	numeric bool
+	display string
+	filter  *filter.Filter[*decode.PDU]
 }
 
 func main() {
@@ -45,9 +48,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.verbose, "V", false, "print the full field tree of every PDU")
 	fs.BoolVar(&o.hex, "x", false, "print the PDU's octets in hex")
 	fs.BoolVar(&o.numeric, "n", false, "print named values (opcodes, Terminate causes, ...) as numbers")
+	fs.StringVar(&o.display, "Y", "", "display only PDUs matching the display `filter`, e.g. 'rdmap.opcode == \"RDMA Read Request\" && rdmap.sink_stag == 0x1234'")
 	fs.StringVar(&o.format, "T", "text", "output `format`: text or json (NDJSON, one object per PDU)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: iwdump -r FILE [-c N] [-n] [-V] [-x] [-T text|json]\n")
+		fmt.Fprintf(stderr, "usage: iwdump -r FILE [-c N] [-n] [-V] [-x] [-Y FILTER] [-T text|json]\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -56,6 +60,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o.file == "" || fs.NArg() > 0 || (o.format != "text" && o.format != "json") {
 		fs.Usage()
 		return exitError
+	}
+	if o.display != "" {
+		f, err := filter.Compile(o.display, filter.PDUResolver)
+		if err != nil {
+			fmt.Fprintf(stderr, "iwdump: -Y: %v\n", err)
+			return exitError
+		}
+		o.filter = f
 	}
 	r, err := pcap.Open(o.file)
 	if err != nil {

@@ -22,6 +22,9 @@ func appendSeconds(b []byte, d time.Duration) []byte {
 }
 
 func (p *printer) pdu(frame int, rel time.Duration, c *conn, src, dst endpoint, pdu *decode.PDU, wire []byte) {
+	if p.o.filter != nil && !p.o.filter.Match(pdu) {
+		return
+	}
 	if p.o.format == "json" {
 		p.json(frame, rel, c, src, dst, pdu)
 		return
