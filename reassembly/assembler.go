@@ -1,0 +1,296 @@
+// Package reassembly turns captured TCP segments into iWARP PDUs: a flow
+// table with one byte stream per direction (absolute, wrap-safe sequence
+// numbers; segment boundaries kept; bounded out-of-order buffering;
+// retransmission and overlap trimming; explicit gaps; mid-stream attach),
+// and on top of it an MPA framer per direction that finds the MPA
+// Request/Reply anywhere in the stream, records what was negotiated, and
+// delineates FPDUs by ULPDU_Length, stripping markers and checking CRC32c
+// where the direction uses them (RFC 5044 §4, §7; RFC 6581).
+//
+// Where the capture loses bytes, or starts without the handshake, the framer
+// finds the next FPDU boundary itself: from a marker's FPDUPTR when markers
+// are in use, otherwise from candidate offsets accepted only when a chain of
+// FPDUs validates (ULPDU_Length, DDP/RDMAP header, CRC32c), inferring markers
+// and CRC from the bytes when no handshake told. Every skipped region is
+// reported.
+//
+// The API is streaming: Feed one TCP segment at a time, receive events
+// through a Handler. One goroutine drives an Assembler; Shard spreads flows
+// over several Assemblers by flow hash. The package knows no RDMA state (MSN,
+// MO, STags are track/'s).
+package reassembly
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/pcap"
+)
+
+// Config tunes an Assembler. The zero value gives the defaults.
+type Config struct {
+	// Ports declares TCP ports that carry iWARP: on a flow to or from one
+	// of them the framer never gives up looking for MPA. iWARP has no port
+	// of its own (445 SMB Direct, 4420 NVMe-oF, 3260 iSER, 20049 NFS/RDMA,
+	// ...); detection is by content on every port regardless.
+	Ports []uint16
+	// MaxFlows bounds the flow table (default 16384). When it is full the
+	// least recently used flow is closed (CloseEvicted).
+	MaxFlows int
+	// MemoryBudget bounds the octets of all buffers together: out-of-order
+	// segments, FPDUs that span segments, resync windows and
+	// retransmission history (default 64 MiB). When it is reached, the
+	// oldest out-of-order data is given up (GapBudget) and octets that
+	// cannot be held are reported as GapNoMemory.
+	MemoryBudget int64
+	// FlowBufferLimit bounds the out-of-order octets buffered per
+	// direction (default 4 MiB); beyond it the first hole is given up.
+	FlowBufferLimit int
+	// IdleTimeout closes flows without a segment for that long, in capture
+	// time (default 5 minutes; negative: never).
+	IdleTimeout time.Duration
+	// ChainLength is the number of consecutive valid FPDUs that accept a
+	// candidate boundary when neither a marker nor CRCs vouch for it
+	// (default 3).
+	ChainLength int
+	// DetectLimit is the octets per direction examined for MPA (a key or an
+	// FPDU chain) before a flow is taken as not iWARP (default 256 KiB).
+	DetectLimit int
+	// ResyncWindow bounds the octets held per direction while looking for
+	// an FPDU boundary (default 256 KiB); older ones are reported skipped.
+	ResyncWindow int
+	// RetransCheck is the octets of delivered data kept per direction of
+	// an iWARP connection to compare retransmissions with (default 64 KiB;
+	// negative: no comparison).
+	RetransCheck int
+	// MaxULPDU rejects candidate FPDUs with a larger ULPDU_Length while
+	// resyncing (default 65535: any).
+	MaxULPDU int
+}
+
+func (c *Config) defaults() {
+	if c.MaxFlows <= 0 {
+		c.MaxFlows = 16384
+	}
+	if c.MemoryBudget <= 0 {
+		c.MemoryBudget = 64 << 20
+	}
+	if c.FlowBufferLimit <= 0 {
+		c.FlowBufferLimit = 4 << 20
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 5 * time.Minute
+	}
+	if c.ChainLength <= 0 {
+		c.ChainLength = 3
+	}
+	if c.DetectLimit <= 0 {
+		c.DetectLimit = 256 << 10
+	}
+	if c.ResyncWindow <= 0 {
+		c.ResyncWindow = 256 << 10
+	}
+	if c.ResyncWindow < 2*maxFPDUWire {
+		c.ResyncWindow = 2 * maxFPDUWire
+	}
+	if c.RetransCheck == 0 {
+		c.RetransCheck = 64 << 10
+	}
+	if c.MaxULPDU <= 0 || c.MaxULPDU > 0xFFFF {
+		c.MaxULPDU = 0xFFFF
+	}
+}
+
+// Stats counts what the assembler saw and what it had to drop.
+type Stats struct {
+	Packets      uint64 // segments fed
+	PayloadBytes uint64 // TCP payload octets fed (captured)
+
+	Flows        uint64 // flows created (connections, iWARP or not)
+	IWARPConns   uint64 // connections recognized as iWARP
+	FlowsActive  int    // flows in the table now
+	FlowsEvicted uint64 // closed because the table was full
+	FlowsExpired uint64 // closed by IdleTimeout
+
+	MPAFrames    uint64
+	FPDUs        uint64
+	PartialFPDUs uint64 // FPDUs reported with Missing octets
+	CRCBad       uint64
+
+	RetransBytes       uint64 // octets received again (trimmed)
+	InconsistentRetran uint64 // RetransEvents
+	OOOSegments        uint64 // segments (pieces) buffered out of order
+	OOOBytesBuffered   uint64 // octets buffered out of order (cumulative)
+
+	Gaps             uint64 // GapEvents of reasons other than GapSkipped
+	GapBytes         uint64
+	SkippedBytes     uint64 // GapSkipped octets
+	Resyncs          uint64
+	BudgetGaps       uint64 // holes given up for the buffer budgets
+	NoMemoryBytes    uint64 // octets dropped for the memory budget
+	LateBytes        uint64 // octets that arrived for a hole already given up
+	UntrackedBytes   uint64 // payload of flows not (or no longer) taken for iWARP
+	MemoryInUse      int64  // buffer octets held now
+	MemoryPeak       int64
+	MemoryDenied     uint64 // buffer requests refused by the budget
+	MaxFlowsReached  uint64
+	IgnoredSegments  uint64 // segments of closed flows (late ACKs, retransmissions)
+	StreamRestartsOK uint64 // 4-tuples reused by a new connection
+}
+
+// Assembler is a flow table with the MPA framers on top. It is not safe for
+// concurrent use: one goroutine feeds it (see Shard to use several).
+type Assembler struct {
+	cfg   Config
+	h     Handler
+	flows map[flowKey]*flow
+	last  *flow
+	lru   flow // sentinel of the LRU list (lru.next: most recent)
+	ooo   flow // sentinel of the list of flows holding out-of-order data
+	pool  pool
+	stats Stats
+
+	now        time.Time
+	lastExpire time.Time
+	nextID     uint64
+	ports      map[uint16]bool
+	freeFlows  []*flow
+
+	// Reused event values (valid during a callback only).
+	evPDU     PDUEvent
+	evGap     GapEvent
+	evResync  ResyncEvent
+	evRetrans RetransEvent
+	evFinding FindingEvent
+	evClose   CloseEvent
+
+	fp      decode.FPDU       // candidate FPDU while resyncing
+	scratch []byte            // marker-free copy of an FPDU with markers
+	marks   []decode.MarkerAt // markers of the FPDU at hand
+	pkt     pcap.Packet       // for FeedFrame
+}
+
+// New returns an Assembler that sends its events to h.
+func New(cfg Config, h Handler) *Assembler {
+	cfg.defaults()
+	a := &Assembler{cfg: cfg, h: h, flows: make(map[flowKey]*flow)}
+	a.lru.next, a.lru.prev = &a.lru, &a.lru
+	a.ooo.onext, a.ooo.oprev = &a.ooo, &a.ooo
+	a.pool.budget = cfg.MemoryBudget
+	a.pool.freeMax = cfg.MemoryBudget / 4
+	if len(cfg.Ports) > 0 {
+		a.ports = make(map[uint16]bool, len(cfg.Ports))
+		for _, p := range cfg.Ports {
+			a.ports[p] = true
+		}
+	}
+	a.scratch = make([]byte, 0, maxFPDUWire)
+	a.marks = make([]decode.MarkerAt, 0, maxFPDUWire/decode.MarkerSpacing+2)
+	return a
+}
+
+// Stats returns the counters.
+func (a *Assembler) Stats() Stats {
+	s := a.stats
+	s.FlowsActive = len(a.flows)
+	s.MemoryInUse = a.pool.inUse
+	s.MemoryPeak = a.pool.peak
+	s.MemoryDenied = a.pool.denied
+	return s
+}
+
+// FeedFrame decodes the frame down to TCP and feeds it. Frames that hold no
+// TCP segment are skipped (pcap.ErrNotTCP is returned); damaged ones return
+// the decode error.
+func (a *Assembler) FeedFrame(f *pcap.Frame) error {
+	if err := pcap.DecodeTCP(f.LinkType, f.Data, &a.pkt); err != nil {
+		return err
+	}
+	a.Feed(f.Number, f.Timestamp, &a.pkt)
+	return nil
+}
+
+// Feed processes one TCP segment: frame is its frame number (reported back in
+// events), ts its capture time. p and its payload are only read during the
+// call.
+func (a *Assembler) Feed(frame int, ts time.Time, p *pcap.Packet) {
+	a.stats.Packets++
+	a.stats.PayloadBytes += uint64(len(p.Payload))
+	if ts.After(a.now) {
+		a.now = ts
+		if a.cfg.IdleTimeout > 0 && a.now.Sub(a.lastExpire) >= time.Second {
+			a.lastExpire = a.now
+			a.Expire(a.now)
+		}
+	}
+	fl, d := a.lookup(frame, ts, p)
+	if fl == nil {
+		return
+	}
+	fl.segment(d, frame, ts, p)
+}
+
+// Expire closes the flows idle for Config.IdleTimeout before now. Feed calls
+// it as capture time advances; a live source calls it from its own clock.
+func (a *Assembler) Expire(now time.Time) {
+	if a.cfg.IdleTimeout <= 0 {
+		return
+	}
+	limit := now.Add(-a.cfg.IdleTimeout)
+	for {
+		fl := a.lru.prev
+		if fl == &a.lru || !fl.lastSeen.Before(limit) {
+			return
+		}
+		if !fl.closed {
+			a.stats.FlowsExpired++
+		}
+		a.remove(fl, CloseIdle, 0)
+	}
+}
+
+// Flush ends the capture: every flow is closed (CloseEnd) after its missing
+// data is reported and its framers had a last try at the data they hold.
+func (a *Assembler) Flush() {
+	for {
+		fl := a.lru.next
+		if fl == &a.lru {
+			break
+		}
+		a.remove(fl, CloseEnd, 0)
+	}
+	a.last = nil
+}
+
+// FlowHash returns a hash of the packet's flow that is the same for both
+// directions.
+func FlowHash(p *pcap.Packet) uint64 {
+	return endpointHash(p.Src, p.SrcPort) ^ endpointHash(p.Dst, p.DstPort)
+}
+
+// Shard returns which of n Assemblers owns the packet's flow (n > 0). A
+// dispatcher reading one capture routes each segment with Shard to a
+// goroutine owning one Assembler; the segment's payload must then be copied,
+// as the reader reuses its buffer.
+func Shard(p *pcap.Packet, n int) int {
+	return int(FlowHash(p) % uint64(n))
+}
+
+func endpointHash(a netip.Addr, port uint16) uint64 {
+	b := a.As16()
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	h ^= uint64(port)
+	h *= 1099511628211
+	h ^= uint64(port >> 8)
+	h *= 1099511628211
+	// Final mix so that XOR of two endpoints spreads well.
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	return h
+}

@@ -1,0 +1,547 @@
+package reassembly
+
+import (
+	"encoding/binary"
+	"time"
+
+	"github.com/iwkit/iwkit/decode"
+)
+
+// This file finds an FPDU boundary where the framer has none: at the start
+// of a capture without handshake, after a gap that swallowed a boundary, and
+// after the framing was found wrong. The data are gathered in acc (bounded by
+// Config.ResyncWindow) and candidates are examined in stream order:
+//
+//   - with markers (RFC 5044 §4.2-4.3), the FPDU a marker's FPDUPTR points
+//     at; markers of an unknown phase are inferred from marker-like words
+//     512 octets apart whose FPDUPTRs agree;
+//   - otherwise every offset (those at the direction's FPDU alignment and
+//     segment starts when the alignment is known), accepted only when a chain
+//     of Config.ChainLength FPDUs validates, or fewer reaching the end of the
+//     data with a CRC32c that matches each of them.
+//
+// An FPDU validates when its ULPDU_Length is possible, its DDP and RDMAP
+// headers are plausible (plausibleHead), its markers point back at it, and its
+// CRC matches where CRCs are in use. Where the handshake did not say whether
+// CRCs are in use, the first FPDU of a chain decides (a matching CRC32c is
+// proof; draft-differences §7 item 5).
+
+type crcMode uint8
+
+const (
+	crcOff crcMode = iota
+	crcOn
+	crcInfer
+)
+
+// hyp is a hypothesis about a direction's framing.
+type hyp struct {
+	markers bool
+	s0      uint32
+	crc     crcMode
+	valid   bool
+}
+
+type verdict uint8
+
+const (
+	vReject verdict = iota
+	vMore
+	vAccept
+)
+
+type chainRes struct {
+	v        verdict
+	n        int  // FPDUs validated
+	crcOn    bool // CRCs matched (in use)
+	markerOK int  // markers with a non-zero FPDUPTR that pointed right
+	how      ResyncHow
+}
+
+type exState uint8
+
+const (
+	exBad exState = iota
+	exMore
+	exOK
+)
+
+func (f *framer) resetScan() {
+	f.scanned = 0
+	f.live = f.live[:0]
+	f.scanHyp = hyp{}
+}
+
+// huntData gathers octets while no boundary is known and tries to find one.
+func (f *framer) huntData(b []byte, frame int, ts time.Time) {
+	if !f.appendAcc(b, frame, ts) {
+		f.skipFront(len(f.acc))
+		f.flushSkip(frame)
+		f.fl.a.stats.NoMemoryBytes += uint64(len(b))
+		f.reportGap(f.pos, f.off, uint64(len(b)), GapNoMemory, frame, f.estimate(uint64(len(b)), false))
+		f.pos += uint32(len(b))
+		f.off += uint64(len(b))
+		f.resetScan()
+		return
+	}
+	if f.st == stDetect {
+		f.examined += len(b)
+		if f.scanKey(frame, ts) {
+			return
+		}
+	}
+	if f.tryHunt(false, frame) {
+		return
+	}
+	if f.st == stDetect && f.examined > f.fl.a.cfg.DetectLimit && !f.fl.c.IWARP && !f.fl.declared {
+		f.giveUp()
+	}
+}
+
+// tryHunt looks for a boundary in acc. When it finds one it switches to
+// stFPDU and replays acc from there, and reports true. Otherwise it drops the
+// octets that can no longer hold a boundary (reported as skipped). final says
+// no more octets will follow acc (a gap or the end).
+func (f *framer) tryHunt(final bool, frame int) bool {
+	a := f.fl.a
+	c, h, r, ok := f.search(final)
+	if ok {
+		f.accept(c, h, r, frame)
+		return true
+	}
+	if final {
+		return false
+	}
+	// Octets before the first undecided candidate hold no boundary.
+	cut := f.scanned
+	if len(f.live) > 0 {
+		cut = min(cut, f.live[0])
+	}
+	if f.anchor {
+		cut = 0
+	}
+	if f.st == stDetect {
+		cut = min(cut, f.keyScan)
+	}
+	if f.params().MarkersSource == SourceUnknown {
+		// Keep enough to infer a marker phase from.
+		cut = min(cut, max(0, len(f.acc)-3*decode.MarkerSpacing-decode.MarkerLen))
+	}
+	if over := len(f.acc) - a.cfg.ResyncWindow; over > cut {
+		cut = over
+		f.anchor = false
+	}
+	if cut > 0 {
+		f.skipFront(cut)
+	}
+	return false
+}
+
+// search returns the earliest acceptable boundary in acc.
+func (f *framer) search(final bool) (int, hyp, chainRes, bool) {
+	fl := f.fl
+	P := f.params()
+	strict := !fl.c.IWARP
+	need := fl.a.cfg.ChainLength
+	crc := crcInfer
+	if P.CRCSource == SourceHandshake || (P.CRCSource == SourceInferred && P.CRC) {
+		crc = crcOff
+		if P.CRC {
+			crc = crcOn
+		}
+	}
+	if f.anchor {
+		// acc[0] starts the Full Operation Phase: only the parameters are
+		// unknown. The first marker would sit right there (RFC 5044 §4.3).
+		more := false
+		for _, m := range [2]bool{true, false} {
+			if P.MarkersSource == SourceHandshake && P.Markers != m {
+				continue
+			}
+			h := hyp{markers: m, s0: f.pos, crc: crc, valid: true}
+			if P.MarkersSource == SourceHandshake {
+				h.s0 = P.S0
+			}
+			r := f.chain(0, h, 1, false, final)
+			switch r.v {
+			case vAccept:
+				r.how = ResyncStart
+				return 0, h, r, true
+			case vMore:
+				more = true
+			}
+		}
+		if more && !final {
+			return 0, hyp{}, chainRes{}, false
+		}
+		f.anchor = false
+	}
+
+	best, bestH, bestR := -1, hyp{}, chainRes{}
+	try := func(c int, h hyp, r chainRes) {
+		if best < 0 || c < best {
+			best, bestH, bestR = c, h, r
+		}
+	}
+	scanH := hyp{crc: crc, valid: true}
+	switch {
+	case P.MarkersSource == SourceHandshake:
+		if P.Markers {
+			scanH.markers, scanH.s0 = true, P.S0
+			if c, r, ok := f.markerCands(scanH, need, strict, final, 1<<20); ok {
+				try(c, scanH, r)
+			}
+		}
+	default:
+		if P.MarkersSource == SourceInferred && P.Markers {
+			scanH.markers, scanH.s0 = true, P.S0
+			if c, r, ok := f.markerCands(scanH, need, strict, final, 1<<20); ok {
+				try(c, scanH, r)
+			}
+		}
+		var phases [8]uint32
+		for _, s0 := range f.phases(phases[:0]) {
+			h := hyp{markers: true, s0: s0, crc: crc, valid: true}
+			if c, r, ok := f.markerCands(h, need, strict, final, 8); ok {
+				try(c, h, r)
+			}
+		}
+	}
+	if c, r, ok := f.scan(scanH, need, strict, final, best); ok {
+		try(c, scanH, r)
+	}
+	if best < 0 {
+		return 0, hyp{}, chainRes{}, false
+	}
+	return best, bestH, bestR, true
+}
+
+// scan examines acc offsets in order (incrementally: offsets decided before
+// are not examined again) under hypothesis h, and returns the first
+// accepted one below limit (limit < 0: any).
+func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chainRes, bool) {
+	if h != f.scanHyp {
+		f.scanned = 0
+		f.live = f.live[:0]
+		f.scanHyp = h
+	}
+	w := 0
+	for i, o := range f.live {
+		if limit >= 0 && o >= limit {
+			copy(f.live[w:], f.live[i:])
+			w += len(f.live) - i
+			break
+		}
+		r := f.chain(o, h, need, strict, final)
+		switch r.v {
+		case vAccept:
+			f.live = f.live[:0]
+			return o, r, true
+		case vMore:
+			f.live[w] = o
+			w++
+		}
+	}
+	f.live = f.live[:w]
+	si := 0
+	end := len(f.acc)
+	if limit >= 0 {
+		end = min(end, limit)
+	}
+	for o := f.scanned; o < end; o++ {
+		for si < len(f.segs) && f.segs[si].at < o {
+			si++
+		}
+		if f.align >= 0 && int((f.pos+uint32(o))&3) != f.align && (si >= len(f.segs) || f.segs[si].at != o) {
+			continue
+		}
+		r := f.chain(o, h, need, strict, final)
+		switch r.v {
+		case vAccept:
+			f.scanned = o + 1
+			return o, r, true
+		case vMore:
+			if len(f.live) >= 256 {
+				copy(f.live, f.live[1:])
+				f.live = f.live[:len(f.live)-1]
+			}
+			f.live = append(f.live, o)
+		}
+	}
+	if end == len(f.acc) {
+		f.scanned = end
+	}
+	return 0, chainRes{}, false
+}
+
+// markerCands examines the FPDUs that the first max markers in acc point at.
+func (f *framer) markerCands(h hyp, need int, strict, final bool, maxMarks int) (int, chainRes, bool) {
+	last := -1
+	m := decode.NextMarkerPos(f.pos, h.s0)
+	for k := 0; k < maxMarks; k++ {
+		o := int(m - f.pos)
+		if o+decode.MarkerLen > len(f.acc) || o < 0 {
+			break
+		}
+		ptr := binary.BigEndian.Uint16(f.acc[o+2:]) &^ 3
+		m += decode.MarkerSpacing
+		start := m - decode.MarkerSpacing
+		if ptr != 0 {
+			hp := start - uint32(ptr)
+			start = hp
+			if decode.IsMarkerPos(hp-decode.MarkerLen, h.s0) {
+				start = hp - decode.MarkerLen
+			}
+		}
+		so := int(int32(start - f.pos))
+		if so < 0 || so >= len(f.acc) || so == last {
+			continue
+		}
+		last = so
+		r := f.chain(so, h, need, strict, final)
+		if r.v == vAccept {
+			if ptr != 0 || r.markerOK > 0 {
+				r.how = ResyncMarker
+			}
+			return so, r, true
+		}
+	}
+	return 0, chainRes{}, false
+}
+
+// phases returns candidate first-marker positions for a direction whose
+// markers are not known: phases at which up to four words 512 octets apart
+// all look like markers (Reserved 0, FPDUPTR a multiple of 4) and point at
+// FPDU headers that do not go backwards.
+func (f *framer) phases(dst []uint32) []uint32 {
+	b := f.acc
+	if len(b) < 2*decode.MarkerSpacing+decode.MarkerLen {
+		return dst
+	}
+	for ph := 0; ph < decode.MarkerSpacing && len(dst) < cap(dst); ph++ {
+		cnt, nz := 0, 0
+		var prev uint32
+		ok := true
+		for o := ph; o+decode.MarkerLen <= len(b) && cnt < 4; o += decode.MarkerSpacing {
+			res := binary.BigEndian.Uint16(b[o:])
+			ptr := binary.BigEndian.Uint16(b[o+2:])
+			if res != 0 || ptr&3 != 0 {
+				ok = false
+				break
+			}
+			m := f.pos + uint32(o)
+			hp := m + decode.MarkerLen
+			if ptr != 0 {
+				hp = m - uint32(ptr)
+				nz++
+			}
+			if cnt > 0 && int32(hp-prev) < 0 {
+				ok = false
+				break
+			}
+			prev = hp
+			cnt++
+		}
+		if ok && cnt >= 2 && nz > 0 {
+			dst = append(dst, f.pos+uint32(ph))
+		}
+	}
+	return dst
+}
+
+// chain validates up to need FPDUs from acc[o] under hypothesis h.
+func (f *framer) chain(o int, h hyp, need int, strict, final bool) chainRes {
+	var r chainRes
+	crc := h.crc
+	p := f.pos + uint32(o)
+	for r.n < need {
+		n, st, match, mk := f.examine(f.acc[o:], p, &h, crc, strict)
+		switch st {
+		case exBad:
+			if r.n > 0 && (r.markerOK > 0 || r.crcOn) {
+				return f.accepted(r, need)
+			}
+			r.v = vReject
+			return r
+		case exMore:
+			if r.n > 0 && (r.markerOK > 0 || r.crcOn || (final && !strict)) {
+				return f.accepted(r, need)
+			}
+			if final {
+				r.v = vReject
+			} else {
+				r.v = vMore
+			}
+			return r
+		}
+		if crc == crcInfer {
+			crc = crcOff
+			if match {
+				crc = crcOn
+			}
+		}
+		if crc == crcOn {
+			r.crcOn = true
+		}
+		r.n++
+		r.markerOK += mk
+		o += n
+		p += uint32(n)
+	}
+	return f.accepted(r, need)
+}
+
+func (f *framer) accepted(r chainRes, need int) chainRes {
+	r.v = vAccept
+	switch {
+	case r.n >= need:
+		r.how = ResyncChain
+	case r.markerOK > 0:
+		r.how = ResyncMarker
+	case r.crcOn:
+		r.how = ResyncCRC
+	default:
+		r.how = ResyncChain
+	}
+	return r
+}
+
+// examine checks the FPDU candidate at the start of w (stream position p).
+// It returns the FPDU's wire size, whether it is bad, needs more octets or
+// is valid, whether its CRC matched, and how many of its markers with a
+// non-zero FPDUPTR pointed right.
+func (f *framer) examine(w []byte, p uint32, h *hyp, crc crcMode, strict bool) (int, exState, bool, int) {
+	a := f.fl.a
+	var hb [20]byte
+	var hdr []byte
+	if h.markers {
+		if off := markerOff(p, h.s0); off == 0 {
+			if len(w) < decode.MarkerLen {
+				return 0, exMore, false, 0
+			}
+			// A marker at an FPDU start lies between FPDUs: FPDUPTR 0.
+			if binary.BigEndian.Uint16(w[2:])&^3 != 0 || (strict && binary.BigEndian.Uint16(w) != 0) {
+				return 0, exBad, false, 0
+			}
+		} else if off < decode.MarkerLen {
+			return 0, exBad, false, 0
+		}
+		hdr = logical(hb[:0], w, p, h.s0, len(hb))
+	} else {
+		hdr = w[:min(len(w), len(hb))]
+	}
+	if len(hdr) < decode.ULPDULenLen+2 {
+		if len(hdr) >= 2 && int(binary.BigEndian.Uint16(hdr)) < minULPDU {
+			return 0, exBad, false, 0
+		}
+		return 0, exMore, false, 0
+	}
+	l := int(binary.BigEndian.Uint16(hdr))
+	if l < minULPDU || l > a.cfg.MaxULPDU {
+		return 0, exBad, false, 0
+	}
+	u := hdr[decode.ULPDULenLen:]
+	if need := headNeed(u[0]); len(u) < need {
+		// Check what is there: version pair first.
+		if dv, rv := u[0]&decode.DDPDVMask, u[1]>>6; dv > 1 || dv != rv {
+			return 0, exBad, false, 0
+		}
+		return 0, exMore, false, 0
+	}
+	if !plausibleHead(u, l, strict) {
+		return 0, exBad, false, 0
+	}
+	var n int
+	if h.markers {
+		n = fpduWireLen(p, h.s0, l)
+	} else {
+		n = decode.FPDULen(l)
+	}
+	if len(w) < n {
+		return n, exMore, false, 0
+	}
+	fp := &a.fp
+	var match bool
+	mk := 0
+	if h.markers {
+		_, crcv, marks, err := decode.ParseFPDUWithMarkers(w[:n], p, h.s0, a.scratch, fp, a.marks[:0])
+		if err != nil {
+			return 0, exBad, false, 0
+		}
+		a.marks = marks
+		for _, m := range marks {
+			want := decode.ExpectedFPDUPTR(m.Pos, p, h.s0) &^ 3
+			if m.Marker.FPDUPTR&^3 != want || (strict && m.Marker.Reserved != 0) {
+				return 0, exBad, false, 0
+			}
+			if want != 0 {
+				mk++
+			}
+		}
+		match = crcv == fp.CRC
+	} else {
+		if _, err := decode.ParseFPDU(w[:n], fp); err != nil {
+			return 0, exBad, false, 0
+		}
+		if crc != crcOff {
+			match = fp.ComputedCRC() == fp.CRC
+		}
+	}
+	if strict {
+		for _, c := range fp.Pad {
+			if c != 0 {
+				return 0, exBad, false, 0
+			}
+		}
+	}
+	if crc == crcOn && !match {
+		return 0, exBad, false, 0
+	}
+	return n, exOK, match, mk
+}
+
+// accept takes the boundary at acc[c] found under h: parameters that were
+// not known are recorded as inferred, the skipped octets and the resync are
+// reported, and acc is replayed from c in sync.
+func (f *framer) accept(c int, h hyp, r chainRes, frame int) {
+	fl := f.fl
+	a := fl.a
+	conn := &fl.c
+	P := &conn.Params[f.d]
+	changed := false
+	if P.MarkersSource != SourceHandshake {
+		if P.MarkersSource != SourceInferred || P.Markers != h.markers || (h.markers && markerOff(P.S0, h.s0) != 0) {
+			changed = true
+		}
+		P.Markers, P.MarkersSource = h.markers, SourceInferred
+		if h.markers {
+			P.S0 = h.s0
+		}
+	}
+	if P.CRCSource != SourceHandshake {
+		if P.CRCSource != SourceInferred || P.CRC != r.crcOn {
+			changed = true
+		}
+		P.CRC, P.CRCSource = r.crcOn, SourceInferred
+	}
+	if !conn.IWARP {
+		fl.becomeIWARP()
+	}
+	if changed {
+		a.h.Negotiated(conn, f.d)
+	}
+	// CRC use is one for both directions (RFC 5044 §7.1.1).
+	if O := &conn.Params[f.d.Other()]; O.CRCSource == SourceUnknown && P.CRC {
+		O.CRC, O.CRCSource = true, SourceInferred
+		a.h.Negotiated(conn, f.d.Other())
+	}
+	f.skipFront(c)
+	skipped := f.flushSkip(frame)
+	a.stats.Resyncs++
+	a.evResync = ResyncEvent{Dir: f.d, How: r.how, Seq: f.pos, Offset: f.off, Frame: frame, Chain: r.n, Skipped: skipped}
+	a.h.Resync(conn, &a.evResync)
+	f.st = stFPDU
+	f.anchor = false
+	f.align = int(f.pos & 3)
+	f.replayFrom(0)
+}
