@@ -338,3 +338,94 @@ func fillFPDUs(s *side, rng *rand.Rand, n, minP, maxP int) {
 		}
 	}
 }
+
+// dropData removes the data packets of direction d whose index among that
+// direction's data packets is in idx, and returns the stream ranges lost.
+func (c *conv) dropData(d Dir, idx ...int) [][2]int {
+	var lost [][2]int
+	k := -1
+	out := c.pkts[:0]
+	for _, p := range c.pkts {
+		if p.d == d && len(p.data) > 0 {
+			k++
+			drop := false
+			for _, i := range idx {
+				if i == k {
+					drop = true
+				}
+			}
+			if drop {
+				off := int(p.seq - c.s[d].isn - 1)
+				lost = append(lost, [2]int{off, off + len(p.data)})
+				continue
+			}
+		}
+		out = append(out, p)
+	}
+	c.pkts = out
+	return lost
+}
+
+// dataPackets returns the indexes in c.pkts of d's data packets.
+func (c *conv) dataPackets(d Dir) []int {
+	var out []int
+	for i, p := range c.pkts {
+		if p.d == d && len(p.data) > 0 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// wantAround returns the FPDUs of s not touched by the lost ranges, from
+// offset from on.
+func wantAround(s *side, from int, lost [][2]int) []wantFPDU {
+	var out []wantFPDU
+	for _, f := range s.fpdus {
+		if f.off < from {
+			continue
+		}
+		ok := true
+		for _, l := range lost {
+			if f.off < l[1] && f.off+f.len > l[0] {
+				ok = false
+			}
+		}
+		if ok {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// checkCoverage checks that the events of direction d account for every
+// octet of s from offset from to the end: FPDUs (partial ones with their
+// missing part), gaps and skipped regions.
+func (r *recorder) checkCoverage(t testing.TB, d Dir, s *side, from int) {
+	t.Helper()
+	covered := make([]bool, len(s.data))
+	mark := func(seq uint32, n uint64) {
+		o := int(seq - s.isn - 1)
+		for i := 0; i < int(n) && o+i < len(covered); i++ {
+			if o+i >= 0 {
+				covered[o+i] = true
+			}
+		}
+	}
+	for _, p := range r.pdus {
+		if p.dir == d {
+			mark(p.seq, uint64(p.len))
+		}
+	}
+	for _, g := range r.gaps {
+		if g.Dir == d {
+			mark(g.Seq, g.Len)
+		}
+	}
+	for i := from; i < len(covered); i++ {
+		if !covered[i] {
+			t.Errorf("dir %v: octet at offset %d (seq %d) not accounted for\n%s", d, i, s.seqAt(i), r.dump())
+			return
+		}
+	}
+}

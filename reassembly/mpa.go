@@ -484,6 +484,11 @@ func (f *framer) emitFPDU(w []byte, pos uint32, off uint64, ff int, ft time.Time
 		if dv > 1 || dv != rv {
 			return false
 		}
+		if pdu.CRCStatus == decode.CRCBad && p.MarkersSource == SourceInferred {
+			// The markers were inferred; a CRC that fails says the
+			// inference may be wrong rather than the octets.
+			return false
+		}
 		if pdu.CRCStatus == decode.CRCBad && len(u) >= headNeed(u[0]) && !plausibleHead(u, len(u), false) {
 			return false
 		}

@@ -39,7 +39,11 @@ type hyp struct {
 	markers bool
 	s0      uint32
 	crc     crcMode
-	valid   bool
+	// open: the direction's markers are not known, and this hypothesis
+	// says none. Only a chain spanning more than a marker period proves it
+	// (a marker inside an FPDU would break the chain).
+	open  bool
+	valid bool
 }
 
 type verdict uint8
@@ -183,7 +187,7 @@ func (f *framer) search(final bool) (int, hyp, chainRes, bool) {
 			best, bestH, bestR = c, h, r
 		}
 	}
-	scanH := hyp{crc: crc, valid: true}
+	scanH := hyp{crc: crc, valid: true, open: P.MarkersSource != SourceHandshake}
 	switch {
 	case P.MarkersSource == SourceHandshake:
 		if P.Markers {
@@ -194,7 +198,7 @@ func (f *framer) search(final bool) (int, hyp, chainRes, bool) {
 		}
 	default:
 		if P.MarkersSource == SourceInferred && P.Markers {
-			scanH.markers, scanH.s0 = true, P.S0
+			scanH.markers, scanH.s0, scanH.open = true, P.S0, false
 			if c, r, ok := f.markerCands(scanH, need, strict, final, 1<<20); ok {
 				try(c, scanH, r)
 			}
@@ -203,6 +207,11 @@ func (f *framer) search(final bool) (int, hyp, chainRes, bool) {
 		for _, s0 := range f.phases(phases[:0]) {
 			h := hyp{markers: true, s0: s0, crc: crc, valid: true}
 			if c, r, ok := f.markerCands(h, need, strict, final, 8); ok {
+				// FPDUs before the first one a marker points at (too small
+				// to hold a marker) can be found now that the phase is.
+				if c2, r2, ok := f.scanRange(h, need, strict, final, 0, c); ok {
+					c, r = c2, r2
+				}
 				try(c, h, r)
 			}
 		}
@@ -270,6 +279,20 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 	}
 	if end == len(f.acc) {
 		f.scanned = end
+	}
+	return 0, chainRes{}, false
+}
+
+// scanRange examines the offsets in [from, to) under h, without the
+// incremental state of scan, and returns the first accepted one.
+func (f *framer) scanRange(h hyp, need int, strict, final bool, from, to int) (int, chainRes, bool) {
+	for o := from; o < to; o++ {
+		if f.align >= 0 && int((f.pos+uint32(o))&3) != f.align {
+			continue
+		}
+		if r := f.chain(o, h, need, strict, final); r.v == vAccept {
+			return o, r, true
+		}
 	}
 	return 0, chainRes{}, false
 }
@@ -354,17 +377,21 @@ func (f *framer) chain(o int, h hyp, need int, strict, final bool) chainRes {
 	var r chainRes
 	crc := h.crc
 	p := f.pos + uint32(o)
-	for r.n < need {
+	span, minSpan := 0, 0
+	if h.open && !final {
+		minSpan = decode.MarkerSpacing + decode.MarkerLen
+	}
+	for r.n < need || span < minSpan {
 		n, st, match, mk := f.examine(f.acc[o:], p, &h, crc, strict)
 		switch st {
 		case exBad:
-			if r.n > 0 && (r.markerOK > 0 || r.crcOn) {
+			if r.n > 0 && (r.markerOK > 0 || r.crcOn) && span >= minSpan {
 				return f.accepted(r, need)
 			}
 			r.v = vReject
 			return r
 		case exMore:
-			if r.n > 0 && (r.markerOK > 0 || r.crcOn || (final && !strict)) {
+			if r.n > 0 && (r.markerOK > 0 || r.crcOn || (final && !strict)) && span >= minSpan {
 				return f.accepted(r, need)
 			}
 			if final {
@@ -385,6 +412,7 @@ func (f *framer) chain(o int, h hyp, need int, strict, final bool) chainRes {
 		}
 		r.n++
 		r.markerOK += mk
+		span += n
 		o += n
 		p += uint32(n)
 	}
