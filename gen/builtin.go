@@ -216,7 +216,7 @@ func everyTerminate(p Params) *Scenario {
 		ops := []Op{blamed, {Op: OpNameTerminate, Dir: "r2i", Layer: tc.Layer, EType: tc.EType, Code: tc.Code, Blame: ptr(0)}}
 		sc.Connections = append(sc.Connections, Connection{
 			Client: fmt.Sprintf("192.168.7.1:%d", 33000+i),
-			Server: "192.168.7.2:4420",
+			Server: "192.168.7.2:4791",
 			MPA:    MPA{Rev: ptr(1), CRC: true},
 			Ops:    ops,
 		})

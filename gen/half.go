@@ -82,6 +82,7 @@ type copySeg struct {
 	rec      *segRec
 	data     []byte
 	wait     int  // original segments of this direction still to go first
+	passed   int  // original segments that went first
 	original bool // the first transmission (reorder, lost and resent): a hole until sent
 	kind     string
 	imp      *ImpairmentTruth
@@ -188,6 +189,9 @@ func (h *half) sendOriginal(n int) error {
 			kind string
 		}{{r.Drop, ImpDrop}, {r.Reorder, ImpReorder}, {r.Duplicate, ImpDuplicate}, {r.Retransmit, ImpRetransmit}, {r.RetransmitDiff, ImpRetransmitDiff}} {
 			if k.p > 0 && g.rng.Float64() < k.p {
+				if k.kind == ImpReorder && h.pending() == 0 {
+					continue // nothing would overtake it
+				}
 				kinds = append(kinds, k.kind)
 				imps = append(imps, nil)
 			}
@@ -222,7 +226,7 @@ func (h *half) sendOriginal(n int) error {
 				if after == 0 {
 					after = 3
 				}
-				it.Detail = fmt.Sprintf("lost in the network, resent after %d segments", after)
+				it.Detail = "lost in the network"
 				if sendNow {
 					sendNow = false
 					h.hold(rec, data, after, true, kind, it)
@@ -237,7 +241,7 @@ func (h *half) sendOriginal(n int) error {
 			if after == 0 {
 				after = 1
 			}
-			it.Detail = fmt.Sprintf("sent after the next %d segments", after)
+			it.Detail = "held back"
 			if sendNow {
 				sendNow = false
 				h.hold(rec, data, after, true, kind, it)
@@ -254,9 +258,9 @@ func (h *half) sendOriginal(n int) error {
 				d = append([]byte(nil), data...)
 				d[len(d)/2] ^= 0xFF
 				it.Field, it.Old, it.New = "tcp.payload_octet", uint64(data[len(d)/2]), uint64(d[len(d)/2])
-				it.Detail = fmt.Sprintf("resent after %d segments with octet %d of the payload changed", after, len(d)/2)
+				it.Detail = fmt.Sprintf("octet %d of the payload changed", len(d)/2)
 			} else {
-				it.Detail = fmt.Sprintf("resent after %d segments", after)
+				it.Detail = "same octets"
 			}
 			h.hold(rec, d, after, false, kind, it)
 		case ImpSnaplen:
@@ -277,9 +281,13 @@ func (h *half) sendOriginal(n int) error {
 				return err
 			}
 		}
+		if err := h.maybeACK(); err != nil {
+			return err
+		}
 	} else {
 		// A duplicate of a withheld segment: both go when it goes.
 		for _, cs := range afterCopies {
+			cs.imp.Detail += " (with the withheld original)"
 			h.hold(rec, cs.data, 0, false, cs.kind, cs.imp)
 		}
 	}
@@ -320,6 +328,7 @@ func (h *half) tickHeld() error {
 	}
 	for _, cs := range h.held {
 		cs.wait--
+		cs.passed++
 	}
 	return h.releaseHeld(false)
 }
@@ -339,12 +348,25 @@ func (h *half) releaseHeld(all bool) error {
 		}
 		cs := h.held[i]
 		h.held = append(h.held[:i], h.held[i+1:]...)
+		if it := cs.imp; it != nil {
+			switch {
+			case cs.original && cs.passed == 0:
+				// Nothing went ahead of it: it leaves in order after all.
+				it.Detail += "; no later segment came before the burst ended, so it went in order"
+				cs.kind = ""
+			case cs.kind == ImpDuplicate:
+			case cs.original:
+				it.Detail = fmt.Sprintf("%s, sent after %d later segments", it.Detail, cs.passed)
+			default:
+				it.Detail = fmt.Sprintf("%s, resent after %d later segments", it.Detail, cs.passed)
+			}
+		}
 		if err := h.emit(cs.rec, cs.data, true, 0, cs.kind, cs.imp); err != nil {
 			return err
 		}
 		h.doneIfIdle(cs.rec)
 	}
-	return nil
+	return h.maybeACK()
 }
 
 // ackPoint is the sequence number the receiver of this direction
@@ -411,6 +433,11 @@ func (h *half) emit(rec *segRec, data []byte, psh bool, snap int, kind string, i
 			}
 		}
 	}
+	return nil
+}
+
+// maybeACK lets the receiver acknowledge after AckEvery data segments.
+func (h *half) maybeACK() error {
 	if ack := h.c.ackEvery; ack > 0 && h.peer.unacked >= ack {
 		return h.peer.pureACK()
 	}

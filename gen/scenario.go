@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -534,11 +535,23 @@ func (sc *Scenario) Validate() error {
 }
 
 func (c *Connection) validate() error {
-	if _, _, err := parseEndpoint(c.Client, 0); c.Client != "" && err != nil {
-		return fmt.Errorf("client: %w", err)
+	var ca, sa netip.Addr
+	var err error
+	if c.Client != "" {
+		if ca, _, err = parseEndpoint(c.Client, 40000); err != nil {
+			return fmt.Errorf("client: %w", err)
+		}
 	}
-	if _, _, err := parseEndpoint(c.Server, 0); c.Server != "" && err != nil {
-		return fmt.Errorf("server: %w", err)
+	if c.Server != "" {
+		if sa, _, err = parseEndpoint(c.Server, defaultServerPort); err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+	}
+	if ca.IsValid() && sa.IsValid() && ca.Is4() != sa.Is4() {
+		return fmt.Errorf("client %s and server %s are not the same IP version", ca, sa)
+	}
+	if ca.IsValid() != sa.IsValid() && (ca.Is6() || sa.Is6()) {
+		return fmt.Errorf("give both addresses for IPv6 (the defaults are IPv4)")
 	}
 	for _, m := range []string{c.ClientMAC, c.ServerMAC} {
 		if _, err := parseMAC(m); m != "" && err != nil {
