@@ -429,3 +429,7 @@ func (r *recorder) checkCoverage(t testing.TB, d Dir, s *side, from int) {
 		}
 	}
 }
+
+func netipAddrPort(addr string, port uint16) netip.AddrPort {
+	return netip.AddrPortFrom(netip.MustParseAddr(addr), port)
+}

@@ -1,8 +1,10 @@
 package reassembly
 
 import (
+	"github.com/iwkit/iwkit/pcap"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/iwkit/iwkit/decode"
 )
@@ -329,5 +331,367 @@ func TestMidStream(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestReorderAndDuplicate(t *testing.T) {
+	for seed := range uint64(20) {
+		c := handshakeConv(seed%2 == 0, seed%3 == 0, seed%4 < 2, 100, seed)
+		c.send(0, 1448)
+		c.send(1, 1000)
+		rng := rand.New(rand.NewPCG(seed, 77))
+		// Swap neighbours and duplicate some data packets (after the
+		// handshake packets).
+		for i := 8; i+1 < len(c.pkts); i++ {
+			switch rng.IntN(10) {
+			case 0:
+				c.pkts[i], c.pkts[i+1] = c.pkts[i+1], c.pkts[i]
+			case 1:
+				j := min(len(c.pkts), i+1+rng.IntN(5))
+				c.pkts = append(c.pkts[:j], append([]tpkt{c.pkts[i]}, c.pkts[j:]...)...)
+			}
+		}
+		c.fin()
+		r := c.feed(t, Config{})
+		r.checkFPDUs(t, 0, c.s[0], c.s[0].fpdus)
+		r.checkFPDUs(t, 1, c.s[1], c.s[1].fpdus)
+		if len(r.gaps) != 0 || len(r.retr) != 0 || len(r.resync) != 0 {
+			t.Errorf("seed %d: gaps %d retrans %d resync %d", seed, len(r.gaps), len(r.retr), len(r.resync))
+		}
+		if r.stats.RetransBytes == 0 || r.stats.OOOSegments == 0 {
+			t.Errorf("seed %d: stats %+v", seed, r.stats)
+		}
+		if t.Failed() {
+			t.Fatal(r.dump())
+		}
+	}
+}
+
+// A segment retransmitted with different content: the first copy is
+// delivered, the difference reported (in order, from the history ring, and
+// out of order, from the buffer).
+func TestInconsistentRetransmission(t *testing.T) {
+	for _, ooo := range []bool{false, true} {
+		c := handshakeConv(false, false, true, 20, 3)
+		c.send(0, 1000)
+		idx := c.dataPackets(0)
+		k := idx[5]
+		orig, next := c.pkts[k], c.pkts[k+1]
+		alter := func(p tpkt) tpkt {
+			p.data = append([]byte(nil), p.data...)
+			p.data[100] ^= 0xFF
+			return p
+		}
+		var want uint32
+		if ooo {
+			// next arrives first and is buffered; an altered copy of it
+			// arrives while it waits; then the hole is filled.
+			bad := alter(next)
+			want = bad.seq + 100
+			c.pkts = append(c.pkts[:k:k], append([]tpkt{next, bad, orig}, c.pkts[k+2:]...)...)
+		} else {
+			// An altered copy of an FPDU already delivered.
+			bad := alter(orig)
+			want = bad.seq + 100
+			c.pkts = append(c.pkts[:k+3:k+3], append([]tpkt{bad}, c.pkts[k+3:]...)...)
+		}
+		c.fin()
+		r := c.feed(t, Config{})
+		if len(r.retr) != 1 || r.retr[0].Seq != want {
+			t.Fatalf("ooo %v: retrans %+v\n%s", ooo, r.retr, r.dump())
+		}
+		// The first copy is the one delivered.
+		r.checkFPDUs(t, 0, c.s[0], c.s[0].fpdus)
+	}
+}
+
+func TestRejectedReply(t *testing.T) {
+	c := newConv(40000, 445, 1, 2)
+	c.handshake()
+	c.s[0].frame(mpaReq(false, true))
+	c.send(0, 1448)
+	rep := mpaRep(false, true)
+	rep.Reject = true
+	rep.PrivateData = []byte("go away")
+	c.s[1].frame(rep)
+	c.send(1, 1448)
+	// What follows looks like FPDUs but is the ULP's streaming mode now.
+	c.s[0].fullOp(false, true)
+	c.s[1].fullOp(false, true)
+	fillFPDUs(c.s[0], rand.New(rand.NewPCG(1, 1)), 5, 0, 100)
+	fillFPDUs(c.s[1], rand.New(rand.NewPCG(1, 1)), 5, 0, 100)
+	c.send(0, 1448)
+	c.send(1, 1448)
+	c.fin()
+	r := c.feed(t, Config{})
+	if len(r.fpdus(0)) != 0 || len(r.fpdus(1)) != 0 {
+		t.Errorf("FPDUs after a reject\n%s", r.dump())
+	}
+	if len(r.final) != 1 || !r.final[0].Rejected || !r.final[0].Params[1].Frame.Reject || string(r.final[0].Params[1].Frame.PrivateData) != "go away" {
+		t.Errorf("conn %+v", r.final)
+	}
+	n := 0
+	for _, f := range r.finds {
+		if f.Code == FindingDataAfterReject {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d data-after-reject findings\n%s", n, r.dump())
+	}
+}
+
+// iWARP on the ports of SMB Direct and NVMe-oF, next to an HTTP connection
+// that must raise nothing, in one interleaved capture.
+func TestPortsAndInterleavedHTTP(t *testing.T) {
+	var convs []*conv
+	for i, port := range []uint16{445, 4420} {
+		c := handshakeConv(false, false, i == 0, 30, uint64(i))
+		c.addr[1] = netipAddrPort("10.0.1."+string(rune('1'+i)), port)
+		c.send(0, 1448)
+		c.send(1, 1448)
+		c.fin()
+		convs = append(convs, c)
+	}
+	h := newConv(51000, 80, 77, 88)
+	h.handshake()
+	h.s[0].data = []byte("GET /index.html HTTP/1.1\r\nHost: example\r\n\r\n")
+	h.send(0, 1448)
+	body := make([]byte, 300000)
+	for i := range body {
+		body[i] = byte(i * 31 >> 3)
+	}
+	h.s[1].data = append([]byte("HTTP/1.1 200 OK\r\nContent-Length: 300000\r\n\r\n"), body...)
+	h.send(1, 1448)
+	h.fin()
+	convs = append(convs, h)
+
+	r := &recorder{t: t}
+	a := New(Config{}, r)
+	frame := 0
+	for more := true; more; {
+		more = false
+		for _, c := range convs {
+			if len(c.pkts) == 0 {
+				continue
+			}
+			more = true
+			p := c.packet(&c.pkts[0])
+			c.pkts = c.pkts[1:]
+			frame++
+			a.Feed(frame, c.ts, &p)
+		}
+	}
+	a.Flush()
+	if len(r.opened) != 2 || len(r.final) != 2 {
+		t.Fatalf("opened %d closed %d\n%s", len(r.opened), len(r.final), r.dump())
+	}
+	for _, c := range r.final {
+		if c.Addr[1].Port() == 80 || c.Addr[0].Port() == 80 {
+			t.Errorf("HTTP connection reported")
+		}
+	}
+	nf := 0
+	for _, p := range r.pdus {
+		if !p.frame {
+			nf++
+		}
+	}
+	if nf != 120 || len(r.gaps) != 0 {
+		t.Errorf("%d FPDUs, %d gaps\n%s", nf, len(r.gaps), r.dump())
+	}
+	if st := a.Stats(); st.UntrackedBytes == 0 || st.Flows != 3 || st.IWARPConns != 2 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// A capture with a small snaplen: FPDUs come out partial, with their headers
+// decoded, and the cut octets as gaps; framing holds.
+func TestSnaplen(t *testing.T) {
+	c := handshakeConv(false, false, true, 0, 4)
+	fillFPDUs(c.s[0], rand.New(rand.NewPCG(4, 4)), 30, 0, 1400)
+	// One FPDU per segment, as senders align them (RFC 5044 §5.1).
+	for c.s[0].sent < len(c.s[0].data) {
+		for _, f := range c.s[0].fpdus {
+			if f.off == c.s[0].sent {
+				c.seg(0, f.off, f.len)
+				c.s[0].sent += f.len
+			}
+		}
+	}
+	const snap = 60
+	for i := range c.pkts {
+		p := &c.pkts[i]
+		if len(p.data) > snap && i > 5 {
+			p.plen = len(p.data)
+			p.data = p.data[:snap]
+		}
+	}
+	c.fin()
+	r := c.feed(t, Config{})
+	partial, whole := 0, 0
+	for _, p := range r.pdus {
+		if p.frame || p.dir != 0 {
+			continue
+		}
+		if p.missing > 0 {
+			partial++
+			if p.opcode != decode.OpSend && p.opcode != decode.OpWrite {
+				t.Errorf("partial FPDU opcode %v", p.opcode)
+			}
+		} else {
+			whole++
+		}
+	}
+	if partial == 0 || partial+whole < 20 || len(r.resync) > 2 {
+		t.Errorf("partial %d whole %d\n%s", partial, whole, r.dump())
+	}
+	for _, g := range r.gaps {
+		if g.Reason != GapSnaplen && g.Reason != GapSkipped {
+			t.Errorf("gap %+v", g)
+		}
+	}
+	r.checkCoverage(t, 0, c.s[0], c.s[0].fpdus[0].off)
+}
+
+func TestCloseReasonsAndReuse(t *testing.T) {
+	// FIN, then the same 4-tuple with a new SYN: two connections.
+	c1 := handshakeConv(false, false, false, 5, 1)
+	c1.send(0, 1448)
+	c1.send(1, 1448)
+	c1.fin()
+	c2 := handshakeConv(false, false, true, 5, 2)
+	c2.s[0].isn, c2.s[1].isn = 99999, 88888
+	c2.s[0].data, c2.s[1].data, c2.s[0].fpdus, c2.s[1].fpdus, c2.s[0].sent, c2.s[1].sent = nil, nil, nil, nil, 0, 0
+	c2.pkts = nil
+	c2.handshake()
+	c2.s[0].frame(mpaReq(false, true))
+	c2.s[1].frame(mpaRep(false, true))
+	c2.s[0].fullOp(false, true)
+	c2.s[1].fullOp(false, true)
+	fillFPDUs(c2.s[0], rand.New(rand.NewPCG(1, 1)), 5, 0, 100)
+	c2.send(0, 1448)
+	c2.send(1, 1448)
+	// ... ended by a RST.
+	c2.pkts = append(c2.pkts, tpkt{d: 1, seq: c2.s[1].seqAt(len(c2.s[1].data)), flags: pcap.TCPRst})
+	c1.pkts = append(c1.pkts, c2.pkts...)
+	r := c1.feed(t, Config{})
+	if len(r.final) != 2 || r.closes[0].Reason != CloseFIN || r.closes[1].Reason != CloseRST || r.final[0].ID == r.final[1].ID {
+		t.Fatalf("closes %+v\n%s", r.closes, r.dump())
+	}
+	if !r.final[1].Params[0].CRC || r.final[0].Params[0].CRC {
+		t.Errorf("params of the two connections mixed up")
+	}
+	if n := len(r.fpdus(0)); n != 10 {
+		t.Errorf("%d FPDUs", n)
+	}
+
+	// A new SYN without FIN or RST: the old connection is closed as reused.
+	c3 := handshakeConv(false, false, false, 5, 1)
+	c3.send(0, 1448)
+	c3.pkts = append(c3.pkts, tpkt{d: 0, seq: 424242, flags: pcap.TCPSyn})
+	r = c3.feed(t, Config{})
+	if len(r.closes) != 1 || r.closes[0].Reason != CloseReused {
+		t.Errorf("closes %+v", r.closes)
+	}
+
+	// Idle expiry by capture time, and end of capture.
+	c4 := handshakeConv(false, false, false, 5, 1)
+	c4.send(0, 1448)
+	ra := &recorder{t: t}
+	a := New(Config{IdleTimeout: time.Second}, ra)
+	for i := range c4.pkts {
+		p := c4.packet(&c4.pkts[i])
+		a.Feed(i+1, c4.ts, &p)
+	}
+	other := newConv(1, 2, 3, 4)
+	p := other.packet(&tpkt{d: 0, seq: 5, flags: pcap.TCPAck})
+	a.Feed(100, c4.ts.Add(5*time.Second), &p)
+	if len(ra.closes) != 1 || ra.closes[0].Reason != CloseIdle {
+		t.Errorf("closes %+v", ra.closes)
+	}
+	c5 := handshakeConv(false, false, false, 5, 1)
+	c5.send(0, 1448)
+	r = c5.feed(t, Config{})
+	if len(r.closes) != 1 || r.closes[0].Reason != CloseEnd {
+		t.Errorf("closes %+v", r.closes)
+	}
+}
+
+// Data missing at the end: the peer acknowledged octets the capture never
+// saw, or the FIN says where the stream ended.
+func TestTailGap(t *testing.T) {
+	c := handshakeConv(false, false, true, 20, 5)
+	c.send(0, 1000)
+	c.send(1, 1000)
+	idx := c.dataPackets(0)
+	lost := c.dropData(0, len(idx)-1, len(idx)-2)
+	c.fin()
+	r := c.feed(t, Config{})
+	r.checkFPDUs(t, 0, c.s[0], wantAround(c.s[0], 0, lost))
+	r.checkCoverage(t, 0, c.s[0], c.s[0].fpdus[0].off)
+	r.checkFPDUs(t, 1, c.s[1], c.s[1].fpdus)
+	if len(r.closes) != 1 || r.closes[0].Reason != CloseFIN {
+		t.Errorf("closes %+v", r.closes)
+	}
+	if len(r.gaps) != 1 || r.gaps[0].Len != uint64(lost[1][1]-lost[0][0]) || r.gaps[0].Reason != GapAcked {
+		t.Errorf("gaps %+v lost %v\n%s", r.gaps, lost, r.dump())
+	}
+}
+
+func TestOutOfOrderBudgets(t *testing.T) {
+	// Per-flow limit: a hole that never fills (no ACKs tell) is given up
+	// when the buffered data exceed the limit.
+	c := handshakeConv(false, false, true, 200, 6)
+	c.send(0, 1448)
+	lost := c.dropData(0, 3)
+	for i := range c.pkts {
+		c.pkts[i].ack = 0
+		c.pkts[i].flags &^= pcap.TCPAck
+	}
+	r := c.feed(t, Config{FlowBufferLimit: 16 << 10, RetransCheck: -1})
+	r.checkFPDUs(t, 0, c.s[0], wantAround(c.s[0], 0, lost))
+	if len(r.gaps) == 0 || r.gaps[0].Reason != GapBudget || r.stats.BudgetGaps != 1 {
+		t.Errorf("gaps %+v\n%s", r.gaps, r.dump())
+	}
+	if r.stats.MemoryPeak > 64<<10 {
+		t.Errorf("memory peak %d", r.stats.MemoryPeak)
+	}
+
+	// Global budget: two flows with holes; the older one's hole is given up.
+	c1 := handshakeConv(false, false, true, 200, 7)
+	c1.send(0, 1448)
+	lost1 := c1.dropData(0, 2)
+	c2 := handshakeConv(false, false, true, 200, 8)
+	c2.addr[0] = netipAddrPort("10.9.9.9", 1234)
+	c2.send(0, 1448)
+	lost2 := c2.dropData(0, 2)
+	for _, cc := range []*conv{c1, c2} {
+		for i := range cc.pkts {
+			cc.pkts[i].ack = 0
+			cc.pkts[i].flags &^= pcap.TCPAck
+		}
+	}
+	r = &recorder{t: t}
+	a := New(Config{MemoryBudget: 256 << 10, RetransCheck: -1}, r)
+	n := 0
+	for len(c1.pkts)+len(c2.pkts) > 0 {
+		for _, cc := range []*conv{c1, c2} {
+			if len(cc.pkts) > 0 {
+				p := cc.packet(&cc.pkts[0])
+				cc.pkts = cc.pkts[1:]
+				n++
+				a.Feed(n, cc.ts, &p)
+			}
+		}
+	}
+	a.Flush()
+	st := a.Stats()
+	if st.MemoryPeak > 256<<10 || st.BudgetGaps == 0 {
+		t.Errorf("stats %+v", st)
+	}
+	_, _ = lost1, lost2
+	if got := len(r.fpdus(0)); got < 380 {
+		t.Errorf("%d FPDUs\n%s", got, r.dump())
 	}
 }

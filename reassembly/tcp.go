@@ -66,6 +66,9 @@ type stream struct {
 	// to compare retransmissions with; nil when not kept.
 	hist     []byte
 	histFrom uint64 // stream offset of the first octet recorded
+	// lastGap is the last hole given up [from, to) (stream offsets): octets
+	// arriving for it are late, not retransmitted.
+	lastGap [2]uint64
 	// untracked: the framer does not want this direction's payload (not
 	// iWARP); only sequence numbers are followed.
 	untracked bool
@@ -225,15 +228,29 @@ func (fl *flow) segment(d Dir, frame int, ts time.Time, p *pcap.Packet) {
 		s.fin = true
 		s.finSeq = seq + uint32(max(p.PayloadLen, len(p.Payload)))
 	}
-	fl.checkDone(d, frame)
+	fl.checkDone(frame)
 }
 
-// checkDone marks direction d done when it delivered everything up to its
-// FIN, and closes the connection when both are.
-func (fl *flow) checkDone(d Dir, frame int) {
-	s := &fl.s[d]
-	if s.fin && !s.done && s.next == s.finSeq && len(s.ooo) == 0 {
-		s.done = true
+// checkDone marks a direction done when it delivered everything up to its
+// FIN (or the peer acknowledged the FIN, so what is missing was received but
+// not captured), and closes the connection when both are.
+func (fl *flow) checkDone(frame int) {
+	for d := range fl.s {
+		s := &fl.s[d]
+		if !s.fin || s.done {
+			continue
+		}
+		if s.hasAck && int32(s.ack-s.finSeq) > 0 && !s.untracked {
+			for len(s.ooo) > 0 {
+				fl.fillHole(Dir(d), GapAcked, frame)
+			}
+			if rel := int32(s.finSeq - s.next); rel > 0 {
+				fl.gap(Dir(d), uint64(rel), GapAcked, frame)
+			}
+		}
+		if s.next == s.finSeq && len(s.ooo) == 0 || s.untracked && int32(s.next-s.finSeq) >= 0 {
+			s.done = true
+		}
 	}
 	if fl.s[0].done && fl.s[1].done {
 		fl.close(CloseFIN, frame)
@@ -319,8 +336,10 @@ func (fl *flow) deliver(d Dir, b []byte, miss int, frame int, ts time.Time) {
 func (fl *flow) gap(d Dir, n uint64, reason GapReason, frame int) {
 	s := &fl.s[d]
 	seq := s.next
+	s.lastGap = [2]uint64{s.nextOff, s.nextOff + n}
 	s.next += uint32(n)
 	s.nextOff += n
+	s.histFrom = s.nextOff // the ring has nothing for the hole
 	fl.fr[d].gap(seq, n, reason, frame)
 }
 
@@ -517,8 +536,17 @@ func (s *stream) record(b []byte, off uint64) {
 // and compares them with the history.
 func (fl *flow) retrans(d Dir, seq uint32, b []byte, frame int) {
 	s := &fl.s[d]
+	if len(b) == 0 {
+		return
+	}
+	if off := s.nextOff - uint64(s.next-seq); off < s.lastGap[1] && off+uint64(len(b)) > s.lastGap[0] {
+		// Octets for a hole already reported as a gap.
+		fl.a.stats.LateBytes += uint64(len(b))
+		fl.fr[d].finding(FindingLateData, seq, len(b), off, frame)
+		return
+	}
 	fl.a.stats.RetransBytes += uint64(len(b))
-	if s.hist == nil || len(b) == 0 {
+	if s.hist == nil {
 		return
 	}
 	back := uint64(s.next - seq) // octets from seq to next
