@@ -64,12 +64,13 @@ type framer struct {
 	skipN   uint64
 
 	avg int // mean FPDU wire size, to estimate FPDUs lost in a gap
+	ver int // DV<<2|RV of the direction's FPDUs; -1 before the first
 }
 
 func (f *framer) init(fl *flow, d Dir) {
 	f.release()
 	segs, live := f.segs[:0], f.live[:0]
-	*f = framer{fl: fl, d: d, st: stDetect, align: -1, segs: segs, live: live}
+	*f = framer{fl: fl, d: d, st: stDetect, align: -1, ver: -1, segs: segs, live: live}
 }
 
 // reset sets the position of the first octet the stream delivers.
@@ -478,20 +479,26 @@ func (f *framer) emitFPDU(w []byte, pos uint32, off uint64, ff int, ft time.Time
 		pdu.CRCStatus = decode.CRCBad
 	}
 	pdu.ComputedCRC = computed
+	// In sync, the length chain is trusted: an FPDU with odd headers is
+	// the tracker's to judge. The framing is taken as lost only when the
+	// DDP/RDMAP version pair changes (it is fixed per stream) or a CRC fails
+	// on octets that do not look like a DDP segment at all (or on a framing
+	// that was inferred), unless a good CRC vouches for the octets.
 	u := pdu.FPDU.ULPDU
-	dv, rv := u[0]&decode.DDPDVMask, u[1]>>6
-	if pdu.CRCStatus != decode.CRCGood {
-		if dv > 1 || dv != rv {
+	ver := int(u[0]&decode.DDPDVMask)<<2 | int(u[1]>>6)
+	if f.ver >= 0 && ver != f.ver && pdu.CRCStatus != decode.CRCGood {
+		return false // DV and RV do not change within a stream
+	}
+	if pdu.CRCStatus == decode.CRCBad {
+		if p.MarkersSource == SourceInferred || p.CRCSource == SourceInferred {
 			return false
 		}
-		if pdu.CRCStatus == decode.CRCBad && p.MarkersSource == SourceInferred {
-			// The markers were inferred; a CRC that fails says the
-			// inference may be wrong rather than the octets.
+		if len(u) >= headNeed(u[0]) && !plausibleHead(u, len(u), false, f.ver) {
 			return false
 		}
-		if pdu.CRCStatus == decode.CRCBad && len(u) >= headNeed(u[0]) && !plausibleHead(u, len(u), false) {
-			return false
-		}
+	}
+	if f.ver < 0 || pdu.CRCStatus == decode.CRCGood {
+		f.ver = ver
 	}
 	pdu.SegErr = decode.ParseSegment(u, &pdu.Seg)
 	ev.Dir = f.d

@@ -470,13 +470,13 @@ func (f *framer) examine(w []byte, p uint32, h *hyp, crc crcMode, strict bool) (
 	}
 	u := hdr[decode.ULPDULenLen:]
 	if need := headNeed(u[0]); len(u) < need {
-		// Check what is there: version pair first.
-		if dv, rv := u[0]&decode.DDPDVMask, u[1]>>6; dv > 1 || dv != rv {
+		// Check what is there: the version pair first.
+		if dv, rv := u[0]&decode.DDPDVMask, u[1]>>6; dv > 1 || rv > 1 || (f.ver >= 0 && int(dv)<<2|int(rv) != f.ver) {
 			return 0, exBad, false, 0
 		}
 		return 0, exMore, false, 0
 	}
-	if !plausibleHead(u, l, strict) {
+	if !plausibleHead(u, l, strict, f.ver) {
 		return 0, exBad, false, 0
 	}
 	var n int
