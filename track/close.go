@@ -1,0 +1,133 @@
+package track
+
+import (
+	"fmt"
+)
+
+// gap reports capture loss in dir.
+func (c *conn) gap(at *At, octets, fpdus int) {
+	dir := at.Dir & 1
+	st := &c.st.Dir[dir]
+	st.Gaps++
+	if octets > 0 {
+		st.GapOctets += uint64(octets)
+	}
+	if fpdus > 0 {
+		st.FPDUsLost += uint64(fpdus)
+	}
+	c.lose(dir)
+	what := "octets"
+	switch {
+	case octets > 0 && fpdus > 0:
+		what = fmt.Sprintf("%d octets (%d FPDUs)", octets, fpdus)
+	case octets > 0:
+		what = fmt.Sprintf("%d octets", octets)
+	case fpdus > 0:
+		what = fmt.Sprintf("%d FPDUs", fpdus)
+	}
+	c.finding(CodeUncertainAfterGap, dir, at, 0, "capture lost %s from the %s: MSN/MO checks on its queues, TO continuity of its open tagged messages, Read/Atomic matching in both directions and IRD accounting are relaxed until they resynchronise", what, dir.Sender())
+}
+
+// lose makes the state of dir uncertain: FPDUs were lost (a gap) or are
+// unusable (a CRC failure).
+func (c *conn) lose(dir Dir) {
+	d := &c.d[dir]
+	for i := range d.q {
+		q := &d.q[i]
+		q.resync = true
+		if q.open {
+			q.m.gapHit = true
+		}
+	}
+	for i := range d.tg {
+		if d.tg[i].active {
+			d.tg[i].gapHit = true
+		}
+	}
+	d.histGap = true
+	// Requests sent in dir may be lost; so may responses sent in dir to
+	// the other direction's requests.
+	r := &c.reads[dir]
+	r.reqUncertain, r.reqMark = true, r.nextSeq
+	c.atomics[dir].reqUncertain = true
+	c.reads[dir^1].respUncertain = true
+	c.atomics[dir^1].respUncertain = true
+}
+
+// close records a FIN or RST (MPA-22, RD-23, RD-24).
+func (c *conn) close(at *At, kind CloseKind) {
+	dir := at.Dir & 1
+	f := &c.fin[dir]
+	if f.seen {
+		return
+	}
+	*f = finState{seen: true, kind: kind, frame: at.Frame, hasSeq: at.HasSeq, seq: at.Seq,
+		readSeq: c.reads[dir].nextSeq, atoSeq: c.atomics[dir].nextSeq}
+	if kind == CloseRST {
+		c.rst = true
+		c.st.Closed = "RST"
+	} else if c.st.Closed == "" {
+		c.st.Closed = "FIN"
+	}
+	c.finding(CodeLLPClosed, dir, at, 0, "%s from the %s: MPA reports 'TCP connection closed, terminated or lost' (0x2/0x0/0x01) to DDP (RFC 5044 §8)", kind, dir.Sender())
+}
+
+// finalize ends a connection: open messages end incomplete, requests never
+// answered are reported (RD-13, RD-23, RD-28).
+func (c *conn) finalize() {
+	if c.finalized {
+		return
+	}
+	c.finalized = true
+	c.flushMessages("capture ended")
+	for i := range c.reads {
+		dir := Dir(i)
+		q := &c.reads[dir]
+		first, count, beforeFIN := 0, 0, 0
+		fin := &c.fin[dir]
+		for k := 0; k < q.n; k++ {
+			r := q.at(k)
+			if r.done {
+				continue
+			}
+			if count == 0 {
+				first = r.frame
+			}
+			count++
+			if fin.seen && fin.kind == CloseFIN && r.seq < fin.readSeq {
+				beforeFIN++
+			}
+			status := OpUnanswered
+			if c.terminated {
+				status = OpTerminated
+			}
+			at := At{Conn: c.id, Dir: dir, Frame: r.frame, Time: r.time}
+			c.opRead(dir, r, status, &at, nil)
+			r.done = true
+		}
+		q.popDone()
+		a := &c.atomics[dir]
+		afirst, acount := 0, a.n
+		if a.n > 0 {
+			afirst = a.at(0).frame
+		}
+		if c.terminated || count+acount == 0 {
+			continue
+		}
+		switch {
+		case beforeFIN > 0:
+			at := At{Conn: c.id, Dir: dir, Frame: fin.frame}
+			c.finding(CodeBadLLPClose, dir, &at, first, "the %s sent FIN with %d Read Request(s) unanswered (the oldest: frame %d): the peer's inbound Read queue was not empty, a 'Bad LLP Close' answered by Terminate 0x0/0x2/0x07 (V00 §6.2)", dir.Sender(), beforeFIN, first)
+		case count > 0:
+			at := At{Conn: c.id, Dir: dir, Frame: first}
+			c.finding(CodeRequestUnanswered, dir, &at, 0, "%d Read Request(s) from the %s never answered in the capture (the oldest: frame %d); a Read of size 0 still needs its zero-length Read Response (RFC 5040 §5.2.1)", count, dir.Sender(), first)
+		}
+		if acount > 0 {
+			at := At{Conn: c.id, Dir: dir, Frame: afirst}
+			c.finding(CodeRequestUnanswered, dir, &at, 0, "%d Atomic Request(s) from the %s never answered in the capture (the oldest: frame %d): every valid request gets one response (RFC 7306 §5.2.1)", acount, dir.Sender(), afirst)
+		}
+	}
+	if c.t.cfg.OnConnEnd != nil {
+		c.t.cfg.OnConnEnd(c.snapshot())
+	}
+}

@@ -1,0 +1,323 @@
+package track
+
+import (
+	"github.com/iwkit/iwkit/decode"
+)
+
+// untagged reassembles untagged messages by (QN, MSN) and MO and checks
+// the MSN sequence (DDP-05, DDP-06, DDP-14, DDP-15; RFC 5041 §5.3).
+func (c *conn) untagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mark {
+	s := &p.Seg
+	h := &s.DDP
+	d := &c.d[dir]
+	q := &d.q[h.QN]
+	var mark Mark
+	mo := uint64(h.MO)
+	n := uint64(dlen)
+	end := mo + n
+	if end >= 1<<32 {
+		c.finding(CodeMOWrap, dir, at, 0, "QN %d MSN %d: MO %d + %d octets reaches 2^32: an untagged message is shorter than 2^32 octets (RFC 5041 §5.3)", h.QN, h.MSN, h.MO, dlen)
+	}
+	if q.open {
+		m := &q.m
+		if h.MSN == m.msn {
+			m.segs++
+			m.last, m.end = at.last(), at.Time
+			if (h.RsvdULP != m.ctl || s.InvalidateSTag != m.inv) && !m.warnedInc {
+				m.warnedInc = true
+				m.state = MsgInconsistent
+				c.finding(CodeSegInconsistent, dir, at, m.first, "QN %d MSN %d: RsvdULP (RDMAP control 0x%02x, Invalidate STag 0x%x) differs from the message's first segment (frame %d: 0x%02x, 0x%x): it is the same in every segment (RFC 5041 §4.3)", h.QN, h.MSN, h.RsvdULP, s.InvalidateSTag, m.first, m.ctl, m.inv)
+			}
+			switch {
+			case mo == m.nextMO:
+			case m.gapHit && mo > m.nextMO:
+				// octets lost in a gap
+				mark |= MarkUncertain
+			case mo > m.nextMO:
+				m.state = MsgInconsistent
+				c.finding(CodeMOGap, dir, at, m.first, "QN %d MSN %d: segment at MO %d, but the message's octets end at %d: %d octets missing; segments are sent in MO order (RFC 5041 §5.3; Terminate 0x1/0x2/0x04)", h.QN, h.MSN, mo, m.nextMO, mo-m.nextMO)
+			default:
+				m.state = MsgInconsistent
+				c.finding(CodeMOOverlap, dir, at, m.first, "QN %d MSN %d: segment at MO %d overlaps octets already sent (up to MO %d) (RFC 5041 §5.3)", h.QN, h.MSN, mo, m.nextMO)
+			}
+			if end > m.nextMO {
+				m.nextMO = end
+			}
+			m.length += n
+			m.payload += uint64(len(s.Payload))
+			if m.gapHit {
+				mark |= MarkUncertain
+			}
+			if h.Last {
+				c.endUntagged(at, dir, q, MsgComplete, "")
+			}
+			return mark
+		}
+		if !m.gapHit && !q.resync {
+			c.finding(CodeLMissing, dir, at, m.first, "QN %d: MSN %d starts while MSN %d (frames %d-%d) has no L segment: the L bit ends every message (RFC 5041 §4.1; V00 'No L bit' 0x0/0x2/0x07)", h.QN, h.MSN, m.msn, m.first, m.last)
+		}
+		c.endUntagged(at, dir, q, MsgIncomplete, "no L segment")
+	}
+
+	// A new message.
+	state := MsgComplete
+	gapHit := false
+	if q.resync || !q.known {
+		mark |= MarkUncertain
+		q.known, q.next, q.resync = true, h.MSN+1, false
+		// A message that starts at MO > 0 lost its head in the gap.
+		gapHit = mo != 0
+	} else {
+		diff := int32(h.MSN - q.next)
+		switch {
+		case diff == 0:
+			q.next++
+		case diff > 0:
+			c.finding(CodeMSNGap, dir, at, 0, "QN %d: MSN %d where %d was expected: %d message(s) missing; MSNs start at 1 and grow by one per message (RFC 5041 §5.1, §5.3; Terminate 0x1/0x2/0x03)", h.QN, h.MSN, q.next, uint32(diff))
+			q.next = h.MSN + 1
+		default:
+			c.finding(CodeMSNRepeat, dir, at, 0, "QN %d: MSN %d again (expected %d): each message takes the next MSN (RFC 5041 §5.1, §5.3; Terminate 0x1/0x2/0x03)", h.QN, h.MSN, q.next)
+		}
+		if mo != 0 {
+			state = MsgInconsistent
+			c.finding(CodeMOGap, dir, at, 0, "QN %d MSN %d starts at MO %d: a message's first segment has MO 0 (RFC 5041 §5.3; Terminate 0x1/0x2/0x04)", h.QN, h.MSN, mo)
+		}
+	}
+	c.checkInterleave(at, dir, false, h.QN, 0)
+	q.open = true
+	q.m = umsg{
+		op: s.RDMAP.Opcode, ctl: h.RsvdULP, inv: s.InvalidateSTag, qn: h.QN, msn: h.MSN,
+		nextMO: end, length: n, payload: uint64(len(s.Payload)), segs: 1,
+		first: at.Frame, last: at.last(), start: at.Time, end: at.Time,
+		state: state, gapHit: gapHit, opOK: opOK, rtr: c.curRTR,
+	}
+	if opOK {
+		c.startUntagged(at, p, dir, q)
+	}
+	if h.Last {
+		c.endUntagged(at, dir, q, MsgComplete, "")
+	}
+	return mark
+}
+
+// checkInterleave warns when a new message starts while another one of
+// the same direction has not seen its L segment (DDP-15). Messages hit
+// by a gap are left out: their L segment may be lost.
+func (c *conn) checkInterleave(at *At, dir Dir, tagged bool, qn uint32, stag uint32) {
+	d := &c.d[dir]
+	for i := range d.q {
+		if m := &d.q[i]; m.open && !m.m.gapHit && (tagged || uint32(i) != qn) {
+			c.finding(CodeInterleaved, dir, at, m.m.first, "a new %s message starts while QN %d MSN %d (frame %d) has no L segment yet: messages are interleaved (RFC 5041 §5.3; implementations send one message at a time)", kindName(tagged), i, m.m.msn, m.m.first)
+			return
+		}
+	}
+	for i := range d.tg {
+		if m := &d.tg[i]; m.active && !m.gapHit {
+			c.finding(CodeInterleaved, dir, at, m.first, "a new %s message starts while the tagged message to STag 0x%x (frame %d) has no L segment yet: messages are interleaved (RFC 5041 §5.3; implementations send one message at a time)", kindName(tagged), m.stag, m.first)
+			return
+		}
+	}
+}
+
+func kindName(tagged bool) string {
+	if tagged {
+		return "tagged"
+	}
+	return "untagged"
+}
+
+// endUntagged ends the open message of q.
+func (c *conn) endUntagged(at *At, dir Dir, q *queue, state MsgState, reason string) {
+	m := &q.m
+	q.open = false
+	if m.state == MsgInconsistent {
+		state = MsgInconsistent
+	}
+	if state == MsgComplete && m.gapHit {
+		state, reason = MsgIncomplete, "gap"
+	}
+	st := &c.st.Dir[dir]
+	st.Messages[opIndex(m.op)]++
+	switch state {
+	case MsgComplete:
+		st.MsgSizes.add(m.payload)
+	case MsgIncomplete:
+		st.IncompleteMessages++
+	case MsgInconsistent:
+		st.InconsistentMessages++
+	}
+	if m.opOK {
+		c.endUntaggedOp(at, dir, m, state)
+	}
+	if c.t.cfg.OnMessage != nil {
+		r := &c.t.msg
+		*r = Message{
+			Conn: c.id, Dir: dir, Opcode: m.op, QN: m.qn, MSN: m.msn,
+			Length: m.length, Segments: m.segs, FirstFrame: m.first, LastFrame: m.last,
+			Start: m.start, End: m.end, State: state, Reason: reason,
+		}
+		if m.op == decode.OpSendInv || m.op == decode.OpSendSEInv {
+			r.InvalidateSTag = m.inv
+		}
+		c.t.cfg.OnMessage(r)
+	}
+}
+
+// tagged reassembles tagged messages by STag and TO (DDP-08, DDP-11,
+// DDP-14, DDP-15; RFC 5041 §5.2).
+func (c *conn) tagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mark {
+	s := &p.Seg
+	h := &s.DDP
+	d := &c.d[dir]
+	n := uint64(dlen)
+	var mark Mark
+	if n > 0 && h.TO+n-1 < h.TO {
+		c.finding(CodeTOWrap, dir, at, 0, "%s to STag 0x%x: TO 0x%x + %d octets wraps 2^64; Terminate 0x1/0x1/0x03 (RFC 5041 §7.2)", s.RDMAP.Opcode, h.STag, h.TO, dlen)
+	}
+	var m *tmsg
+	for i := range d.tg {
+		x := &d.tg[i]
+		if x.active && x.stag == h.STag && (x.nextTO == h.TO || (x.gapHit && h.TO > x.nextTO)) {
+			m = x
+			break
+		}
+	}
+	if m != nil {
+		if m.gapHit {
+			mark |= MarkUncertain
+		}
+		m.segs++
+		m.last, m.end = at.last(), at.Time
+		if h.RsvdULP != m.ctl && !m.warnedInc {
+			m.warnedInc = true
+			m.state = MsgInconsistent
+			c.finding(CodeSegInconsistent, dir, at, m.first, "tagged message to STag 0x%x: RDMAP control 0x%02x differs from its first segment's 0x%02x (frame %d): RsvdULP is the same in every segment (RFC 5041 §4.2)", h.STag, h.RsvdULP, m.ctl, m.first)
+		}
+		if n > 0 && h.STag == 0 && !m.stagZero {
+			m.stagZero = true
+			c.finding(CodeSTagZero, dir, at, m.first, "%s of %d octets to STag 0: STag 0 is never remotely usable; Terminate 0x1/0x1/0x00 (V00 §7.2.1, RFC 5041 §7.2)", m.op, dlen)
+		}
+		m.nextTO = h.TO + n
+		m.length += n
+		if m.op == decode.OpReadResponse && m.opOK {
+			c.responseSegment(at, dir, m, n)
+		}
+		if h.Last {
+			c.endTagged(at, dir, m, MsgComplete, "")
+		}
+		return mark
+	}
+
+	// A new tagged message. An open one to the same STag that does not
+	// continue here has a TO discontinuity (DDP-15).
+	warned := false
+	for i := range d.tg {
+		x := &d.tg[i]
+		if x.active && x.stag == h.STag {
+			if !x.gapHit {
+				warned = true
+				c.finding(CodeInterleaved, dir, at, x.first, "STag 0x%x: segment at TO 0x%x while the open message (frames %d-%d) continues at TO 0x%x: TO discontinuity (RFC 5041 §5.2)", h.STag, h.TO, x.first, x.last, x.nextTO)
+			}
+			c.endTagged(at, dir, x, MsgIncomplete, "TO discontinuity")
+		}
+	}
+	if !warned {
+		c.checkInterleave(at, dir, true, 0, h.STag)
+	}
+	m = c.tagSlot(at, dir)
+	*m = tmsg{
+		active: true, op: s.RDMAP.Opcode, ctl: h.RsvdULP, stag: h.STag,
+		firstTO: h.TO, nextTO: h.TO + n, length: n, segs: 1,
+		first: at.Frame, last: at.last(), start: at.Time, end: at.Time,
+		opOK: opOK, rtr: c.curRTR,
+	}
+	if n > 0 && h.STag == 0 {
+		m.stagZero = true
+		c.finding(CodeSTagZero, dir, at, 0, "%s of %d octets to STag 0: STag 0 is never remotely usable; Terminate 0x1/0x1/0x00 (V00 §7.2.1, RFC 5041 §7.2)", s.RDMAP.Opcode, dlen)
+	}
+	if opOK {
+		mark |= c.startTagged(at, dir, m, h.Last)
+		if m.op == decode.OpReadResponse {
+			c.responseSegment(at, dir, m, n)
+		}
+	}
+	if h.Last {
+		c.endTagged(at, dir, m, MsgComplete, "")
+	}
+	return mark
+}
+
+// tagSlot returns a free open-message slot, ending the oldest open message
+// when the table is full.
+func (c *conn) tagSlot(at *At, dir Dir) *tmsg {
+	d := &c.d[dir]
+	var oldest *tmsg
+	for i := range d.tg {
+		x := &d.tg[i]
+		if !x.active {
+			return x
+		}
+		if oldest == nil || x.first < oldest.first {
+			oldest = x
+		}
+	}
+	c.st.Overflow.OpenMessages++
+	if c.once(dir, CodeTableOverflow) {
+		c.finding(CodeTableOverflow, dir, at, oldest.first, "more than %d tagged messages open at once in the %s direction: the oldest (frame %d) is given up as incomplete (Limits.OpenTagged)", len(d.tg), dir, oldest.first)
+	}
+	c.endTagged(at, dir, oldest, MsgIncomplete, "open-message table full")
+	return oldest
+}
+
+// endTagged ends an open tagged message.
+func (c *conn) endTagged(at *At, dir Dir, m *tmsg, state MsgState, reason string) {
+	m.active = false
+	if m.state == MsgInconsistent {
+		state = MsgInconsistent
+	}
+	if state == MsgComplete && m.gapHit {
+		state, reason = MsgIncomplete, "gap"
+	}
+	st := &c.st.Dir[dir]
+	st.Messages[opIndex(m.op)]++
+	switch state {
+	case MsgComplete:
+		st.MsgSizes.add(m.length)
+	case MsgIncomplete:
+		st.IncompleteMessages++
+	case MsgInconsistent:
+		st.InconsistentMessages++
+	}
+	if m.opOK {
+		c.endTaggedOp(at, dir, m, state)
+	}
+	if c.t.cfg.OnMessage != nil {
+		r := &c.t.msg
+		*r = Message{
+			Conn: c.id, Dir: dir, Opcode: m.op, Tagged: true, STag: m.stag, TO: m.firstTO,
+			Length: m.length, Segments: m.segs, FirstFrame: m.first, LastFrame: m.last,
+			Start: m.start, End: m.end, State: state, Reason: reason,
+		}
+		c.t.cfg.OnMessage(r)
+	}
+}
+
+// flushMessages ends every open message of c (end of capture or retire).
+func (c *conn) flushMessages(reason string) {
+	for dir := range c.d {
+		d := &c.d[dir]
+		at := At{Conn: c.id, Dir: Dir(dir)}
+		for i := range d.q {
+			if q := &d.q[i]; q.open {
+				at.Frame, at.Time = q.m.last, q.m.end
+				c.endUntagged(&at, Dir(dir), q, MsgIncomplete, reason)
+			}
+		}
+		for i := range d.tg {
+			if m := &d.tg[i]; m.active {
+				at.Frame, at.Time = m.last, m.end
+				c.endTagged(&at, Dir(dir), m, MsgIncomplete, reason)
+			}
+		}
+	}
+}

@@ -1,0 +1,335 @@
+package track
+
+import (
+	"errors"
+
+	"github.com/iwkit/iwkit/decode"
+)
+
+// pdu processes one FPDU. MPA-level checks come first, then DDP checks
+// per segment, then RDMAP checks on messages (receiver-checks.md:
+// "Processing order matters").
+func (c *conn) pdu(at *At, p *decode.PDU) Mark {
+	dir := at.Dir & 1
+	d := &c.d[dir]
+	st := &c.st.Dir[dir]
+	var mark Mark
+	if d.afterError {
+		mark |= MarkAfterError
+		st.AfterError++
+	}
+	if c.term[dir].sent {
+		mark |= MarkAfterTerminate
+		st.AfterTerminate++
+	}
+	st.FPDUs++
+	st.ULPDUOctets += uint64(len(p.FPDU.ULPDU))
+
+	first := !d.seen
+	if first {
+		d.seen = true
+		d.firstFrame, d.firstTime = at.Frame, at.Time
+		d.firstHasSeq, d.firstSeq, d.firstEnd = at.HasSeq, at.Seq, at.End
+	}
+	c.curFirst = first
+
+	if !c.hs.sawReq && !c.hs.sawRep && !c.notedNoHS {
+		c.notedNoHS = true
+		c.finding(CodeNoHandshake, NoDir, at, 0, "FPDUs without an MPA Request/Reply: the capture started mid-stream or the peers started directly; MSNs and request matching start from what is seen (draft-differences.md §7)")
+	}
+	if c.hs.rejected && c.once(dir, CodeFPDUAfterReject) {
+		c.finding(CodeFPDUAfterReject, dir, at, c.hs.repFrame, "FPDU from the %s after the Reply (frame %d) rejected the connection: both ends leave MPA, the stream is the ULP's (RFC 5044 §7.1.2 rules 2-3)", dir.Sender(), c.hs.repFrame)
+	}
+	c.framing(at, p, dir, d, first)
+
+	switch p.CRCStatus {
+	case decode.CRCBad:
+		st.CRCBad++
+		c.finding(CodeCRCBad, dir, at, 0, "MPA CRC 0x%08x on the wire, 0x%08x computed: the FPDU is invalid; MPA reports error 0x2/0x0/0x02 or drops it silently so that TCP retransmits (RFC 5044 §4.4, §8)", p.FPDU.CRC, p.ComputedCRC)
+		d.badCRC, d.badCRCValid, d.badCRCSeq, d.badCRCFrame = true, at.HasSeq, at.Seq, at.Frame
+		// Nothing in a corrupt FPDU can be trusted: treat it as lost.
+		c.lose(dir)
+		return mark | MarkCRCBad
+	case decode.CRCGood:
+		st.CRCGood++
+	}
+	if d.badCRC {
+		d.badCRC = false
+		if d.badCRCValid && at.HasSeq && at.Seq == d.badCRCSeq {
+			c.finding(CodeCRCRetransmitted, dir, at, d.badCRCFrame, "the FPDU that failed its CRC in frame %d was retransmitted with a good CRC: the receiver dropped it silently and TCP recovered (RFC 5044 §8)", d.badCRCFrame)
+			if d.afterError && d.errorFrame == d.badCRCFrame {
+				d.afterError = false
+			}
+		}
+	}
+
+	isTerm := !p.Seg.DDP.Tagged && p.Seg.RDMAP.Opcode == decode.OpTerminate
+	c.curRTR = false
+	if first {
+		c.startup(at, p, dir, isTerm)
+	}
+	o := dir.Other()
+	if at.HasAck {
+		if ts := &c.term[o]; ts.sent && ts.hasSeq && seqGE(at.Ack, ts.end) && c.once(dir, CodeSentAfterPeerTerm) {
+			c.finding(CodeSentAfterPeerTerm, dir, at, ts.frame, "the %s keeps sending after receiving the Terminate of frame %d (its ACK covers it): allowed, it MAY stop (RFC 5040 §5.4)", dir.Sender(), ts.frame)
+		}
+		if f := &c.fin[o]; f.seen && f.kind == CloseFIN && f.hasSeq && seqGE(at.Ack, f.seq+1) && !isTerm && c.once(dir, CodeDataAfterClose) {
+			c.finding(CodeDataAfterClose, dir, at, f.frame, "the %s sends data after receiving the FIN of frame %d (its ACK covers it): the closing side resets with 'Bad Close' (V00 §6.2, Closing state)", dir.Sender(), f.frame)
+		}
+	}
+
+	if p.SegErr != nil {
+		var de *decode.Error
+		if !errors.As(p.SegErr, &de) || de.Layer == "ddp" {
+			hl := decode.DDPUntaggedHdrLen
+			if len(p.FPDU.ULPDU) > 0 && p.FPDU.ULPDU[0]&decode.DDPFlagT != 0 {
+				hl = decode.DDPTaggedHdrLen
+			}
+			c.finding(CodeULPDUTooShort, dir, at, 0, "ULPDU_Length %d is shorter than the %d-octet DDP header (RFC 5041 §4; V00 'segment size invalid' 0x1/0x0/0x00)", len(p.FPDU.ULPDU), hl)
+			return mark
+		}
+	}
+	return mark | c.segment(at, p, dir)
+}
+
+// framing checks PAD, markers and MULPDU (MPA-18..21).
+func (c *conn) framing(at *At, p *decode.PDU, dir Dir, d *dirState, first bool) {
+	for _, b := range p.FPDU.Pad {
+		if b != 0 {
+			if c.once(dir, CodePadNonzero) {
+				c.finding(CodePadNonzero, dir, at, 0, "FPDU PAD holds % x: zero on send, ignored on receive except by the CRC (RFC 5044 §4.1)", p.FPDU.Pad)
+			}
+			break
+		}
+	}
+	hs := &c.hs
+	s0 := d.firstSeq
+	posKnown := at.HasSeq && d.firstHasSeq
+	if len(p.Markers) > 0 {
+		if hs.sawReq && hs.sawRep && !hs.markers[dir] && c.once(dir, CodeMarkersUnexpected) {
+			c.finding(CodeMarkersUnexpected, dir, at, 0, "markers in FPDUs from the %s, whose peer did not ask for them (M=0): MPA must not add markers then (RFC 5044 §7.1.1)", dir.Sender())
+		}
+		for i := range p.Markers {
+			m := &p.Markers[i]
+			if m.Marker.Reserved != 0 && c.once(dir, CodeMarkerReserved) {
+				c.finding(CodeMarkerReserved, dir, at, 0, "marker at stream position %d has Reserved 0x%04x: zero on send, ignored on receive (RFC 5044 §4.2)", m.Pos, m.Marker.Reserved)
+			}
+			if posKnown {
+				if want := decode.ExpectedFPDUPTR(m.Pos, at.Seq, s0); m.Marker.FPDUPTR&^3 != want {
+					c.finding(CodeMarkerMismatch, dir, at, 0, "marker at stream position %d has FPDUPTR %d, but the FPDU starting at %d needs %d: MPA error 0x2/0x0/0x03 (RFC 5044 §4.2-4.3, §8)", m.Pos, m.Marker.FPDUPTR, at.Seq, want)
+				}
+			}
+		}
+	} else if hs.markers[dir] && posKnown && at.End != at.Seq {
+		if next := decode.NextMarkerPos(at.Seq, s0); int32(next-at.End) < 0 && c.once(dir, CodeMarkersMissing) {
+			c.finding(CodeMarkersMissing, dir, at, 0, "no marker in the FPDU at %d..%d although the %s's peer asked for markers and one is due at %d (RFC 5044 §4.3, §7.1.1)", at.Seq, at.End, dir.Sender(), next)
+		}
+	}
+	if mss := c.mss[dir]; mss > 0 && !hs.gso[dir] {
+		if lim := decode.MULPDU(mss, hs.markers[dir]); len(p.FPDU.ULPDU) > lim && c.once(dir, CodeULPDUTooLong) {
+			c.finding(CodeULPDUTooLong, dir, at, 0, "ULPDU of %d octets exceeds the MULPDU %d of an EMSS of %d (RFC 5044 §4.5): the FPDU cannot fit one TCP segment", len(p.FPDU.ULPDU), lim, mss)
+		}
+	}
+}
+
+// startup checks the first FPDU of a direction against the MPA start-up
+// rules (RFC 5044 §7.1.2 rules 3-4, RFC 6581 §5, §9.3).
+func (c *conn) startup(at *At, p *decode.PDU, dir Dir, isTerm bool) {
+	hs := &c.hs
+	if !hs.sawReq && !hs.sawRep {
+		return
+	}
+	if dir == I2R {
+		switch {
+		case !hs.sawRep:
+			c.finding(CodeFPDUBeforeReply, dir, at, hs.reqFrame, "the Initiator sent an FPDU before the MPA Reply was seen: it enters full operation only after receiving a valid Reply (RFC 5044 §7.1.2 rule 3)")
+		case at.HasAck && hs.repHasSeq && !seqGE(at.Ack, hs.repEnd):
+			c.finding(CodeFPDUBeforeReply, dir, at, hs.repFrame, "the Initiator sent its first FPDU with ACK %d, short of the end of the Reply (frame %d, %d): it had not received the Reply (RFC 5044 §7.1.2 rule 3)", at.Ack, hs.repFrame, hs.repEnd)
+		}
+		// A Terminate may replace the RTR (RFC 6581 §9.2-9.3: Insufficient
+		// IRD resources, no matching RTR).
+		if hs.p2p && !isTerm {
+			c.checkRTR(at, p)
+		}
+		return
+	}
+	i := &c.d[I2R]
+	code, what := CodeResponderFirst, "the Initiator's first FPDU"
+	rule := "RFC 5044 §7.1.2 rule 4"
+	if hs.p2p {
+		code, what, rule = CodeFPDUBeforeRTR, "the Initiator's RTR", "RFC 5044 §7.1.2 rule 4, RFC 6581 §5"
+	}
+	switch {
+	case !i.seen && !i.histGap:
+		c.finding(code, dir, at, 0, "the Responder sent an FPDU before %s was seen: it must receive and validate one first (%s)", what, rule)
+	case i.seen && at.HasAck && i.firstHasSeq && !seqGE(at.Ack, i.firstEnd):
+		c.finding(code, dir, at, i.firstFrame, "the Responder's first FPDU carries ACK %d, short of the end of %s (frame %d, %d): it had not received it (%s)", at.Ack, what, i.firstFrame, i.firstEnd, rule)
+	}
+}
+
+// checkRTR checks the peer-to-peer Initiator's first FPDU (MPA-14, MPA-12).
+func (c *conn) checkRTR(at *At, p *decode.PDU) {
+	s := &p.Seg
+	h := &s.DDP
+	op := s.RDMAP.Opcode
+	dlen := len(p.FPDU.ULPDU) - h.Len()
+	kind := -1
+	switch {
+	case p.SegErr != nil:
+	case h.Tagged && op == decode.OpWrite && dlen == 0 && h.Last:
+		kind = 1
+	case !h.Tagged && (op == decode.OpSend || op == decode.OpSendSE) && h.QN == 0 && h.MSN == 1 && h.MO == 0 && h.Last && dlen == 0:
+		kind = 0
+	case !h.Tagged && op == decode.OpReadRequest && h.QN == 1 && h.MSN == 1 && h.Last && s.ReadRequest.Size == 0:
+		kind = 2
+	}
+	if kind < 0 {
+		c.finding(CodeRTRMissing, I2R, at, c.hs.repFrame, "peer-to-peer: the Initiator's first FPDU is a %s of %d octets, not a zero-length RTR (Send QN 0 MSN 1, Write, or Read Request of size 0) (RFC 6581 §5, §9.3)", opName(p), dlen)
+		return
+	}
+	names := [3]string{"send", "write", "read"}
+	c.hs.rtr = names[kind]
+	c.curRTR = true
+	if !c.hs.rtrOK[kind] {
+		var b decode.MPAv2
+		b.ZeroLenSendRTR, b.ZeroLenWriteRTR, b.ZeroLenReadRTR = c.hs.rtrOK[0], c.hs.rtrOK[1], c.hs.rtrOK[2]
+		c.finding(CodeRTRTypeMismatch, I2R, at, c.hs.repFrame, "peer-to-peer: the Initiator sent a zero-length %s RTR, but the Reply (frame %d) accepts only %s (RFC 6581 §9.2)", names[kind], c.hs.repFrame, rtrTypes(b))
+	}
+}
+
+func opName(p *decode.PDU) string {
+	if p.SegErr != nil && len(p.FPDU.ULPDU) < decode.DDPTaggedHdrLen {
+		return "segment"
+	}
+	return p.Seg.RDMAP.Opcode.String()
+}
+
+// segment runs the DDP and RDMAP checks of one segment.
+func (c *conn) segment(at *At, p *decode.PDU, dir Dir) Mark {
+	s := &p.Seg
+	h := &s.DDP
+	st := &c.st.Dir[dir]
+	op := s.RDMAP.Opcode
+	dlen := len(p.FPDU.ULPDU) - h.Len()
+	plen := len(s.Payload)
+	st.Segments[opIndex(op)]++
+	st.PayloadOctets += uint64(plen)
+	st.Octets[opIndex(op)] += uint64(plen)
+	c.segActive, c.segFlag = true, 0
+
+	if ts := &c.term[dir]; ts.sent && !(op == decode.OpTerminate && !h.Tagged) && c.once(dir, CodeAfterTerminate) {
+		c.finding(CodeAfterTerminate, dir, at, ts.frame, "the %s sent a %s after its own Terminate (frame %d): after a Terminate nothing more is sent on the stream (RFC 5040 §5.4)", dir.Sender(), op, ts.frame)
+	}
+	c.versions(at, dir, h.DV, s.RDMAP.RV)
+	if h.Rsvd != 0 && c.once(dir, CodeDDPRsvdNonzero) {
+		c.finding(CodeDDPRsvdNonzero, dir, at, 0, "DDP control Rsvd bits 0x%x set: 0 on send, not checked on receive (RFC 5041 §4.1)", h.Rsvd)
+	}
+	if s.RDMAP.Rsv != 0 && c.once(dir, CodeRsvNonzero) {
+		c.finding(CodeRsvNonzero, dir, at, 0, "RDMAP control Rsv bits 0x%x set: 0 on send, ignored on receive (RFC 5040 §4.1)", s.RDMAP.Rsv)
+	}
+	opOK := true
+	switch {
+	case !op.Known():
+		what := "unassigned"
+		if op == decode.OpExperimental {
+			what = "reserved for experimental use"
+		}
+		c.finding(CodeOpcodeUnexpected, dir, at, 0, "RDMAP opcode 0x%x is %s: the receiver answers Terminate 0x0/0x2/0x06 Unexpected OpCode (RFC 5040 §4.1, RFC 6580 §3.4)", uint8(op), what)
+		opOK = false
+	case op.Extension():
+		if c.once(NoDir, CodeExtension) {
+			c.finding(CodeExtension, dir, at, 0, "RFC 7306 extension in use (%s): not negotiated on the wire; a peer without it answers Terminate 0x0/0x2/0x06 (RFC 7306 §1.1)", op)
+		}
+	}
+	var mark Mark
+	if h.Tagged {
+		if opOK && !op.Tagged() {
+			c.finding(CodeOpcodeMismatch, dir, at, 0, "%s in a tagged DDP segment (STag 0x%x): it is an untagged message (RFC 5040 §4.1 Fig. 4, RFC 7306 §4.1)", op, h.STag)
+			opOK = false
+		}
+		mark = c.tagged(at, p, dir, opOK, dlen)
+	} else {
+		if h.QN > decode.QNAtomicResp {
+			c.finding(CodeQNInvalid, dir, at, 0, "untagged segment on QN %d: RDMAP uses QN 0 (Send), 1 (Read/Atomic Request), 2 (Terminate), 3 (Atomic Response); Terminate 0x1/0x2/0x01 (RFC 5040 §3.1, RFC 7306 §10.2)", h.QN)
+		} else {
+			if opOK && (op.Tagged() || op.QN() != h.QN) {
+				if op.Tagged() {
+					c.finding(CodeOpcodeMismatch, dir, at, 0, "%s in an untagged DDP segment (QN %d): it is a tagged message (RFC 5040 §4.1 Fig. 4)", op, h.QN)
+				} else {
+					c.finding(CodeOpcodeMismatch, dir, at, 0, "%s on QN %d: it belongs on QN %d (RFC 5040 §4.1, RFC 7306 §4.1 Fig. 2)", op, h.QN, op.QN())
+				}
+				opOK = false
+			}
+			if opOK && op != decode.OpSendInv && op != decode.OpSendSEInv && s.InvalidateSTag != 0 && c.once(dir, CodeInvSTagNonzero) {
+				c.finding(CodeInvSTagNonzero, dir, at, 0, "%s carries Invalidate STag 0x%x: only Send with Invalidate uses the field; 0 on send, ignored on receive (RFC 5040 §4.1, RFC 7306 §4.1)", op, s.InvalidateSTag)
+			}
+			mark = c.untagged(at, p, dir, opOK, dlen)
+		}
+	}
+	if mark&MarkUncertain != 0 {
+		st.Uncertain++
+	}
+	c.segActive = false
+	c.remember(at, p, dir, dlen, plen)
+	return mark
+}
+
+// versions checks DV and RV (DDP-01, RD-01, draft-differences §7).
+func (c *conn) versions(at *At, dir Dir, dv, rv uint8) {
+	d := &c.d[dir]
+	if d.verSet {
+		if dv != d.dv && c.once(dir, CodeDVInvalid) {
+			c.finding(CodeDVInvalid, dir, at, 0, "DDP Version changes from %d to %d within the stream: it is the same for every segment (RFC 5041 §4.1)", d.dv, dv)
+		}
+		if rv != d.rv && c.once(dir, CodeRVInvalid) {
+			c.finding(CodeRVInvalid, dir, at, 0, "RDMAP Version changes from %d to %d within the stream (RFC 5040 §4.1)", d.rv, rv)
+		}
+		return
+	}
+	d.verSet, d.dv, d.rv = true, dv, rv
+	hs := &c.hs
+	ietf := hs.sawReq && hs.sawRep && hs.req.rev >= 1 && hs.rep.rev >= 1
+	switch {
+	case dv > 1:
+		c.once(dir, CodeDVInvalid)
+		c.finding(CodeDVInvalid, dir, at, 0, "DDP Version %d: only 1 (RFC 5041) and 0 (RDMA Consortium) exist; Terminate 0x1/0x1/0x04 or 0x1/0x2/0x06 (RFC 5041 §4.1, §7.2)", dv)
+	case dv == 0 && ietf:
+		c.once(dir, CodeDVInvalid)
+		c.finding(CodeDVInvalid, dir, at, 0, "DDP Version 0 (RDMA Consortium) after an MPA Rev %d/%d exchange: RFC 5041 §4.1 requires 1 (draft-differences §7)", hs.req.rev, hs.rep.rev)
+	default:
+		if o := &c.d[dir^1]; o.verSet && o.dv <= 1 && dv != o.dv {
+			c.once(dir, CodeDVInvalid)
+			c.finding(CodeDVInvalid, dir, at, o.firstFrame, "DDP Version %d here but %d in the other direction: both directions use one version (RFC 5041 §4.1, RFC 5044 App. C)", dv, o.dv)
+		}
+	}
+	switch {
+	case rv > 1:
+		c.once(dir, CodeRVInvalid)
+		c.finding(CodeRVInvalid, dir, at, 0, "RDMAP Version %d: only 01b (RFC 5040) and 00b (RDMA Consortium) exist; Terminate 0x0/0x2/0x05 (RFC 5040 §4.1, §7.2)", rv)
+	case rv == 0 && ietf:
+		c.once(dir, CodeRVInvalid)
+		c.finding(CodeRVInvalid, dir, at, 0, "RDMAP Version 00b (RDMA Consortium) after an MPA Rev %d/%d exchange; Terminate 0x0/0x2/0x05 (draft-differences §7)", hs.req.rev, hs.rep.rev)
+	case dv <= 1 && rv != dv:
+		c.once(dir, CodeRVInvalid)
+		c.finding(CodeRVInvalid, dir, at, 0, "RDMAP Version %d with DDP Version %d: the two versions switch together (RFC 5044 App. C, draft-differences §7)", rv, dv)
+	}
+}
+
+// remember records a sent segment for Terminate blame.
+func (c *conn) remember(at *At, p *decode.PDU, dir Dir, dlen, plen int) {
+	d := &c.d[dir]
+	if d.hist == nil {
+		d.hist = make([]histEntry, c.t.lim.History)
+	}
+	e := &d.hist[d.histN%uint64(len(d.hist))]
+	d.histN++
+	s := &p.Seg
+	e.frame = at.Frame
+	e.hdr = s.DDP
+	e.op = s.RDMAP.Opcode
+	e.ulpdu, e.dlen, e.plen = len(p.FPDU.ULPDU), dlen, plen
+	e.flagged = c.segFlag
+	if e.op == decode.OpReadRequest && !s.DDP.Tagged {
+		e.rr = s.ReadRequest
+	}
+}
