@@ -9,13 +9,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
-	"time"
+	"strconv"
 
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/filter"
 	"github.com/iwkit/iwkit/pcap"
+	"github.com/iwkit/iwkit/reassembly"
 )
 
 // Exit codes are a contract (README): 0 clean, 1 usage or I/O error.
@@ -32,6 +32,7 @@ type options struct {
 	format  string
 	numeric bool
 	display string
+	ports   []uint16
 	filter  *filter.Filter[*decode.PDU]
 }
 
@@ -49,6 +50,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.hex, "x", false, "print the PDU's octets in hex")
 	fs.BoolVar(&o.numeric, "n", false, "print named values (opcodes, Terminate causes, ...) as numbers")
 	fs.StringVar(&o.display, "Y", "", "display only PDUs matching the display `filter`, e.g. 'rdmap.opcode == \"RDMA Read Request\" && rdmap.sink_stag == 0x1234'")
+	fs.Func("decode-as", "treat TCP `PORT` as iWARP even where content detection hesitates (repeatable)", func(v string) error {
+		p, err := strconv.ParseUint(v, 10, 16)
+		if err != nil {
+			return fmt.Errorf("bad port %q", v)
+		}
+		o.ports = append(o.ports, uint16(p))
+		return nil
+	})
 	fs.StringVar(&o.format, "T", "text", "output `format`: text or json (NDJSON, one object per PDU)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: iwdump -r FILE [-c N] [-n] [-V] [-x] [-Y FILTER] [-T text|json]\n")
@@ -88,14 +97,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 // dump reads every frame and prints the PDUs found. A damaged file ends the
 // loop with an error after everything before the damage was printed.
 func dump(r *pcap.Reader, w *bufio.Writer, stderr io.Writer, o *options) error {
-	var (
-		fr    pcap.Frame
-		pkt   pcap.Packet
-		pdu   decode.PDU
-		cs    = conns{m: map[flowKey]*conn{}}
-		out   = printer{w: w, o: o}
-		first time.Time
-	)
+	out := &printer{w: w, o: o}
+	h := &handler{out: out}
+	a := reassembly.New(reassembly.Config{Ports: o.ports}, h)
+	defer a.Flush()
+	var fr pcap.Frame
 	for n := 0; o.count == 0 || n < o.count; n++ {
 		err := r.Next(&fr)
 		if err == io.EOF {
@@ -105,34 +111,11 @@ func dump(r *pcap.Reader, w *bufio.Writer, stderr io.Writer, o *options) error {
 			return err
 		}
 		if n == 0 {
-			first = fr.Timestamp
+			h.first = fr.Timestamp
 		}
-		if err := pcap.DecodeTCP(fr.LinkType, fr.Data, &pkt); err != nil {
-			if !errors.Is(err, pcap.ErrNotTCP) && !o.quietDamage() {
-				out.note(&fr, fr.Timestamp.Sub(first), "undecodable frame: "+err.Error())
-			}
-			continue
-		}
-		if len(pkt.Payload) == 0 {
-			cs.get(&pkt) // SYNs still open connections
-			continue
-		}
-		c := cs.get(&pkt)
-		src := netip.AddrPortFrom(pkt.Src, pkt.SrcPort)
-		dst := netip.AddrPortFrom(pkt.Dst, pkt.DstPort)
-		rel := fr.Timestamp.Sub(first)
-		left, err := c.scan(src, dst, pkt.Payload, &pdu, func(c *conn, src, dst endpoint, p *decode.PDU, wire []byte) {
-			out.pdu(fr.Number, rel, c, src, dst, p, wire)
-		})
-		if err != nil && c.iwarp {
-			why := err.Error()
-			if pkt.Truncated() {
-				why = fmt.Sprintf("frame cut by snaplen (%d of %d payload octets captured): %s", len(pkt.Payload), pkt.PayloadLen, why)
-			}
-			out.note(&fr, rel, fmt.Sprintf("%s > %s: %d octets not decoded: %s", src, dst, left, why))
+		if err := a.FeedFrame(&fr); err != nil && !errors.Is(err, pcap.ErrNotTCP) {
+			out.note(&fr, fr.Timestamp.Sub(h.first), "undecodable frame: "+err.Error())
 		}
 	}
 	return nil
 }
-
-func (o *options) quietDamage() bool { return false }

@@ -2,13 +2,17 @@ package main
 
 import (
 	"bufio"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/pcap"
+	"github.com/iwkit/iwkit/reassembly"
 )
+
+type endpoint = netip.AddrPort
 
 // printer writes PDUs in the chosen output format.
 type printer struct {
@@ -21,15 +25,8 @@ func appendSeconds(b []byte, d time.Duration) []byte {
 	return strconv.AppendFloat(b, d.Seconds(), 'f', 6, 64)
 }
 
-func (p *printer) pdu(frame int, rel time.Duration, c *conn, src, dst endpoint, pdu *decode.PDU, wire []byte) {
-	if p.o.filter != nil && !p.o.filter.Match(pdu) {
-		return
-	}
-	if p.o.format == "json" {
-		p.json(frame, rel, c, src, dst, pdu)
-		return
-	}
-	b := p.buf[:0]
+// head appends the fields every line starts with: frame, time, addresses.
+func (p *printer) head(b []byte, frame int, rel time.Duration, src, dst endpoint) []byte {
 	b = strconv.AppendInt(b, int64(frame), 10)
 	b = append(b, ' ')
 	b = appendSeconds(b, rel)
@@ -37,14 +34,82 @@ func (p *printer) pdu(frame int, rel time.Duration, c *conn, src, dst endpoint, 
 	b = src.AppendTo(b)
 	b = append(b, " > "...)
 	b = dst.AppendTo(b)
-	b = append(b, ": "...)
-	b = pdu.AppendSummary(b)
-	b = append(b, '\n')
-	if p.o.verbose {
-		b = appendTree(b, pdu, p.o.numeric)
+	return append(b, ": "...)
+}
+
+// jsonHead opens an NDJSON object with the keys every object has.
+func (p *printer) jsonHead(b []byte, frame int, rel time.Duration, c *reassembly.Conn, d reassembly.Dir, src, dst endpoint) []byte {
+	b = append(b, `{"frame":`...)
+	b = strconv.AppendInt(b, int64(frame), 10)
+	b = append(b, `,"time":`...)
+	b = appendSeconds(b, rel)
+	b = append(b, `,"conn":`...)
+	b = strconv.AppendUint(b, c.ID, 10)
+	b = append(b, `,"dir":"`...)
+	b = append(b, dirName(c, d)...)
+	b = append(b, `","src":"`...)
+	b = src.AppendTo(b)
+	b = append(b, `","dst":"`...)
+	b = dst.AppendTo(b)
+	return append(b, '"')
+}
+
+func (p *printer) pdu(frame int, rel time.Duration, c *reassembly.Conn, d reassembly.Dir, src, dst endpoint, e *reassembly.PDUEvent) {
+	pdu := &e.PDU
+	if p.o.filter != nil && !p.o.filter.Match(pdu) {
+		return
 	}
-	if p.o.hex {
-		b = appendHexDump(b, wire)
+	b := p.buf[:0]
+	if p.o.format == "json" {
+		b = p.jsonHead(b, frame, rel, c, d, src, dst)
+		if e.Missing > 0 {
+			b = append(b, `,"missing":`...)
+			b = strconv.AppendInt(b, int64(e.Missing), 10)
+		}
+		b = appendJSONFields(b, pdu, p.o.numeric)
+		b = append(b, "}\n"...)
+	} else {
+		b = p.head(b, frame, rel, src, dst)
+		b = pdu.AppendSummary(b)
+		if e.Missing > 0 {
+			b = append(b, ", "...)
+			b = strconv.AppendInt(b, int64(e.Missing), 10)
+			b = append(b, " octets not captured"...)
+		}
+		b = append(b, '\n')
+		if p.o.verbose {
+			b = appendTree(b, pdu, p.o.numeric)
+		}
+		if p.o.hex {
+			b = appendHexDump(b, e.Wire)
+		}
+	}
+	p.buf = b
+	p.w.Write(b)
+}
+
+// event prints a finding (or another non-PDU event) of a connection:
+// kind "finding" with severity, code and message.
+func (p *printer) event(frame int, rel time.Duration, c *reassembly.Conn, d reassembly.Dir, src, dst endpoint, kind, severity, code, msg string) {
+	b := p.buf[:0]
+	if p.o.format == "json" {
+		b = p.jsonHead(b, frame, rel, c, d, src, dst)
+		b = append(b, `,"finding":{"severity":`...)
+		b = strconv.AppendQuote(b, severity)
+		b = append(b, `,"code":`...)
+		b = strconv.AppendQuote(b, code)
+		b = append(b, `,"message":`...)
+		b = strconv.AppendQuote(b, msg)
+		b = append(b, "}}\n"...)
+	} else {
+		b = p.head(b, frame, rel, src, dst)
+		b = append(b, "** "...)
+		b = append(b, severity...)
+		b = append(b, ' ')
+		b = append(b, code...)
+		b = append(b, ": "...)
+		b = append(b, msg...)
+		b = append(b, '\n')
 	}
 	p.buf = b
 	p.w.Write(b)
@@ -131,28 +196,6 @@ func appendHexDump(b []byte, data []byte) []byte {
 		b = append(b, '\n')
 	}
 	return b
-}
-
-// json writes one NDJSON object: frame, time, conn, dir, addresses, then
-// the present fields nested by their dotted names ("ddp.stag" under "ddp").
-func (p *printer) json(frame int, rel time.Duration, c *conn, src, dst endpoint, pdu *decode.PDU) {
-	b := append(p.buf[:0], `{"frame":`...)
-	b = strconv.AppendInt(b, int64(frame), 10)
-	b = append(b, `,"time":`...)
-	b = appendSeconds(b, rel)
-	b = append(b, `,"conn":`...)
-	b = strconv.AppendInt(b, int64(c.id), 10)
-	b = append(b, `,"dir":"`...)
-	b = append(b, c.dir(src)...)
-	b = append(b, `","src":"`...)
-	b = src.AppendTo(b)
-	b = append(b, `","dst":"`...)
-	b = dst.AppendTo(b)
-	b = append(b, '"')
-	b = appendJSONFields(b, pdu, p.o.numeric)
-	b = append(b, "}\n"...)
-	p.buf = b
-	p.w.Write(b)
 }
 
 // appendJSONFields relies on the field table keeping every dotted prefix

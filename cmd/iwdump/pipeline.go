@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/iwkit/iwkit/reassembly"
+)
+
+// dirName names a direction of an iWARP connection for output: "i2r" from
+// the MPA initiator (the Request's sender, RFC 5044 §7.1), "r2i" towards it.
+// Before a Request is seen, the TCP client stands in for the initiator.
+func dirName(c *reassembly.Conn, d reassembly.Dir) string {
+	init := reassembly.DirAB
+	if c.Initiator >= 0 {
+		init = reassembly.Dir(c.Initiator)
+	}
+	if d == init {
+		return "i2r"
+	}
+	return "r2i"
+}
+
+// ends returns the sender and receiver of direction d.
+func ends(c *reassembly.Conn, d reassembly.Dir) (src, dst netip.AddrPort) {
+	return c.Addr[d], c.Addr[d.Other()]
+}
+
+// handler turns reassembly events into output.
+type handler struct {
+	out   *printer
+	first time.Time // timestamp of the first frame: output times count from it
+}
+
+func (h *handler) rel(t time.Time) time.Duration { return t.Sub(h.first) }
+
+func (h *handler) Opened(c *reassembly.Conn) {}
+
+func (h *handler) Negotiated(c *reassembly.Conn, d reassembly.Dir) {
+	p := &c.Params[d]
+	if p.CRCSource == reassembly.SourceInferred || p.MarkersSource == reassembly.SourceInferred {
+		src, dst := ends(c, d)
+		h.out.event(c.LastFrame, h.rel(c.LastTime), c, d, src, dst, "inferred", "note", "mpa.params_inferred",
+			fmt.Sprintf("no handshake seen: markers %v (%s), CRC %v (%s)", p.Markers, p.MarkersSource, p.CRC, p.CRCSource))
+	}
+}
+
+func (h *handler) PDU(c *reassembly.Conn, e *reassembly.PDUEvent) {
+	src, dst := ends(c, e.Dir)
+	if e.Err != nil {
+		h.out.event(e.LastFrame, h.rel(e.LastTime), c, e.Dir, src, dst, "finding", "error", "mpa.bad_frame", "MPA frame does not decode: "+e.Err.Error())
+		return
+	}
+	h.out.pdu(e.LastFrame, h.rel(e.LastTime), c, e.Dir, src, dst, e)
+}
+
+func (h *handler) Gap(c *reassembly.Conn, e *reassembly.GapEvent) {
+	src, dst := ends(c, e.Dir)
+	code, sev := "tcp.gap", "warning"
+	if e.Reason == reassembly.GapSkipped {
+		code = "mpa.skipped"
+	}
+	msg := fmt.Sprintf("%d octets missing at seq %d (%s)", e.Len, e.Seq, e.Reason)
+	if e.Reason == reassembly.GapSkipped {
+		msg = fmt.Sprintf("%d octets at seq %d skipped while looking for an FPDU boundary", e.Len, e.Seq)
+	}
+	if e.FPDUsLost > 0 {
+		msg += fmt.Sprintf(", about %d FPDUs lost", e.FPDUsLost)
+	}
+	h.out.event(e.Frame, h.rel(c.LastTime), c, e.Dir, src, dst, "finding", sev, code, msg)
+}
+
+func (h *handler) Resync(c *reassembly.Conn, e *reassembly.ResyncEvent) {
+	if e.How == reassembly.ResyncStart {
+		return
+	}
+	src, dst := ends(c, e.Dir)
+	h.out.event(e.Frame, h.rel(c.LastTime), c, e.Dir, src, dst, "finding", "note", "mpa.resync",
+		fmt.Sprintf("FPDU boundary found at seq %d by %s (%d FPDUs validated)", e.Seq, e.How, e.Chain))
+}
+
+func (h *handler) Retransmission(c *reassembly.Conn, e *reassembly.RetransEvent) {
+	src, dst := ends(c, e.Dir)
+	h.out.event(e.Frame, h.rel(c.LastTime), c, e.Dir, src, dst, "finding", "warning", "tcp.retrans_inconsistent",
+		fmt.Sprintf("retransmitted octets at seq %d differ from the first copy (%d octets compared)", e.Seq, e.Len))
+}
+
+var framingFindings = map[reassembly.FindingCode][3]string{
+	reassembly.FindingBadMPAFrame:     {"error", "mpa.bad_frame", "MPA key followed by a frame that does not decode (RFC 5044 §7.1.1)"},
+	reassembly.FindingFramingLost:     {"error", "mpa.framing_lost", "FPDU with an impossible ULPDU_Length or DDP/RDMAP header: looking for the next boundary"},
+	reassembly.FindingDataAfterReject: {"warning", "mpa.data_after_reject", "octets after a rejecting MPA Reply (ULP streaming mode, RFC 5044 §7.1.2)"},
+	reassembly.FindingLateData:        {"note", "tcp.late_data", "octets arrived for a hole already reported as a gap"},
+}
+
+func (h *handler) Finding(c *reassembly.Conn, e *reassembly.FindingEvent) {
+	src, dst := ends(c, e.Dir)
+	f := framingFindings[e.Code]
+	h.out.event(e.Frame, h.rel(c.LastTime), c, e.Dir, src, dst, "finding", f[0], f[1], fmt.Sprintf("%s (seq %d, %d octets)", f[2], e.Seq, e.Len))
+}
+
+func (h *handler) Closed(c *reassembly.Conn, e *reassembly.CloseEvent) {}
