@@ -61,8 +61,11 @@ type Config struct {
 	// an FPDU boundary (default 256 KiB); older ones are reported skipped.
 	ResyncWindow int
 	// RetransCheck is the octets of delivered data kept per direction of
-	// an iWARP connection to compare retransmissions with (default 64 KiB;
-	// negative: no comparison).
+	// an iWARP connection to compare in-order retransmissions with (0: no
+	// comparison, the default; 64 KiB is a good value). Copying every
+	// delivered octet costs about a quarter of the per-frame budget, so it
+	// is opt-in. Retransmissions of data still buffered out of order are
+	// always compared.
 	RetransCheck int
 	// MaxULPDU rejects candidate FPDUs with a larger ULPDU_Length while
 	// resyncing (default 65535: any).
@@ -93,9 +96,6 @@ func (c *Config) defaults() {
 	}
 	if c.ResyncWindow < 2*maxFPDUWire {
 		c.ResyncWindow = 2 * maxFPDUWire
-	}
-	if c.RetransCheck == 0 {
-		c.RetransCheck = 64 << 10
 	}
 	if c.MaxULPDU <= 0 || c.MaxULPDU > 0xFFFF {
 		c.MaxULPDU = 0xFFFF

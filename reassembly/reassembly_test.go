@@ -396,7 +396,7 @@ func TestInconsistentRetransmission(t *testing.T) {
 			c.pkts = append(c.pkts[:k+3:k+3], append([]tpkt{bad}, c.pkts[k+3:]...)...)
 		}
 		c.fin()
-		r := c.feed(t, Config{})
+		r := c.feed(t, Config{RetransCheck: 64 << 10})
 		if len(r.retr) != 1 || r.retr[0].Seq != want {
 			t.Fatalf("ooo %v: retrans %+v\n%s", ooo, r.retr, r.dump())
 		}
@@ -649,7 +649,7 @@ func TestOutOfOrderBudgets(t *testing.T) {
 		c.pkts[i].ack = 0
 		c.pkts[i].flags &^= pcap.TCPAck
 	}
-	r := c.feed(t, Config{FlowBufferLimit: 16 << 10, RetransCheck: -1})
+	r := c.feed(t, Config{FlowBufferLimit: 16 << 10})
 	r.checkFPDUs(t, 0, c.s[0], wantAround(c.s[0], 0, lost))
 	if len(r.gaps) == 0 || r.gaps[0].Reason != GapBudget || r.stats.BudgetGaps != 1 {
 		t.Errorf("gaps %+v\n%s", r.gaps, r.dump())
@@ -673,7 +673,7 @@ func TestOutOfOrderBudgets(t *testing.T) {
 		}
 	}
 	r = &recorder{t: t}
-	a := New(Config{MemoryBudget: 256 << 10, RetransCheck: -1}, r)
+	a := New(Config{MemoryBudget: 256 << 10}, r)
 	n := 0
 	for len(c1.pkts)+len(c2.pkts) > 0 {
 		for _, cc := range []*conv{c1, c2} {
