@@ -74,7 +74,7 @@ func (c *conn) checkFrame(at *At, dir Dir, f *decode.MPAFrame) {
 	switch {
 	case f.Rev > 2:
 		c.finding(CodeRevUnknown, dir, at, 0, "MPA %s Rev %d: RFC 5044 senders use 1, RFC 6581 uses 2; a receiver that cannot work with it closes the connection (RFC 5044 §7.1.1)", name, f.Rev)
-	case f.Rev == 0:
+	case f.Rev == 0 && c.once(NoDir, CodeRev0):
 		c.finding(CodeRev0, dir, at, 0, "MPA %s Rev 0: RDMA Consortium MPA; expect DDP/RDMAP version 0 (or 1 from cxgb3-style peers) with markers and CRC (RFC 5044 App. C)", name)
 	}
 	if !f.Reply && f.Reject {

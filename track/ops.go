@@ -317,6 +317,9 @@ func (c *conn) readRequest(at *At, p *decode.PDU, dir Dir) {
 			c.finding(CodeTableOverflow, dir, at, old.frame, "more than %d Read Requests outstanding from the %s: the oldest (frame %d) is dropped unanswered (Limits.OutstandingReads)", q.limit, dir.Sender(), old.frame)
 		}
 		c.reqDone(dir, &old, OpIncomplete, at)
+		// The responder still answers the dropped request first: until a
+		// response matches a request we kept, mismatches are expected.
+		q.reqUncertain, q.reqMark = true, old.seq+1
 	}
 	out := q.outstanding()
 	if out > st.MaxOutstandingReads {

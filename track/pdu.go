@@ -70,7 +70,7 @@ func (c *conn) pdu(at *At, p *decode.PDU) Mark {
 	}
 	o := dir.Other()
 	if at.HasAck {
-		if ts := &c.term[o]; ts.sent && ts.hasSeq && seqGE(at.Ack, ts.end) && c.once(dir, CodeSentAfterPeerTerm) {
+		if ts := &c.term[o]; ts.sent && ts.hasSeq && seqGE(at.Ack, ts.end) && !isTerm && c.once(dir, CodeSentAfterPeerTerm) {
 			c.finding(CodeSentAfterPeerTerm, dir, at, ts.frame, "the %s keeps sending after receiving the Terminate of frame %d (its ACK covers it): allowed, it MAY stop (RFC 5040 §5.4)", dir.Sender(), ts.frame)
 		}
 		if f := &c.fin[o]; f.seen && f.kind == CloseFIN && f.hasSeq && seqGE(at.Ack, f.seq+1) && !isTerm && c.once(dir, CodeDataAfterClose) {

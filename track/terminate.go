@@ -37,7 +37,17 @@ func (c *conn) terminate(at *At, p *decode.PDU, dir Dir) {
 	cause := t.Cause()
 	rfc := decode.ParseTermControl(t.Raw)
 	rep.Siw = t.SiwEncoding
-	if t.SiwEncoding {
+	v00 := rfc.Cause()
+	if t.SiwEncoding && !v00.Known && v00.Layer == decode.TermLayerRDMAP && v00.EType == 2 && (v00.Code == 2 || v00.Code == 3) && !rfc.M && !rfc.D && !rfc.R {
+		// 02 02 / 02 03 without flags: siw's reading (LLP CRC / marker
+		// error) or a 2003-era device writing V00's 16-bit LLP codes
+		// (draft-differences §5). Keep siw's only if the context allows it.
+		if ok, _ := c.plausible(cause, dir); !ok {
+			rep.Siw = false
+			ctl, cause = rfc, v00
+		}
+	}
+	if rep.Siw {
 		c.finding(CodeSiwTermEncoding, dir, at, 0, "Terminate control word % x is in Linux siw's bit-field encoding (Layer/EType nibbles swapped, M/D/R in 0x01/0x02/0x04 of octet 2; reference §5.1): read as %s%s; the RFC 5040 reading would be %s%s", t.Raw[:], cause, flagStr(ctl), rfc.Cause(), flagStr(rfc))
 	} else if siw := decode.ParseTermControlSiw(t.Raw); siw != rfc && siw.Reserved == 0 && !siw.M && !siw.D && !siw.R && !rfc.M && !rfc.D && !rfc.R && siw.Cause().Known && cause.Known {
 		// Both readings are defined and neither carries headers: only the
