@@ -56,11 +56,17 @@ type Field struct {
 	Size   int    // octets; 0 for a sub-octet bit field
 	Mask   uint64 // bit mask within Size (or the octet at Offset), 0 = whole
 	Desc   string
-	get    func(p *PDU) (Value, bool)
+	cond   cond
+	val    func(p *PDU) Value
 }
 
 // Get returns the field's value in p, and false when p does not carry it.
-func (f *Field) Get(p *PDU) (Value, bool) { return f.get(p) }
+func (f *Field) Get(p *PDU) (Value, bool) {
+	if !condFuncs[f.cond](p) {
+		return Value{}, false
+	}
+	return f.val(p), true
+}
 
 // AppendValue appends v as text in the field's display form: decimal or
 // 0x-hex numbers, enum names, quoted strings not, bytes as hex.
@@ -124,9 +130,6 @@ func hasOp(p *PDU, o ...Opcode) bool {
 	return false
 }
 
-// op makes a presence predicate for the table (built once, at init).
-func op(o ...Opcode) func(p *PDU) bool { return func(p *PDU) bool { return hasOp(p, o...) } }
-
 func isTerm(p *PDU) bool     { return hasOp(p, OpTerminate) }
 func hasV2(p *PDU) bool      { return p.IsMPAFrame && p.MPA.HasV2 }
 func hasRev1(p *PDU) bool    { return p.IsMPAFrame && p.MPA.Rev1IRDORD }
@@ -137,155 +140,225 @@ func termRDMA(p *PDU) bool   { return isTerm(p) && p.Seg.Terminate.HasRDMA }
 func atomicReq(p *PDU) bool  { return hasOp(p, OpAtomicRequest) }
 func atomicResp(p *PDU) bool { return hasOp(p, OpAtomicResponse) }
 
+// cond names the condition under which a PDU carries a field. Evaluating
+// the conditions once per PDU (Present) lets a writer that walks the whole
+// table skip absent fields without testing each.
+type cond uint8
+
+const (
+	cMPA cond = iota
+	cV2
+	cRev1
+	cFPDU
+	cDDP
+	cTagged
+	cUntagged
+	cSegOK
+	cSendInv
+	cReadReq
+	cImm
+	cAtomicReq
+	cAtomicResp
+	cTerm
+	cTermSegLen
+	cTermDDP
+	cTermTagged
+	cTermUntag
+	cTermRDMA
+	numConds
+)
+
+var condFuncs = [numConds]func(p *PDU) bool{
+	cMPA: isMPA, cV2: hasV2, cRev1: hasRev1, cFPDU: isFPDU, cDDP: hasDDP, cTagged: tagged, cUntagged: untagged,
+	cSegOK:     func(p *PDU) bool { return hasDDP(p) && p.SegErr == nil },
+	cSendInv:   func(p *PDU) bool { return hasOp(p, OpSendInv, OpSendSEInv) },
+	cReadReq:   func(p *PDU) bool { return hasOp(p, OpReadRequest) },
+	cImm:       func(p *PDU) bool { return hasOp(p, OpImmData, OpImmDataSE) },
+	cAtomicReq: atomicReq, cAtomicResp: atomicResp, cTerm: isTerm,
+	cTermSegLen: func(p *PDU) bool { return isTerm(p) && p.Seg.Terminate.HasSegLen },
+	cTermDDP:    termDDP, cTermTagged: termTagged, cTermUntag: termUntag, cTermRDMA: termRDMA,
+}
+
+// Mask is the set of conditions a PDU meets (see Present).
+type Mask uint32
+
+// Present evaluates once which groups of fields p carries.
+func Present(p *PDU) Mask {
+	var m Mask
+	if p.IsMPAFrame {
+		m = 1 << cMPA
+		if hasV2(p) {
+			m |= 1 << cV2
+		}
+		if hasRev1(p) {
+			m |= 1 << cRev1
+		}
+		return m
+	}
+	m = 1 << cFPDU
+	if !hasDDP(p) {
+		return m
+	}
+	for c := cDDP; c < numConds; c++ {
+		if condFuncs[c](p) {
+			m |= 1 << c
+		}
+	}
+	return m
+}
+
+// GetIn returns the field's value in p given p's Present mask: the cheap
+// path for walking the whole table over one PDU.
+func (f *Field) GetIn(p *PDU, m Mask) (Value, bool) {
+	if m&(1<<f.cond) == 0 {
+		return Value{}, false
+	}
+	return f.val(p), true
+}
+
 // fld builds a table row.
 func fld(name string, kind FieldKind, hex bool, base Base, off, size int, mask uint64, desc string,
-	has func(*PDU) bool, val func(*PDU) Value) Field {
-	return Field{Name: name, Kind: kind, Hex: hex, Base: base, Offset: off, Size: size, Mask: mask, Desc: desc,
-		get: func(p *PDU) (Value, bool) {
-			if !has(p) {
-				return Value{}, false
-			}
-			return val(p), true
-		}}
+	c cond, val func(*PDU) Value) Field {
+	return Field{Name: name, Kind: kind, Hex: hex, Base: base, Offset: off, Size: size, Mask: mask, Desc: desc, cond: c, val: val}
 }
 
 var fieldTable = []Field{
 	// MPA Request/Reply frames (RFC 5044 §7.1.1, RFC 6581 §6, §9).
-	fld("mpa.type", KindEnum, false, BaseMPAFrame, 0, 16, 0, `frame type from the key: "request" ("MPA ID Req Frame") or "reply" ("MPA ID Rep Frame")`, isMPA,
+	fld("mpa.type", KindEnum, false, BaseMPAFrame, 0, 16, 0, `frame type from the key: "request" ("MPA ID Req Frame") or "reply" ("MPA ID Rep Frame")`, cMPA,
 		func(p *PDU) Value {
 			if p.MPA.Reply {
 				return Value{Kind: KindEnum, U: 1, S: "reply"}
 			}
 			return Value{Kind: KindEnum, U: 0, S: "request"}
 		}),
-	fld("mpa.key", KindString, false, BaseMPAFrame, 0, 16, 0, `the 16-octet key, "MPA ID Req Frame" or "MPA ID Rep Frame"`, isMPA,
+	fld("mpa.key", KindString, false, BaseMPAFrame, 0, 16, 0, `the 16-octet key, "MPA ID Req Frame" or "MPA ID Rep Frame"`, cMPA,
 		func(p *PDU) Value {
 			if p.MPA.Reply {
 				return Value{Kind: KindString, S: MPAKeyRep}
 			}
 			return Value{Kind: KindString, S: MPAKeyReq}
 		}),
-	fld("mpa.flags", KindUint, true, BaseMPAFrame, 16, 1, 0, "the flags octet: M 0x80, C 0x40, R 0x20, S 0x10, reserved 0x0F", isMPA, func(p *PDU) Value { return vUint(p.MPA.Flags) }),
-	fld("mpa.m", KindBool, false, BaseMPAFrame, 16, 0, MPAFlagM, "M: the frame's sender wants markers in the FPDUs sent to it", isMPA, func(p *PDU) Value { return vBool(p.MPA.Markers) }),
-	fld("mpa.c", KindBool, false, BaseMPAFrame, 16, 0, MPAFlagC, "C: CRC32c wanted; CRC is used both ways if either frame sets it", isMPA, func(p *PDU) Value { return vBool(p.MPA.CRC) }),
-	fld("mpa.r", KindBool, false, BaseMPAFrame, 16, 0, MPAFlagR, "R: in a Reply, the Responder rejects the connection", isMPA, func(p *PDU) Value { return vBool(p.MPA.Reject) }),
-	fld("mpa.s", KindBool, false, BaseMPAFrame, 16, 0, MPAFlagS, "S (RFC 6581 enhanced): Private Data starts with the IRD/ORD block", isMPA, func(p *PDU) Value { return vBool(p.MPA.Enhanced) }),
-	fld("mpa.res", KindUint, true, BaseMPAFrame, 16, 0, 0x0F, "reserved flag bits (0x08 is siw's GSO experiment)", isMPA, func(p *PDU) Value { return vUint(p.MPA.Res) }),
-	fld("mpa.rev", KindUint, false, BaseMPAFrame, 17, 1, 0, "MPA revision: 0 RDMA Consortium, 1 RFC 5044, 2 RFC 6581", isMPA, func(p *PDU) Value { return vUint(p.MPA.Rev) }),
-	fld("mpa.pre_ietf", KindBool, false, BaseNone, -1, 0, 0, "Rev 0: pre-IETF RDMA Consortium MPA", isMPA, func(p *PDU) Value { return vBool(p.MPA.PreIETF) }),
-	fld("mpa.pd_length", KindUint, false, BaseMPAFrame, 18, 2, 0, "octets of Private Data, at most 512", isMPA, func(p *PDU) Value { return vUint(p.MPA.PDLength) }),
-	fld("mpa.private_data", KindBytes, false, BaseMPAFrame, 20, -1, 0, "Private Data, including the RFC 6581 block", isMPA, func(p *PDU) Value { return Value{Kind: KindBytes, B: p.MPA.PrivateData} }),
-	fld("mpa.v2.p2p", KindBool, false, BaseMPAFrame, 20, 0, 0x80, "A: peer-to-peer connection model (an RTR follows)", hasV2, func(p *PDU) Value { return vBool(p.MPA.V2.PeerToPeer) }),
-	fld("mpa.v2.send_rtr", KindBool, false, BaseMPAFrame, 20, 0, 0x40, "B: zero-length Send RTR", hasV2, func(p *PDU) Value { return vBool(p.MPA.V2.ZeroLenSendRTR) }),
-	fld("mpa.v2.ird", KindUint, false, BaseMPAFrame, 20, 2, 0x3FFF, "IRD of the frame's sender (0x3FFF: no negotiation)", hasV2, func(p *PDU) Value { return vUint(p.MPA.V2.IRD) }),
-	fld("mpa.v2.write_rtr", KindBool, false, BaseMPAFrame, 22, 0, 0x80, "C: zero-length RDMA Write RTR", hasV2, func(p *PDU) Value { return vBool(p.MPA.V2.ZeroLenWriteRTR) }),
-	fld("mpa.v2.read_rtr", KindBool, false, BaseMPAFrame, 22, 0, 0x40, "D: zero-length RDMA Read RTR", hasV2, func(p *PDU) Value { return vBool(p.MPA.V2.ZeroLenReadRTR) }),
-	fld("mpa.v2.ord", KindUint, false, BaseMPAFrame, 22, 2, 0x3FFF, "ORD of the frame's sender (0x3FFF: no negotiation)", hasV2, func(p *PDU) Value { return vUint(p.MPA.V2.ORD) }),
-	fld("mpa.rev1.ird", KindUint, false, BaseMPAFrame, 20, 4, 0, "IRD of the Rev 1 IRD/ORD Private Data variant (MS-SMBD, Chelsio T4)", hasRev1, func(p *PDU) Value { return vUint(p.MPA.Rev1IRD) }),
-	fld("mpa.rev1.ord", KindUint, false, BaseMPAFrame, 24, 4, 0, "ORD of the Rev 1 IRD/ORD Private Data variant", hasRev1, func(p *PDU) Value { return vUint(p.MPA.Rev1ORD) }),
+	fld("mpa.flags", KindUint, true, BaseMPAFrame, 16, 1, 0, "the flags octet: M 0x80, C 0x40, R 0x20, S 0x10, reserved 0x0F", cMPA, func(p *PDU) Value { return vUint(p.MPA.Flags) }),
+	fld("mpa.m", KindBool, false, BaseMPAFrame, 16, 0, MPAFlagM, "M: the frame's sender wants markers in the FPDUs sent to it", cMPA, func(p *PDU) Value { return vBool(p.MPA.Markers) }),
+	fld("mpa.c", KindBool, false, BaseMPAFrame, 16, 0, MPAFlagC, "C: CRC32c wanted; CRC is used both ways if either frame sets it", cMPA, func(p *PDU) Value { return vBool(p.MPA.CRC) }),
+	fld("mpa.r", KindBool, false, BaseMPAFrame, 16, 0, MPAFlagR, "R: in a Reply, the Responder rejects the connection", cMPA, func(p *PDU) Value { return vBool(p.MPA.Reject) }),
+	fld("mpa.s", KindBool, false, BaseMPAFrame, 16, 0, MPAFlagS, "S (RFC 6581 enhanced): Private Data starts with the IRD/ORD block", cMPA, func(p *PDU) Value { return vBool(p.MPA.Enhanced) }),
+	fld("mpa.res", KindUint, true, BaseMPAFrame, 16, 0, 0x0F, "reserved flag bits (0x08 is siw's GSO experiment)", cMPA, func(p *PDU) Value { return vUint(p.MPA.Res) }),
+	fld("mpa.rev", KindUint, false, BaseMPAFrame, 17, 1, 0, "MPA revision: 0 RDMA Consortium, 1 RFC 5044, 2 RFC 6581", cMPA, func(p *PDU) Value { return vUint(p.MPA.Rev) }),
+	fld("mpa.pre_ietf", KindBool, false, BaseNone, -1, 0, 0, "Rev 0: pre-IETF RDMA Consortium MPA", cMPA, func(p *PDU) Value { return vBool(p.MPA.PreIETF) }),
+	fld("mpa.pd_length", KindUint, false, BaseMPAFrame, 18, 2, 0, "octets of Private Data, at most 512", cMPA, func(p *PDU) Value { return vUint(p.MPA.PDLength) }),
+	fld("mpa.private_data", KindBytes, false, BaseMPAFrame, 20, -1, 0, "Private Data, including the RFC 6581 block", cMPA, func(p *PDU) Value { return Value{Kind: KindBytes, B: p.MPA.PrivateData} }),
+	fld("mpa.v2.p2p", KindBool, false, BaseMPAFrame, 20, 0, 0x80, "A: peer-to-peer connection model (an RTR follows)", cV2, func(p *PDU) Value { return vBool(p.MPA.V2.PeerToPeer) }),
+	fld("mpa.v2.send_rtr", KindBool, false, BaseMPAFrame, 20, 0, 0x40, "B: zero-length Send RTR", cV2, func(p *PDU) Value { return vBool(p.MPA.V2.ZeroLenSendRTR) }),
+	fld("mpa.v2.ird", KindUint, false, BaseMPAFrame, 20, 2, 0x3FFF, "IRD of the frame's sender (0x3FFF: no negotiation)", cV2, func(p *PDU) Value { return vUint(p.MPA.V2.IRD) }),
+	fld("mpa.v2.write_rtr", KindBool, false, BaseMPAFrame, 22, 0, 0x80, "C: zero-length RDMA Write RTR", cV2, func(p *PDU) Value { return vBool(p.MPA.V2.ZeroLenWriteRTR) }),
+	fld("mpa.v2.read_rtr", KindBool, false, BaseMPAFrame, 22, 0, 0x40, "D: zero-length RDMA Read RTR", cV2, func(p *PDU) Value { return vBool(p.MPA.V2.ZeroLenReadRTR) }),
+	fld("mpa.v2.ord", KindUint, false, BaseMPAFrame, 22, 2, 0x3FFF, "ORD of the frame's sender (0x3FFF: no negotiation)", cV2, func(p *PDU) Value { return vUint(p.MPA.V2.ORD) }),
+	fld("mpa.rev1.ird", KindUint, false, BaseMPAFrame, 20, 4, 0, "IRD of the Rev 1 IRD/ORD Private Data variant (MS-SMBD, Chelsio T4)", cRev1, func(p *PDU) Value { return vUint(p.MPA.Rev1IRD) }),
+	fld("mpa.rev1.ord", KindUint, false, BaseMPAFrame, 24, 4, 0, "ORD of the Rev 1 IRD/ORD Private Data variant", cRev1, func(p *PDU) Value { return vUint(p.MPA.Rev1ORD) }),
 
 	// FPDU framing (RFC 5044 §4).
-	fld("mpa.ulpdu_length", KindUint, false, BaseFPDU, 0, 2, 0, "ULPDU_Length: octets of the DDP segment (no PAD, CRC or markers)", isFPDU, func(p *PDU) Value { return vUint(p.FPDU.ULPDULength) }),
-	fld("mpa.pad", KindBytes, false, BaseFPDU, -1, -1, 0, "PAD octets (0-3) that make the FPDU a multiple of 4", isFPDU, func(p *PDU) Value { return Value{Kind: KindBytes, B: p.FPDU.Pad} }),
-	fld("mpa.crc", KindUint, true, BaseFPDU, -1, 4, 0, "CRC field as on the wire (CRC32c, least significant octet first)", isFPDU, func(p *PDU) Value { return vUint(p.FPDU.CRC) }),
-	fld("mpa.crc_computed", KindUint, true, BaseNone, -1, 4, 0, "CRC32c computed over the FPDU, markers and PAD included", isFPDU, func(p *PDU) Value { return vUint(p.ComputedCRC) }),
-	fld("mpa.crc_status", KindEnum, false, BaseNone, -1, 0, 0, `"good", "bad", "unchecked" (CRC not negotiated) or "unknown"`, isFPDU,
+	fld("mpa.ulpdu_length", KindUint, false, BaseFPDU, 0, 2, 0, "ULPDU_Length: octets of the DDP segment (no PAD, CRC or markers)", cFPDU, func(p *PDU) Value { return vUint(p.FPDU.ULPDULength) }),
+	fld("mpa.pad", KindBytes, false, BaseFPDU, -1, -1, 0, "PAD octets (0-3) that make the FPDU a multiple of 4", cFPDU, func(p *PDU) Value { return Value{Kind: KindBytes, B: p.FPDU.Pad} }),
+	fld("mpa.crc", KindUint, true, BaseFPDU, -1, 4, 0, "CRC field as on the wire (CRC32c, least significant octet first)", cFPDU, func(p *PDU) Value { return vUint(p.FPDU.CRC) }),
+	fld("mpa.crc_computed", KindUint, true, BaseNone, -1, 4, 0, "CRC32c computed over the FPDU, markers and PAD included", cFPDU, func(p *PDU) Value { return vUint(p.ComputedCRC) }),
+	fld("mpa.crc_status", KindEnum, false, BaseNone, -1, 0, 0, `"good", "bad", "unchecked" (CRC not negotiated) or "unknown"`, cFPDU,
 		func(p *PDU) Value { return Value{Kind: KindEnum, U: uint64(p.CRCStatus), S: p.CRCStatus.String()} }),
-	fld("mpa.markers", KindUint, false, BaseNone, -1, 0, 0, "number of markers inside the FPDU", isFPDU, func(p *PDU) Value { return vUint(len(p.Markers)) }),
+	fld("mpa.markers", KindUint, false, BaseNone, -1, 0, 0, "number of markers inside the FPDU", cFPDU, func(p *PDU) Value { return vUint(len(p.Markers)) }),
 
 	// DDP (RFC 5041 §4).
-	fld("ddp.tagged", KindBool, false, BaseSegment, 0, 0, DDPFlagT, "T: tagged buffer model", hasDDP, func(p *PDU) Value { return vBool(p.Seg.DDP.Tagged) }),
-	fld("ddp.last", KindBool, false, BaseSegment, 0, 0, DDPFlagL, "L: last segment of the DDP message", hasDDP, func(p *PDU) Value { return vBool(p.Seg.DDP.Last) }),
-	fld("ddp.rsvd", KindUint, true, BaseSegment, 0, 0, DDPRsvdMask, "reserved control bits", hasDDP, func(p *PDU) Value { return vUint(p.Seg.DDP.Rsvd) }),
-	fld("ddp.dv", KindUint, false, BaseSegment, 0, 0, DDPDVMask, "DDP version: 1 RFC 5041, 0 pre-IETF", hasDDP, func(p *PDU) Value { return vUint(p.Seg.DDP.DV) }),
-	fld("ddp.stag", KindUint, true, BaseSegment, 2, 4, 0, "Data Sink STag", tagged, func(p *PDU) Value { return vUint(p.Seg.DDP.STag) }),
-	fld("ddp.to", KindUint, true, BaseSegment, 6, 8, 0, "Tagged Offset of the segment's first payload octet", tagged, func(p *PDU) Value { return vUint(p.Seg.DDP.TO) }),
-	fld("ddp.rsvdulp", KindUint, true, BaseSegment, 2, 4, 0, "RsvdULP octets 2-5 (RDMAP Invalidate STag)", untagged, func(p *PDU) Value { return vUint(p.Seg.DDP.RsvdULP2) }),
-	fld("ddp.qn", KindUint, false, BaseSegment, 6, 4, 0, "Queue Number: 0 Send, 1 Read/Atomic Request, 2 Terminate, 3 Atomic Response", untagged, func(p *PDU) Value { return vUint(p.Seg.DDP.QN) }),
-	fld("ddp.msn", KindUint, false, BaseSegment, 10, 4, 0, "Message Sequence Number (first message on a queue: 1)", untagged, func(p *PDU) Value { return vUint(p.Seg.DDP.MSN) }),
-	fld("ddp.mo", KindUint, false, BaseSegment, 14, 4, 0, "Message Offset of the segment's first payload octet", untagged, func(p *PDU) Value { return vUint(p.Seg.DDP.MO) }),
-	fld("ddp.payload_length", KindUint, false, BaseNone, -1, 0, 0, "ULP payload octets after the DDP and RDMAP headers", func(p *PDU) bool { return hasDDP(p) && p.SegErr == nil },
+	fld("ddp.tagged", KindBool, false, BaseSegment, 0, 0, DDPFlagT, "T: tagged buffer model", cDDP, func(p *PDU) Value { return vBool(p.Seg.DDP.Tagged) }),
+	fld("ddp.last", KindBool, false, BaseSegment, 0, 0, DDPFlagL, "L: last segment of the DDP message", cDDP, func(p *PDU) Value { return vBool(p.Seg.DDP.Last) }),
+	fld("ddp.rsvd", KindUint, true, BaseSegment, 0, 0, DDPRsvdMask, "reserved control bits", cDDP, func(p *PDU) Value { return vUint(p.Seg.DDP.Rsvd) }),
+	fld("ddp.dv", KindUint, false, BaseSegment, 0, 0, DDPDVMask, "DDP version: 1 RFC 5041, 0 pre-IETF", cDDP, func(p *PDU) Value { return vUint(p.Seg.DDP.DV) }),
+	fld("ddp.stag", KindUint, true, BaseSegment, 2, 4, 0, "Data Sink STag", cTagged, func(p *PDU) Value { return vUint(p.Seg.DDP.STag) }),
+	fld("ddp.to", KindUint, true, BaseSegment, 6, 8, 0, "Tagged Offset of the segment's first payload octet", cTagged, func(p *PDU) Value { return vUint(p.Seg.DDP.TO) }),
+	fld("ddp.rsvdulp", KindUint, true, BaseSegment, 2, 4, 0, "RsvdULP octets 2-5 (RDMAP Invalidate STag)", cUntagged, func(p *PDU) Value { return vUint(p.Seg.DDP.RsvdULP2) }),
+	fld("ddp.qn", KindUint, false, BaseSegment, 6, 4, 0, "Queue Number: 0 Send, 1 Read/Atomic Request, 2 Terminate, 3 Atomic Response", cUntagged, func(p *PDU) Value { return vUint(p.Seg.DDP.QN) }),
+	fld("ddp.msn", KindUint, false, BaseSegment, 10, 4, 0, "Message Sequence Number (first message on a queue: 1)", cUntagged, func(p *PDU) Value { return vUint(p.Seg.DDP.MSN) }),
+	fld("ddp.mo", KindUint, false, BaseSegment, 14, 4, 0, "Message Offset of the segment's first payload octet", cUntagged, func(p *PDU) Value { return vUint(p.Seg.DDP.MO) }),
+	fld("ddp.payload_length", KindUint, false, BaseNone, -1, 0, 0, "ULP payload octets after the DDP and RDMAP headers", cSegOK,
 		func(p *PDU) Value { return vUint(len(p.Seg.Payload)) }),
 
 	// RDMAP (RFC 5040 §4, RFC 7306).
-	fld("rdmap.rv", KindUint, false, BaseSegment, 1, 0, 0xC0, "RDMAP version: 1 RFC 5040, 0 pre-IETF", hasDDP, func(p *PDU) Value { return vUint(p.Seg.RDMAP.RV) }),
-	fld("rdmap.rsv", KindUint, true, BaseSegment, 1, 0, 0x30, "reserved control bits", hasDDP, func(p *PDU) Value { return vUint(p.Seg.RDMAP.Rsv) }),
-	fld("rdmap.opcode", KindEnum, false, BaseSegment, 1, 0, 0x0F, `operation, e.g. "RDMA Read Request" (compare by name or number)`, hasDDP,
+	fld("rdmap.rv", KindUint, false, BaseSegment, 1, 0, 0xC0, "RDMAP version: 1 RFC 5040, 0 pre-IETF", cDDP, func(p *PDU) Value { return vUint(p.Seg.RDMAP.RV) }),
+	fld("rdmap.rsv", KindUint, true, BaseSegment, 1, 0, 0x30, "reserved control bits", cDDP, func(p *PDU) Value { return vUint(p.Seg.RDMAP.Rsv) }),
+	fld("rdmap.opcode", KindEnum, false, BaseSegment, 1, 0, 0x0F, `operation, e.g. "RDMA Read Request" (compare by name or number)`, cDDP,
 		func(p *PDU) Value {
 			return Value{Kind: KindEnum, U: uint64(p.Seg.RDMAP.Opcode), S: p.Seg.RDMAP.Opcode.String()}
 		}),
-	fld("rdmap.inval_stag", KindUint, true, BaseSegment, 2, 4, 0, "Invalidate STag of Send with Invalidate", op(OpSendInv, OpSendSEInv), func(p *PDU) Value { return vUint(p.Seg.InvalidateSTag) }),
-	fld("rdmap.sink_stag", KindUint, true, BaseSegment, 18, 4, 0, "Read Request: Data Sink STag", op(OpReadRequest), func(p *PDU) Value { return vUint(p.Seg.ReadRequest.SinkSTag) }),
-	fld("rdmap.sink_to", KindUint, true, BaseSegment, 22, 8, 0, "Read Request: Data Sink Tagged Offset", op(OpReadRequest), func(p *PDU) Value { return vUint(p.Seg.ReadRequest.SinkTO) }),
-	fld("rdmap.read_size", KindUint, false, BaseSegment, 30, 4, 0, "Read Request: RDMA Read Message Size", op(OpReadRequest), func(p *PDU) Value { return vUint(p.Seg.ReadRequest.Size) }),
-	fld("rdmap.src_stag", KindUint, true, BaseSegment, 34, 4, 0, "Read Request: Data Source STag", op(OpReadRequest), func(p *PDU) Value { return vUint(p.Seg.ReadRequest.SrcSTag) }),
-	fld("rdmap.src_to", KindUint, true, BaseSegment, 38, 8, 0, "Read Request: Data Source Tagged Offset", op(OpReadRequest), func(p *PDU) Value { return vUint(p.Seg.ReadRequest.SrcTO) }),
-	fld("rdmap.imm_data", KindBytes, false, BaseSegment, 18, 8, 0, "Immediate Data (RFC 7306 §6)", op(OpImmData, OpImmDataSE), func(p *PDU) Value { return Value{Kind: KindBytes, B: p.Seg.ImmData[:]} }),
+	fld("rdmap.inval_stag", KindUint, true, BaseSegment, 2, 4, 0, "Invalidate STag of Send with Invalidate", cSendInv, func(p *PDU) Value { return vUint(p.Seg.InvalidateSTag) }),
+	fld("rdmap.sink_stag", KindUint, true, BaseSegment, 18, 4, 0, "Read Request: Data Sink STag", cReadReq, func(p *PDU) Value { return vUint(p.Seg.ReadRequest.SinkSTag) }),
+	fld("rdmap.sink_to", KindUint, true, BaseSegment, 22, 8, 0, "Read Request: Data Sink Tagged Offset", cReadReq, func(p *PDU) Value { return vUint(p.Seg.ReadRequest.SinkTO) }),
+	fld("rdmap.read_size", KindUint, false, BaseSegment, 30, 4, 0, "Read Request: RDMA Read Message Size", cReadReq, func(p *PDU) Value { return vUint(p.Seg.ReadRequest.Size) }),
+	fld("rdmap.src_stag", KindUint, true, BaseSegment, 34, 4, 0, "Read Request: Data Source STag", cReadReq, func(p *PDU) Value { return vUint(p.Seg.ReadRequest.SrcSTag) }),
+	fld("rdmap.src_to", KindUint, true, BaseSegment, 38, 8, 0, "Read Request: Data Source Tagged Offset", cReadReq, func(p *PDU) Value { return vUint(p.Seg.ReadRequest.SrcTO) }),
+	fld("rdmap.imm_data", KindBytes, false, BaseSegment, 18, 8, 0, "Immediate Data (RFC 7306 §6)", cImm, func(p *PDU) Value { return Value{Kind: KindBytes, B: p.Seg.ImmData[:]} }),
 
-	fld("rdmap.atomic.opcode", KindEnum, false, BaseSegment, 18, 4, 0xF, "AOpCode: FetchAdd or CmpSwap (RFC 7306 §5.2.1)", atomicReq,
+	fld("rdmap.atomic.opcode", KindEnum, false, BaseSegment, 18, 4, 0xF, "AOpCode: FetchAdd or CmpSwap (RFC 7306 §5.2.1)", cAtomicReq,
 		func(p *PDU) Value {
 			return Value{Kind: KindEnum, U: uint64(p.Seg.AtomicRequest.AOpCode), S: p.Seg.AtomicRequest.AOpCode.String()}
 		}),
-	fld("rdmap.atomic.request_id", KindUint, true, BaseSegment, 22, 4, 0, "Request Identifier", atomicReq, func(p *PDU) Value { return vUint(p.Seg.AtomicRequest.RequestID) }),
-	fld("rdmap.atomic.remote_stag", KindUint, true, BaseSegment, 26, 4, 0, "Remote STag", atomicReq, func(p *PDU) Value { return vUint(p.Seg.AtomicRequest.RemoteSTag) }),
-	fld("rdmap.atomic.remote_to", KindUint, true, BaseSegment, 30, 8, 0, "Remote Tagged Offset (64-bit aligned target)", atomicReq, func(p *PDU) Value { return vUint(p.Seg.AtomicRequest.RemoteTO) }),
-	fld("rdmap.atomic.add_swap_data", KindUint, true, BaseSegment, 38, 8, 0, "Add Data (FetchAdd) or Swap Data (CmpSwap)", atomicReq, func(p *PDU) Value { return vUint(p.Seg.AtomicRequest.AddSwapData) }),
-	fld("rdmap.atomic.add_swap_mask", KindUint, true, BaseSegment, 46, 8, 0, "Add Mask or Swap Mask", atomicReq, func(p *PDU) Value { return vUint(p.Seg.AtomicRequest.AddSwapMask) }),
-	fld("rdmap.atomic.compare_data", KindUint, true, BaseSegment, 54, 8, 0, "Compare Data (CmpSwap)", atomicReq, func(p *PDU) Value { return vUint(p.Seg.AtomicRequest.CompareData) }),
-	fld("rdmap.atomic.compare_mask", KindUint, true, BaseSegment, 62, 8, 0, "Compare Mask (CmpSwap)", atomicReq, func(p *PDU) Value { return vUint(p.Seg.AtomicRequest.CompareMask) }),
-	fld("rdmap.atomic.orig_request_id", KindUint, true, BaseSegment, 18, 4, 0, "Atomic Response: Original Request Identifier", atomicResp, func(p *PDU) Value { return vUint(p.Seg.AtomicResponse.OrigRequestID) }),
-	fld("rdmap.atomic.orig_value", KindUint, true, BaseSegment, 22, 8, 0, "Atomic Response: Original Remote Data Value", atomicResp, func(p *PDU) Value { return vUint(p.Seg.AtomicResponse.OrigValue) }),
+	fld("rdmap.atomic.request_id", KindUint, true, BaseSegment, 22, 4, 0, "Request Identifier", cAtomicReq, func(p *PDU) Value { return vUint(p.Seg.AtomicRequest.RequestID) }),
+	fld("rdmap.atomic.remote_stag", KindUint, true, BaseSegment, 26, 4, 0, "Remote STag", cAtomicReq, func(p *PDU) Value { return vUint(p.Seg.AtomicRequest.RemoteSTag) }),
+	fld("rdmap.atomic.remote_to", KindUint, true, BaseSegment, 30, 8, 0, "Remote Tagged Offset (64-bit aligned target)", cAtomicReq, func(p *PDU) Value { return vUint(p.Seg.AtomicRequest.RemoteTO) }),
+	fld("rdmap.atomic.add_swap_data", KindUint, true, BaseSegment, 38, 8, 0, "Add Data (FetchAdd) or Swap Data (CmpSwap)", cAtomicReq, func(p *PDU) Value { return vUint(p.Seg.AtomicRequest.AddSwapData) }),
+	fld("rdmap.atomic.add_swap_mask", KindUint, true, BaseSegment, 46, 8, 0, "Add Mask or Swap Mask", cAtomicReq, func(p *PDU) Value { return vUint(p.Seg.AtomicRequest.AddSwapMask) }),
+	fld("rdmap.atomic.compare_data", KindUint, true, BaseSegment, 54, 8, 0, "Compare Data (CmpSwap)", cAtomicReq, func(p *PDU) Value { return vUint(p.Seg.AtomicRequest.CompareData) }),
+	fld("rdmap.atomic.compare_mask", KindUint, true, BaseSegment, 62, 8, 0, "Compare Mask (CmpSwap)", cAtomicReq, func(p *PDU) Value { return vUint(p.Seg.AtomicRequest.CompareMask) }),
+	fld("rdmap.atomic.orig_request_id", KindUint, true, BaseSegment, 18, 4, 0, "Atomic Response: Original Request Identifier", cAtomicResp, func(p *PDU) Value { return vUint(p.Seg.AtomicResponse.OrigRequestID) }),
+	fld("rdmap.atomic.orig_value", KindUint, true, BaseSegment, 22, 8, 0, "Atomic Response: Original Remote Data Value", cAtomicResp, func(p *PDU) Value { return vUint(p.Seg.AtomicResponse.OrigValue) }),
 
 	// Terminate (RFC 5040 §4.8).
-	fld("rdmap.term.layer", KindEnum, false, BaseSegment, 18, 0, 0xF0, "Layer that detected the error: RDMAP, DDP, LLP (MPA)", isTerm,
+	fld("rdmap.term.layer", KindEnum, false, BaseSegment, 18, 0, 0xF0, "Layer that detected the error: RDMAP, DDP, LLP (MPA)", cTerm,
 		func(p *PDU) Value {
 			c := p.Seg.Terminate.Cause()
 			return Value{Kind: KindEnum, U: uint64(c.Layer), S: c.LayerName}
 		}),
-	fld("rdmap.term.etype", KindEnum, false, BaseSegment, 18, 0, 0x0F, "Error Type within the layer", isTerm,
+	fld("rdmap.term.etype", KindEnum, false, BaseSegment, 18, 0, 0x0F, "Error Type within the layer", cTerm,
 		func(p *PDU) Value {
 			c := p.Seg.Terminate.Cause()
 			return Value{Kind: KindEnum, U: uint64(c.EType), S: c.ETypeName}
 		}),
-	fld("rdmap.term.code", KindEnum, false, BaseSegment, 19, 1, 0, "Error Code within the layer and type", isTerm,
+	fld("rdmap.term.code", KindEnum, false, BaseSegment, 19, 1, 0, "Error Code within the layer and type", cTerm,
 		func(p *PDU) Value {
 			c := p.Seg.Terminate.Cause()
 			return Value{Kind: KindEnum, U: uint64(c.Code), S: c.CodeName}
 		}),
-	fld("rdmap.term.cause", KindString, false, BaseNone, -1, 0, 0, "Layer/EType/Code in words", isTerm, func(p *PDU) Value { return Value{Kind: KindString, S: p.Seg.Terminate.Cause().Short()} }),
-	fld("rdmap.term.known", KindBool, false, BaseNone, -1, 0, 0, "the Layer/EType/Code combination is defined by RFC 5040/5041/5044/6581", isTerm, func(p *PDU) Value { return vBool(p.Seg.Terminate.Cause().Known) }),
-	fld("rdmap.term.raw", KindUint, true, BaseSegment, 18, 4, 0, "Terminate Control word as on the wire (big-endian)", isTerm,
+	fld("rdmap.term.cause", KindString, false, BaseNone, -1, 0, 0, "Layer/EType/Code in words", cTerm, func(p *PDU) Value { return Value{Kind: KindString, S: p.Seg.Terminate.Cause().Short()} }),
+	fld("rdmap.term.known", KindBool, false, BaseNone, -1, 0, 0, "the Layer/EType/Code combination is defined by RFC 5040/5041/5044/6581", cTerm, func(p *PDU) Value { return vBool(p.Seg.Terminate.Cause().Known) }),
+	fld("rdmap.term.raw", KindUint, true, BaseSegment, 18, 4, 0, "Terminate Control word as on the wire (big-endian)", cTerm,
 		func(p *PDU) Value { return vUint(binary.BigEndian.Uint32(p.Seg.Terminate.Raw[:])) }),
-	fld("rdmap.term.m", KindBool, false, BaseSegment, 20, 0, TermM, "M: DDP Segment Length valid", isTerm, func(p *PDU) Value { return vBool(p.Seg.Terminate.M) }),
-	fld("rdmap.term.d", KindBool, false, BaseSegment, 20, 0, TermD, "D: Terminated DDP header (and DDP Segment Length) present", isTerm, func(p *PDU) Value { return vBool(p.Seg.Terminate.D) }),
-	fld("rdmap.term.r", KindBool, false, BaseSegment, 20, 0, TermR, "R: Terminated RDMA (Read Request) header present", isTerm, func(p *PDU) Value { return vBool(p.Seg.Terminate.R) }),
-	fld("rdmap.term.reserved", KindUint, true, BaseSegment, 20, 2, 0x1FFF, "13 reserved bits", isTerm, func(p *PDU) Value { return vUint(p.Seg.Terminate.Reserved) }),
-	fld("rdmap.term.siw_encoding", KindBool, false, BaseNone, -1, 0, 0, "control word written in Linux siw's swapped encoding and decoded to the intended values", isTerm, func(p *PDU) Value { return vBool(p.Seg.Terminate.SiwEncoding) }),
-	fld("rdmap.term.ddp_seg_len", KindUint, false, BaseSegment, 22, 2, 0, "DDP Segment Length of the offending segment", func(p *PDU) bool { return isTerm(p) && p.Seg.Terminate.HasSegLen },
+	fld("rdmap.term.m", KindBool, false, BaseSegment, 20, 0, TermM, "M: DDP Segment Length valid", cTerm, func(p *PDU) Value { return vBool(p.Seg.Terminate.M) }),
+	fld("rdmap.term.d", KindBool, false, BaseSegment, 20, 0, TermD, "D: Terminated DDP header (and DDP Segment Length) present", cTerm, func(p *PDU) Value { return vBool(p.Seg.Terminate.D) }),
+	fld("rdmap.term.r", KindBool, false, BaseSegment, 20, 0, TermR, "R: Terminated RDMA (Read Request) header present", cTerm, func(p *PDU) Value { return vBool(p.Seg.Terminate.R) }),
+	fld("rdmap.term.reserved", KindUint, true, BaseSegment, 20, 2, 0x1FFF, "13 reserved bits", cTerm, func(p *PDU) Value { return vUint(p.Seg.Terminate.Reserved) }),
+	fld("rdmap.term.siw_encoding", KindBool, false, BaseNone, -1, 0, 0, "control word written in Linux siw's swapped encoding and decoded to the intended values", cTerm, func(p *PDU) Value { return vBool(p.Seg.Terminate.SiwEncoding) }),
+	fld("rdmap.term.ddp_seg_len", KindUint, false, BaseSegment, 22, 2, 0, "DDP Segment Length of the offending segment", cTermSegLen,
 		func(p *PDU) Value { return vUint(p.Seg.Terminate.DDPSegmentLength) }),
-	fld("rdmap.term.ddp_header", KindBytes, false, BaseSegment, 24, -1, 0, "copy of the offending segment's DDP header", termDDP, func(p *PDU) Value { return Value{Kind: KindBytes, B: p.Seg.Terminate.TermDDPRaw} }),
-	fld("rdmap.term.ddp.tagged", KindBool, false, BaseSegment, 24, 0, DDPFlagT, "copied DDP header: T", termDDP, func(p *PDU) Value { return vBool(p.Seg.Terminate.TermDDP.Tagged) }),
-	fld("rdmap.term.ddp.last", KindBool, false, BaseSegment, 24, 0, DDPFlagL, "copied DDP header: L", termDDP, func(p *PDU) Value { return vBool(p.Seg.Terminate.TermDDP.Last) }),
-	fld("rdmap.term.ddp.opcode", KindEnum, false, BaseSegment, 25, 0, 0x0F, "copied DDP header: RDMAP opcode", termDDP,
+	fld("rdmap.term.ddp_header", KindBytes, false, BaseSegment, 24, -1, 0, "copy of the offending segment's DDP header", cTermDDP, func(p *PDU) Value { return Value{Kind: KindBytes, B: p.Seg.Terminate.TermDDPRaw} }),
+	fld("rdmap.term.ddp.tagged", KindBool, false, BaseSegment, 24, 0, DDPFlagT, "copied DDP header: T", cTermDDP, func(p *PDU) Value { return vBool(p.Seg.Terminate.TermDDP.Tagged) }),
+	fld("rdmap.term.ddp.last", KindBool, false, BaseSegment, 24, 0, DDPFlagL, "copied DDP header: L", cTermDDP, func(p *PDU) Value { return vBool(p.Seg.Terminate.TermDDP.Last) }),
+	fld("rdmap.term.ddp.opcode", KindEnum, false, BaseSegment, 25, 0, 0x0F, "copied DDP header: RDMAP opcode", cTermDDP,
 		func(p *PDU) Value {
 			o := ParseRDMAPControl(p.Seg.Terminate.TermDDP.RsvdULP).Opcode
 			return Value{Kind: KindEnum, U: uint64(o), S: o.String()}
 		}),
-	fld("rdmap.term.ddp.stag", KindUint, true, BaseSegment, 26, 4, 0, "copied DDP header: STag", termTagged, func(p *PDU) Value { return vUint(p.Seg.Terminate.TermDDP.STag) }),
-	fld("rdmap.term.ddp.to", KindUint, true, BaseSegment, 30, 8, 0, "copied DDP header: TO", termTagged, func(p *PDU) Value { return vUint(p.Seg.Terminate.TermDDP.TO) }),
-	fld("rdmap.term.ddp.qn", KindUint, false, BaseSegment, 30, 4, 0, "copied DDP header: QN", termUntag, func(p *PDU) Value { return vUint(p.Seg.Terminate.TermDDP.QN) }),
-	fld("rdmap.term.ddp.msn", KindUint, false, BaseSegment, 34, 4, 0, "copied DDP header: MSN", termUntag, func(p *PDU) Value { return vUint(p.Seg.Terminate.TermDDP.MSN) }),
-	fld("rdmap.term.ddp.mo", KindUint, false, BaseSegment, 38, 4, 0, "copied DDP header: MO", termUntag, func(p *PDU) Value { return vUint(p.Seg.Terminate.TermDDP.MO) }),
-	fld("rdmap.term.rdma_header", KindBytes, false, BaseSegment, 42, 28, 0, "copy of the offending Read Request header", termRDMA, func(p *PDU) Value { return Value{Kind: KindBytes, B: p.Seg.Terminate.TermRDMARaw} }),
-	fld("rdmap.term.read.sink_stag", KindUint, true, BaseSegment, 42, 4, 0, "copied Read Request: Data Sink STag", termRDMA, func(p *PDU) Value { return vUint(p.Seg.Terminate.TermRDMA.SinkSTag) }),
-	fld("rdmap.term.read.sink_to", KindUint, true, BaseSegment, 46, 8, 0, "copied Read Request: Data Sink TO", termRDMA, func(p *PDU) Value { return vUint(p.Seg.Terminate.TermRDMA.SinkTO) }),
-	fld("rdmap.term.read.size", KindUint, false, BaseSegment, 54, 4, 0, "copied Read Request: size", termRDMA, func(p *PDU) Value { return vUint(p.Seg.Terminate.TermRDMA.Size) }),
-	fld("rdmap.term.read.src_stag", KindUint, true, BaseSegment, 58, 4, 0, "copied Read Request: Data Source STag", termRDMA, func(p *PDU) Value { return vUint(p.Seg.Terminate.TermRDMA.SrcSTag) }),
-	fld("rdmap.term.read.src_to", KindUint, true, BaseSegment, 62, 8, 0, "copied Read Request: Data Source TO", termRDMA, func(p *PDU) Value { return vUint(p.Seg.Terminate.TermRDMA.SrcTO) }),
+	fld("rdmap.term.ddp.stag", KindUint, true, BaseSegment, 26, 4, 0, "copied DDP header: STag", cTermTagged, func(p *PDU) Value { return vUint(p.Seg.Terminate.TermDDP.STag) }),
+	fld("rdmap.term.ddp.to", KindUint, true, BaseSegment, 30, 8, 0, "copied DDP header: TO", cTermTagged, func(p *PDU) Value { return vUint(p.Seg.Terminate.TermDDP.TO) }),
+	fld("rdmap.term.ddp.qn", KindUint, false, BaseSegment, 30, 4, 0, "copied DDP header: QN", cTermUntag, func(p *PDU) Value { return vUint(p.Seg.Terminate.TermDDP.QN) }),
+	fld("rdmap.term.ddp.msn", KindUint, false, BaseSegment, 34, 4, 0, "copied DDP header: MSN", cTermUntag, func(p *PDU) Value { return vUint(p.Seg.Terminate.TermDDP.MSN) }),
+	fld("rdmap.term.ddp.mo", KindUint, false, BaseSegment, 38, 4, 0, "copied DDP header: MO", cTermUntag, func(p *PDU) Value { return vUint(p.Seg.Terminate.TermDDP.MO) }),
+	fld("rdmap.term.rdma_header", KindBytes, false, BaseSegment, 42, 28, 0, "copy of the offending Read Request header", cTermRDMA, func(p *PDU) Value { return Value{Kind: KindBytes, B: p.Seg.Terminate.TermRDMARaw} }),
+	fld("rdmap.term.read.sink_stag", KindUint, true, BaseSegment, 42, 4, 0, "copied Read Request: Data Sink STag", cTermRDMA, func(p *PDU) Value { return vUint(p.Seg.Terminate.TermRDMA.SinkSTag) }),
+	fld("rdmap.term.read.sink_to", KindUint, true, BaseSegment, 46, 8, 0, "copied Read Request: Data Sink TO", cTermRDMA, func(p *PDU) Value { return vUint(p.Seg.Terminate.TermRDMA.SinkTO) }),
+	fld("rdmap.term.read.size", KindUint, false, BaseSegment, 54, 4, 0, "copied Read Request: size", cTermRDMA, func(p *PDU) Value { return vUint(p.Seg.Terminate.TermRDMA.Size) }),
+	fld("rdmap.term.read.src_stag", KindUint, true, BaseSegment, 58, 4, 0, "copied Read Request: Data Source STag", cTermRDMA, func(p *PDU) Value { return vUint(p.Seg.Terminate.TermRDMA.SrcSTag) }),
+	fld("rdmap.term.read.src_to", KindUint, true, BaseSegment, 62, 8, 0, "copied Read Request: Data Source TO", cTermRDMA, func(p *PDU) Value { return vUint(p.Seg.Terminate.TermRDMA.SrcTO) }),
 
-	fld("rdmap.pre_ietf", KindBool, false, BaseNone, -1, 0, 0, "DDP DV 0 or RDMAP RV 0: pre-IETF RDMA Consortium protocol", hasDDP, func(p *PDU) Value { return vBool(p.Seg.DDP.DV == 0 || p.Seg.RDMAP.RV == 0) }),
-	fld("rdmap.extension", KindBool, false, BaseNone, -1, 0, 0, "RFC 7306 opcode (Immediate Data, Atomics)", hasDDP, func(p *PDU) Value { return vBool(p.Seg.RDMAP.Opcode.Extension()) }),
-	fld("data", KindBytes, false, BaseNone, -1, -1, 0, "ULP payload", func(p *PDU) bool { return hasDDP(p) && p.SegErr == nil }, func(p *PDU) Value { return Value{Kind: KindBytes, B: p.Seg.Payload} }),
+	fld("rdmap.pre_ietf", KindBool, false, BaseNone, -1, 0, 0, "DDP DV 0 or RDMAP RV 0: pre-IETF RDMA Consortium protocol", cDDP, func(p *PDU) Value { return vBool(p.Seg.DDP.DV == 0 || p.Seg.RDMAP.RV == 0) }),
+	fld("rdmap.extension", KindBool, false, BaseNone, -1, 0, 0, "RFC 7306 opcode (Immediate Data, Atomics)", cDDP, func(p *PDU) Value { return vBool(p.Seg.RDMAP.Opcode.Extension()) }),
+	fld("data", KindBytes, false, BaseNone, -1, -1, 0, "ULP payload", cSegOK, func(p *PDU) Value { return Value{Kind: KindBytes, B: p.Seg.Payload} }),
 }
 
 var fieldIndex = func() map[string]int {

@@ -35,7 +35,7 @@ func TestFieldTableShape(t *testing.T) {
 	closed := map[string]bool{} // prefixes whose run has ended
 	var prev []string
 	for _, f := range Fields() {
-		if f.Name == "" || f.Desc == "" || f.Kind == 0 || f.get == nil {
+		if f.Name == "" || f.Desc == "" || f.Kind == 0 || f.val == nil {
 			t.Errorf("incomplete field %+v", f)
 		}
 		if seen[f.Name] {
@@ -192,5 +192,35 @@ func TestSummaries(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { p.AppendSummary(make([]byte, 0, 256)) }); n > 1 {
 		t.Errorf("summary allocates %v", n)
+	}
+}
+
+// GetIn with the Present mask must agree with Get on every field, for every
+// kind of PDU.
+func TestPresentMask(t *testing.T) {
+	pdus := []*PDU{
+		pduOf(t, &Segment{DDP: DDPHeader{Last: true, DV: 1, QN: 1, MSN: 7}, RDMAP: RDMAPControl{RV: 1, Opcode: OpReadRequest}}),
+		pduOf(t, &Segment{DDP: DDPHeader{Tagged: true, DV: 1}, RDMAP: RDMAPControl{RV: 1, Opcode: OpWrite}}),
+		pduOf(t, &Segment{DDP: DDPHeader{Last: true, DV: 1}, RDMAP: RDMAPControl{RV: 1, Opcode: OpSendSEInv}, InvalidateSTag: 5}),
+		pduOf(t, &Segment{DDP: DDPHeader{Last: true, DV: 1}, RDMAP: RDMAPControl{RV: 1, Opcode: OpImmData}}),
+		pduOf(t, &Segment{DDP: DDPHeader{Last: true, DV: 1, QN: 1}, RDMAP: RDMAPControl{RV: 1, Opcode: OpAtomicRequest}}),
+		pduOf(t, &Segment{DDP: DDPHeader{Last: true, DV: 1, QN: 3}, RDMAP: RDMAPControl{RV: 1, Opcode: OpAtomicResponse}}),
+		pduOf(t, &Segment{DDP: DDPHeader{Last: true, DV: 1, QN: 2, MSN: 1}, RDMAP: RDMAPControl{RV: 1, Opcode: OpTerminate},
+			Terminate: Terminate{D: true, R: true, HasSegLen: true, HasDDP: true, TermDDP: DDPHeader{DV: 1, QN: 1}, HasRDMA: true}}),
+		pduOf(t, &Segment{DDP: DDPHeader{Last: true, DV: 1, QN: 2, MSN: 1}, RDMAP: RDMAPControl{RV: 1, Opcode: OpTerminate},
+			Terminate: Terminate{D: true, HasSegLen: true, HasDDP: true, TermDDP: DDPHeader{Tagged: true, DV: 1}}}),
+		{IsMPAFrame: true, MPA: MPAFrame{HasV2: true}},
+		{IsMPAFrame: true, MPA: MPAFrame{Rev1IRDORD: true}},
+		{FPDU: FPDU{ULPDU: []byte{0x41, 0x41}}, SegErr: ErrTruncated}, // DDP header cut
+	}
+	for i, p := range pdus {
+		m := Present(p)
+		for _, f := range Fields() {
+			v1, ok1 := f.Get(p)
+			v2, ok2 := f.GetIn(p, m)
+			if ok1 != ok2 || ok1 && string(f.AppendValue(nil, v1)) != string(f.AppendValue(nil, v2)) {
+				t.Errorf("PDU %d field %s: Get %v %v, GetIn %v %v", i, f.Name, v1, ok1, v2, ok2)
+			}
+		}
 	}
 }

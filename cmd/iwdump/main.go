@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strconv"
 
 	"github.com/iwkit/iwkit/decode"
@@ -63,8 +64,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: iwdump -r FILE [-c N] [-n] [-V] [-x] [-Y FILTER] [-T text|json]\n")
 		fs.PrintDefaults()
 	}
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to `FILE` (for performance work)")
 	if err := fs.Parse(args); err != nil {
 		return exitError
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintf(stderr, "iwdump: %v\n", err)
+			return exitError
+		}
+		defer f.Close()
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
 	}
 	if o.file == "" || fs.NArg() > 0 || (o.format != "text" && o.format != "json") {
 		fs.Usage()

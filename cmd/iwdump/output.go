@@ -141,9 +141,10 @@ func (p *printer) note(fr *pcap.Frame, rel time.Duration, msg string) {
 // by its depth in the dotted name, with the field's description.
 func appendTree(b []byte, p *decode.PDU, numeric bool) []byte {
 	fields := decode.Fields()
+	m := decode.Present(p)
 	for i := range fields {
 		f := &fields[i]
-		v, ok := f.Get(p)
+		v, ok := f.GetIn(p, m)
 		if !ok || f.Name == "data" {
 			continue
 		}
@@ -198,41 +199,84 @@ func appendHexDump(b []byte, data []byte) []byte {
 	return b
 }
 
-// appendJSONFields relies on the field table keeping every dotted prefix
-// contiguous (decode tests check it), so each object opens once.
-func appendJSONFields(b []byte, pdu *decode.PDU, numeric bool) []byte {
-	var open []string // path of objects currently open
-	fields := decode.Fields()
-	for i := range fields {
-		f := &fields[i]
-		if f.Name == "data" {
+// jsonObj is an object of the nested JSON: "mpa", "rdmap.term", ...
+type jsonObj struct {
+	parent int    // index of the enclosing object; -1 for top level
+	depth  int    // 1 for "mpa"
+	open   string // `,"name":{`
+}
+
+// jsonField is a field of the table with its place in the nesting worked
+// out once.
+type jsonField struct {
+	f   *decode.Field
+	obj int    // enclosing object
+	key string // `"leaf":`
+}
+
+// The field table keeps every dotted prefix contiguous (decode tests check
+// it), so each object opens once. "data", the payload, is left out.
+var jsonObjs, jsonFields = func() ([]jsonObj, []jsonField) {
+	var objs []jsonObj
+	ids := map[string]int{}
+	var obj func(path []string) int
+	obj = func(path []string) int {
+		if len(path) == 0 {
+			return -1
+		}
+		name := strings.Join(path, ".")
+		if id, ok := ids[name]; ok {
+			return id
+		}
+		parent := obj(path[:len(path)-1])
+		objs = append(objs, jsonObj{parent: parent, depth: len(path), open: `,"` + path[len(path)-1] + `":{`})
+		ids[name] = len(objs) - 1
+		return len(objs) - 1
+	}
+	var fields []jsonField
+	fs := decode.Fields()
+	for i := range fs {
+		if fs[i].Name == "data" {
 			continue
 		}
-		v, ok := f.Get(pdu)
+		parts := strings.Split(fs[i].Name, ".")
+		fields = append(fields, jsonField{f: &fs[i], obj: obj(parts[:len(parts)-1]), key: strconv.Quote(parts[len(parts)-1]) + ":"})
+	}
+	return objs, fields
+}()
+
+// appendJSONFields writes the fields p carries as nested members.
+func appendJSONFields(b []byte, pdu *decode.PDU, numeric bool) []byte {
+	cur := -1 // innermost open object
+	m := decode.Present(pdu)
+	var chain [8]int
+	for i := range jsonFields {
+		jf := &jsonFields[i]
+		v, ok := jf.f.GetIn(pdu, m)
 		if !ok {
 			continue
 		}
-		parts := strings.Split(f.Name, ".")
-		path, leaf := parts[:len(parts)-1], parts[len(parts)-1]
-		common := 0
-		for common < len(open) && common < len(path) && open[common] == path[common] {
-			common++
-		}
-		for len(open) > common {
-			b = append(b, '}')
-			open = open[:len(open)-1]
-		}
-		for _, seg := range path[common:] {
-			b = append(b, ',')
-			b = strconv.AppendQuote(b, seg)
-			b = append(b, ':', '{')
-			open = append(open, seg)
+		if jf.obj != cur {
+			// Close objects until cur encloses jf.obj, then open the rest.
+			for cur != -1 && !encloses(cur, jf.obj) {
+				b = append(b, '}')
+				cur = jsonObjs[cur].parent
+			}
+			n := 0
+			for o := jf.obj; o != cur; o = jsonObjs[o].parent {
+				chain[n] = o
+				n++
+			}
+			for n > 0 {
+				n--
+				b = append(b, jsonObjs[chain[n]].open...)
+			}
+			cur = jf.obj
 		}
 		if b[len(b)-1] != '{' { // the first member of an object takes no comma
 			b = append(b, ',')
 		}
-		b = strconv.AppendQuote(b, leaf)
-		b = append(b, ':')
+		b = append(b, jf.key...)
 		if numeric && v.Kind == decode.KindEnum {
 			v.Kind = decode.KindUint
 		}
@@ -249,12 +293,22 @@ func appendJSONFields(b []byte, pdu *decode.PDU, numeric bool) []byte {
 			b = strconv.AppendQuote(b, v.S)
 		case decode.KindBytes:
 			b = append(b, '"')
-			b = f.AppendValue(b, v)
+			b = jf.f.AppendValue(b, v)
 			b = append(b, '"')
 		}
 	}
-	for range open {
+	for ; cur != -1; cur = jsonObjs[cur].parent {
 		b = append(b, '}')
 	}
 	return b
+}
+
+// encloses reports whether object anc is obj or one of its ancestors.
+func encloses(anc, obj int) bool {
+	for ; obj != -1; obj = jsonObjs[obj].parent {
+		if obj == anc {
+			return true
+		}
+	}
+	return false
 }
