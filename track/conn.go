@@ -86,8 +86,10 @@ type dirState struct {
 	verSet bool
 	dv, rv uint8
 
-	q  [4]queue // untagged queues QN 0..3
-	tg []tmsg   // open tagged messages (cap Limits.OpenTagged)
+	q      [4]queue // untagged queues QN 0..3
+	tg     []tmsg   // open tagged messages (cap Limits.OpenTagged)
+	nOpenU int      // open untagged messages
+	nOpenT int      // active entries of tg
 
 	hist    []histEntry // ring of sent segments, for Terminate blame
 	histN   uint64

@@ -85,6 +85,7 @@ func (c *conn) untagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mar
 	}
 	c.checkInterleave(at, dir, false, h.QN, 0)
 	q.open = true
+	d.nOpenU++
 	q.m = umsg{
 		op: s.RDMAP.Opcode, ctl: h.RsvdULP, inv: s.InvalidateSTag, qn: h.QN, msn: h.MSN,
 		nextMO: end, length: n, payload: uint64(len(s.Payload)), segs: 1,
@@ -105,6 +106,9 @@ func (c *conn) untagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mar
 // by a gap are left out: their L segment may be lost.
 func (c *conn) checkInterleave(at *At, dir Dir, tagged bool, qn uint32, stag uint32) {
 	d := &c.d[dir]
+	if d.nOpenU == 0 && d.nOpenT == 0 {
+		return
+	}
 	for i := range d.q {
 		if m := &d.q[i]; m.open && !m.m.gapHit && (tagged || uint32(i) != qn) {
 			c.finding(CodeInterleaved, dir, at, m.m.first, "a new %s message starts while QN %d MSN %d (frame %d) has no L segment yet: messages are interleaved (RFC 5041 §5.3; implementations send one message at a time)", kindName(tagged), i, m.m.msn, m.m.first)
@@ -130,6 +134,7 @@ func kindName(tagged bool) string {
 func (c *conn) endUntagged(at *At, dir Dir, q *queue, state MsgState, reason string) {
 	m := &q.m
 	q.open = false
+	c.d[dir].nOpenU--
 	if m.state == MsgInconsistent {
 		state = MsgInconsistent
 	}
@@ -175,11 +180,13 @@ func (c *conn) tagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mark 
 		c.finding(CodeTOWrap, dir, at, 0, "%s to STag 0x%x: TO 0x%x + %d octets wraps 2^64; Terminate 0x1/0x1/0x03 (RFC 5041 §7.2)", s.RDMAP.Opcode, h.STag, h.TO, dlen)
 	}
 	var m *tmsg
-	for i := range d.tg {
-		x := &d.tg[i]
-		if x.active && x.stag == h.STag && (x.nextTO == h.TO || (x.gapHit && h.TO > x.nextTO)) {
-			m = x
-			break
+	if d.nOpenT > 0 {
+		for i := range d.tg {
+			x := &d.tg[i]
+			if x.active && x.stag == h.STag && (x.nextTO == h.TO || (x.gapHit && h.TO > x.nextTO)) {
+				m = x
+				break
+			}
 		}
 	}
 	if m != nil {
@@ -211,7 +218,7 @@ func (c *conn) tagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mark 
 	// A new tagged message. An open one to the same STag that does not
 	// continue here has a TO discontinuity (DDP-15).
 	warned := false
-	for i := range d.tg {
+	for i := 0; d.nOpenT > 0 && i < len(d.tg); i++ {
 		x := &d.tg[i]
 		if x.active && x.stag == h.STag {
 			if !x.gapHit {
@@ -225,6 +232,7 @@ func (c *conn) tagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mark 
 		c.checkInterleave(at, dir, true, 0, h.STag)
 	}
 	m = c.tagSlot(at, dir)
+	d.nOpenT++
 	*m = tmsg{
 		active: true, op: s.RDMAP.Opcode, ctl: h.RsvdULP, stag: h.STag,
 		firstTO: h.TO, nextTO: h.TO + n, length: n, segs: 1,
@@ -251,6 +259,9 @@ func (c *conn) tagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mark 
 // when the table is full.
 func (c *conn) tagSlot(at *At, dir Dir) *tmsg {
 	d := &c.d[dir]
+	if d.nOpenT == 0 {
+		return &d.tg[0]
+	}
 	var oldest *tmsg
 	for i := range d.tg {
 		x := &d.tg[i]
@@ -272,6 +283,7 @@ func (c *conn) tagSlot(at *At, dir Dir) *tmsg {
 // endTagged ends an open tagged message.
 func (c *conn) endTagged(at *At, dir Dir, m *tmsg, state MsgState, reason string) {
 	m.active = false
+	c.d[dir].nOpenT--
 	if m.state == MsgInconsistent {
 		state = MsgInconsistent
 	}
