@@ -1,0 +1,256 @@
+package track
+
+import (
+	"testing"
+	"time"
+
+	"github.com/iwkit/iwkit/decode"
+)
+
+func TestRecordsAndStats(t *testing.T) {
+	s := newScen(t, Limits{})
+	s.handshake()
+	// a Send in three segments
+	s.seg(I2R, untagged(decode.OpSend, 0, 1, 0, false, 1000))
+	s.seg(I2R, untagged(decode.OpSend, 0, 1, 1000, false, 1000))
+	s.seg(I2R, untagged(decode.OpSend, 0, 1, 2000, true, 500))
+	// a Write in two segments
+	s.seg(R2I, tagged(decode.OpWrite, 0xAB00, 0x10000, false, 1000))
+	s.seg(R2I, tagged(decode.OpWrite, 0xAB00, 0x10000+1000, true, 24))
+	// a Read of 3000 octets, answered in two segments 5 ms later
+	s.seg(I2R, rreq(1, 0x5500, 0x8000, 3000, 0x6600, 0x100))
+	reqFrame := s.frame
+	s.now = s.now.Add(4 * time.Millisecond)
+	s.seg(R2I, readResp(0x5500, 0x8000, 2000, false))
+	s.seg(R2I, readResp(0x5500, 0x8000+2000, 1000, true))
+	respLast := s.frame
+	// the Responder invalidates ... the Initiator invalidates the
+	// Responder's STag 0xAB00? No: a Send with Invalidate from the
+	// Responder invalidates the Initiator's sink 0x5500.
+	s.seg(R2I, sendInv(1, 0x5500, 8))
+	s.finish()
+
+	if len(s.fs) != 0 {
+		t.Fatalf("findings on clean traffic:\n%s", dumpFindings(s.fs))
+	}
+	// Messages.
+	var sendMsg, writeMsg *Message
+	for i := range s.msgs {
+		m := &s.msgs[i]
+		if m.State != MsgComplete {
+			t.Errorf("message %+v not complete", m)
+		}
+		switch {
+		case m.Opcode == decode.OpSend:
+			sendMsg = m
+		case m.Opcode == decode.OpWrite:
+			writeMsg = m
+		}
+	}
+	if sendMsg == nil || sendMsg.Length != 2500 || sendMsg.Segments != 3 || sendMsg.FirstFrame != 3 || sendMsg.LastFrame != 5 || sendMsg.MSN != 1 {
+		t.Errorf("Send message %+v", sendMsg)
+	}
+	if writeMsg == nil || writeMsg.Length != 1024 || writeMsg.Segments != 2 || !writeMsg.Tagged || writeMsg.STag != 0xAB00 || writeMsg.TO != 0x10000 || writeMsg.Dir != R2I {
+		t.Errorf("Write message %+v", writeMsg)
+	}
+	// Operations.
+	var read *Operation
+	for i := range s.ops {
+		if s.ops[i].Kind == OpRead {
+			read = &s.ops[i]
+		}
+	}
+	if read == nil || read.Status != OpOK || read.Length != 3000 || read.Size != 3000 || read.RequestFrame != reqFrame ||
+		read.ResponseFirstFrame != reqFrame+1 || read.ResponseLastFrame != respLast || read.Latency != 6*time.Millisecond || read.Dir != I2R {
+		t.Errorf("Read operation %+v", read)
+	}
+	// STags.
+	tags := s.tr.STags(1)
+	want := map[[2]uint32]STagInfo{
+		{uint32(I2R), 0xAB00}: {Owner: I2R, STag: 0xAB00, Roles: RoleWriteSink, MinTO: 0x10000, MaxTO: 0x10000 + 1024, Bytes: 1024},
+		{uint32(I2R), 0x5500}: {Owner: I2R, STag: 0x5500, Roles: RoleReadSink | RoleInvalidated, MinTO: 0x8000, MaxTO: 0x8000 + 3000, Bytes: 3000, Invalidated: true},
+		{uint32(R2I), 0x6600}: {Owner: R2I, STag: 0x6600, Roles: RoleReadSource, MinTO: 0x100, MaxTO: 0x100 + 3000, Bytes: 3000},
+	}
+	if len(tags) != len(want) {
+		t.Fatalf("STags %+v", tags)
+	}
+	for _, g := range tags {
+		w, ok := want[[2]uint32{uint32(g.Owner), g.STag}]
+		if !ok || g.Roles != w.Roles || g.MinTO != w.MinTO || g.MaxTO != w.MaxTO || g.Bytes != w.Bytes || g.Invalidated != w.Invalidated {
+			t.Errorf("STag %+v, want %+v", g, w)
+		}
+	}
+	// Statistics.
+	cs, ok := s.tr.ConnStats(1)
+	if !ok {
+		t.Fatal("no ConnStats")
+	}
+	i, r := cs.Dir[I2R], cs.Dir[R2I]
+	if i.Ops.Sends != 1 || i.Ops.Reads != 1 || i.Ops.ReadsAnswered != 1 || r.Ops.Writes != 1 || r.Ops.ReadResponses != 1 || r.Ops.SendsWithInvalidate != 1 {
+		t.Errorf("ops i2r %+v r2i %+v", i.Ops, r.Ops)
+	}
+	if i.Octets[decode.OpSend] != 2500 || r.Octets[decode.OpWrite] != 1024 || r.Octets[decode.OpReadResponse] != 3000 || r.Segments[decode.OpReadResponse] != 2 {
+		t.Errorf("octets by opcode i2r %v r2i %v", i.Octets, r.Octets)
+	}
+	if i.MsgSizes[12] != 1 { // 2500 is in [2048, 4096)
+		t.Errorf("message sizes %v", i.MsgSizes)
+	}
+	if cs.ReadLatency.Count != 1 || cs.ReadLatency.P50 < 5900*time.Microsecond || cs.ReadLatency.P50 > 6100*time.Microsecond {
+		t.Errorf("read latency %+v", cs.ReadLatency)
+	}
+	if cs.Era.Name() != "RFC 6581" || cs.Negotiated.IRD != [2]int{4, 4} || cs.Era.DV != [2]int8{1, 1} {
+		t.Errorf("era %+v negotiated %+v", cs.Era, cs.Negotiated)
+	}
+	st := s.tr.Stats()
+	if st.Conns != 1 || st.OpsTotal().Reads != 1 || st.ReadLatency.Count != 1 || st.Dir[R2I].Octets[decode.OpWrite] != 1024 {
+		t.Errorf("overall stats %+v", st)
+	}
+}
+
+func TestStatsCountsImpairments(t *testing.T) {
+	s := newScen(t, Limits{})
+	s.crc = true
+	q := mpaReq(2)
+	q.CRC = true
+	s.mpa(I2R, q)
+	s.mpa(R2I, mpaRep(2))
+	s.seg(I2R, send(1, 16))
+	b := decode.AppendFPDU(nil, segBytes(send(2, 16)), true)
+	b[4] ^= 1
+	s.wire(I2R, b)
+	s.tr.Gap(s.at(I2R, 100), 100, 2)
+	s.tr.Retransmission(s.at(R2I, 0), 40)
+	s.finish()
+	cs, _ := s.tr.ConnStats(1)
+	d := cs.Dir[I2R]
+	if d.CRCGood != 1 || d.CRCBad != 1 || d.Gaps != 1 || d.GapOctets != 100 || d.FPDUsLost != 2 || cs.Dir[R2I].RetransOctets != 40 {
+		t.Errorf("impairments %+v", d)
+	}
+	if cs.Findings[CodeCRCBad] != 1 || cs.Findings[CodeUncertainAfterGap] != 1 {
+		t.Errorf("findings by code: %v", codesOf(s.fs))
+	}
+}
+
+// After a gap nothing that the loss explains is reported as an error:
+// the tail of a cut Write, a Read Response whose request was lost, MSNs
+// that skip the lost messages.
+func TestGapMakesChecksUncertain(t *testing.T) {
+	s := newScen(t, Limits{})
+	s.handshake()
+	s.seg(I2R, rreq(1, 1, 0, 100, 2, 0))
+	s.seg(I2R, tagged(decode.OpWrite, 9, 0, false, 1000))
+	s.tr.Gap(s.at(I2R, 3000), 3000, -1)
+	// lost: the middle of the Write, Send MSN 1, the head of Send MSN 2,
+	// a Read Request (MSN 2)
+	s.seg(I2R, tagged(decode.OpWrite, 9, 1800, true, 200))
+	s.seg(I2R, untagged(decode.OpSend, 0, 2, 2500, true, 100))
+	s.seg(I2R, send(3, 16))
+	s.seg(R2I, readResp(1, 0, 100, true))
+	s.seg(R2I, readResp(1, 0x500, 64, true)) // answers the lost request
+	s.tr.Gap(s.at(R2I, 500), 500, -1)
+	s.seg(I2R, rreq(3, 1, 0x900, 8, 2, 0))
+	s.seg(I2R, rreq(4, 1, 0x980, 8, 2, 0))
+	s.seg(R2I, readResp(1, 0x980, 8, true)) // the first response was in the gap
+	s.seg(I2R, send(4, 16))
+	s.finish()
+	for _, f := range s.fs {
+		if f.Code != CodeUncertainAfterGap {
+			t.Errorf("unexpected %s", f.String())
+		}
+	}
+	if n := len(s.fs); n != 2 {
+		t.Errorf("%d findings, want the 2 gap notes", n)
+	}
+	inc := 0
+	for _, m := range s.msgs {
+		if m.State == MsgIncomplete {
+			inc++
+		}
+	}
+	if inc != 2 { // the Send and the Write the first gap cut
+		t.Errorf("%d incomplete messages, want 2: %+v", inc, s.msgs)
+	}
+	// The second gap took a Read Response: its Read is incomplete, the
+	// next one completes.
+	var st []OpStatus
+	for _, o := range s.ops {
+		if o.Kind == OpRead {
+			st = append(st, o.Status)
+		}
+	}
+	if len(st) != 3 || st[0] != OpOK || st[1] != OpIncomplete || st[2] != OpOK {
+		t.Errorf("read statuses %v", st)
+	}
+}
+
+// Terminates that cross on the wire are no RD-19 violation.
+func TestCrossingTerminates(t *testing.T) {
+	s := newScen(t, Limits{})
+	s.handshake()
+	s.seg(I2R, send(1, 16))
+	s.seg(R2I, send(1, 16))
+	s.seg(R2I, terminate(decode.Terminate{}))
+	s.ackLag = uint32(s.pduLen(terminate(decode.Terminate{}))) // sent before the other one arrived
+	s.seg(I2R, terminate(decode.Terminate{}))
+	s.finish()
+	got := codesOf(s.fs)
+	if len(got) != 2 || got[0] != CodeTerminate || got[1] != CodeTerminate {
+		t.Errorf("findings %v, want two Terminates", got)
+	}
+}
+
+func (s *scen) pduLen(g decode.Segment) int { return decode.FPDULen(len(g.Append(nil))) }
+
+// siw's Terminate for a Read Request copies the Read size into the MSN
+// field and a DDP Segment Length of 0 (reference §5; decode author's note).
+func TestSiwReadTerminate(t *testing.T) {
+	s := newScen(t, Limits{})
+	s.handshake()
+	s.seg(I2R, send(1, 16))
+	s.seg(I2R, rreq(1, 0x2ffcfe00, 0x55a0dddc20b0, 256, 0x49206000, 0x5637a1796320))
+	blamed := s.frame
+	h := decode.DDPHeader{Last: true, DV: 1, QN: 1, MSN: 256, RsvdULP: decode.RDMAPControl{RV: 1, Opcode: decode.OpReadRequest}.Octet()}
+	tm := decode.Terminate{Layer: 0, EType: 1, Code: 0, M: true, D: true, R: true, HasSegLen: true, HasDDP: true, TermDDP: h,
+		HasRDMA: true, TermRDMA: decode.ReadRequest{SinkSTag: 0x2ffcfe00, SinkTO: 0x55a0dddc20b0, Size: 256, SrcSTag: 0x49206000, SrcTO: 0x5637a1796320}}
+	s.seg(R2I, terminate(tm), func(u []byte) []byte {
+		copy(u[18:22], []byte{0x10, 0x00, 0x07, 0x00}) // as siw writes it
+		return u
+	})
+	s.finish()
+	got := codesOf(s.fs)
+	if len(got) != 2 || got[0] != CodeSiwTermEncoding || got[1] != CodeTerminate {
+		t.Fatalf("findings:\n%s", dumpFindings(s.fs))
+	}
+	if len(s.terms) != 1 {
+		t.Fatal("no TerminateReport")
+	}
+	r := s.terms[0]
+	if !r.Siw || r.BlamedFrame != blamed || r.BlamedOpcode != decode.OpReadRequest || !r.SiwReadMSN || r.Verdict != VerdictPlausible ||
+		r.Cause.Layer != 0 || r.Cause.EType != 1 || r.Cause.Code != 0 || !r.R {
+		t.Errorf("report %+v", r)
+	}
+	// The Read is not reported unanswered: the Terminate answered it.
+	for _, o := range s.ops {
+		if o.Kind == OpRead && o.Status != OpTerminated {
+			t.Errorf("read %+v", o)
+		}
+	}
+}
+
+// A partly served Read Request comes back with its TOs advanced and its
+// size reduced (RFC 5040 §4.8).
+func TestTerminateBlamesPartlyServedRead(t *testing.T) {
+	s := newScen(t, Limits{})
+	s.handshake()
+	s.seg(I2R, rreq(1, 0x10, 0x1000, 300, 0x20, 0x2000))
+	blamed := s.frame
+	s.seg(R2I, readResp(0x10, 0x1000, 100, false))
+	h := decode.DDPHeader{Last: true, DV: 1, QN: 1, MSN: 1, RsvdULP: decode.RDMAPControl{RV: 1, Opcode: decode.OpReadRequest}.Octet()}
+	tm := decode.Terminate{Layer: 0, EType: 1, Code: 1, D: true, R: true, HasSegLen: true, HasDDP: true, TermDDP: h,
+		HasRDMA: true, TermRDMA: decode.ReadRequest{SinkSTag: 0x10, SinkTO: 0x1000 + 100, Size: 200, SrcSTag: 0x20, SrcTO: 0x2000 + 100}}
+	s.seg(R2I, terminate(tm))
+	s.finish()
+	if len(s.terms) != 1 || s.terms[0].BlamedFrame != blamed || s.terms[0].Verdict != VerdictPlausible {
+		t.Errorf("reports %+v\nfindings:\n%s", s.terms, dumpFindings(s.fs))
+	}
+}
