@@ -54,9 +54,9 @@ type conn struct {
 	midstreamID int
 
 	// lastFrom[d] is the last FPDU sent in direction d; opLast[i][d] the
-	// last one of op i (for Terminate blame).
-	lastFrom [2]*blameRec
-	opLast   [][2]*blameRec
+	// last one of op i (for Terminate blame). Ordinal 0: none.
+	lastFrom [2]blameRec
+	opLast   [][2]blameRec
 	// opTO[i] advances the TO of a repeated write or read.
 	opTO []uint64
 
@@ -166,7 +166,7 @@ func newConn(g *generator, idx int, cfg *Connection) (*conn, error) {
 		c.h[d] = h
 	}
 	c.h[0].peer, c.h[1].peer = c.h[1], c.h[0]
-	c.opLast = make([][2]*blameRec, len(cfg.Ops))
+	c.opLast = make([][2]blameRec, len(cfg.Ops))
 	c.opTO = make([]uint64, len(cfg.Ops))
 	c.buildMPAFrames()
 	c.h[0].s0 = isn[0] + 1 + uint32(len(c.request))
@@ -381,6 +381,9 @@ func (c *conn) nextOp() (bool, error) {
 	}
 	c.passBytes += g.stats.WireOctets - before
 	c.rep++
+	if ops[c.opIdx].Op == OpNamePause {
+		c.rep = max(1, ops[c.opIdx].Repeat) // runOp waited for all repetitions at once
+	}
 	if c.rep >= max(1, ops[c.opIdx].Repeat) {
 		c.rep = 0
 		c.opIdx++
@@ -477,10 +480,11 @@ func (c *conn) runOp(i int, op *Op) error {
 		if err := c.ackIdle(-1); err != nil {
 			return err
 		}
-		g.now += time.Duration(op.Delay)
 		if op.Op == OpNamePause {
+			g.now += time.Duration(op.Delay) * time.Duration(max(1, op.Repeat))
 			return nil
 		}
+		g.now += time.Duration(op.Delay)
 	}
 	size := int(op.Size)
 	if len(op.Payload) > 0 {
@@ -628,9 +632,12 @@ func (c *conn) terminate(h *half, op *Op) (decode.Terminate, int) {
 	t := decode.Terminate{Layer: op.Layer & 0xF, EType: op.EType & 0xF, Code: op.Code}
 	var b *blameRec
 	if op.Blame != nil {
-		b = c.opLast[*op.Blame][1-h.d]
+		b = &c.opLast[*op.Blame][1-h.d]
 	} else {
-		b = c.lastFrom[1-h.d]
+		b = &c.lastFrom[1-h.d]
+	}
+	if b.ordinal == 0 {
+		b = nil
 	}
 	hdrs := op.Headers
 	if hdrs == "" || hdrs == "auto" {

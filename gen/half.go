@@ -127,8 +127,11 @@ func (h *half) pump(final bool) error {
 			end := h.units[h.unitHead]
 			n = min(int(end-h.cut), h.emss)
 		case packPack:
+			if !final && h.pending() <= h.emss {
+				return nil // everything pending fits: wait for more
+			}
 			// Whole units while they fit; a unit larger than EMSS goes
-			// alone, split.
+			// alone, split. (The scan covers one segment's units.)
 			for i := h.unitHead; i < len(h.units); i++ {
 				l := int(h.units[i] - h.cut)
 				if l > h.emss {
@@ -138,8 +141,6 @@ func (h *half) pump(final bool) error {
 			}
 			if n == 0 {
 				n = min(int(h.units[h.unitHead]-h.cut), h.emss)
-			} else if !final && int(h.units[len(h.units)-1]-h.cut) <= h.emss {
-				return nil // everything pending fits: wait for more
 			}
 		case packStream:
 			n = min(h.pending(), h.emss)

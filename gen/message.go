@@ -336,14 +336,14 @@ func (h *half) appendFPDU(seg *decode.Segment, m *message, finds []pendingFindin
 	h.units = append(h.units, end)
 	h.nxt = end
 	// Blame bookkeeping for Terminates.
-	b := &blameRec{ddp: seg.DDP, opcode: seg.RDMAP.Opcode, read: seg.ReadRequest, ulpdu: ulpduLen, ordinal: ord}
+	b := &c.lastFrom[h.d]
+	*b = blameRec{ddp: seg.DDP, opcode: seg.RDMAP.Opcode, read: seg.ReadRequest, ulpdu: ulpduLen, ordinal: ord}
 	b.ddp.RsvdULP = seg.RDMAP.Octet()
 	if !b.ddp.Tagged && (seg.RDMAP.Opcode == decode.OpSendInv || seg.RDMAP.Opcode == decode.OpSendSEInv) {
 		b.ddp.RsvdULP2 = seg.InvalidateSTag
 	}
-	c.lastFrom[h.d] = b
 	if m.opIdx >= 0 {
-		c.opLast[m.opIdx][h.d] = b
+		c.opLast[m.opIdx][h.d] = *b
 	}
 	if g.track {
 		fs := &fpduState{start: pos, end: end}

@@ -513,8 +513,14 @@ func (sc *Scenario) Validate() error {
 	if len(sc.Connections) > maxConns {
 		return fmt.Errorf("%d connections, at most %d", len(sc.Connections), maxConns)
 	}
-	if sc.Snaplen < 0 || sc.Repeat < 0 || sc.LinkRate < 0 || sc.Latency < 0 || sc.MaxBytes < 0 {
-		return fmt.Errorf("negative snaplen, repeat, link_rate, latency or max_bytes")
+	if sc.Snaplen < 0 || sc.Repeat < 0 || sc.Repeat > 1<<30 || sc.LinkRate < 0 || sc.Latency < 0 || sc.MaxBytes < 0 {
+		return fmt.Errorf("negative snaplen, link_rate, latency or max_bytes, or repeat outside 0..2^30")
+	}
+	if sc.LinkRate != 0 && sc.LinkRate < 1000 {
+		return fmt.Errorf("link_rate %d below 1000 bit/s", sc.LinkRate)
+	}
+	if time.Duration(sc.Latency) > time.Minute {
+		return fmt.Errorf("latency %v above a minute", time.Duration(sc.Latency))
 	}
 	for _, p := range []float64{sc.Rates.Drop, sc.Rates.Reorder, sc.Rates.Duplicate, sc.Rates.Retransmit, sc.Rates.RetransmitDiff, sc.Rates.CorruptCRC, sc.Rates.CorruptHeader} {
 		if p < 0 || p > 1 || p != p {
