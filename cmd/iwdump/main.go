@@ -13,7 +13,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 
-	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/filter"
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
@@ -34,7 +33,7 @@ type options struct {
 	numeric bool
 	display string
 	ports   []uint16
-	filter  *filter.Filter[*decode.PDU]
+	filter  *filter.Filter[*record]
 }
 
 func main() {
@@ -83,7 +82,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if o.display != "" {
-		f, err := filter.Compile(o.display, filter.PDUResolver)
+		f, err := filter.Compile(o.display, resolveField)
 		if err != nil {
 			fmt.Fprintf(stderr, "iwdump: -Y: %v\n", err)
 			return exitError
@@ -110,8 +109,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 // loop with an error after everything before the damage was printed.
 func dump(r *pcap.Reader, w *bufio.Writer, stderr io.Writer, o *options) error {
 	out := &printer{w: w, o: o}
-	h := &handler{out: out}
+	h := newHandler(out)
 	a := reassembly.New(reassembly.Config{Ports: o.ports}, h)
+	defer h.t.Finish()
 	defer a.Flush()
 	var fr pcap.Frame
 	for n := 0; o.count == 0 || n < o.count; n++ {

@@ -10,6 +10,7 @@ import (
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
+	"github.com/iwkit/iwkit/track"
 )
 
 type endpoint = netip.AddrPort
@@ -56,7 +57,7 @@ func (p *printer) jsonHead(b []byte, frame int, rel time.Duration, c *reassembly
 
 func (p *printer) pdu(frame int, rel time.Duration, c *reassembly.Conn, d reassembly.Dir, src, dst endpoint, e *reassembly.PDUEvent) {
 	pdu := &e.PDU
-	if p.o.filter != nil && !p.o.filter.Match(pdu) {
+	if p.o.filter != nil && !p.o.filter.Match(&record{pdu: pdu}) {
 		return
 	}
 	b := p.buf[:0]
@@ -88,12 +89,40 @@ func (p *printer) pdu(frame int, rel time.Duration, c *reassembly.Conn, d reasse
 	p.w.Write(b)
 }
 
+// finding prints a tracker finding; c is nil when the connection is unknown.
+func (p *printer) finding(frame int, rel time.Duration, f *track.Finding, c *reassembly.Conn) {
+	if p.o.filter != nil && !p.o.filter.Match(&record{finding: f}) {
+		return
+	}
+	var src, dst endpoint
+	d := reassembly.DirAB
+	if c != nil {
+		if trackDir(c, reassembly.DirBA) == f.Dir {
+			d = reassembly.DirBA
+		}
+		src, dst = ends(c, d)
+	}
+	p.emitFinding(frame, rel, c, d, src, dst, f.Severity.String(), f.Code.String(), f.Message)
+}
+
 // event prints a finding (or another non-PDU event) of a connection:
 // kind "finding" with severity, code and message.
 func (p *printer) event(frame int, rel time.Duration, c *reassembly.Conn, d reassembly.Dir, src, dst endpoint, kind, severity, code, msg string) {
+	if p.o.filter != nil && !p.o.filter.Match(&record{finding: &track.Finding{Message: msg}, sev: severity, code: code}) {
+		return
+	}
+	p.emitFinding(frame, rel, c, d, src, dst, severity, code, msg)
+}
+
+func (p *printer) emitFinding(frame int, rel time.Duration, c *reassembly.Conn, d reassembly.Dir, src, dst endpoint, severity, code, msg string) {
 	b := p.buf[:0]
 	if p.o.format == "json" {
-		b = p.jsonHead(b, frame, rel, c, d, src, dst)
+		if c != nil {
+			b = p.jsonHead(b, frame, rel, c, d, src, dst)
+		} else {
+			b = append(b, `{"frame":`...)
+			b = strconv.AppendInt(b, int64(frame), 10)
+		}
 		b = append(b, `,"finding":{"severity":`...)
 		b = strconv.AppendQuote(b, severity)
 		b = append(b, `,"code":`...)

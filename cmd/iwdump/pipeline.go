@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/iwkit/iwkit/reassembly"
+	"github.com/iwkit/iwkit/track"
 )
 
 // dirName names a direction of an iWARP connection for output: "i2r" from
@@ -27,15 +28,49 @@ func ends(c *reassembly.Conn, d reassembly.Dir) (src, dst netip.AddrPort) {
 	return c.Addr[d], c.Addr[d.Other()]
 }
 
-// handler turns reassembly events into output.
+// handler turns reassembly events into output and feeds the tracker,
+// whose findings come back through onFinding.
 type handler struct {
 	out   *printer
+	t     *track.Tracker
 	first time.Time // timestamp of the first frame: output times count from it
+	conns map[int]*reassembly.Conn
+}
+
+func newHandler(out *printer) *handler {
+	h := &handler{out: out, conns: map[int]*reassembly.Conn{}}
+	h.t = track.New(track.Config{OnFinding: h.onFinding})
+	return h
+}
+
+// trackDir maps a reassembly direction to the MPA roles track uses.
+func trackDir(c *reassembly.Conn, d reassembly.Dir) track.Dir {
+	if dirName(c, d) == "i2r" {
+		return track.I2R
+	}
+	return track.R2I
+}
+
+func (h *handler) at(c *reassembly.Conn, d reassembly.Dir, first, last int, ts time.Time) track.At {
+	return track.At{Conn: int(c.ID), Dir: trackDir(c, d), Frame: first, LastFrame: last, Time: ts}
+}
+
+// onFinding prints a tracker finding. The connection may already be gone
+// (findings raised at Finish), so addresses come from what was kept.
+func (h *handler) onFinding(f *track.Finding) {
+	frame := 0
+	if len(f.Frames) > 0 {
+		frame = f.Frames[0]
+	}
+	h.out.finding(frame, h.rel(f.Time), f, h.conns[f.Conn])
 }
 
 func (h *handler) rel(t time.Time) time.Duration { return t.Sub(h.first) }
 
-func (h *handler) Opened(c *reassembly.Conn) {}
+func (h *handler) Opened(c *reassembly.Conn) {
+	cp := *c // the assembler reuses c after Closed; findings may come later
+	h.conns[int(c.ID)] = &cp
+}
 
 func (h *handler) Negotiated(c *reassembly.Conn, d reassembly.Dir) {
 	p := &c.Params[d]
@@ -52,7 +87,17 @@ func (h *handler) PDU(c *reassembly.Conn, e *reassembly.PDUEvent) {
 		h.out.event(e.LastFrame, h.rel(e.LastTime), c, e.Dir, src, dst, "finding", "error", "mpa.bad_frame", "MPA frame does not decode: "+e.Err.Error())
 		return
 	}
+	if cp := h.conns[int(c.ID)]; cp != nil {
+		cp.Initiator = c.Initiator
+	}
 	h.out.pdu(e.LastFrame, h.rel(e.LastTime), c, e.Dir, src, dst, e)
+	at := h.at(c, e.Dir, e.FirstFrame, e.LastFrame, e.LastTime)
+	at.HasSeq, at.Seq, at.End = true, e.Seq, e.Seq+uint32(e.Len)
+	if e.PDU.IsMPAFrame {
+		h.t.Handshake(at, &e.PDU.MPA)
+	} else if e.Missing == 0 {
+		h.t.PDU(at, &e.PDU)
+	}
 }
 
 func (h *handler) Gap(c *reassembly.Conn, e *reassembly.GapEvent) {
@@ -69,6 +114,7 @@ func (h *handler) Gap(c *reassembly.Conn, e *reassembly.GapEvent) {
 		msg += fmt.Sprintf(", about %d FPDUs lost", e.FPDUsLost)
 	}
 	h.out.event(e.Frame, h.rel(c.LastTime), c, e.Dir, src, dst, "finding", sev, code, msg)
+	h.t.Gap(h.at(c, e.Dir, e.Frame, e.Frame, c.LastTime), int(min(e.Len, 1<<31)), e.FPDUsLost)
 }
 
 func (h *handler) Resync(c *reassembly.Conn, e *reassembly.ResyncEvent) {
@@ -84,6 +130,7 @@ func (h *handler) Retransmission(c *reassembly.Conn, e *reassembly.RetransEvent)
 	src, dst := ends(c, e.Dir)
 	h.out.event(e.Frame, h.rel(c.LastTime), c, e.Dir, src, dst, "finding", "warning", "tcp.retrans_inconsistent",
 		fmt.Sprintf("retransmitted octets at seq %d differ from the first copy (%d octets compared)", e.Seq, e.Len))
+	h.t.Retransmission(h.at(c, e.Dir, e.Frame, e.Frame, c.LastTime), e.Len)
 }
 
 var framingFindings = map[reassembly.FindingCode][3]string{
@@ -99,4 +146,22 @@ func (h *handler) Finding(c *reassembly.Conn, e *reassembly.FindingEvent) {
 	h.out.event(e.Frame, h.rel(c.LastTime), c, e.Dir, src, dst, "finding", f[0], f[1], fmt.Sprintf("%s (seq %d, %d octets)", f[2], e.Seq, e.Len))
 }
 
-func (h *handler) Closed(c *reassembly.Conn, e *reassembly.CloseEvent) {}
+func (h *handler) Closed(c *reassembly.Conn, e *reassembly.CloseEvent) {
+	if !c.IWARP {
+		return
+	}
+	var kind track.CloseKind
+	switch e.Reason {
+	case reassembly.CloseFIN:
+		kind = track.CloseFIN
+	case reassembly.CloseRST:
+		kind = track.CloseRST
+	default:
+		return // idle, end of capture, eviction: nothing the peers did
+	}
+	// The assembler reports the connection's end, not which side closed
+	// first: tell the tracker both directions ended.
+	for d := reassembly.DirAB; d <= reassembly.DirBA; d++ {
+		h.t.Close(h.at(c, d, e.Frame, e.Frame, e.Time), kind)
+	}
+}

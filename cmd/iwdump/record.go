@@ -1,0 +1,75 @@
+package main
+
+import (
+	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/filter"
+	"github.com/iwkit/iwkit/track"
+)
+
+// record is what the display filter sees: a PDU, or a finding (from the
+// tracker, or from the reassembler with its severity and code as strings).
+type record struct {
+	pdu       *decode.PDU
+	finding   *track.Finding
+	sev, code string // for reassembler findings, which have no track.Code
+}
+
+func (r *record) severity() string {
+	if r.sev != "" {
+		return r.sev
+	}
+	return r.finding.Severity.String()
+}
+
+func (r *record) codeName() string {
+	if r.code != "" {
+		return r.code
+	}
+	return r.finding.Code.String()
+}
+
+// findingFields are the filter fields of findings.
+var findingFields = map[string]filter.Getter[*record]{
+	"finding.severity": func(r *record) (decode.Value, bool) {
+		if r.finding == nil {
+			return decode.Value{}, false
+		}
+		return decode.Value{Kind: decode.KindString, S: r.severity()}, true
+	},
+	"finding.code": func(r *record) (decode.Value, bool) {
+		if r.finding == nil {
+			return decode.Value{}, false
+		}
+		return decode.Value{Kind: decode.KindString, S: r.codeName()}, true
+	},
+	"finding.message": func(r *record) (decode.Value, bool) {
+		if r.finding == nil {
+			return decode.Value{}, false
+		}
+		return decode.Value{Kind: decode.KindString, S: r.finding.Message}, true
+	},
+	"finding": func(r *record) (decode.Value, bool) {
+		return decode.Value{Kind: decode.KindBool, U: 1}, r.finding != nil
+	},
+}
+
+// resolveField serves the decode field table and the finding fields.
+func resolveField(name string) (filter.Getter[*record], decode.FieldKind, bool) {
+	if g, ok := findingFields[name]; ok {
+		kind := decode.KindString
+		if name == "finding" {
+			kind = decode.KindBool
+		}
+		return g, kind, true
+	}
+	f, ok := decode.FieldByName(name)
+	if !ok {
+		return nil, 0, false
+	}
+	return func(r *record) (decode.Value, bool) {
+		if r.pdu == nil {
+			return decode.Value{}, false
+		}
+		return f.Get(r.pdu)
+	}, f.Kind, true
+}
