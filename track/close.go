@@ -61,6 +61,9 @@ func (c *conn) close(at *At, kind CloseKind) {
 	if f.seen {
 		return
 	}
+	if !c.closedAny() {
+		c.t.enqueue(&c.t.closedQ, &c.t.closedHead, c.id)
+	}
 	*f = finState{seen: true, kind: kind, frame: at.Frame, hasSeq: at.HasSeq, seq: at.Seq,
 		readSeq: c.reads[dir].nextSeq, atoSeq: c.atomics[dir].nextSeq}
 	if kind == CloseRST {

@@ -11,9 +11,8 @@ import (
 
 // conn is the state of one connection.
 type conn struct {
-	t      *Tracker
-	id     int
-	active uint64
+	t  *Tracker
+	id int
 
 	hs      handshake
 	d       [2]dirState

@@ -254,3 +254,40 @@ func TestTerminateBlamesPartlyServedRead(t *testing.T) {
 		t.Errorf("reports %+v\nfindings:\n%s", s.terms, dumpFindings(s.fs))
 	}
 }
+
+// Connections beyond Limits.Conns are retired: closed ones first, so a
+// long-lived connection survives a churn of short ones.
+func TestConnEviction(t *testing.T) {
+	var ended []int
+	tr := New(Config{Limits: Limits{Conns: 3}, OnFinding: func(*Finding) {}, OnConnEnd: func(s ConnStats) { ended = append(ended, s.Conn) }})
+	var p decode.PDU
+	feed := func(conn int, g decode.Segment) {
+		crc := false
+		if _, err := decode.DecodeFPDU(decode.AppendFPDU(nil, g.Append(nil), false), &crc, &p); err != nil {
+			t.Fatal(err)
+		}
+		tr.PDU(At{Conn: conn, Dir: I2R, Frame: 1}, &p)
+	}
+	feed(1, send(1, 8)) // long-lived
+	for id := 2; id <= 50; id++ {
+		feed(id, send(1, 8))
+		tr.Close(At{Conn: id, Dir: I2R}, CloseFIN)
+		feed(1, send(uint32(id), 8))
+	}
+	if len(tr.conns) > 3 || tr.conns[1] == nil {
+		t.Fatalf("%d live connections, conn 1 live: %t", len(tr.conns), tr.conns[1] != nil)
+	}
+	if len(tr.createdQ)+len(tr.closedQ) > 200 {
+		t.Errorf("eviction queues grew to %d+%d", len(tr.createdQ), len(tr.closedQ))
+	}
+	st := tr.Stats()
+	if st.Conns != 50 || st.ConnsEvicted != 47 || st.Dir[I2R].FPDUs != 50+49 {
+		t.Errorf("stats %+v", st)
+	}
+	if len(ended) != 47 || ended[0] != 2 {
+		t.Errorf("ended %v", ended)
+	}
+	if cs, ok := tr.ConnStats(2); !ok || cs.Dir[I2R].Ops.Sends != 1 || cs.Closed != "FIN" {
+		t.Errorf("retained stats of conn 2: %+v %t", cs, ok)
+	}
+}

@@ -160,7 +160,9 @@ type Tracker struct {
 	lim   Limits
 	conns map[int]*conn
 	last  *conn
-	tick  uint64
+	// eviction order: connections by creation and by close
+	createdQ, closedQ       []int
+	createdHead, closedHead int
 
 	retired        []ConnStats
 	retiredDropped uint64
@@ -198,31 +200,54 @@ func (t *Tracker) conn(id int) *conn {
 		c = newConn(t, id)
 		t.conns[id] = c
 		t.total.conns++
+		t.enqueue(&t.createdQ, &t.createdHead, id)
 	}
 	t.last = c
 	return c
 }
 
-// evict retires one connection: the closed one least recently active, else
-// the least recently active of all.
+// evict retires one connection: the one that closed first, else the one
+// created first. Both queues are compacted as they go, so eviction costs
+// O(1) amortised however many connections a capture holds.
 func (t *Tracker) evict() {
-	var victim *conn
-	for _, c := range t.conns {
-		if victim == nil || (c.closedAny() && !victim.closedAny()) ||
-			(c.closedAny() == victim.closedAny() && c.active < victim.active) {
-			victim = c
+	for t.closedHead < len(t.closedQ) {
+		id := t.closedQ[t.closedHead]
+		t.closedHead++
+		if c := t.conns[id]; c != nil && c.closedAny() {
+			t.total.evicted++
+			t.retire(c)
+			return
 		}
 	}
-	if victim != nil {
-		t.total.evicted++
-		t.retire(victim)
+	for t.createdHead < len(t.createdQ) {
+		id := t.createdQ[t.createdHead]
+		t.createdHead++
+		if c := t.conns[id]; c != nil {
+			t.total.evicted++
+			t.retire(c)
+			return
+		}
 	}
+}
+
+// enqueue appends id to a queue, dropping consumed and stale entries when
+// the queue has grown well beyond the live connections.
+func (t *Tracker) enqueue(q *[]int, head *int, id int) {
+	if len(*q)-*head > 2*len(t.conns)+64 || *head > len(*q)/2 && *head > 64 {
+		keep := (*q)[:0]
+		for _, x := range (*q)[*head:] {
+			if t.conns[x] != nil {
+				keep = append(keep, x)
+			}
+		}
+		*q, *head = keep, 0
+	}
+	*q = append(*q, id)
 }
 
 // Handshake feeds an MPA Request or Reply frame (RFC 5044 §7.1.1, RFC 6581).
 func (t *Tracker) Handshake(at At, f *decode.MPAFrame) {
 	c := t.conn(at.Conn)
-	c.touch()
 	c.handshake(&at, f)
 }
 
@@ -231,7 +256,6 @@ func (t *Tracker) Handshake(at At, f *decode.MPAFrame) {
 // Malformed "mpa.key" or "mpa.pd_length". MPA-01, MPA-04.
 func (t *Tracker) BadFrame(at At, err error) {
 	c := t.conn(at.Conn)
-	c.touch()
 	c.badFrame(&at, err)
 }
 
@@ -244,7 +268,6 @@ func (t *Tracker) PDU(at At, p *decode.PDU) Mark {
 		return 0
 	}
 	c := t.conn(at.Conn)
-	c.touch()
 	return c.pdu(&at, p)
 }
 
@@ -254,7 +277,6 @@ func (t *Tracker) PDU(at At, p *decode.PDU) Mark {
 // uncertain until they resynchronise; one note says so.
 func (t *Tracker) Gap(at At, octets int, fpdusLost int) {
 	c := t.conn(at.Conn)
-	c.touch()
 	c.gap(&at, octets, fpdusLost)
 }
 
@@ -262,7 +284,6 @@ func (t *Tracker) Gap(at At, octets int, fpdusLost int) {
 // (TCP retransmission or overlap, already trimmed). Statistics only.
 func (t *Tracker) Retransmission(at At, octets int) {
 	c := t.conn(at.Conn)
-	c.touch()
 	st := &c.st.Dir[at.Dir&1]
 	st.Retransmissions++
 	st.RetransOctets += uint64(octets)
@@ -279,7 +300,6 @@ func (t *Tracker) MSS(conn int, dir Dir, mss int) {
 // number, when HasSeq). MPA-22, RD-23, RD-24.
 func (t *Tracker) Close(at At, kind CloseKind) {
 	c := t.conn(at.Conn)
-	c.touch()
 	c.close(&at, kind)
 }
 
@@ -299,8 +319,3 @@ func (t *Tracker) Finish() {
 
 // Findings returns the findings kept when Config.OnFinding is nil.
 func (t *Tracker) Findings() []Finding { return t.findings }
-
-func (c *conn) touch() {
-	c.t.tick++
-	c.active = c.t.tick
-}
