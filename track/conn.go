@@ -31,10 +31,11 @@ type conn struct {
 	notedNoHS  bool
 
 	// per-PDU scratch
-	curFirst  bool // the PDU is its direction's first FPDU
-	curRTR    bool // the PDU is the peer-to-peer RTR
-	segActive bool
-	segFlag   Code // first error raised on the segment being processed
+	curFirst   bool // the PDU is its direction's first FPDU
+	curRTR     bool // the PDU is the peer-to-peer RTR
+	curPartial bool // the PDU is a partial FPDU (At.Missing)
+	segActive  bool
+	segFlag    Code // first error raised on the segment being processed
 
 	st        ConnStats
 	lat       *hdrhistogram.Histogram
@@ -81,6 +82,8 @@ type dirState struct {
 	firstSeq    uint32
 	firstEnd    uint32
 	firstTime   time.Time
+	s0          uint32 // marker phase (RFC 5044 §4.3), when s0Known
+	s0Known     bool
 
 	verSet bool
 	dv, rv uint8
@@ -127,11 +130,11 @@ type umsg struct {
 	first, last int
 	start, end  time.Time
 	state       MsgState
-	reason      string
 	gapHit      bool
 	warnedInc   bool
 	rtr         bool
 	opOK        bool // the opcode fits T and QN: RDMAP semantics apply
+	cut         bool // a segment was not captured whole (At.Missing)
 }
 
 // tmsg is an open tagged message.
@@ -147,7 +150,6 @@ type tmsg struct {
 	first, last int
 	start, end  time.Time
 	state       MsgState
-	reason      string
 	gapHit      bool
 	warnedInc   bool
 	warnedLong  bool
@@ -157,6 +159,7 @@ type tmsg struct {
 	readSeq     uint64
 	lost        bool // a Read Response answering a request lost in a gap
 	opOK        bool
+	cut         bool
 }
 
 // histEntry remembers a sent segment for Terminate blame (RD-21).

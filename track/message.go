@@ -45,6 +45,7 @@ func (c *conn) untagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mar
 			}
 			m.length += n
 			m.payload += uint64(len(s.Payload))
+			m.cut = m.cut || c.curPartial
 			if m.gapHit {
 				mark |= MarkUncertain
 			}
@@ -83,14 +84,18 @@ func (c *conn) untagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mar
 			c.finding(CodeMOGap, dir, at, 0, "QN %d MSN %d starts at MO %d: a message's first segment has MO 0 (RFC 5041 §5.3; Terminate 0x1/0x2/0x04)", h.QN, h.MSN, mo)
 		}
 	}
-	c.checkInterleave(at, dir, false, h.QN, 0)
+	// A Terminate may cut a message short: it goes out after the last
+	// complete segment (RFC 5040 §7.1 rule 5, V00 §6.4 note 1).
+	if s.RDMAP.Opcode != decode.OpTerminate {
+		c.checkInterleave(at, dir, false, h.QN, 0)
+	}
 	q.open = true
 	d.nOpenU++
 	q.m = umsg{
 		op: s.RDMAP.Opcode, ctl: h.RsvdULP, inv: s.InvalidateSTag, qn: h.QN, msn: h.MSN,
 		nextMO: end, length: n, payload: uint64(len(s.Payload)), segs: 1,
 		first: at.Frame, last: at.last(), start: at.Time, end: at.Time,
-		state: state, gapHit: gapHit, opOK: opOK, rtr: c.curRTR,
+		state: state, gapHit: gapHit, opOK: opOK, rtr: c.curRTR, cut: c.curPartial,
 	}
 	if opOK {
 		c.startUntagged(at, p, dir, q)
@@ -138,8 +143,11 @@ func (c *conn) endUntagged(at *At, dir Dir, q *queue, state MsgState, reason str
 	if m.state == MsgInconsistent {
 		state = MsgInconsistent
 	}
-	if state == MsgComplete && m.gapHit {
+	switch {
+	case state == MsgComplete && m.gapHit:
 		state, reason = MsgIncomplete, "gap"
+	case state == MsgComplete && m.cut:
+		state, reason = MsgIncomplete, "octets not captured"
 	}
 	st := &c.st.Dir[dir]
 	st.Messages[opIndex(m.op)]++
@@ -206,6 +214,7 @@ func (c *conn) tagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mark 
 		}
 		m.nextTO = h.TO + n
 		m.length += n
+		m.cut = m.cut || c.curPartial
 		if m.op == decode.OpReadResponse && m.opOK {
 			c.responseSegment(at, dir, m, n)
 		}
@@ -237,7 +246,7 @@ func (c *conn) tagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mark 
 		active: true, op: s.RDMAP.Opcode, ctl: h.RsvdULP, stag: h.STag,
 		firstTO: h.TO, nextTO: h.TO + n, length: n, segs: 1,
 		first: at.Frame, last: at.last(), start: at.Time, end: at.Time,
-		opOK: opOK, rtr: c.curRTR,
+		opOK: opOK, rtr: c.curRTR, cut: c.curPartial,
 	}
 	if n > 0 && h.STag == 0 {
 		m.stagZero = true
@@ -287,8 +296,11 @@ func (c *conn) endTagged(at *At, dir Dir, m *tmsg, state MsgState, reason string
 	if m.state == MsgInconsistent {
 		state = MsgInconsistent
 	}
-	if state == MsgComplete && m.gapHit {
+	switch {
+	case state == MsgComplete && m.gapHit:
 		state, reason = MsgIncomplete, "gap"
+	case state == MsgComplete && m.cut:
+		state, reason = MsgIncomplete, "octets not captured"
 	}
 	st := &c.st.Dir[dir]
 	st.Messages[opIndex(m.op)]++

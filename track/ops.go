@@ -171,8 +171,8 @@ func (c *conn) startUntagged(at *At, p *decode.PDU, dir Dir, q *queue) {
 	case decode.OpAtomicResponse:
 		c.atomicResponse(at, p, dir)
 	case decode.OpImmData, decode.OpImmDataSE:
-		if len(p.FPDU.ULPDU) != decode.DDPUntaggedHdrLen+decode.ImmDataLen || !h.Last || h.MO != 0 {
-			c.finding(CodeImmediateMalformed, dir, at, 0, "%s with ULPDU_Length %d, MO %d, L=%t: it is one segment of exactly 8 octets after the DDP header (ULPDU_Length 26, RFC 7306 §6.3)", s.RDMAP.Opcode, len(p.FPDU.ULPDU), h.MO, h.Last)
+		if ulpduLen(p) != decode.DDPUntaggedHdrLen+decode.ImmDataLen || !h.Last || h.MO != 0 {
+			c.finding(CodeImmediateMalformed, dir, at, 0, "%s with ULPDU_Length %d, MO %d, L=%t: it is one segment of exactly 8 octets after the DDP header (ULPDU_Length 26, RFC 7306 §6.3)", s.RDMAP.Opcode, ulpduLen(p), h.MO, h.Last)
 		}
 	case decode.OpTerminate:
 		c.terminate(at, p, dir)
@@ -276,8 +276,11 @@ func (c *conn) endTaggedOp(at *At, dir Dir, m *tmsg, state MsgState) {
 func (c *conn) readRequest(at *At, p *decode.PDU, dir Dir) {
 	s := &p.Seg
 	h := &s.DDP
-	if p.SegErr != nil || !h.Last || h.MO != 0 || len(p.FPDU.ULPDU) != decode.DDPUntaggedHdrLen+decode.ReadReqHdrLen {
-		c.finding(CodeReadRequestMalformed, dir, at, 0, "Read Request with ULPDU_Length %d, MO %d, L=%t: it is one segment of exactly 18+28 octets (RFC 5040 §4.4, §5.2.1)", len(p.FPDU.ULPDU), h.MO, h.Last)
+	if p.SegErr != nil && c.curPartial {
+		return
+	}
+	if p.SegErr != nil || !h.Last || h.MO != 0 || ulpduLen(p) != decode.DDPUntaggedHdrLen+decode.ReadReqHdrLen {
+		c.finding(CodeReadRequestMalformed, dir, at, 0, "Read Request with ULPDU_Length %d, MO %d, L=%t: it is one segment of exactly 18+28 octets (RFC 5040 §4.4, §5.2.1)", ulpduLen(p), h.MO, h.Last)
 		if p.SegErr != nil || !h.Last || h.MO != 0 {
 			return
 		}
@@ -500,8 +503,11 @@ func (c *conn) opRead(dir Dir, r *readReq, status OpStatus, at *At, m *tmsg) {
 func (c *conn) atomicRequest(at *At, p *decode.PDU, dir Dir) {
 	s := &p.Seg
 	h := &s.DDP
-	if p.SegErr != nil || !h.Last || h.MO != 0 || len(p.FPDU.ULPDU) != decode.DDPUntaggedHdrLen+decode.AtomicReqHdrLen {
-		c.finding(CodeAtomicMalformed, dir, at, 0, "Atomic Request with ULPDU_Length %d, MO %d, L=%t: it is one segment of exactly 18+52 octets (RFC 7306 §5.2.1)", len(p.FPDU.ULPDU), h.MO, h.Last)
+	if p.SegErr != nil && c.curPartial {
+		return
+	}
+	if p.SegErr != nil || !h.Last || h.MO != 0 || ulpduLen(p) != decode.DDPUntaggedHdrLen+decode.AtomicReqHdrLen {
+		c.finding(CodeAtomicMalformed, dir, at, 0, "Atomic Request with ULPDU_Length %d, MO %d, L=%t: it is one segment of exactly 18+52 octets (RFC 7306 §5.2.1)", ulpduLen(p), h.MO, h.Last)
 		if p.SegErr != nil || !h.Last || h.MO != 0 {
 			return
 		}
@@ -546,8 +552,11 @@ func (c *conn) atomicResponse(at *At, p *decode.PDU, dir Dir) {
 	s := &p.Seg
 	h := &s.DDP
 	c.st.Dir[dir].Ops.AtomicResponses++
-	if p.SegErr != nil || !h.Last || h.MO != 0 || len(p.FPDU.ULPDU) != decode.DDPUntaggedHdrLen+decode.AtomicRespHdrLen {
-		c.finding(CodeAtomicMalformed, dir, at, 0, "Atomic Response with ULPDU_Length %d, MO %d, L=%t: it is one segment of exactly 18+12 octets (RFC 7306 §5.2.2)", len(p.FPDU.ULPDU), h.MO, h.Last)
+	if p.SegErr != nil && c.curPartial {
+		return
+	}
+	if p.SegErr != nil || !h.Last || h.MO != 0 || ulpduLen(p) != decode.DDPUntaggedHdrLen+decode.AtomicRespHdrLen {
+		c.finding(CodeAtomicMalformed, dir, at, 0, "Atomic Response with ULPDU_Length %d, MO %d, L=%t: it is one segment of exactly 18+12 octets (RFC 7306 §5.2.2)", ulpduLen(p), h.MO, h.Last)
 		if p.SegErr != nil || !h.Last || h.MO != 0 {
 			return
 		}

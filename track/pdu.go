@@ -23,7 +23,7 @@ func (c *conn) pdu(at *At, p *decode.PDU) Mark {
 		st.AfterTerminate++
 	}
 	st.FPDUs++
-	st.ULPDUOctets += uint64(len(p.FPDU.ULPDU))
+	st.ULPDUOctets += uint64(ulpduLen(p))
 
 	first := !d.seen
 	if first {
@@ -42,7 +42,12 @@ func (c *conn) pdu(at *At, p *decode.PDU) Mark {
 	}
 	c.framing(at, p, dir, d, first)
 
-	switch p.CRCStatus {
+	c.curPartial = at.Missing > 0
+	crc := p.CRCStatus
+	if c.curPartial {
+		crc = decode.CRCUnknown // the CRC field was not captured
+	}
+	switch crc {
 	case decode.CRCBad:
 		st.CRCBad++
 		c.finding(CodeCRCBad, dir, at, 0, "MPA CRC 0x%08x on the wire, 0x%08x computed: the FPDU is invalid; MPA reports error 0x2/0x0/0x02 or drops it silently so that TCP retransmits (RFC 5044 §4.4, §8)", p.FPDU.CRC, p.ComputedCRC)
@@ -78,6 +83,17 @@ func (c *conn) pdu(at *At, p *decode.PDU) Mark {
 		}
 	}
 
+	loseAfter := false
+	if p.SegErr != nil && c.curPartial {
+		// The headers were cut by the capture, not by the sender: what
+		// they held is unknown, as after a gap.
+		var de *decode.Error
+		if !errors.As(p.SegErr, &de) || de.Layer == "ddp" {
+			c.lose(dir)
+			return mark | MarkUncertain
+		}
+		loseAfter = true
+	}
 	if p.SegErr != nil {
 		var de *decode.Error
 		if !errors.As(p.SegErr, &de) || de.Layer == "ddp" {
@@ -85,11 +101,16 @@ func (c *conn) pdu(at *At, p *decode.PDU) Mark {
 			if len(p.FPDU.ULPDU) > 0 && p.FPDU.ULPDU[0]&decode.DDPFlagT != 0 {
 				hl = decode.DDPTaggedHdrLen
 			}
-			c.finding(CodeULPDUTooShort, dir, at, 0, "ULPDU_Length %d is shorter than the %d-octet DDP header (RFC 5041 §4; V00 'segment size invalid' 0x1/0x0/0x00)", len(p.FPDU.ULPDU), hl)
+			c.finding(CodeULPDUTooShort, dir, at, 0, "ULPDU_Length %d is shorter than the %d-octet DDP header (RFC 5041 §4; V00 'segment size invalid' 0x1/0x0/0x00)", ulpduLen(p), hl)
 			return mark
 		}
 	}
-	return mark | c.segment(at, p, dir)
+	mark |= c.segment(at, p, dir)
+	if loseAfter {
+		c.lose(dir)
+		mark |= MarkUncertain
+	}
+	return mark
 }
 
 // framing checks PAD, markers and MULPDU (MPA-18..21).
@@ -103,8 +124,19 @@ func (c *conn) framing(at *At, p *decode.PDU, dir Dir, d *dirState, first bool) 
 		}
 	}
 	hs := &c.hs
-	s0 := d.firstSeq
-	posKnown := at.HasSeq && d.firstHasSeq
+	// Markers sit at s0 + k*512, s0 being where the direction's first FPDU
+	// starts (RFC 5044 §4.3); only s0 mod 512 matters. Known from the
+	// first FPDU after an MPA exchange, else from the first marker seen.
+	if !d.s0Known && at.HasSeq {
+		switch {
+		case first && hs.sawReq && hs.sawRep:
+			d.s0, d.s0Known = at.Seq, true
+		case len(p.Markers) > 0:
+			d.s0, d.s0Known = p.Markers[0].Pos, true
+		}
+	}
+	s0 := d.s0
+	posKnown := at.HasSeq && d.s0Known
 	if len(p.Markers) > 0 {
 		if hs.sawReq && hs.sawRep && !hs.markers[dir] && c.once(dir, CodeMarkersUnexpected) {
 			c.finding(CodeMarkersUnexpected, dir, at, 0, "markers in FPDUs from the %s, whose peer did not ask for them (M=0): MPA must not add markers then (RFC 5044 §7.1.1)", dir.Sender())
@@ -126,8 +158,8 @@ func (c *conn) framing(at *At, p *decode.PDU, dir Dir, d *dirState, first bool) 
 		}
 	}
 	if mss := c.mss[dir]; mss > 0 && !hs.gso[dir] {
-		if lim := decode.MULPDU(mss, hs.markers[dir]); len(p.FPDU.ULPDU) > lim && c.once(dir, CodeULPDUTooLong) {
-			c.finding(CodeULPDUTooLong, dir, at, 0, "ULPDU of %d octets exceeds the MULPDU %d of an EMSS of %d (RFC 5044 §4.5): the FPDU cannot fit one TCP segment", len(p.FPDU.ULPDU), lim, mss)
+		if lim := decode.MULPDU(mss, hs.markers[dir]); ulpduLen(p) > lim && c.once(dir, CodeULPDUTooLong) {
+			c.finding(CodeULPDUTooLong, dir, at, 0, "ULPDU of %d octets exceeds the MULPDU %d of an EMSS of %d (RFC 5044 §4.5): the FPDU cannot fit one TCP segment", ulpduLen(p), lim, mss)
 		}
 	}
 }
@@ -172,7 +204,7 @@ func (c *conn) checkRTR(at *At, p *decode.PDU) {
 	s := &p.Seg
 	h := &s.DDP
 	op := s.RDMAP.Opcode
-	dlen := len(p.FPDU.ULPDU) - h.Len()
+	dlen := ulpduLen(p) - h.Len()
 	kind := -1
 	switch {
 	case p.SegErr != nil:
@@ -198,7 +230,7 @@ func (c *conn) checkRTR(at *At, p *decode.PDU) {
 }
 
 func opName(p *decode.PDU) string {
-	if p.SegErr != nil && len(p.FPDU.ULPDU) < decode.DDPTaggedHdrLen {
+	if p.SegErr != nil && ulpduLen(p) < decode.DDPTaggedHdrLen {
 		return "segment"
 	}
 	return p.Seg.RDMAP.Opcode.String()
@@ -210,7 +242,7 @@ func (c *conn) segment(at *At, p *decode.PDU, dir Dir) Mark {
 	h := &s.DDP
 	st := &c.st.Dir[dir]
 	op := s.RDMAP.Opcode
-	dlen := len(p.FPDU.ULPDU) - h.Len()
+	dlen := ulpduLen(p) - h.Len()
 	plen := len(s.Payload)
 	st.Segments[opIndex(op)]++
 	st.PayloadOctets += uint64(plen)
@@ -327,9 +359,19 @@ func (c *conn) remember(at *At, p *decode.PDU, dir Dir, dlen, plen int) {
 	e.frame = at.Frame
 	e.hdr = s.DDP
 	e.op = s.RDMAP.Opcode
-	e.ulpdu, e.dlen, e.plen = len(p.FPDU.ULPDU), dlen, plen
+	e.ulpdu, e.dlen, e.plen = ulpduLen(p), dlen, plen
 	e.flagged = c.segFlag
 	if e.op == decode.OpReadRequest && !s.DDP.Tagged {
 		e.rr = s.ReadRequest
 	}
+}
+
+// ulpduLen is the FPDU's ULPDU length: ULPDU_Length, which for a partial
+// FPDU (At.Missing) exceeds the octets captured.
+func ulpduLen(p *decode.PDU) int {
+	n := len(p.FPDU.ULPDU)
+	if l := int(p.FPDU.ULPDULength); l > n {
+		return l
+	}
+	return n
 }

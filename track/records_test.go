@@ -291,3 +291,36 @@ func TestConnEviction(t *testing.T) {
 		t.Errorf("retained stats of conn 2: %+v %t", cs, ok)
 	}
 }
+
+// A partial FPDU (its end not captured) is sized by its ULPDU_Length; a
+// header the capture cut is treated like lost data, not as malformed.
+func TestPartialFPDU(t *testing.T) {
+	s := newScen(t, Limits{})
+	s.handshake()
+	partial := func(dir Dir, g decode.Segment, keep int) {
+		b := decode.AppendFPDU(nil, g.Append(nil), false)
+		crc := false
+		if _, err := decode.DecodeFPDU(b, &crc, &s.pdu); err != nil {
+			t.Fatal(err)
+		}
+		if keep < len(s.pdu.FPDU.ULPDU) {
+			s.pdu.FPDU.ULPDU = s.pdu.FPDU.ULPDU[:keep]
+			s.pdu.SegErr = decode.ParseSegment(s.pdu.FPDU.ULPDU, &s.pdu.Seg)
+		}
+		a := s.at(dir, len(b))
+		a.Missing = len(b) - 2 - keep
+		s.tr.PDU(a, &s.pdu)
+	}
+	partial(I2R, untagged(decode.OpSend, 0, 1, 0, false, 1000), 400)
+	s.seg(I2R, untagged(decode.OpSend, 0, 1, 1000, true, 10)) // continues at MO 1000
+	partial(I2R, rreq(1, 1, 0, 8, 2, 0), 30)                  // Read Request header cut
+	s.seg(R2I, readResp(1, 0, 8, true))                       // answers it: not unmatched
+	s.seg(I2R, send(2, 16))
+	s.finish()
+	if len(s.fs) != 0 {
+		t.Errorf("findings:\n%s", dumpFindings(s.fs))
+	}
+	if len(s.msgs) == 0 || s.msgs[0].Length != 1010 || s.msgs[0].Opcode != decode.OpSend || s.msgs[0].State != MsgIncomplete {
+		t.Errorf("messages %+v", s.msgs)
+	}
+}

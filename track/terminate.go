@@ -69,6 +69,7 @@ func (c *conn) terminate(at *At, p *decode.PDU, dir Dir) {
 	// RD-20: is the Terminate well formed?
 	h := &s.DDP
 	switch {
+	case p.SegErr != nil && c.curPartial:
 	case p.SegErr != nil:
 		c.finding(CodeTerminateMalformed, dir, at, 0, "Terminate ends before the headers its M/D/R bits announce (%v) (RFC 5040 §4.8)", p.SegErr)
 	case !h.Last || h.MO != 0:

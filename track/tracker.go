@@ -37,6 +37,12 @@ type At struct {
 	// sender had received of the other direction when it sent the unit.
 	HasAck bool
 	Ack    uint32
+
+	// Missing, for an FPDU, is the octets at its end that the capture
+	// lost (a gap or the snaplen cut it): the PDU holds the captured
+	// prefix, its ULPDU_Length the announced size, and its CRC is not
+	// checked.
+	Missing int
 }
 
 func (a *At) last() int {
