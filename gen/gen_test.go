@@ -327,3 +327,155 @@ impairments:
 type discard struct{}
 
 func (discard) WriteFrame(time.Time, []byte, int) error { return nil }
+
+// The MPA Request and Reply carry what the scenario asks (RFC 5044 §7.1.1,
+// RFC 6581 §9), the peer-to-peer Initiator sends its RTR first, and a
+// rejected connection carries no FPDU.
+func TestMPAFrames(t *testing.T) {
+	conns := []Connection{
+		{MPA: MPA{Rev: ptr(0), CRC: true, MarkersI2R: true, MarkersR2I: true}},
+		{MPA: MPA{Rev: ptr(1), MarkersR2I: true, RequestData: Data("req"), ReplyData: Data("rep")}},
+		{MPA: MPA{Rev: ptr(2), CRC: true, RTR: "read", IRD: 3, ORD: 2, ReplyIRD: 2, ReplyORD: 3, RequestData: Data("x")}},
+		{MPA: MPA{Rev: ptr(2), RTR: "write", IRD: decode.MPAv2NoNegotiation, ORD: 5, ReplyIRD: 5, ReplyORD: decode.MPAv2NoNegotiation}},
+		{MPA: MPA{Rev: ptr(2), RTR: "send"}},
+		{MPA: MPA{Rev: ptr(1), Rev1IRDORD: true, IRD: 16, ORD: 16, ReplyIRD: 16, ReplyORD: 8}},
+		{MPA: MPA{Rev: ptr(2), Enhanced: ptr(false)}},
+		{MPA: MPA{Rev: ptr(1), Reject: true, ReplyData: Data("go away")}},
+	}
+	for i := range conns {
+		conns[i].Ops = []Op{{Op: OpNameSend, Size: 2000}, {Op: OpNameWrite, Dir: "r2i", Size: 700}}
+	}
+	g := generate(t, &Scenario{Connections: conns}, pcap.FormatPcap)
+	c := checkTruth(t, g)
+	for i, cfg := range conns {
+		m := cfg.MPA
+		var frames [2]decode.MPAFrame
+		for d := range 2 {
+			segs := c.dirs[[2]int{i, d}].segs
+			var payload []byte
+			for _, s := range segs {
+				if len(s.payload) > 0 {
+					payload = s.payload
+					break
+				}
+			}
+			n, err := decode.ParseMPAFrame(payload, &frames[d])
+			if err != nil || n != len(payload) {
+				t.Fatalf("conn %d dir %d: MPA frame: %d of %d octets, %v", i, d, n, len(payload), err)
+			}
+		}
+		req, rep := &frames[0], &frames[1]
+		if req.Reply || !rep.Reply || int(req.Rev) != *m.Rev || int(rep.Rev) != *m.Rev {
+			t.Errorf("conn %d: keys/revs %v %v %d %d", i, req.Reply, rep.Reply, req.Rev, rep.Rev)
+		}
+		// M is per receive direction: the Request asks for markers toward
+		// the Initiator, the Reply toward the Responder.
+		if req.Markers != m.MarkersR2I || rep.Markers != m.MarkersI2R || req.CRC != m.CRC || rep.CRC != m.CRC || req.Reject || rep.Reject != m.Reject {
+			t.Errorf("conn %d: flags req %+v rep %+v", i, req, rep)
+		}
+		enh := cfg.enhanced()
+		if req.HasV2 != enh || rep.HasV2 != enh || req.Enhanced != enh {
+			t.Errorf("conn %d: enhanced %v, frames %v %v", i, enh, req.HasV2, rep.HasV2)
+		}
+		if enh {
+			p2p := m.RTR != ""
+			if req.V2.IRD != m.IRD || req.V2.ORD != m.ORD || rep.V2.IRD != m.ReplyIRD || rep.V2.ORD != m.ReplyORD ||
+				req.V2.PeerToPeer != p2p || rep.V2.PeerToPeer != p2p ||
+				req.V2.ZeroLenReadRTR != (m.RTR == "read") || req.V2.ZeroLenWriteRTR != (m.RTR == "write") || req.V2.ZeroLenSendRTR != (m.RTR == "send") ||
+				rep.V2.ZeroLenReadRTR != (m.RTR == "read") || rep.V2.ZeroLenWriteRTR != (m.RTR == "write") || rep.V2.ZeroLenSendRTR != (m.RTR == "send") {
+				t.Errorf("conn %d: v2 blocks %+v %+v", i, req.V2, rep.V2)
+			}
+		}
+		if m.Rev1IRDORD && (!req.Rev1IRDORD || req.Rev1IRD != uint32(m.IRD) || rep.Rev1ORD != uint32(m.ReplyORD)) {
+			t.Errorf("conn %d: Rev 1 IRD/ORD %+v %+v", i, req, rep)
+		}
+		if string(req.ULPPrivateData()) != string(m.RequestData) || string(rep.ULPPrivateData()) != string(m.ReplyData) {
+			t.Errorf("conn %d: private data %q %q", i, req.ULPPrivateData(), rep.ULPPrivateData())
+		}
+		var first [2]*FPDUTruth
+		for j := range g.truth.FPDUs {
+			f := &g.truth.FPDUs[j]
+			if f.Conn == i && f.Index == 1 {
+				first[dirOf(f.Dir)] = f
+			}
+		}
+		ct := g.truth.Connections[i]
+		if m.Reject {
+			if first[0] != nil || first[1] != nil || !ct.Rejected || findingCodes(g.truth)[FindMPAReject] != 1 {
+				t.Errorf("conn %d: rejected, yet FPDUs %v %v", i, first[0], first[1])
+			}
+			continue
+		}
+		wantDV := uint8(1)
+		if *m.Rev == 0 {
+			wantDV = 0
+		}
+		if ct.DV != wantDV || first[0].DV != wantDV || first[0].RV != wantDV {
+			t.Errorf("conn %d: versions %d/%d/%d for Rev %d", i, ct.DV, first[0].DV, first[0].RV, *m.Rev)
+		}
+		f := first[0]
+		switch m.RTR {
+		case "":
+			if f.RTR || f.OpName != "Send" {
+				t.Errorf("conn %d: first FPDU %s rtr %v", i, f.OpName, f.RTR)
+			}
+		case "write":
+			if !f.RTR || f.Opcode != uint8(decode.OpWrite) || f.ULPDULength != decode.DDPTaggedHdrLen {
+				t.Errorf("conn %d: Write RTR %+v", i, f)
+			}
+		case "send":
+			if !f.RTR || f.Opcode != uint8(decode.OpSend) || f.MSN != 1 || f.PayloadLen != 0 {
+				t.Errorf("conn %d: Send RTR %+v", i, f)
+			}
+		case "read":
+			r := first[1]
+			if !f.RTR || f.Opcode != uint8(decode.OpReadRequest) || f.Read.Size != 0 || !r.RTR || r.Opcode != uint8(decode.OpReadResponse) || r.PayloadLen != 0 || r.STag != f.Read.SinkSTag {
+				t.Errorf("conn %d: Read RTR %+v answered by %+v", i, f, r)
+			}
+		}
+	}
+}
+
+// Terminates of every cause carry the headers RFC 5040 §7.1 prescribes,
+// copied from the segment they blame.
+func TestTerminateHeaders(t *testing.T) {
+	g := generate(t, mustBuiltin(t, "every-terminate", Params{}), pcap.FormatPcap)
+	checkTruth(t, g)
+	causes := decode.TermCauses()
+	n := 0
+	for _, f := range g.truth.FPDUs {
+		if f.Term == nil {
+			continue
+		}
+		tc := causes[f.Conn]
+		tm := f.Term
+		if tm.Layer != tc.Layer || tm.EType != tc.EType || tm.Code != tc.Code || f.QN != decode.QNTerminate || f.MSN != 1 || f.Dir != "r2i" {
+			t.Errorf("conn %d: Terminate %+v for cause %v", f.Conn, tm, tc)
+		}
+		var blamed *FPDUTruth
+		for j := range g.truth.FPDUs {
+			b := &g.truth.FPDUs[j]
+			if b.Conn == f.Conn && b.Dir == "i2r" && b.Index == tm.BlamedFPDU {
+				blamed = b
+			}
+		}
+		wantD := tc.Layer == decode.TermLayerDDP || tc.Layer == decode.TermLayerRDMAP && tc.EType != 0
+		wantR := tc.Layer == decode.TermLayerRDMAP && tc.EType == 1
+		if tm.D != wantD || tm.M != wantD || tm.R != wantR {
+			t.Errorf("conn %d (%v): M %v D %v R %v", f.Conn, tc, tm.M, tm.D, tm.R)
+		}
+		if wantD {
+			if blamed == nil || tm.DDP == nil || tm.SegLen != uint16(blamed.ULPDULength) || tm.DDP.Opcode != blamed.Opcode ||
+				tm.DDP.Tagged != blamed.Tagged || tm.DDP.MSN != blamed.MSN || tm.DDP.STag != blamed.STag || tm.DDP.TO != blamed.TO {
+				t.Errorf("conn %d (%v): copied header %+v, blamed %+v", f.Conn, tc, tm.DDP, blamed)
+			}
+		}
+		if wantR && (tm.RDMA == nil || blamed.Read == nil || *tm.RDMA != *blamed.Read) {
+			t.Errorf("conn %d (%v): copied Read Request %+v, blamed %+v", f.Conn, tc, tm.RDMA, blamed)
+		}
+		n++
+	}
+	if n != len(causes) || findingCodes(g.truth)[FindRDMAPTerminate] != n {
+		t.Errorf("%d Terminates, %d causes", n, len(causes))
+	}
+}

@@ -189,6 +189,15 @@ func tsharkScenarios(t *testing.T) map[string]*Scenario {
 	wrap := &Scenario{Connections: []Connection{{ClientISN: ptr[uint32](0xFFFFF800), ServerISN: ptr[uint32](0xFFFFFFFF),
 		MPA: MPA{CRC: true}, Ops: []Op{{Op: OpNameSend, Size: 8000}, {Op: OpNameWrite, Dir: "r2i", Size: 8000}}}}}
 	multi := mustBuiltin(t, "bulk-write", Params{Seed: 3, Count: 4, Conns: 3, Size: 20000})
+	send := []Op{{Op: OpNameSend, Size: 300}, {Op: OpNameRead, Dir: "r2i", Size: 2000}}
+	variants := &Scenario{Connections: []Connection{
+		{MPA: MPA{Rev: ptr(0), CRC: true}, Ops: send}, // RDMA Consortium MPA, DV/RV 0
+		{MPA: MPA{Rev: ptr(2), RTR: "read", IRD: 1, ORD: 1, ReplyIRD: 1, ReplyORD: 1}, Ops: send},
+		{MPA: MPA{Rev: ptr(2), RTR: "send", CRC: true}, Ops: send},
+		{MPA: MPA{Rev: ptr(2), RTR: "write", ReplyData: Data("p2p")}, Ops: send},
+		{MPA: MPA{Rev: ptr(1), Rev1IRDORD: true, IRD: 8, ORD: 8, ReplyIRD: 8, ReplyORD: 4}, Ops: send},
+		{MPA: MPA{Rev: ptr(1), Reject: true, ReplyData: Data("no")}, Ops: send},
+	}}
 	markers := &Scenario{Connections: []Connection{{MPA: MPA{CRC: true, MarkersI2R: true, MarkersR2I: true},
 		Ops: []Op{{Op: OpNameSend, Size: 3000}, {Op: OpNameWrite, Size: 5000, Dir: "r2i"}, {Op: OpNameRead, Size: 4000}}}}}
 	return map[string]*Scenario{
@@ -200,6 +209,7 @@ func tsharkScenarios(t *testing.T) map[string]*Scenario {
 		"v1-nocrc-mss536": v1,
 		"seq-wrap":        wrap,
 		"markers-both":    markers,
+		"mpa-variants":    variants,
 	}
 }
 
