@@ -19,6 +19,7 @@ const (
 	CodeResBits           // MPA-05: reserved flag bits set
 	CodeSiwGSO            // MPA-05: siw's GSO bit (0x08) with Rev >= 2
 	CodeFrameUnexpected   // RFC 5044 §7.1: a second Request/Reply, or a frame after FPDUs
+	CodeReject            // MPA-06: the Reply rejects the connection
 	CodeFPDUAfterReject   // MPA-06: FPDUs after a rejecting Reply
 	CodeFPDUBeforeReply   // MPA-07: Initiator FPDU before it received the Reply
 	CodeResponderFirst    // MPA-08: Responder FPDU before it received the Initiator's first FPDU
@@ -49,8 +50,7 @@ const (
 	CodeQNInvalid       // DDP-03: QN not 0–3
 	CodeMSNGap          // DDP-05: MSN skipped (or the first is not 1)
 	CodeMSNRepeat       // DDP-05: MSN repeated or going backwards
-	CodeMOGap           // DDP-06: hole in MO (first segment not MO 0, or a skip)
-	CodeMOOverlap       // DDP-06: segments of one message overlap
+	CodeMOOutOfOrder    // DDP-06: a message's MOs not contiguous from 0 (hole, overlap, swap, segment after L)
 	CodeMOWrap          // DDP-06: MO + length reaches 2^32
 	CodeSTagZero        // DDP-08: tagged segment with STag 0 and a payload
 	CodeTOWrap          // DDP-11: TO + length wraps 2^64
@@ -129,6 +129,7 @@ var infos = [numCodes]Info{
 	CodeResBits:           {Name: "mpa.res_bits", Severity: Warning, Checks: "MPA-05", Summary: "reserved MPA flag bits set"},
 	CodeSiwGSO:            {Name: "mpa.siw_gso", Severity: Note, Checks: "MPA-05", Summary: "siw GSO bit: FPDUs may exceed one TCP segment"},
 	CodeFrameUnexpected:   {Name: "mpa.frame_unexpected", Severity: Warning, Checks: "RFC 5044 §7.1", Summary: "MPA frame repeated or after FPDUs"},
+	CodeReject:            {Name: "mpa.reject", Severity: Warning, Checks: "MPA-06", Summary: "MPA Reply rejects the connection (R=1)"},
 	CodeFPDUAfterReject:   {Name: "mpa.fpdu_after_reject", Severity: Error, Checks: "MPA-06", Summary: "FPDU after a rejecting Reply", fatal: true},
 	CodeFPDUBeforeReply:   {Name: "mpa.fpdu_before_reply", Severity: Error, Checks: "MPA-07", Summary: "Initiator sent an FPDU before receiving the Reply"},
 	CodeResponderFirst:    {Name: "mpa.responder_sent_first", Severity: Error, Checks: "MPA-08", Summary: "Responder sent an FPDU before receiving the Initiator's first FPDU"},
@@ -158,8 +159,7 @@ var infos = [numCodes]Info{
 	CodeQNInvalid:       {Name: "ddp.qn_invalid", Severity: Error, Checks: "DDP-03", Summary: "untagged QN not used by RDMAP", fatal: true},
 	CodeMSNGap:          {Name: "ddp.msn_gap", Severity: Error, Checks: "DDP-05", Summary: "MSN skipped", fatal: true},
 	CodeMSNRepeat:       {Name: "ddp.msn_repeat", Severity: Error, Checks: "DDP-05", Summary: "MSN repeated or going backwards", fatal: true},
-	CodeMOGap:           {Name: "ddp.mo_gap", Severity: Error, Checks: "DDP-06", Summary: "hole in the Message Offsets of a message", fatal: true},
-	CodeMOOverlap:       {Name: "ddp.mo_overlap", Severity: Error, Checks: "DDP-06", Summary: "segments of a message overlap", fatal: true},
+	CodeMOOutOfOrder:    {Name: "ddp.mo_out_of_order", Severity: Error, Checks: "DDP-06, DDP-15", Summary: "a message's segments do not continue from MO 0 in order", fatal: true},
 	CodeMOWrap:          {Name: "ddp.mo_wrap", Severity: Error, Checks: "DDP-06", Summary: "MO + length reaches 2^32", fatal: true},
 	CodeSTagZero:        {Name: "ddp.stag_zero", Severity: Error, Checks: "DDP-08", Summary: "tagged data to STag 0", fatal: true},
 	CodeTOWrap:          {Name: "ddp.to_wrap", Severity: Error, Checks: "DDP-11", Summary: "TO + length wraps 2^64", fatal: true},

@@ -13,13 +13,14 @@ import (
 // (clean). The clean run raises exactly the codes in base; the bad run
 // raises code once more and nothing outside base and also.
 type codeCase struct {
-	name string
-	code Code
-	base []Code
-	also []Code
-	lim  Limits
-	many bool // code may fire more than once in the bad run
-	run  func(s *scen, bad bool)
+	name  string
+	code  Code
+	base  []Code
+	also  []Code
+	lim   Limits
+	many  bool // code may fire more than once in the bad run
+	count int  // with many: exactly this often
+	run   func(s *scen, bad bool)
 }
 
 var codeCases = []codeCase{
@@ -116,7 +117,7 @@ var codeCases = []codeCase{
 		}
 		s.seg(I2R, send(1, 16))
 	}},
-	{name: "FPDU after reject", code: CodeFPDUAfterReject, run: func(s *scen, bad bool) {
+	{name: "FPDU after reject", code: CodeFPDUAfterReject, base: []Code{CodeReject}, run: func(s *scen, bad bool) {
 		s.mpa(I2R, mpaReq(1))
 		r := mpaRep(1)
 		r.Reject = true
@@ -426,6 +427,16 @@ var codeCases = []codeCase{
 		}
 		s.seg(I2R, g)
 	}},
+	{name: "DV 2 on two messages", code: CodeDVInvalid, many: true, count: 2, run: func(s *scen, bad bool) {
+		s.handshake()
+		for msn := uint32(1); msn <= 4; msn++ {
+			g := send(msn, 16)
+			if bad && msn%2 == 0 {
+				g.DDP.DV = 2
+			}
+			s.seg(I2R, g)
+		}
+	}},
 	{name: "DDP Rsvd", code: CodeDDPRsvdNonzero, run: func(s *scen, bad bool) {
 		s.handshake()
 		g := send(1, 16)
@@ -474,7 +485,7 @@ var codeCases = []codeCase{
 		}
 		s.seg(I2R, send(3, 16))
 	}},
-	{name: "MO hole", code: CodeMOGap, run: func(s *scen, bad bool) {
+	{name: "MO hole", code: CodeMOOutOfOrder, run: func(s *scen, bad bool) {
 		s.handshake()
 		s.seg(I2R, untagged(decode.OpSend, 0, 1, 0, false, 100))
 		mo := uint32(100)
@@ -485,7 +496,7 @@ var codeCases = []codeCase{
 		s.seg(I2R, untagged(decode.OpSend, 0, 1, mo, true, 100))
 		s.seg(I2R, send(2, 16))
 	}},
-	{name: "first MO not 0", code: CodeMOGap, run: func(s *scen, bad bool) {
+	{name: "first MO not 0", code: CodeMOOutOfOrder, run: func(s *scen, bad bool) {
 		s.handshake()
 		mo := uint32(0)
 		if bad {
@@ -494,7 +505,7 @@ var codeCases = []codeCase{
 		}
 		s.seg(I2R, untagged(decode.OpSend, 0, 1, mo, true, 100))
 	}},
-	{name: "MO overlap", code: CodeMOOverlap, run: func(s *scen, bad bool) {
+	{name: "MO overlap", code: CodeMOOutOfOrder, run: func(s *scen, bad bool) {
 		s.handshake()
 		s.seg(I2R, untagged(decode.OpSend, 0, 1, 0, false, 100))
 		mo := uint32(100)
@@ -503,6 +514,38 @@ var codeCases = []codeCase{
 			mo = 50
 		}
 		s.seg(I2R, untagged(decode.OpSend, 0, 1, mo, true, 100))
+	}},
+	{name: "first two segments swapped", code: CodeMOOutOfOrder, run: func(s *scen, bad bool) {
+		s.handshake()
+		first, second := untagged(decode.OpSend, 0, 1, 0, false, 100), untagged(decode.OpSend, 0, 1, 100, false, 100)
+		if bad {
+			s.mark()
+			first, second = second, first
+		}
+		s.seg(I2R, first)
+		s.seg(I2R, second)
+		s.seg(I2R, untagged(decode.OpSend, 0, 1, 200, true, 100))
+		s.seg(I2R, send(2, 16))
+	}},
+	{name: "L segment sent before the other", code: CodeMOOutOfOrder, run: func(s *scen, bad bool) {
+		s.handshake()
+		first, second := untagged(decode.OpSend, 0, 1, 0, false, 100), untagged(decode.OpSend, 0, 1, 100, true, 100)
+		if bad {
+			s.mark()
+			first, second = second, first
+		}
+		s.seg(I2R, first)
+		s.seg(I2R, second)
+		s.seg(I2R, send(2, 16))
+	}},
+	{name: "rejected", code: CodeReject, run: func(s *scen, bad bool) {
+		s.mpa(I2R, mpaReq(2))
+		r := mpaRep(2)
+		if bad {
+			s.mark()
+			r.Reject = true
+		}
+		s.mpa(R2I, r)
 	}},
 	{name: "MO wrap", code: CodeMOWrap, base: []Code{CodeUncertainAfterGap}, run: func(s *scen, bad bool) {
 		s.handshake()
@@ -1156,7 +1199,7 @@ func TestFindingCodes(t *testing.T) {
 					t.Errorf("bad run also raised %s", f.String())
 				}
 			}
-			if n == 0 || (n > 1 && !tc.many) {
+			if n == 0 || (n > 1 && !tc.many) || (tc.count > 0 && n != tc.count) {
 				t.Errorf("bad run raised %s %d times, want once; findings:\n%s", tc.code, n, dumpFindings(bad.fs))
 			}
 			if t.Failed() {

@@ -85,8 +85,9 @@ type dirState struct {
 	s0          uint32 // marker phase (RFC 5044 §4.3), when s0Known
 	s0Known     bool
 
-	verSet bool
-	dv, rv uint8
+	verSet           bool
+	dv, rv           uint8 // the stream's versions
+	inBadDV, inBadRV bool  // the last segment had other versions
 
 	q      [4]queue // untagged queues QN 0..3
 	tg     []tmsg   // open tagged messages (cap Limits.OpenTagged)
@@ -115,6 +116,17 @@ type queue struct {
 	resync bool   // a gap (or a mid-stream start) left the queue unknown
 	open   bool
 	m      umsg
+	last   lastMsg // the message that ended last
+}
+
+// lastMsg remembers the last ended message of a queue, to recognise its
+// segments that come after its L segment.
+type lastMsg struct {
+	valid            bool
+	flagged          bool
+	msn              uint32
+	end              uint64
+	first, lastFrame int
 }
 
 // umsg is an open untagged message.
@@ -135,6 +147,7 @@ type umsg struct {
 	rtr         bool
 	opOK        bool // the opcode fits T and QN: RDMAP semantics apply
 	cut         bool // a segment was not captured whole (At.Missing)
+	moFlag      bool // DDP-06 already reported
 }
 
 // tmsg is an open tagged message.

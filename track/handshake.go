@@ -130,6 +130,9 @@ func (c *conn) settle(at *At) {
 	st.gso[I2R] = rq.rev >= 2 && rq.res&decode.MPAFlagGSO != 0
 	st.gso[R2I] = rp.rev >= 2 && rp.res&decode.MPAFlagGSO != 0
 	st.rejected = rp.reject
+	if rp.reject {
+		c.finding(CodeReject, R2I, at, st.reqFrame, "MPA Reply rejects the connection (R=1): no FPDUs follow; the TCP connection is left to the ULP (RFC 5044 §7.1.2 rules 2-3)")
+	}
 	if rq.s != rp.s {
 		c.finding(CodeEnhancedMismatch, R2I, at, st.reqFrame, "MPA Request S=%t but Reply S=%t: an RFC 6581 Responder mirrors the Request's form, other Responders close instead of replying (RFC 6581 §10)", rq.s, rp.s)
 	}

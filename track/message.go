@@ -33,12 +33,16 @@ func (c *conn) untagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mar
 			case m.gapHit && mo > m.nextMO:
 				// octets lost in a gap
 				mark |= MarkUncertain
+			case m.moFlag:
+				// reported once per message
 			case mo > m.nextMO:
+				m.moFlag = true
 				m.state = MsgInconsistent
-				c.finding(CodeMOGap, dir, at, m.first, "QN %d MSN %d: segment at MO %d, but the message's octets end at %d: %d octets missing; segments are sent in MO order (RFC 5041 §5.3; Terminate 0x1/0x2/0x04)", h.QN, h.MSN, mo, m.nextMO, mo-m.nextMO)
+				c.finding(CodeMOOutOfOrder, dir, at, m.first, "QN %d MSN %d: segment at MO %d, but the message's octets end at %d: %d octets missing; segments are sent in MO order (RFC 5041 §5.3; Terminate 0x1/0x2/0x04)", h.QN, h.MSN, mo, m.nextMO, mo-m.nextMO)
 			default:
+				m.moFlag = true
 				m.state = MsgInconsistent
-				c.finding(CodeMOOverlap, dir, at, m.first, "QN %d MSN %d: segment at MO %d overlaps octets already sent (up to MO %d) (RFC 5041 §5.3)", h.QN, h.MSN, mo, m.nextMO)
+				c.finding(CodeMOOutOfOrder, dir, at, m.first, "QN %d MSN %d: segment at MO %d goes back into octets already sent (up to MO %d): segments out of order or overlapping (RFC 5041 §5.3)", h.QN, h.MSN, mo, m.nextMO)
 			}
 			if end > m.nextMO {
 				m.nextMO = end
@@ -60,8 +64,22 @@ func (c *conn) untagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mar
 		c.endUntagged(at, dir, q, MsgIncomplete, "no L segment")
 	}
 
+	// A segment of the message that just ended with its L segment: sent
+	// after the L segment, which goes last (RFC 5041 §4.1), typically
+	// swapped with it.
+	if l := &q.last; l.valid && h.MSN == l.msn && end <= l.end && !(mo == 0 && h.Last) && !q.resync {
+		if !l.flagged {
+			l.flagged = true
+			c.finding(CodeMOOutOfOrder, dir, at, l.first, "QN %d MSN %d: segment at MO %d after the message's L segment (frames %d-%d): the L segment is sent after all others (RFC 5041 §4.1, §5.3)", h.QN, h.MSN, mo, l.first, l.lastFrame)
+		}
+		st := &c.st.Dir[dir]
+		st.InconsistentMessages++
+		return mark
+	}
+
 	// A new message.
 	state := MsgComplete
+	moFlag := false
 	gapHit := false
 	if q.resync || !q.known {
 		mark |= MarkUncertain
@@ -80,8 +98,8 @@ func (c *conn) untagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mar
 			c.finding(CodeMSNRepeat, dir, at, 0, "QN %d: MSN %d again (expected %d): each message takes the next MSN (RFC 5041 §5.1, §5.3; Terminate 0x1/0x2/0x03)", h.QN, h.MSN, q.next)
 		}
 		if mo != 0 {
-			state = MsgInconsistent
-			c.finding(CodeMOGap, dir, at, 0, "QN %d MSN %d starts at MO %d: a message's first segment has MO 0 (RFC 5041 §5.3; Terminate 0x1/0x2/0x04)", h.QN, h.MSN, mo)
+			state, moFlag = MsgInconsistent, true
+			c.finding(CodeMOOutOfOrder, dir, at, 0, "QN %d MSN %d starts at MO %d: a message's first segment has MO 0, segments go in MO order (RFC 5041 §5.3; Terminate 0x1/0x2/0x04)", h.QN, h.MSN, mo)
 		}
 	}
 	// A Terminate may cut a message short: it goes out after the last
@@ -95,7 +113,7 @@ func (c *conn) untagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mar
 		op: s.RDMAP.Opcode, ctl: h.RsvdULP, inv: s.InvalidateSTag, qn: h.QN, msn: h.MSN,
 		nextMO: end, length: n, payload: uint64(len(s.Payload)), segs: 1,
 		first: at.Frame, last: at.last(), start: at.Time, end: at.Time,
-		state: state, gapHit: gapHit, opOK: opOK, rtr: c.curRTR, cut: c.curPartial,
+		state: state, gapHit: gapHit, opOK: opOK, rtr: c.curRTR, cut: c.curPartial, moFlag: moFlag,
 	}
 	if opOK {
 		c.startUntagged(at, p, dir, q)
@@ -140,6 +158,7 @@ func (c *conn) endUntagged(at *At, dir Dir, q *queue, state MsgState, reason str
 	m := &q.m
 	q.open = false
 	c.d[dir].nOpenU--
+	q.last = lastMsg{valid: state == MsgComplete || state == MsgInconsistent, msn: m.msn, end: m.nextMO, first: m.first, lastFrame: m.last, flagged: m.moFlag}
 	if m.state == MsgInconsistent {
 		state = MsgInconsistent
 	}

@@ -306,45 +306,51 @@ func (c *conn) segment(at *At, p *decode.PDU, dir Dir) Mark {
 	return mark
 }
 
-// versions checks DV and RV (DDP-01, RD-01, draft-differences §7).
+// versions checks DV and RV (DDP-01, RD-01, draft-differences §7). The
+// stream's versions are 1 after an IETF MPA exchange, else what its first
+// segment carries; each run of segments with other versions is reported
+// once.
 func (c *conn) versions(at *At, dir Dir, dv, rv uint8) {
 	d := &c.d[dir]
 	if d.verSet {
-		if dv != d.dv && c.once(dir, CodeDVInvalid) {
-			c.finding(CodeDVInvalid, dir, at, 0, "DDP Version changes from %d to %d within the stream: it is the same for every segment (RFC 5041 §4.1)", d.dv, dv)
+		bad := dv != d.dv
+		if bad && !d.inBadDV {
+			c.finding(CodeDVInvalid, dir, at, 0, "DDP Version %d where the stream uses %d: it is the same for every segment (RFC 5041 §4.1); Terminate 0x1/0x1/0x04 or 0x1/0x2/0x06", dv, d.dv)
 		}
-		if rv != d.rv && c.once(dir, CodeRVInvalid) {
-			c.finding(CodeRVInvalid, dir, at, 0, "RDMAP Version changes from %d to %d within the stream (RFC 5040 §4.1)", d.rv, rv)
+		d.inBadDV = bad
+		bad = rv != d.rv
+		if bad && !d.inBadRV {
+			c.finding(CodeRVInvalid, dir, at, 0, "RDMAP Version %d where the stream uses %d (RFC 5040 §4.1); Terminate 0x0/0x2/0x05", rv, d.rv)
 		}
+		d.inBadRV = bad
 		return
 	}
-	d.verSet, d.dv, d.rv = true, dv, rv
 	hs := &c.hs
 	ietf := hs.sawReq && hs.sawRep && hs.req.rev >= 1 && hs.rep.rev >= 1
+	d.verSet, d.dv, d.rv = true, dv, rv
 	switch {
 	case dv > 1:
-		c.once(dir, CodeDVInvalid)
 		c.finding(CodeDVInvalid, dir, at, 0, "DDP Version %d: only 1 (RFC 5041) and 0 (RDMA Consortium) exist; Terminate 0x1/0x1/0x04 or 0x1/0x2/0x06 (RFC 5041 §4.1, §7.2)", dv)
+		d.dv = 1
 	case dv == 0 && ietf:
-		c.once(dir, CodeDVInvalid)
 		c.finding(CodeDVInvalid, dir, at, 0, "DDP Version 0 (RDMA Consortium) after an MPA Rev %d/%d exchange: RFC 5041 §4.1 requires 1 (draft-differences §7)", hs.req.rev, hs.rep.rev)
+		d.dv = 1
 	default:
-		if o := &c.d[dir^1]; o.verSet && o.dv <= 1 && dv != o.dv {
-			c.once(dir, CodeDVInvalid)
+		if o := &c.d[dir^1]; o.verSet && dv != o.dv {
 			c.finding(CodeDVInvalid, dir, at, o.firstFrame, "DDP Version %d here but %d in the other direction: both directions use one version (RFC 5041 §4.1, RFC 5044 App. C)", dv, o.dv)
 		}
 	}
 	switch {
 	case rv > 1:
-		c.once(dir, CodeRVInvalid)
 		c.finding(CodeRVInvalid, dir, at, 0, "RDMAP Version %d: only 01b (RFC 5040) and 00b (RDMA Consortium) exist; Terminate 0x0/0x2/0x05 (RFC 5040 §4.1, §7.2)", rv)
+		d.rv = 1
 	case rv == 0 && ietf:
-		c.once(dir, CodeRVInvalid)
 		c.finding(CodeRVInvalid, dir, at, 0, "RDMAP Version 00b (RDMA Consortium) after an MPA Rev %d/%d exchange; Terminate 0x0/0x2/0x05 (draft-differences §7)", hs.req.rev, hs.rep.rev)
+		d.rv = 1
 	case dv <= 1 && rv != dv:
-		c.once(dir, CodeRVInvalid)
 		c.finding(CodeRVInvalid, dir, at, 0, "RDMAP Version %d with DDP Version %d: the two versions switch together (RFC 5044 App. C, draft-differences §7)", rv, dv)
 	}
+	d.inBadDV, d.inBadRV = dv != d.dv, rv != d.rv
 }
 
 // remember records a sent segment for Terminate blame.

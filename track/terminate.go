@@ -326,7 +326,7 @@ func judge(cause decode.TermCause, t *decode.Terminate, e *histEntry) (Verdict, 
 					return consistent()
 				}
 			case 0x04:
-				if flagged(CodeMOGap, CodeMOOverlap, CodeMOWrap) {
+				if flagged(CodeMOOutOfOrder, CodeMOWrap) {
 					return consistent()
 				}
 			case 0x06:
