@@ -12,28 +12,35 @@ import (
 	"os"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 
 	"github.com/iwkit/iwkit/filter"
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
 )
 
-// Exit codes are a contract (README): 0 clean, 1 usage or I/O error.
+// Exit codes are a contract (README).
 const (
-	exitOK    = 0
-	exitError = 1
+	exitOK       = 0 // the input was read to its end
+	exitError    = 1 // usage, I/O error or damaged input
+	exitFindings = 2 // --fail-on: a finding of that severity or worse was raised
 )
 
 type options struct {
-	file    string
-	count   int
-	verbose bool
-	hex     bool
-	format  string
-	numeric bool
-	display string
-	ports   []uint16
-	filter  *filter.Filter[*record]
+	files    []string
+	count    int
+	verbose  bool
+	hex      bool
+	format   string
+	numeric  bool
+	quiet    bool
+	display  string
+	ports    []uint16
+	stats    []string
+	plot     string
+	failOn   string
+	progress string
+	filter   *filter.Filter[*record]
 }
 
 func main() {
@@ -44,12 +51,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("iwdump", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	fs.StringVar(&o.file, "r", "", "read frames from `FILE` (pcap or pcapng, may be gzip-compressed; - for stdin)")
+	fs.Func("r", "read frames from `FILE` (pcap or pcapng, may be gzip-compressed; - for stdin); repeat to merge several files in time order", func(v string) error {
+		o.files = append(o.files, v)
+		return nil
+	})
 	fs.IntVar(&o.count, "c", 0, "stop after `N` frames")
 	fs.BoolVar(&o.verbose, "V", false, "print the full field tree of every PDU")
 	fs.BoolVar(&o.hex, "x", false, "print the PDU's octets in hex")
 	fs.BoolVar(&o.numeric, "n", false, "print named values (opcodes, Terminate causes, ...) as numbers")
-	fs.StringVar(&o.display, "Y", "", "display only PDUs matching the display `filter`, e.g. 'rdmap.opcode == \"RDMA Read Request\" && rdmap.sink_stag == 0x1234'")
+	fs.BoolVar(&o.quiet, "q", false, "print no PDUs or findings, only the -z tables")
+	fs.StringVar(&o.display, "Y", "", "display only PDUs and findings matching the display `filter`, e.g. 'rdmap.opcode == \"RDMA Read Request\" && rdmap.sink_stag == 0x1234'")
 	fs.Func("decode-as", "treat TCP `PORT` as iWARP even where content detection hesitates (repeatable)", func(v string) error {
 		p, err := strconv.ParseUint(v, 10, 16)
 		if err != nil {
@@ -58,9 +69,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		o.ports = append(o.ports, uint16(p))
 		return nil
 	})
-	fs.StringVar(&o.format, "T", "text", "output `format`: text or json (NDJSON, one object per PDU)")
+	fs.Func("z", "print statistics `STAT` at the end: conv, ops, findings, latency (repeatable)", func(v string) error {
+		for _, s := range strings.Split(v, ",") {
+			if !validStat(s) {
+				return fmt.Errorf("unknown statistic %q (want one of %s)", s, strings.Join(statNames, ", "))
+			}
+			o.stats = append(o.stats, s)
+		}
+		return nil
+	})
+	fs.StringVar(&o.plot, "plot", "", "draw an I/O graph and the read-latency distribution to `FILE` (.svg or .png)")
+	fs.StringVar(&o.failOn, "fail-on", "", "exit with status 2 when a finding of `SEVERITY` (error, warning, note) or worse was raised")
+	fs.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto (large files, stderr a terminal), always, never")
+	fs.StringVar(&o.format, "T", "text", "output `format`: text or json (NDJSON, one object per PDU or finding)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: iwdump -r FILE [-c N] [-n] [-V] [-x] [-Y FILTER] [-T text|json]\n")
+		fmt.Fprintf(stderr, "usage: iwdump -r FILE [-r FILE]... [-c N] [-n] [-q] [-V] [-x] [-Y FILTER] [-T text|json] [-z STAT] [--plot FILE] [--fail-on SEVERITY]\n")
 		fs.PrintDefaults()
 	}
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to `FILE` (for performance work)")
@@ -77,9 +100,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	if o.file == "" || fs.NArg() > 0 || (o.format != "text" && o.format != "json") {
+	usage := func(msg string) int {
+		fmt.Fprintf(stderr, "iwdump: %s\n", msg)
 		fs.Usage()
 		return exitError
+	}
+	switch {
+	case len(o.files) == 0:
+		return usage("no input: give -r FILE")
+	case fs.NArg() > 0:
+		return usage(fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+	case o.format != "text" && o.format != "json":
+		return usage(fmt.Sprintf("unknown output format %q", o.format))
+	case o.failOn != "" && severityRank(o.failOn) < 0:
+		return usage(fmt.Sprintf("--fail-on takes error, warning or note, not %q", o.failOn))
+	case o.progress != "auto" && o.progress != "always" && o.progress != "never":
+		return usage(fmt.Sprintf("--progress takes auto, always or never, not %q", o.progress))
+	case o.plot != "" && !strings.HasSuffix(o.plot, ".svg") && !strings.HasSuffix(o.plot, ".png"):
+		return usage("--plot FILE must end in .svg or .png")
 	}
 	if o.display != "" {
 		f, err := filter.Compile(o.display, resolveField)
@@ -89,33 +127,67 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		o.filter = f
 	}
-	r, err := pcap.Open(o.file)
+	src, total, err := openSources(o.files)
 	if err != nil {
 		fmt.Fprintf(stderr, "iwdump: %v\n", err)
 		return exitError
 	}
-	defer r.Close()
+	defer src.Close()
 	w := bufio.NewWriterSize(stdout, 1<<16)
 	defer w.Flush()
-	if err := dump(r, w, stderr, &o); err != nil {
+	out := &printer{w: w, o: &o, worst: -1}
+	h := newHandler(out)
+	prog := newProgress(stderr, o.progress, total)
+	derr := dump(src, h, &o, prog)
+	prog.finish()
+	if derr != nil {
+		// Everything before the damage is printed first.
 		w.Flush()
-		fmt.Fprintf(stderr, "iwdump: %v\n", err)
+		fmt.Fprintf(stderr, "iwdump: %v\n", derr)
+	}
+	rep := h.report()
+	for _, s := range o.stats {
+		rep.write(w, s)
+	}
+	if o.plot != "" {
+		if err := h.plots.write(o.plot); err != nil {
+			fmt.Fprintf(stderr, "iwdump: --plot: %v\n", err)
+			return exitError
+		}
+	}
+	if derr != nil {
 		return exitError
+	}
+	if o.failOn != "" && out.worst >= severityRank(o.failOn) {
+		return exitFindings
 	}
 	return exitOK
 }
 
-// dump reads every frame and prints the PDUs found. A damaged file ends the
-// loop with an error after everything before the damage was printed.
-func dump(r *pcap.Reader, w *bufio.Writer, stderr io.Writer, o *options) error {
-	out := &printer{w: w, o: o}
-	h := newHandler(out)
+// severityRank orders severities: note 0, warning 1, error 2; -1 unknown.
+func severityRank(s string) int {
+	switch s {
+	case "note":
+		return 0
+	case "warning":
+		return 1
+	case "error":
+		return 2
+	}
+	return -1
+}
+
+// dump feeds every frame through the reassembler and the tracker.
+func dump(src frameSource, h *handler, o *options, prog *progress) error {
 	a := reassembly.New(reassembly.Config{Ports: o.ports}, h)
-	defer h.t.Finish()
-	defer a.Flush()
+	h.asm = a
 	var fr pcap.Frame
+	defer func() {
+		a.Flush()
+		h.t.Finish()
+	}()
 	for n := 0; o.count == 0 || n < o.count; n++ {
-		err := r.Next(&fr)
+		err := src.Next(&fr)
 		if err == io.EOF {
 			return nil
 		}
@@ -125,8 +197,10 @@ func dump(r *pcap.Reader, w *bufio.Writer, stderr io.Writer, o *options) error {
 		if n == 0 {
 			h.first = fr.Timestamp
 		}
+		prog.add(fr.CapLen + 16)
+		h.plots.frame(&fr)
 		if err := a.FeedFrame(&fr); err != nil && !errors.Is(err, pcap.ErrNotTCP) {
-			out.note(&fr, fr.Timestamp.Sub(h.first), "undecodable frame: "+err.Error())
+			h.out.note(&fr, fr.Timestamp.Sub(h.first), "undecodable frame: "+err.Error())
 		}
 	}
 	return nil

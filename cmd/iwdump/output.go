@@ -17,9 +17,10 @@ type endpoint = netip.AddrPort
 
 // printer writes PDUs in the chosen output format.
 type printer struct {
-	w   *bufio.Writer
-	o   *options
-	buf []byte
+	w     *bufio.Writer
+	o     *options
+	buf   []byte
+	worst int // highest severity rank of the findings raised (-1: none)
 }
 
 func appendSeconds(b []byte, d time.Duration) []byte {
@@ -57,7 +58,7 @@ func (p *printer) jsonHead(b []byte, frame int, rel time.Duration, c *reassembly
 
 func (p *printer) pdu(frame int, rel time.Duration, c *reassembly.Conn, d reassembly.Dir, src, dst endpoint, e *reassembly.PDUEvent) {
 	pdu := &e.PDU
-	if p.o.filter != nil && !p.o.filter.Match(&record{pdu: pdu}) {
+	if p.o.quiet || p.o.filter != nil && !p.o.filter.Match(&record{pdu: pdu}) {
 		return
 	}
 	b := p.buf[:0]
@@ -91,7 +92,8 @@ func (p *printer) pdu(frame int, rel time.Duration, c *reassembly.Conn, d reasse
 
 // finding prints a tracker finding; c is nil when the connection is unknown.
 func (p *printer) finding(frame int, rel time.Duration, f *track.Finding, c *reassembly.Conn) {
-	if p.o.filter != nil && !p.o.filter.Match(&record{finding: f}) {
+	p.worst = max(p.worst, severityRank(f.Severity.String()))
+	if p.o.quiet || p.o.filter != nil && !p.o.filter.Match(&record{finding: f}) {
 		return
 	}
 	var src, dst endpoint
@@ -108,7 +110,8 @@ func (p *printer) finding(frame int, rel time.Duration, f *track.Finding, c *rea
 // event prints a finding (or another non-PDU event) of a connection:
 // kind "finding" with severity, code and message.
 func (p *printer) event(frame int, rel time.Duration, c *reassembly.Conn, d reassembly.Dir, src, dst endpoint, kind, severity, code, msg string) {
-	if p.o.filter != nil && !p.o.filter.Match(&record{finding: &track.Finding{Message: msg}, sev: severity, code: code}) {
+	p.worst = max(p.worst, severityRank(severity))
+	if p.o.quiet || p.o.filter != nil && !p.o.filter.Match(&record{finding: &track.Finding{Message: msg}, sev: severity, code: code}) {
 		return
 	}
 	p.emitFinding(frame, rel, c, d, src, dst, severity, code, msg)
@@ -146,6 +149,9 @@ func (p *printer) emitFinding(frame int, rel time.Duration, c *reassembly.Conn, 
 
 // note prints a line about a frame that holds no decodable PDU.
 func (p *printer) note(fr *pcap.Frame, rel time.Duration, msg string) {
+	if p.o.quiet {
+		return
+	}
 	if p.o.format == "json" {
 		b := append(p.buf[:0], `{"frame":`...)
 		b = strconv.AppendInt(b, int64(fr.Number), 10)

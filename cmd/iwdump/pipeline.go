@@ -33,14 +33,32 @@ func ends(c *reassembly.Conn, d reassembly.Dir) (src, dst netip.AddrPort) {
 type handler struct {
 	out   *printer
 	t     *track.Tracker
+	asm   *reassembly.Assembler
 	first time.Time // timestamp of the first frame: output times count from it
 	conns map[int]*reassembly.Conn
+	plots plots
 }
 
 func newHandler(out *printer) *handler {
 	h := &handler{out: out, conns: map[int]*reassembly.Conn{}}
-	h.t = track.New(track.Config{OnFinding: h.onFinding})
+	h.plots.enabled = out.o.plot != ""
+	h.t = track.New(track.Config{OnFinding: h.onFinding, OnOperation: h.onOperation})
 	return h
+}
+
+func (h *handler) onOperation(op *track.Operation) {
+	if op.Kind == track.OpRead && op.Status == track.OpOK {
+		h.plots.latency(op.Latency)
+	}
+}
+
+// report gathers what the -z tables need; call it after dump.
+func (h *handler) report() *report {
+	r := &report{conns: h.conns, cs: h.t.AllConnStats(), all: h.t.Stats()}
+	if h.asm != nil {
+		r.asm = h.asm.Stats()
+	}
+	return r
 }
 
 // trackDir maps a reassembly direction to the MPA roles track uses.
@@ -91,6 +109,9 @@ func (h *handler) PDU(c *reassembly.Conn, e *reassembly.PDUEvent) {
 		cp.Initiator = c.Initiator
 	}
 	h.out.pdu(e.LastFrame, h.rel(e.LastTime), c, e.Dir, src, dst, e)
+	if h.plots.enabled && !e.PDU.IsMPAFrame && e.PDU.SegErr == nil {
+		h.plots.octets(int(trackDir(c, e.Dir)), e.LastTime, len(e.PDU.Seg.Payload))
+	}
 	at := h.at(c, e.Dir, e.FirstFrame, e.LastFrame, e.LastTime)
 	at.HasSeq, at.Seq, at.End = true, e.Seq, e.Seq+uint32(e.Len)
 	if e.PDU.IsMPAFrame {

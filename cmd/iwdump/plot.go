@@ -1,0 +1,155 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"time"
+
+	"github.com/iwkit/iwkit/pcap"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// plots collects, in bounded memory, what --plot draws: an I/O graph
+// (iWARP payload octets per time bucket and direction) and the RDMA Read
+// latency distribution.
+type plots struct {
+	enabled bool
+	start   time.Time
+	bucket  time.Duration // doubles when the series would grow past maxBuckets
+	io      [2][]float64  // octets per bucket, per direction (i2r, r2i)
+	lat     [latBins]uint64
+	frames  uint64
+}
+
+const (
+	maxBuckets = 1024
+	latBins    = 120 // log-spaced from 100 ns, 12 bins per decade: up to 1000 s
+)
+
+func (p *plots) frame(f *pcap.Frame) {
+	if !p.enabled {
+		return
+	}
+	if p.frames == 0 {
+		p.start, p.bucket = f.Timestamp, time.Millisecond
+	}
+	p.frames++
+}
+
+// octets adds ULP octets sent in direction d at time t.
+func (p *plots) octets(d int, t time.Time, n int) {
+	if !p.enabled || p.frames == 0 {
+		return
+	}
+	i := int(t.Sub(p.start) / p.bucket)
+	for i >= maxBuckets {
+		// Halve the resolution: merge bucket pairs.
+		for dd := range p.io {
+			s := p.io[dd]
+			for j := 0; j < len(s); j += 2 {
+				v := s[j]
+				if j+1 < len(s) {
+					v += s[j+1]
+				}
+				s[j/2] = v
+			}
+			p.io[dd] = s[:(len(s)+1)/2]
+		}
+		p.bucket *= 2
+		i = int(t.Sub(p.start) / p.bucket)
+	}
+	if i < 0 {
+		i = 0
+	}
+	for len(p.io[d]) <= i {
+		p.io[d] = append(p.io[d], 0)
+	}
+	p.io[d][i] += float64(n)
+}
+
+func latBin(d time.Duration) int {
+	if d < 100 {
+		return 0
+	}
+	b := int(12 * math.Log10(float64(d)/100))
+	return min(b, latBins-1)
+}
+
+func binLow(i int) time.Duration { return time.Duration(100 * math.Pow(10, float64(i)/12)) }
+
+func (p *plots) latency(d time.Duration) {
+	if p.enabled {
+		p.lat[latBin(d)]++
+	}
+}
+
+func (p *plots) write(name string) error {
+	iog := plot.New()
+	iog.Title.Text = "iWARP I/O"
+	iog.X.Label.Text = "seconds since the first frame"
+	iog.Y.Label.Text = fmt.Sprintf("ULP payload Mbit/s (per %s)", p.bucket)
+	colors := []color.Color{color.RGBA{R: 31, G: 119, B: 180, A: 255}, color.RGBA{R: 214, G: 39, B: 40, A: 255}}
+	for d, name := range []string{"i2r", "r2i"} {
+		pts := make(plotter.XYs, len(p.io[d]))
+		for i, v := range p.io[d] {
+			pts[i].X = (time.Duration(i) * p.bucket).Seconds()
+			pts[i].Y = v * 8 / p.bucket.Seconds() / 1e6
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		l.Color = colors[d]
+		iog.Add(l)
+		iog.Legend.Add(name, l)
+	}
+	iog.Legend.Top = true
+
+	lh := plot.New()
+	lh.Title.Text = "RDMA Read latency (request to last response segment)"
+	lh.X.Label.Text = "latency, µs (log scale)"
+	lh.Y.Label.Text = "reads"
+	lh.X.Scale = plot.LogScale{}
+	lh.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	var hist plotter.XYs
+	for i, n := range p.lat {
+		if n > 0 {
+			lo, hi := binLow(i), binLow(i+1)
+			hist = append(hist, plotter.XY{X: float64(lo) / 1e3, Y: 0}, plotter.XY{X: float64(lo) / 1e3, Y: float64(n)},
+				plotter.XY{X: float64(hi) / 1e3, Y: float64(n)}, plotter.XY{X: float64(hi) / 1e3, Y: 0})
+		}
+	}
+	if len(hist) > 0 {
+		l, err := plotter.NewLine(hist)
+		if err != nil {
+			return err
+		}
+		l.FillColor = color.RGBA{R: 44, G: 160, B: 44, A: 160}
+		lh.Add(l)
+	} else {
+		lh.Title.Text += ": no reads in the capture"
+		lh.X.Scale = plot.LinearScale{}
+		lh.X.Tick.Marker = plot.DefaultTicks{}
+	}
+
+	const w, h = 24 * vg.Centimeter, 20 * vg.Centimeter
+	var c vg.CanvasWriterTo
+	if len(name) > 4 && name[len(name)-4:] == ".png" {
+		c = vgimg.PngCanvas{Canvas: vgimg.New(w, h)}
+	} else {
+		c = newSVG(w, h)
+	}
+	tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Centimeter / 2, PadTop: vg.Centimeter / 4, PadBottom: vg.Centimeter / 4, PadLeft: vg.Centimeter / 4, PadRight: vg.Centimeter / 2}
+	canvases := plot.Align([][]*plot.Plot{{iog}, {lh}}, tiles, draw.New(c))
+	iog.Draw(canvases[0][0])
+	lh.Draw(canvases[1][0])
+	return saveCanvas(c, name)
+}

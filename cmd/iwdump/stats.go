@@ -1,0 +1,148 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/reassembly"
+	"github.com/iwkit/iwkit/track"
+)
+
+// The -z tables, in tshark's habit: printed after the PDUs (or alone with
+// -q), one table per statistic, a row per connection.
+
+var statNames = []string{"conv", "ops", "findings", "latency"}
+
+func validStat(s string) bool {
+	for _, n := range statNames {
+		if s == n {
+			return true
+		}
+	}
+	return false
+}
+
+// report holds what the tables need once the capture is read.
+type report struct {
+	conns map[int]*reassembly.Conn
+	cs    []track.ConnStats
+	all   track.Stats
+	asm   reassembly.Stats
+	live  string // capture statistics line of a live capture, if any
+}
+
+func dur(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	switch {
+	case d < time.Microsecond:
+		return fmt.Sprintf("%dns", d.Nanoseconds())
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.1fµs", float64(d.Nanoseconds())/1e3)
+	case d < time.Second:
+		return fmt.Sprintf("%.2fms", float64(d.Nanoseconds())/1e6)
+	}
+	return fmt.Sprintf("%.3fs", d.Seconds())
+}
+
+func (r *report) addrs(id int) (string, string) {
+	c := r.conns[id]
+	if c == nil {
+		return "?", "?"
+	}
+	init := reassembly.DirAB
+	if c.Initiator >= 0 {
+		init = reassembly.Dir(c.Initiator)
+	}
+	return c.Addr[init].String(), c.Addr[init.Other()].String()
+}
+
+func (r *report) write(w io.Writer, stat string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	line := strings.Repeat("=", 78)
+	fmt.Fprintln(w, line)
+	switch stat {
+	case "conv":
+		fmt.Fprintln(w, "iWARP connections (i2r: from the MPA initiator)")
+		fmt.Fprintln(tw, "conn\tinitiator\tresponder\tera\tCRC\tFPDUs i2r\toctets i2r\tFPDUs r2i\toctets r2i\tgaps\tCRC bad\tfindings\tclosed\t")
+		for _, c := range r.cs {
+			a, b := r.addrs(c.Conn)
+			var nf uint64
+			for _, n := range c.Findings {
+				nf += uint64(n)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", c.Conn, a, b, c.Era.Name(), c.Era.CRC,
+				c.Dir[0].FPDUs, c.Dir[0].ULPDUOctets, c.Dir[1].FPDUs, c.Dir[1].ULPDUOctets,
+				c.Dir[0].Gaps+c.Dir[1].Gaps, c.Dir[0].CRCBad+c.Dir[1].CRCBad, nf, orDash(c.Closed))
+		}
+	case "ops":
+		fmt.Fprintln(w, "RDMA operations by the side that starts them")
+		fmt.Fprintln(tw, "conn\tdir\tWrites\tSends\tSendInv\tReads\tanswered\tAtomics\tImm\tTerminates\tRTR\tpayload octets\t")
+		for _, c := range r.cs {
+			for d := 0; d < 2; d++ {
+				o, s := c.Dir[d].Ops, c.Dir[d]
+				fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", c.Conn, track.Dir(d), o.Writes, o.Sends, o.SendsWithInvalidate,
+					o.Reads, o.ReadsAnswered, o.Atomics, o.Immediates, o.Terminates, o.RTRs, s.PayloadOctets)
+			}
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+		fmt.Fprintln(tw, "opcode\tsegments\tmessages\toctets\t")
+		for op := 0; op < 16; op++ {
+			seg := r.all.Dir[0].Segments[op] + r.all.Dir[1].Segments[op]
+			if seg == 0 {
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t\n", decode.Opcode(op), seg, r.all.Dir[0].Messages[op]+r.all.Dir[1].Messages[op], r.all.Dir[0].Octets[op]+r.all.Dir[1].Octets[op])
+		}
+	case "findings":
+		fmt.Fprintln(w, "Findings by code")
+		fmt.Fprintln(tw, "severity\tcode\tcount\tchecks\tsummary\t")
+		type row struct {
+			info track.Info
+			n    uint64
+		}
+		var rows []row
+		for _, info := range track.Codes() {
+			if n := r.all.Findings[info.Code]; n > 0 {
+				rows = append(rows, row{info, n})
+			}
+		}
+		sort.SliceStable(rows, func(i, j int) bool { return rows[i].info.Severity > rows[j].info.Severity })
+		for _, x := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t\n", x.info.Severity, x.info.Name, x.n, x.info.Checks, x.info.Summary)
+		}
+		a := r.asm
+		fmt.Fprintf(tw, "\treassembly: gaps\t%d\t%d octets\t\t\n", a.Gaps, a.GapBytes)
+		fmt.Fprintf(tw, "\treassembly: skipped\t%d\toctets\t\t\n", a.SkippedBytes)
+		fmt.Fprintf(tw, "\treassembly: resyncs\t%d\t\t\t\n", a.Resyncs)
+		fmt.Fprintf(tw, "\treassembly: inconsistent retransmissions\t%d\t\t\t\n", a.InconsistentRetran)
+	case "latency":
+		fmt.Fprintln(w, "RDMA Read latency (Read Request to the Read Response's last segment)")
+		fmt.Fprintln(tw, "conn\treads\tmin\tmean\tp50\tp90\tp99\tp99.9\tmax\t")
+		for _, c := range r.cs {
+			l := c.ReadLatency
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Conn, l.Count, dur(l.Min), dur(l.Mean), dur(l.P50), dur(l.P90), dur(l.P99), dur(l.P999), dur(l.Max))
+		}
+		l := r.all.ReadLatency
+		fmt.Fprintf(tw, "all\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", l.Count, dur(l.Min), dur(l.Mean), dur(l.P50), dur(l.P90), dur(l.P99), dur(l.P999), dur(l.Max))
+	}
+	tw.Flush()
+	if stat == "conv" && r.live != "" {
+		fmt.Fprintln(w, r.live)
+	}
+	fmt.Fprintln(w, line)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
