@@ -65,6 +65,9 @@ type framer struct {
 
 	avg int // mean FPDU wire size, to estimate FPDUs lost in a gap
 	ver int // DV<<2|RV of the direction's FPDUs; -1 before the first
+	// s0Known: Params.S0 holds the direction's marker phase (its MPA frame
+	// was seen, or the phase was inferred).
+	s0Known bool
 }
 
 func (f *framer) init(fl *flow, d Dir) {
@@ -643,6 +646,7 @@ func (f *framer) frameDone(n int, frame int) {
 	P.Frame.PrivateData = c.pd[d]
 	P.FrameSeq = f.pos
 	P.S0 = f.pos + uint32(n) // the first marker sits before the first FPDU (RFC 5044 §4.3)
+	f.s0Known = true
 	// M asks for markers towards the frame's sender, i.e. on the other
 	// direction; C is OR-ed over both frames (RFC 5044 §7.1.1).
 	O.Markers, O.MarkersSource = fr.Markers, SourceHandshake

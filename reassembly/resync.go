@@ -187,22 +187,19 @@ func (f *framer) search(final bool) (int, hyp, chainRes, bool) {
 			best, bestH, bestR = c, h, r
 		}
 	}
-	scanH := hyp{crc: crc, valid: true, open: P.MarkersSource != SourceHandshake}
+	known := P.MarkersSource == SourceHandshake
+	scanH := hyp{crc: crc, valid: true, open: !known}
 	switch {
-	case P.MarkersSource == SourceHandshake:
-		if P.Markers {
-			scanH.markers, scanH.s0 = true, P.S0
-			if c, r, ok := f.markerCands(scanH, need, strict, final, 1<<20); ok {
-				try(c, scanH, r)
-			}
+	case P.Markers && P.MarkersSource != SourceUnknown && f.s0Known:
+		scanH.markers, scanH.s0, scanH.open = true, P.S0, false
+		if c, r, ok := f.markerCands(scanH, need, strict, final, 1<<20); ok {
+			try(c, scanH, r)
 		}
+	case known && !P.Markers:
+		// No markers, for sure.
 	default:
-		if P.MarkersSource == SourceInferred && P.Markers {
-			scanH.markers, scanH.s0, scanH.open = true, P.S0, false
-			if c, r, ok := f.markerCands(scanH, need, strict, final, 1<<20); ok {
-				try(c, scanH, r)
-			}
-		}
+		// Markers possible (or known, at an unknown phase): infer the phase
+		// from marker-like words.
 		var phases [8]uint32
 		for _, s0 := range f.phases(phases[:0]) {
 			h := hyp{markers: true, s0: s0, crc: crc, valid: true}
@@ -215,9 +212,15 @@ func (f *framer) search(final bool) (int, hyp, chainRes, bool) {
 				try(c, h, r)
 			}
 		}
+		if known {
+			// Markers for sure, phase unknown: no marker-free scan.
+			scanH.valid = false
+		}
 	}
-	if c, r, ok := f.scan(scanH, need, strict, final, best); ok {
-		try(c, scanH, r)
+	if scanH.valid {
+		if c, r, ok := f.scan(scanH, need, strict, final, best); ok {
+			try(c, scanH, r)
+		}
 	}
 	if best < 0 {
 		return 0, hyp{}, chainRes{}, false
@@ -542,9 +545,13 @@ func (f *framer) accept(c int, h hyp, r chainRes, frame int) {
 			changed = true
 		}
 		P.Markers, P.MarkersSource = h.markers, SourceInferred
-		if h.markers {
-			P.S0 = h.s0
+	}
+	if h.markers {
+		if !f.s0Known || markerOff(P.S0, h.s0) != 0 {
+			changed = true
 		}
+		P.S0 = h.s0
+		f.s0Known = true
 	}
 	if P.CRCSource != SourceHandshake {
 		if P.CRCSource != SourceInferred || P.CRC != r.crcOn {
