@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math/bits"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -231,9 +232,28 @@ func compareField(f tsharkField, tv string, pdu map[string]any) string {
 	}
 	path := f.path
 	switch f.ts {
-	case "iwarp_mpa.crc_check":
-		// tshark shows the computed CRC (crc_check) only when it checks.
-		path = "mpa.crc_computed"
+	case "iwarp_mpa.crc", "iwarp_mpa.crc_check":
+		// tshark shows a CRC as its four wire octets read in network
+		// order; iwkit gives the CRC32c value, sent least significant
+		// octet first (RFC 5044 §4.4). So tshark's number is ours with
+		// the octets reversed. crc_check is what tshark computed, shown
+		// where it checked; then our verdict must be "good" exactly when
+		// the wire field matches.
+		on, ok := ours(pdu, path)
+		if !ok {
+			return fmt.Sprintf("%s = %s in tshark, %s missing in iwdump", f.ts, tv, path)
+		}
+		if uint64(bits.ReverseBytes32(uint32(on))) != tn {
+			return fmt.Sprintf("%s: tshark %s, iwdump %s = %#x (wire order %#x)", f.ts, tv, path, on, bits.ReverseBytes32(uint32(on)))
+		}
+		if f.ts == "iwarp_mpa.crc_check" {
+			wire, _ := ours(pdu, "mpa.crc")
+			status, _ := lookup(pdu, "mpa.crc_status")
+			if good := wire == on; good != (status == float64(2)) { // -n: CRCGood is 2
+				return fmt.Sprintf("crc_status %v but wire %#x computed %#x", status, wire, on)
+			}
+		}
+		return ""
 	case "iwarp_rdma.term_layer", "iwarp_rdma.term_etype", "iwarp_rdma.term_errcode",
 		"iwarp_rdma.term_hdrct_m", "iwarp_rdma.hdrct_d", "iwarp_rdma.hdrct_r":
 		// tshark reads the RFC 5040 layout; for a Terminate in Linux
