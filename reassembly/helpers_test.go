@@ -205,6 +205,7 @@ type recorder struct {
 
 type gotPDU struct {
 	conn          uint64
+	src           netip.AddrPort
 	dir           Dir
 	frame         bool
 	seq           uint32
@@ -233,7 +234,7 @@ func (r *recorder) Negotiated(c *Conn, d Dir) {
 }
 
 func (r *recorder) PDU(c *Conn, e *PDUEvent) {
-	g := gotPDU{conn: c.ID, dir: e.Dir, frame: e.PDU.IsMPAFrame, seq: e.Seq, len: e.Len, ff: e.FirstFrame, lf: e.LastFrame,
+	g := gotPDU{conn: c.ID, src: c.Addr[e.Dir], dir: e.Dir, frame: e.PDU.IsMPAFrame, seq: e.Seq, len: e.Len, ff: e.FirstFrame, lf: e.LastFrame,
 		crc: e.PDU.CRCStatus, missing: e.Missing, markers: len(e.PDU.Markers), markerErrs: e.MarkerErrors,
 		opcode: e.PDU.Seg.RDMAP.Opcode, segErr: e.PDU.SegErr}
 	if g.frame {

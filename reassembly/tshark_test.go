@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,7 +59,7 @@ type fpduKey struct {
 
 func tsharkFPDUs(t *testing.T, tshark, file string) []fpduKey {
 	t.Helper()
-	out, err := exec.Command(tshark, "-n", "-r", file, "-Y", "iwarp_mpa.ulpdulength",
+	out, err := exec.Command(tshark, "-n", "--disable-protocol", "tibia", "-r", file, "-Y", "iwarp_mpa.ulpdulength",
 		"-T", "fields", "-e", "frame.number", "-e", "iwarp_mpa.ulpdulength", "-e", "iwarp_rdma.opcode",
 		"-E", "occurrence=a", "-E", "separator=\t", "-E", "aggregator=,").Output()
 	if err != nil {
@@ -166,4 +167,140 @@ func diffKeys(got, want []fpduKey) string {
 		fmt.Fprintf(&b, "%s got %-20s tshark %s\n", mark, g, w)
 	}
 	return b.String()
+}
+
+// capFrame is one frame of a capture, kept for replaying with impairments.
+type capFrame struct {
+	num int
+	fr  pcap.Frame
+}
+
+func readFrames(t *testing.T, file string) []pcap.Frame {
+	t.Helper()
+	rd, err := pcap.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var out []pcap.Frame
+	for {
+		var fr pcap.Frame
+		err := rd.Next(&fr)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr.Data = append([]byte(nil), fr.Data...)
+		out = append(out, fr)
+	}
+}
+
+func assembleFrames(t testing.TB, frames []pcap.Frame, keep func(i int, p *pcap.Packet) bool) *recorder {
+	r := &recorder{t: t}
+	a := New(Config{}, r)
+	var p pcap.Packet
+	for i := range frames {
+		if pcap.DecodeTCP(frames[i].LinkType, frames[i].Data, &p) != nil {
+			continue
+		}
+		if keep != nil && !keep(i, &p) {
+			continue
+		}
+		a.Feed(frames[i].Number, frames[i].Timestamp, &p)
+	}
+	a.Flush()
+	r.stats = a.Stats()
+	return r
+}
+
+type pduID struct {
+	src     netip.AddrPort
+	seq     uint32
+	len     int
+	ff, lf  int
+	payload string
+}
+
+func completeFPDUs(r *recorder) []pduID {
+	var out []pduID
+	for _, p := range r.pdus {
+		if !p.frame && p.missing == 0 {
+			out = append(out, pduID{p.src, p.seq, p.len, p.ff, p.lf, string(p.ulpdu)})
+		}
+	}
+	return out
+}
+
+// TestRealCapturesImpaired replays the real captures without their first
+// part (no handshake: parameters inferred) and without one data frame in the
+// middle (resync). The unimpaired run, which agrees with tshark, is the
+// truth: every FPDU found must be in it, and every FPDU of it that lies wholly
+// in the frames kept must be found, allowing the FPDUs before the first
+// validated chain of each direction of a capture started mid-stream.
+func TestRealCapturesImpaired(t *testing.T) {
+	for _, file := range realCaptures(t) {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			frames := readFrames(t, file)
+			truth := completeFPDUs(assembleFrames(t, frames, nil))
+			if len(truth) < 20 {
+				t.Skip("too few FPDUs")
+			}
+			inTruth := map[pduID]bool{}
+			for _, f := range truth {
+				inTruth[f] = true
+			}
+			check := func(name string, r *recorder, kept func(f pduID) bool, slack int) {
+				got := completeFPDUs(r)
+				found := map[pduID]bool{}
+				for _, f := range got {
+					if !inTruth[f] {
+						t.Errorf("%s: FPDU from %v %d@%d frames %d-%d not in the truth\n%s", name, f.src, f.len, f.seq, f.ff, f.lf, r.dump())
+						return
+					}
+					found[f] = true
+				}
+				missed := 0
+				for _, f := range truth {
+					if kept(f) && !found[f] {
+						missed++
+					}
+				}
+				if missed > slack {
+					t.Errorf("%s: missed %d FPDUs (slack %d) of %d\n%s", name, missed, slack, len(truth), r.dump())
+				}
+				t.Logf("%s: %d FPDUs, missed %d, %d resyncs, %d gaps", name, len(got), missed, len(r.resync), len(r.gaps))
+			}
+
+			// Mid-stream: drop the first third of the frames.
+			cut := len(frames) / 3
+			cutFrame := frames[cut].Number
+			r := assembleFrames(t, frames, func(i int, p *pcap.Packet) bool { return i >= cut })
+			check("mid-stream", r, func(f pduID) bool { return f.ff >= cutFrame }, 2*3*2)
+			for _, c := range r.final {
+				for d := range 2 {
+					if !c.Params[0].HasFrame && !c.Params[1].HasFrame && c.Params[d].MarkersSource == SourceHandshake {
+						t.Errorf("mid-stream: params from a handshake not seen: %+v\n%s", c, r.dump())
+					}
+				}
+			}
+
+			// Loss: drop the data frame in the middle of the capture.
+			mid := -1
+			var p pcap.Packet
+			for i := len(frames) / 2; i < len(frames); i++ {
+				if pcap.DecodeTCP(frames[i].LinkType, frames[i].Data, &p) == nil && len(p.Payload) > 0 {
+					mid = i
+					break
+				}
+			}
+			if mid < 0 {
+				return
+			}
+			lost := frames[mid].Number
+			r = assembleFrames(t, frames, func(i int, p *pcap.Packet) bool { return i != mid })
+			check("loss", r, func(f pduID) bool { return lost < f.ff || lost > f.lf }, 0)
+		})
+	}
 }
