@@ -695,3 +695,149 @@ func TestOutOfOrderBudgets(t *testing.T) {
 		t.Errorf("%d FPDUs\n%s", got, r.dump())
 	}
 }
+
+// The MPA exchange after a ULP streaming-mode exchange (RFC 5044 §7.1.3, as
+// iSER does after its login), MPA v2 with IRD/ORD and RTR flags, a
+// zero-length RDMA Write RTR first.
+func TestMPAv2AfterStreamingMode(t *testing.T) {
+	c := newConv(40000, 3260, 1, 2)
+	c.handshake()
+	c.s[0].data = []byte("iSCSI login request ... (streaming mode)")
+	c.s[1].data = []byte("iSCSI login response")
+	req := decode.MPAFrame{Rev: 2, CRC: true, Enhanced: true, HasV2: true,
+		V2: decode.MPAv2{PeerToPeer: true, ZeroLenWriteRTR: true, ZeroLenReadRTR: true, IRD: 16, ORD: 8},
+		PrivateData: append(make([]byte, decode.MPAv2Len), "ulp-pd"...)}
+	rep := decode.MPAFrame{Reply: true, Rev: 2, CRC: true, Enhanced: true, HasV2: true,
+		V2: decode.MPAv2{PeerToPeer: true, ZeroLenWriteRTR: true, IRD: 8, ORD: 16},
+		PrivateData: make([]byte, decode.MPAv2Len)}
+	c.s[0].frame(req)
+	c.send(0, 1448)
+	c.s[1].frame(rep)
+	c.send(1, 1448)
+	c.s[0].fullOp(false, true)
+	c.s[1].fullOp(false, true)
+	c.s[0].fpdu(writeULPDU(1, 0, nil)) // the RTR
+	fillFPDUs(c.s[0], rand.New(rand.NewPCG(1, 1)), 10, 0, 500)
+	fillFPDUs(c.s[1], rand.New(rand.NewPCG(1, 1)), 10, 0, 500)
+	c.send(0, 1448)
+	c.send(1, 1448)
+	c.fin()
+	r := c.feed(t, Config{})
+	r.checkFPDUs(t, 0, c.s[0], c.s[0].fpdus)
+	r.checkFPDUs(t, 1, c.s[1], c.s[1].fpdus)
+	if len(r.final) != 1 {
+		t.Fatal(r.dump())
+	}
+	p := r.final[0].Params
+	if !p[0].HasFrame || !p[0].Frame.HasV2 || p[0].Frame.V2.IRD != 16 || !p[0].Frame.V2.PeerToPeer ||
+		string(p[0].Frame.ULPPrivateData()) != "ulp-pd" || p[1].Frame.V2.ORD != 16 || !p[0].CRC || r.final[0].Initiator != 0 {
+		t.Errorf("params %+v", p)
+	}
+	if p[0].FrameSeq != c.s[0].seqAt(len("iSCSI login request ... (streaming mode)")) {
+		t.Errorf("frame seq %d", p[0].FrameSeq)
+	}
+	if len(r.gaps) != 0 {
+		t.Errorf("gaps\n%s", r.dump())
+	}
+}
+
+// The MPA Reply is lost: the initiator's markers (asked for by the Reply)
+// and the CRC are inferred where its Full Operation Phase starts, and the
+// responder's FPDUs are found without their frame.
+func TestReplyLost(t *testing.T) {
+	for _, markers := range []bool{false, true} {
+		for _, crc := range []bool{false, true} {
+			c := newConv(40000, 20049, 10, 20)
+			c.handshake()
+			c.s[0].frame(mpaReq(markers, false))
+			c.send(0, 1448)
+			c.s[1].frame(mpaRep(markers, crc))
+			c.send(1, 1448)
+			c.s[0].fullOp(markers, crc)
+			c.s[1].fullOp(markers, crc)
+			fillFPDUs(c.s[0], rand.New(rand.NewPCG(2, 1)), 30, 0, 1500)
+			fillFPDUs(c.s[1], rand.New(rand.NewPCG(3, 1)), 30, 0, 1500)
+			c.send(0, 1448)
+			c.send(1, 1448)
+			lost := c.dropData(1, 0)
+			c.fin()
+			r := c.feed(t, Config{})
+			r.checkFPDUs(t, 0, c.s[0], c.s[0].fpdus)
+			r.checkFPDUs(t, 1, c.s[1], wantAround(c.s[1], 0, lost))
+			if len(r.final) == 1 {
+				p := r.final[0].Params
+				if p[0].Markers != markers || p[0].MarkersSource != SourceInferred || p[0].CRC != crc || p[1].Markers != markers || p[1].MarkersSource != SourceHandshake {
+					t.Errorf("markers %v crc %v: params %+v", markers, crc, p)
+				}
+			}
+			if t.Failed() {
+				t.Fatalf("markers %v crc %v\n%s", markers, crc, r.dump())
+			}
+		}
+	}
+}
+
+// Direct start (draft-differences §7): FPDUs from the first octet after the
+// SYN, no MPA frames.
+func TestDirectStart(t *testing.T) {
+	c := newConv(40000, 9999, 10, 20)
+	c.handshake()
+	c.s[0].fullOp(false, true)
+	c.s[1].fullOp(false, true)
+	fillFPDUs(c.s[0], rand.New(rand.NewPCG(2, 1)), 10, 0, 1500)
+	fillFPDUs(c.s[1], rand.New(rand.NewPCG(3, 1)), 10, 0, 1500)
+	c.send(0, 1448)
+	c.send(1, 1448)
+	c.fin()
+	r := c.feed(t, Config{})
+	r.checkFPDUs(t, 0, c.s[0], c.s[0].fpdus)
+	r.checkFPDUs(t, 1, c.s[1], c.s[1].fpdus)
+	if len(r.gaps) != 0 || len(r.resync) != 2 {
+		t.Errorf("\n%s", r.dump())
+	}
+}
+
+// A declared port keeps looking for MPA past Config.DetectLimit: here the
+// MPA exchange comes after 64 KiB of streaming-mode data.
+func TestDeclaredPort(t *testing.T) {
+	build := func() *conv {
+		c := newConv(40000, 7777, 10, 20)
+		c.handshake()
+		c.s[0].data = make([]byte, 64<<10)
+		c.s[1].data = make([]byte, 64<<10)
+		c.s[0].frame(mpaReq(false, true))
+		c.s[1].frame(mpaRep(false, true))
+		c.s[0].fullOp(false, true)
+		fillFPDUs(c.s[0], rand.New(rand.NewPCG(2, 1)), 10, 0, 1500)
+		c.send(0, 1448)
+		c.send(1, 1448)
+		c.fin()
+		return c
+	}
+	c := build()
+	r := c.feed(t, Config{DetectLimit: 16 << 10})
+	if len(r.opened) != 0 {
+		t.Errorf("found MPA past the detect limit")
+	}
+	c = build()
+	r = c.feed(t, Config{DetectLimit: 16 << 10, Ports: []uint16{7777}})
+	r.checkFPDUs(t, 0, c.s[0], c.s[0].fpdus)
+}
+
+func TestShard(t *testing.T) {
+	c := newConv(40000, 4420, 1, 2)
+	p1 := c.packet(&tpkt{d: 0})
+	p2 := c.packet(&tpkt{d: 1})
+	if FlowHash(&p1) != FlowHash(&p2) || Shard(&p1, 7) != Shard(&p2, 7) {
+		t.Error("flow hash differs between directions")
+	}
+	seen := map[int]bool{}
+	for port := range uint16(200) {
+		c := newConv(30000+port, 4420, 1, 2)
+		p := c.packet(&tpkt{d: 0})
+		seen[Shard(&p, 4)] = true
+	}
+	if len(seen) != 4 {
+		t.Errorf("shards used: %v", seen)
+	}
+}
