@@ -705,10 +705,10 @@ func TestMPAv2AfterStreamingMode(t *testing.T) {
 	c.s[0].data = []byte("iSCSI login request ... (streaming mode)")
 	c.s[1].data = []byte("iSCSI login response")
 	req := decode.MPAFrame{Rev: 2, CRC: true, Enhanced: true, HasV2: true,
-		V2: decode.MPAv2{PeerToPeer: true, ZeroLenWriteRTR: true, ZeroLenReadRTR: true, IRD: 16, ORD: 8},
+		V2:          decode.MPAv2{PeerToPeer: true, ZeroLenWriteRTR: true, ZeroLenReadRTR: true, IRD: 16, ORD: 8},
 		PrivateData: append(make([]byte, decode.MPAv2Len), "ulp-pd"...)}
 	rep := decode.MPAFrame{Reply: true, Rev: 2, CRC: true, Enhanced: true, HasV2: true,
-		V2: decode.MPAv2{PeerToPeer: true, ZeroLenWriteRTR: true, IRD: 8, ORD: 16},
+		V2:          decode.MPAv2{PeerToPeer: true, ZeroLenWriteRTR: true, IRD: 8, ORD: 16},
 		PrivateData: make([]byte, decode.MPAv2Len)}
 	c.s[0].frame(req)
 	c.send(0, 1448)
