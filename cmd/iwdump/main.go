@@ -197,6 +197,7 @@ func dump(src frameSource, h *handler, o *options, prog *progress) error {
 		if n == 0 {
 			h.first = fr.Timestamp
 		}
+		h.last = fr.Timestamp
 		prog.add(fr.CapLen + 16)
 		h.plots.frame(&fr)
 		if err := a.FeedFrame(&fr); err != nil && !errors.Is(err, pcap.ErrNotTCP) {

@@ -35,6 +35,7 @@ type handler struct {
 	t     *track.Tracker
 	asm   *reassembly.Assembler
 	first time.Time // timestamp of the first frame: output times count from it
+	last  time.Time // timestamp of the latest frame
 	conns map[int]*reassembly.Conn
 	plots plots
 }
@@ -80,7 +81,11 @@ func (h *handler) onFinding(f *track.Finding) {
 	if len(f.Frames) > 0 {
 		frame = f.Frames[0]
 	}
-	h.out.finding(frame, h.rel(f.Time), f, h.conns[f.Conn])
+	t := f.Time
+	if t.IsZero() { // raised at the end, not by a unit
+		t = h.last
+	}
+	h.out.finding(frame, h.rel(t), f, h.conns[f.Conn])
 }
 
 func (h *handler) rel(t time.Time) time.Duration { return t.Sub(h.first) }
