@@ -1,0 +1,143 @@
+package decode_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"path/filepath"
+	"testing"
+
+	"github.com/gopacket/gopacket"
+	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/pcap"
+)
+
+// realUnits returns every MPA frame and FPDU found whole at the start of a
+// TCP payload in the real captures: the siw ones committed in testdata/ and
+// the public ones in ../shared. They seed the fuzz targets and drive the
+// round-trip test.
+func realUnits(tb testing.TB) [][]byte {
+	tb.Helper()
+	var files []string
+	for _, pat := range []string{"../testdata/*/*.pcap", "../../shared/captures/public/*.pcap"} {
+		m, _ := filepath.Glob(pat)
+		files = append(files, m...)
+	}
+	var units [][]byte
+	for _, name := range files {
+		r, err := pcap.Open(name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		var fr pcap.Frame
+		var p pcap.Packet
+		for {
+			err := r.Next(&fr)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				tb.Fatal(err)
+			}
+			if pcap.DecodeTCP(fr.LinkType, fr.Data, &p) != nil || len(p.Payload) == 0 {
+				continue
+			}
+			b := p.Payload
+			for len(b) > 0 {
+				var f decode.MPAFrame
+				var fp decode.FPDU
+				n, err := decode.ParseMPAFrame(b, &f)
+				if err != nil {
+					if n, err = decode.ParseFPDU(b, &fp); err != nil {
+						break
+					}
+				}
+				units = append(units, append([]byte(nil), b[:n]...))
+				b = b[n:]
+			}
+		}
+		r.Close()
+	}
+	if len(units) < 20 {
+		tb.Fatalf("only %d real PDUs found", len(units))
+	}
+	return units
+}
+
+// Every real PDU decodes and re-encodes to the same octets; the siw
+// Terminates re-encode in the RFC layout and keep their meaning.
+func TestRealFramesRoundTrip(t *testing.T) {
+	counts := map[string]int{}
+	for _, u := range realUnits(t) {
+		var f decode.MPAFrame
+		if _, ok := decode.IsMPAKey(u); ok {
+			if _, err := decode.ParseMPAFrame(u, &f); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.Append(nil); !bytes.Equal(got, u) {
+				t.Errorf("MPA frame\n got % x\nwant % x", got, u)
+			}
+			counts["mpa"]++
+			continue
+		}
+		var p decode.PDU
+		if _, err := decode.DecodeFPDU(u, nil, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.SegErr != nil {
+			t.Errorf("real FPDU % x: %v", u, p.SegErr)
+			continue
+		}
+		counts[p.Seg.RDMAP.Opcode.Short()]++
+		got := p.Seg.Append(nil)
+		if p.Seg.RDMAP.Opcode == decode.OpTerminate && p.Seg.Terminate.SiwEncoding {
+			var again decode.Segment
+			if err := decode.ParseSegment(got, &again); err != nil {
+				t.Fatal(err)
+			}
+			if again.Terminate.Cause() != p.Seg.Terminate.Cause() || again.Terminate.SiwEncoding {
+				t.Errorf("siw Terminate re-encoded as %v", again.Terminate.Cause())
+			}
+			counts["siw-terminate"]++
+			continue
+		}
+		if !bytes.Equal(got, p.FPDU.ULPDU) {
+			t.Errorf("%s\n got % x\nwant % x", p.Seg.RDMAP.Opcode, got, p.FPDU.ULPDU)
+		}
+	}
+	t.Logf("real PDUs by kind: %v", counts)
+}
+
+// FuzzPDU feeds arbitrary octets through everything a PDU passes: FPDU and
+// segment decode, the summary line, every field of the table, and the
+// gopacket layers.
+func FuzzPDU(f *testing.F) {
+	for _, u := range realUnits(f) {
+		f.Add(u)
+	}
+	fields := decode.Fields()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > 4096 {
+			return
+		}
+		var p decode.PDU
+		crc := true
+		if _, err := decode.DecodeFPDU(b, &crc, &p); err != nil {
+			var de *decode.Error
+			if !errors.As(err, &de) {
+				t.Fatalf("untyped error %v", err)
+			}
+		}
+		p.AppendSummary(nil)
+		for i := range fields {
+			if v, ok := fields[i].Get(&p); ok {
+				fields[i].AppendValue(nil, v)
+			}
+		}
+		mpa, ddp := &decode.MPA{}, &decode.DDP{}
+		parser := gopacket.NewDecodingLayerParser(decode.LayerTypeMPA, mpa, ddp, &decode.RDMAP{DDP: ddp})
+		parser.IgnoreUnsupported = true
+		var lts []gopacket.LayerType
+		_ = parser.DecodeLayers(b, &lts)
+	})
+}
