@@ -29,7 +29,7 @@ var builtins = map[string]builtin{
 	"bulk-write":      {"perftest-style bandwidth run: RDMA Writes of Size (default 64KiB) back to back, CRC on", bulkWrite},
 	"read-heavy":      {"RDMA Reads of Size (default 16KiB) with a Send every 8 reads, CRC on, markers toward the responder", readHeavy},
 	"mixed":           {"every operation in both directions (Sends, Send with SE/Invalidate, Write, Write+Immediate, Read, Immediate Data, FetchAdd, CmpSwap), MPA v2 peer-to-peer with a Write RTR", mixed},
-	"every-terminate": {"one connection per Terminate cause of decode.TermCauses(): the client sends the message to blame, the server Terminates with the headers RFC 5040 §7.1 prescribes", everyTerminate},
+	"every-terminate": {"one connection per Terminate cause of decode.TermCauses(): the client sends the message to blame (with the fault, where the wire can show it), the server Terminates with the headers RFC 5040 §7.1 prescribes", everyTerminate},
 	"hostile":         {"every impairment: header faults (wrong MSN/QN/DV/RV, MO out of order, unknown STag, long Read Response, bad CRC) on connection 0, TCP faults (drop, reorder, duplicate, retransmit, snaplen) on 1, a mid-stream start on 2", hostile},
 }
 
@@ -115,7 +115,7 @@ func rping(p Params) *Scenario {
 			Client:     fmt.Sprintf("10.0.2.15:%d", 44000+ci),
 			Server:     "10.0.2.16:7174",
 			Timestamps: true,
-			MPA:        MPA{Rev: ptr(2), IRD: 1, ORD: 1, ReplyIRD: 1, ReplyORD: 1},
+			MPA:        MPA{Rev: ptr(2), IRD: ptr[uint16](1), ORD: ptr[uint16](1), ReplyIRD: ptr[uint16](1), ReplyORD: ptr[uint16](1)},
 		}
 		for n := range count {
 			msg := rpingMsg(n, size)
@@ -142,7 +142,7 @@ func bulkWrite(p Params) *Scenario {
 	}
 	for range or(p.Conns, 1) {
 		sc.Connections = append(sc.Connections, Connection{
-			MPA: MPA{Rev: ptr(2), CRC: true, IRD: 16, ORD: 16, ReplyIRD: 16, ReplyORD: 16},
+			MPA: MPA{Rev: ptr(2), CRC: true, IRD: ptr[uint16](16), ORD: ptr[uint16](16), ReplyIRD: ptr[uint16](16), ReplyORD: ptr[uint16](16)},
 			Ops: []Op{{Op: OpNameWrite, Size: size, Repeat: or(p.Count, 100)}},
 		})
 	}
@@ -177,7 +177,7 @@ func mixed(p Params) *Scenario {
 	}
 	rounds := or(p.Count, 2)
 	for range or(p.Conns, 1) {
-		c := Connection{MPA: MPA{Rev: ptr(2), CRC: true, RTR: "write", IRD: 8, ORD: 8, ReplyIRD: 8, ReplyORD: 8,
+		c := Connection{MPA: MPA{Rev: ptr(2), CRC: true, RTR: "write", IRD: ptr[uint16](8), ORD: ptr[uint16](8), ReplyIRD: ptr[uint16](8), ReplyORD: ptr[uint16](8),
 			RequestData: Data("iwkit-mixed"), ReplyData: Data("ok")}}
 		for r := range rounds {
 			for _, dir := range []string{"i2r", "r2i"} {
@@ -203,15 +203,52 @@ func mixed(p Params) *Scenario {
 
 func everyTerminate(p Params) *Scenario {
 	sc := &Scenario{}
+	v := func(x uint64) *uint64 { return &x }
 	for i, tc := range decode.TermCauses() {
+		// The message the Terminate blames; where the wire can show the
+		// cause, the message has the fault (RFC 5040 §7.1: a Terminate
+		// reports an error in a message it received).
 		blamed := Op{Op: OpNameSend, Size: 256}
+		var imp *Impairment
 		switch {
 		case tc.Layer == decode.TermLayerRDMAP && tc.EType == 1:
-			// Remote protection errors come from Read Requests (RFC 5040
-			// §7.1): the responder refuses to answer and Terminates.
+			// Remote protection errors come from Read Requests: the
+			// responder refuses to answer and Terminates.
 			blamed = Op{Op: OpNameRead, Size: 4096, Unanswered: true}
+			switch tc.Code {
+			case 0x00:
+				blamed.STag = ptr[uint32](0) // Invalid STag: STag 0
+			case 0x04:
+				blamed.TO = ptr(^uint64(0) - 1023) // TO wrap
+			}
+		case tc.Layer == decode.TermLayerRDMAP && tc.EType == 2 && tc.Code == 0x05:
+			imp = &Impairment{Kind: ImpBadRDMAPVersion, Value: v(2)}
 		case tc.Layer == decode.TermLayerDDP && tc.EType == 1:
 			blamed = Op{Op: OpNameWrite, Size: 2048}
+			switch tc.Code {
+			case 0x00:
+				blamed.STag = ptr[uint32](0)
+			case 0x03:
+				blamed.TO = ptr(^uint64(0) - 999)
+			case 0x04:
+				imp = &Impairment{Kind: ImpBadDDPVersion, Value: v(2)}
+			}
+		case tc.Layer == decode.TermLayerDDP && tc.EType == 2:
+			switch tc.Code {
+			case 0x01:
+				imp = &Impairment{Kind: ImpWrongQN, Value: v(7)}
+			case 0x03:
+				imp = &Impairment{Kind: ImpWrongMSN, Value: v(9)}
+			case 0x04:
+				blamed.Size = 3000
+				imp = &Impairment{Kind: ImpMOOutOfOrder}
+			case 0x06:
+				imp = &Impairment{Kind: ImpBadDDPVersion, Value: v(2)}
+			}
+		}
+		if imp != nil {
+			imp.Conn, imp.Op = i, ptr(0)
+			sc.Impairments = append(sc.Impairments, *imp)
 		}
 		ops := []Op{blamed, {Op: OpNameTerminate, Dir: "r2i", Layer: tc.Layer, EType: tc.EType, Code: tc.Code, Blame: ptr(0)}}
 		sc.Connections = append(sc.Connections, Connection{

@@ -70,6 +70,10 @@ type blameRec struct {
 	read    decode.ReadRequest
 	ulpdu   int
 	ordinal int
+	// faulty marks a segment with a fault of its own; rep and pass say
+	// which run of the operation it belongs to.
+	faulty    bool
+	rep, pass int
 }
 
 func newConn(g *generator, idx int, cfg *Connection) (*conn, error) {
@@ -174,9 +178,17 @@ func newConn(g *generator, idx int, cfg *Connection) (*conn, error) {
 	c.truth = ConnTruth{Index: idx, Client: netip.AddrPortFrom(ca, cp).String(), Server: netip.AddrPortFrom(sa, sp).String(),
 		VLAN: cfg.VLAN, MSS: mss, EMSS: emss, ClientISN: isn[0], ServerISN: isn[1],
 		MPARev: c.rev, Enhanced: c.enhanced, CRC: c.crc, MarkersI2R: markers[0], MarkersR2I: markers[1],
-		Rejected: m.Reject, RTR: m.RTR, IRD: m.IRD, ORD: m.ORD, ReplyIRD: m.ReplyIRD, ReplyORD: m.ReplyORD,
+		Rejected: m.Reject, RTR: m.RTR,
 		MULPDUI2R: c.h[0].mulpdu, MULPDUR2I: c.h[1].mulpdu, FPDUSeqI2R: c.h[0].s0, FPDUSeqR2I: c.h[1].s0,
 		DV: dv, RV: rv}
+	if c.enhanced || m.Rev1IRDORD {
+		c.truth.IRD, c.truth.ORD, c.truth.ReplyIRD, c.truth.ReplyORD = m.irdOrd()
+		// Reads from the Initiator are bounded by the Responder's IRD, and
+		// the other way round (RFC 6581 §9.1, RFC 5040 §6.1).
+		c.h[0].peerIRD, c.h[1].peerIRD = int(c.truth.ReplyIRD), int(c.truth.IRD)
+	} else {
+		c.h[0].peerIRD, c.h[1].peerIRD = -1, -1
+	}
 	return c, nil
 }
 
@@ -191,13 +203,14 @@ func dirName(d int) string {
 // 6581 §9).
 func (c *conn) buildMPAFrames() {
 	m := &c.cfg.MPA
+	ird, ord, rird, rord := m.irdOrd()
 	req := decode.MPAFrame{Markers: m.MarkersR2I, CRC: m.CRC, Rev: uint8(c.rev), Enhanced: c.enhanced}
 	rep := decode.MPAFrame{Reply: true, Markers: m.MarkersI2R, CRC: m.CRC, Rev: uint8(c.rev), Enhanced: c.enhanced, Reject: m.Reject}
 	switch {
 	case c.enhanced:
 		req.HasV2, rep.HasV2 = true, true
-		req.V2 = decode.MPAv2{IRD: m.IRD, ORD: m.ORD}
-		rep.V2 = decode.MPAv2{IRD: m.ReplyIRD, ORD: m.ReplyORD}
+		req.V2 = decode.MPAv2{IRD: ird, ORD: ord}
+		rep.V2 = decode.MPAv2{IRD: rird, ORD: rord}
 		if m.RTR != "" {
 			req.V2.PeerToPeer, rep.V2.PeerToPeer = true, true
 			switch m.RTR {
@@ -213,8 +226,8 @@ func (c *conn) buildMPAFrames() {
 		rep.PrivateData = append(make([]byte, decode.MPAv2Len), m.ReplyData...)
 	case m.Rev1IRDORD:
 		req.Rev1IRDORD, rep.Rev1IRDORD = true, true
-		req.Rev1IRD, req.Rev1ORD = uint32(m.IRD), uint32(m.ORD)
-		rep.Rev1IRD, rep.Rev1ORD = uint32(m.ReplyIRD), uint32(m.ReplyORD)
+		req.Rev1IRD, req.Rev1ORD = uint32(ird), uint32(ord)
+		rep.Rev1IRD, rep.Rev1ORD = uint32(rird), uint32(rord)
 		req.PrivateData = append(make([]byte, 8), m.RequestData...)
 		rep.PrivateData = append(make([]byte, 8), m.ReplyData...)
 	default:
@@ -293,6 +306,7 @@ func (c *conn) open() error {
 		m := c.untagged(cl, decode.OpReadRequest, decode.QNReadReq)
 		m.rtr = true
 		m.read = decode.ReadRequest{SinkSTag: 1, SrcSTag: 1}
+		c.countRead(cl, m)
 		if err := cl.sendMessage(m); err != nil {
 			return err
 		}
@@ -303,6 +317,7 @@ func (c *conn) open() error {
 		if err := sv.sendMessage(r); err != nil {
 			return err
 		}
+		cl.reads--
 		if err := sv.flush(); err != nil {
 			return err
 		}
@@ -448,6 +463,8 @@ type message struct {
 	moValue     *uint32
 	respOver    int // octets beyond the requested size (read response)
 	respOverImp int
+	// finds are findings the message itself causes (on its first FPDU).
+	finds []pendingFinding
 }
 
 // untagged makes an untagged message with the next MSN of qn.
@@ -584,6 +601,9 @@ func (c *conn) runOp(i int, op *Op) error {
 	if !m.tagged {
 		m.msn = h.msn[m.qn]
 	}
+	if m.opc == decode.OpReadRequest {
+		c.countRead(h, m)
+	}
 	if err := h.sendMessage(m); err != nil {
 		return err
 	}
@@ -611,6 +631,9 @@ func (c *conn) runOp(i int, op *Op) error {
 		if err := respFrom.sendMessage(resp); err != nil {
 			return err
 		}
+		if m.opc == decode.OpReadRequest {
+			h.reads--
+		}
 		if err := respFrom.flush(); err != nil {
 			return err
 		}
@@ -624,6 +647,17 @@ func (c *conn) runOp(i int, op *Op) error {
 		return err
 	}
 	return c.ackIdle(next)
+}
+
+// countRead counts a Read Request from h as outstanding and notes on m
+// when that exceeds the IRD the peer announced (RFC 6581 §9.1: the
+// requester's ORD is at most the responder's IRD; RFC 5040 §6.1).
+func (c *conn) countRead(h *half, m *message) {
+	h.reads++
+	if h.peerIRD >= 0 && h.peerIRD != decode.MPAv2NoNegotiation && h.reads > h.peerIRD {
+		m.finds = append(m.finds, pendingFinding{FindRDMAPIRDExceeded, SevError, 0,
+			fmt.Sprintf("%d Read Requests outstanding, the responder's IRD is %d", h.reads, h.peerIRD)})
+	}
 }
 
 // terminate builds the Terminate header for op sent by h (RFC 5040 §4.8,

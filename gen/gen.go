@@ -153,12 +153,9 @@ func Run(sc *Scenario, sink FrameSink, opts *Options) (Stats, error) {
 	if g.track {
 		for _, c := range g.conns {
 			for _, h := range c.h {
-				for _, f := range h.pendingGap {
-					if err := g.finding(f); err != nil {
-						return g.stats, err
-					}
+				if err := h.flushGaps(); err != nil {
+					return g.stats, err
 				}
-				h.pendingGap = nil
 			}
 		}
 		if err := g.truth.End(g.stats.Frames, g.stats.Octets); err != nil {
@@ -238,6 +235,9 @@ func (g *generator) writeFrame(h *half, f *tcpFields, payload []byte, snap int) 
 			"capture starts inside the connection: no SYN, no MPA handshake")
 	}
 	c.seen = true
+	if g.track && len(h.peer.pendingGap) > 0 && f.flags&flagACK != 0 {
+		h.peer.acked(f.ack, frame)
+	}
 	if g.progress != nil && g.stats.Octets >= g.progNext {
 		g.progNext = g.stats.Octets + g.progStep
 		g.progress(g.stats)

@@ -56,7 +56,7 @@ func TestHostileFindings(t *testing.T) {
 	}
 	codes := findingCodes(g.truth)
 	for _, c := range []string{FindMPACRCBad, FindDDPMSNGap, FindDDPMSNRepeat, FindDDPQNInvalid, FindDDPDVInvalid, FindRDMAPRVInvalid,
-		FindDDPMOOutOfOrder, FindRDMAPSTagUnknown, FindRDMAPReadResponseTooLong, FindTCPGap, FindTCPRetransInconsistent,
+		FindDDPMOOutOfOrder, FindRDMAPSTagUnknown, FindRDMAPReadResponseMismatch, FindRDMAPReadResponseTooLong, FindTCPGap, FindTCPRetransInconsistent,
 		FindTCPRetransmission, FindTCPOutOfOrder, FindTCPMidstream, FindFrameTruncated} {
 		if codes[c] == 0 {
 			t.Errorf("no %s finding", c)
@@ -335,10 +335,10 @@ func TestMPAFrames(t *testing.T) {
 	conns := []Connection{
 		{MPA: MPA{Rev: ptr(0), CRC: true, MarkersI2R: true, MarkersR2I: true}},
 		{MPA: MPA{Rev: ptr(1), MarkersR2I: true, RequestData: Data("req"), ReplyData: Data("rep")}},
-		{MPA: MPA{Rev: ptr(2), CRC: true, RTR: "read", IRD: 3, ORD: 2, ReplyIRD: 2, ReplyORD: 3, RequestData: Data("x")}},
-		{MPA: MPA{Rev: ptr(2), RTR: "write", IRD: decode.MPAv2NoNegotiation, ORD: 5, ReplyIRD: 5, ReplyORD: decode.MPAv2NoNegotiation}},
+		{MPA: MPA{Rev: ptr(2), CRC: true, RTR: "read", IRD: ptr[uint16](3), ORD: ptr[uint16](2), ReplyIRD: ptr[uint16](2), ReplyORD: ptr[uint16](3), RequestData: Data("x")}},
+		{MPA: MPA{Rev: ptr(2), RTR: "write", IRD: ptr[uint16](decode.MPAv2NoNegotiation), ORD: ptr[uint16](5), ReplyIRD: ptr[uint16](5), ReplyORD: ptr[uint16](decode.MPAv2NoNegotiation)}},
 		{MPA: MPA{Rev: ptr(2), RTR: "send"}},
-		{MPA: MPA{Rev: ptr(1), Rev1IRDORD: true, IRD: 16, ORD: 16, ReplyIRD: 16, ReplyORD: 8}},
+		{MPA: MPA{Rev: ptr(1), Rev1IRDORD: true, IRD: ptr[uint16](16), ORD: ptr[uint16](16), ReplyIRD: ptr[uint16](16), ReplyORD: ptr[uint16](8)}},
 		{MPA: MPA{Rev: ptr(2), Enhanced: ptr(false)}},
 		{MPA: MPA{Rev: ptr(1), Reject: true, ReplyData: Data("go away")}},
 	}
@@ -379,14 +379,15 @@ func TestMPAFrames(t *testing.T) {
 		}
 		if enh {
 			p2p := m.RTR != ""
-			if req.V2.IRD != m.IRD || req.V2.ORD != m.ORD || rep.V2.IRD != m.ReplyIRD || rep.V2.ORD != m.ReplyORD ||
+			ird, ord, rird, rord := m.irdOrd()
+			if req.V2.IRD != ird || req.V2.ORD != ord || rep.V2.IRD != rird || rep.V2.ORD != rord ||
 				req.V2.PeerToPeer != p2p || rep.V2.PeerToPeer != p2p ||
 				req.V2.ZeroLenReadRTR != (m.RTR == "read") || req.V2.ZeroLenWriteRTR != (m.RTR == "write") || req.V2.ZeroLenSendRTR != (m.RTR == "send") ||
 				rep.V2.ZeroLenReadRTR != (m.RTR == "read") || rep.V2.ZeroLenWriteRTR != (m.RTR == "write") || rep.V2.ZeroLenSendRTR != (m.RTR == "send") {
 				t.Errorf("conn %d: v2 blocks %+v %+v", i, req.V2, rep.V2)
 			}
 		}
-		if m.Rev1IRDORD && (!req.Rev1IRDORD || req.Rev1IRD != uint32(m.IRD) || rep.Rev1ORD != uint32(m.ReplyORD)) {
+		if ird, _, _, rord := m.irdOrd(); m.Rev1IRDORD && (!req.Rev1IRDORD || req.Rev1IRD != uint32(ird) || rep.Rev1ORD != uint32(rord)) {
 			t.Errorf("conn %d: Rev 1 IRD/ORD %+v %+v", i, req, rep)
 		}
 		if string(req.ULPPrivateData()) != string(m.RequestData) || string(rep.ULPPrivateData()) != string(m.ReplyData) {
@@ -475,7 +476,48 @@ func TestTerminateHeaders(t *testing.T) {
 		}
 		n++
 	}
+	// Where the wire can show the cause, the blamed message has the fault.
+	fault := map[[3]uint8]string{
+		{0, 1, 0}: FindRDMAPSTagZero, {0, 1, 4}: FindRDMAPReadTOWrap, {0, 2, 5}: FindRDMAPRVInvalid,
+		{1, 1, 0}: FindDDPSTagZero, {1, 1, 3}: FindDDPTOWrap, {1, 1, 4}: FindDDPDVInvalid,
+		{1, 2, 1}: FindDDPQNInvalid, {1, 2, 3}: FindDDPMSNGap, {1, 2, 4}: FindDDPMOOutOfOrder, {1, 2, 6}: FindDDPDVInvalid,
+	}
+	for i, tc := range causes {
+		want := fault[[3]uint8{tc.Layer, tc.EType, tc.Code}]
+		var got []string
+		for _, f := range g.truth.Findings {
+			if f.Conn == i && f.Code != FindRDMAPTerminate {
+				got = append(got, f.Code)
+			}
+		}
+		if (want == "" && len(got) > 0) || (want != "" && fmt.Sprint(got) != "["+want+"]") {
+			t.Errorf("conn %d (%v): findings %v, want %q", i, tc, got, want)
+		}
+	}
 	if n != len(causes) || findingCodes(g.truth)[FindRDMAPTerminate] != n {
 		t.Errorf("%d Terminates, %d causes", n, len(causes))
+	}
+}
+
+// Read Requests beyond the responder's IRD from the MPA exchange raise
+// rdmap.ird_exceeded; answered ones do not count.
+func TestIRDExceeded(t *testing.T) {
+	sc := &Scenario{Connections: []Connection{{MPA: MPA{Rev: ptr(2), ReplyIRD: ptr[uint16](2), IRD: ptr[uint16](0)}, Ops: []Op{
+		{Op: OpNameRead, Size: 100, Repeat: 4}, // answered: never more than one outstanding
+		{Op: OpNameRead, Size: 100, Unanswered: true, Repeat: 3},
+		{Op: OpNameRead, Dir: "r2i", Size: 100}, // the Initiator announced IRD 0
+	}}}}
+	g := generate(t, sc, pcap.FormatPcap)
+	checkTruth(t, g)
+	var got []string
+	for _, f := range g.truth.Findings {
+		if f.Code == FindRDMAPIRDExceeded {
+			got = append(got, fmt.Sprintf("%s#%d", f.Dir, f.FPDU))
+		}
+	}
+	// i2r FPDUs: 4 requests (1..4), then unanswered 5, 6, 7: the third is
+	// the one over IRD 2. r2i: 4 responses, then the server's request.
+	if fmt.Sprint(got) != "[i2r#7 r2i#5]" {
+		t.Errorf("ird_exceeded at %v", got)
 	}
 }

@@ -35,7 +35,11 @@ type half struct {
 	emss        int
 	msn         [4]uint32 // next MSN per QN (RFC 5041 §5.1: first message MSN 1)
 	reqID       uint32    // next atomic Request Identifier
-	dv, rv      uint8
+	// peerIRD is the IRD the peer announced in the MPA exchange (-1: not
+	// known); reads counts this side's Read Requests not yet answered.
+	peerIRD int
+	reads   int
+	dv, rv  uint8
 
 	// TCP timestamps (RFC 7323).
 	tsBase    uint32
@@ -50,9 +54,9 @@ type half struct {
 	nFPDU int // FPDUs built
 
 	// Impairments.
-	held       []*copySeg // copies waiting for later segments to go first
-	newHeld    []*copySeg // copies made for the segment being sent
-	pendingGap []*Finding // tcp.gap waiting for the next captured data frame
+	held       []*copySeg    // copies waiting for later segments to go first
+	newHeld    []*copySeg    // copies made for the segment being sent
+	pendingGap []*gapFinding // tcp.gap waiting for the ACK that makes it certain
 	tcpImps    map[int][]*Impairment
 	fpduImps   []*pendingImp
 
@@ -74,7 +78,11 @@ type segRec struct {
 	fLo, fHi int // ordinals of the FPDUs it overlaps (fHi < fLo: none)
 	pending  int // copies still to be emitted or dropped
 	bestCap  int // most payload octets one copy had captured
-	imps     []*ImpairmentTruth
+	// partFrame is the first frame that holds a cut copy; skipped says a
+	// copy went before the capture started.
+	partFrame int
+	skipped   bool
+	imps      []*ImpairmentTruth
 }
 
 // copySeg is a copy of a segment held back by an impairment.
@@ -397,15 +405,18 @@ func (h *half) emit(rec *segRec, data []byte, psh bool, snap int, kind string, i
 	}
 	h.peer.unacked++
 	h.finishCopy(rec, capPay, false, nil)
+	if frame == 0 {
+		rec.skipped = true // before the capture started (mid-stream)
+	} else if capPay < len(data) && rec.partFrame == 0 {
+		rec.partFrame = frame
+	}
 	if frame > 0 {
 		h.lastDataFrame = frame
 		for _, gf := range h.pendingGap {
-			gf.Frame = frame
-			if err := g.finding(gf); err != nil {
-				return err
+			if gf.next == 0 {
+				gf.next = frame
 			}
 		}
-		h.pendingGap = h.pendingGap[:0]
 	}
 	if g.track {
 		if frame > 0 && capPay > 0 {
@@ -428,13 +439,22 @@ func (h *half) emit(rec *segRec, data []byte, psh bool, snap int, kind string, i
 				g.addFinding(h, FindTCPOutOfOrder, SevWarning, frame, 0, rec.seq, it.ID, "retransmission of lost "+segDesc(rec))
 			}
 		}
-		for _, rit := range rec.imps {
-			if rit.Kind == ImpSnaplen && kind == "" && frame > 0 {
-				g.addFinding(h, FindFrameTruncated, SevWarning, frame, 0, rec.seq, rit.ID, fmt.Sprintf("frame cut to %d octets", rit.New))
-			}
+		if frame > 0 && capPay < len(data) {
+			g.addFinding(h, FindFrameTruncated, SevWarning, frame, 0, rec.seq, rec.impOf(ImpSnaplen),
+				fmt.Sprintf("frame cut by the snaplen: %d of %d payload octets captured", capPay, len(data)))
 		}
 	}
 	return nil
+}
+
+// impOf is the id of rec's impairment of that kind (0: none).
+func (rec *segRec) impOf(kind string) int {
+	for _, it := range rec.imps {
+		if it.Kind == kind {
+			return it.ID
+		}
+	}
+	return 0
 }
 
 // maybeACK lets the receiver acknowledge after AckEvery data segments.
@@ -450,21 +470,80 @@ func segDesc(rec *segRec) string {
 }
 
 // finishCopy records that one copy of rec is done with capPay payload
-// octets captured. dropped marks a capture loss (tcp.gap).
+// octets captured. dropped marks a copy the capture missed though the
+// receiver got it.
 func (h *half) finishCopy(rec *segRec, capPay int, dropped bool, it *ImpairmentTruth) {
 	rec.pending--
 	rec.bestCap = max(rec.bestCap, capPay)
 	if dropped {
 		h.peer.unacked++
-		if h.g.track {
-			f := Finding{Code: FindTCPGap, Severity: SevError, Conn: h.c.idx, Dir: h.name, Seq: rec.seq,
-				Message: fmt.Sprintf("%d octets at seq %d never captured", rec.n, rec.seq)}
-			if it != nil {
-				f.Impairment = it.ID
+	}
+}
+
+// gap reports the octets of rec that no copy brought into the capture
+// (tcp.gap): at the truncated frame when the snaplen cut them, else at the
+// direction's next captured data frame.
+func (h *half) gap(rec *segRec) {
+	if rec.bestCap >= rec.n || rec.skipped {
+		return
+	}
+	imp := rec.impOf(ImpDrop)
+	if imp == 0 {
+		imp = rec.impOf(ImpSnaplen)
+	}
+	seq := rec.seq + uint32(rec.bestCap)
+	f := Finding{Code: FindTCPGap, Severity: SevError, Conn: h.c.idx, Dir: h.name, Seq: seq, Impairment: imp,
+		Message: fmt.Sprintf("%d octets at seq %d never captured (the receiver acknowledged them)", rec.n-rec.bestCap, seq)}
+	if rec.partFrame > 0 {
+		f.Frame = rec.partFrame
+		if err := h.g.finding(&f); err != nil && h.g.err == nil {
+			h.g.err = err
+		}
+		return
+	}
+	h.pendingGap = append(h.pendingGap, &gapFinding{f: f, end: rec.seq + uint32(rec.n)})
+}
+
+// gapFinding is a tcp.gap of a segment the capture missed. It is certain
+// at the first captured frame of the other direction that acknowledges
+// its octets (Wireshark's "ACKed unseen segment"); next is the direction's
+// next captured data frame, where the hole first shows, used if no such
+// ACK is captured.
+type gapFinding struct {
+	f    Finding
+	end  uint32
+	next int
+}
+
+// acked resolves the pending gaps of h that an ACK of ack, captured in
+// frame, covers.
+func (h *half) acked(ack uint32, frame int) {
+	n := 0
+	for _, gf := range h.pendingGap {
+		if int32(ack-gf.end) >= 0 {
+			gf.f.Frame = frame
+			if err := h.g.finding(&gf.f); err != nil && h.g.err == nil {
+				h.g.err = err
 			}
-			h.pendingGap = append(h.pendingGap, &f)
+			continue
+		}
+		h.pendingGap[n] = gf
+		n++
+	}
+	clear(h.pendingGap[n:])
+	h.pendingGap = h.pendingGap[:n]
+}
+
+// flushGaps reports the gaps no captured ACK covered.
+func (h *half) flushGaps() error {
+	for _, gf := range h.pendingGap {
+		gf.f.Frame = gf.next
+		if err := h.g.finding(&gf.f); err != nil {
+			return err
 		}
 	}
+	h.pendingGap = nil
+	return nil
 }
 
 // doneIfIdle finishes rec when no copy is outstanding: its impairments are
@@ -475,6 +554,7 @@ func (h *half) doneIfIdle(rec *segRec) {
 	}
 	g := h.g
 	if g.track {
+		h.gap(rec)
 		for _, it := range rec.imps {
 			g.impairment(it)
 		}

@@ -48,7 +48,7 @@ func (h *half) sendMessage(m *message) error {
 	dv, rv := h.dv, h.rv
 	msn, qn, stag := m.msn, m.qn, m.stag
 	var its []*ImpairmentTruth
-	var finds []pendingFinding
+	finds := m.finds
 	apply := func(kind string, val *uint64, random bool) error {
 		it := g.newImpTruth(h, kind, random)
 		it.FPDU = first
@@ -113,14 +113,14 @@ func (h *half) sendMessage(m *message) error {
 			nv := uint32(unknownSTagPattern | uint32(it.ID&0xFFFF))
 			it.Field, it.Old, it.New = "ddp.stag", uint64(m.stag), uint64(nv)
 			stag = nv
-			sev := SevWarning
+			code, sev := FindRDMAPSTagUnknown, SevWarning
 			what := "RDMA Write to STag %#x that was never advertised"
 			if m.opc == decode.OpReadResponse {
-				sev = SevError
+				code, sev = FindRDMAPReadResponseMismatch, SevError
 				what = "Read Response to STag %#x, not the Read Request's Data Sink STag"
 			}
 			it.Detail = fmt.Sprintf(what, nv)
-			finds = append(finds, pendingFinding{FindRDMAPSTagUnknown, sev, 0, fmt.Sprintf(what, nv)})
+			finds = append(finds, pendingFinding{code, sev, 0, fmt.Sprintf(what, nv)})
 		case ImpReadResponseTooLong:
 			over := int(min(v(defaultRespOver), 1<<20))
 			it.Field, it.Old, it.New = "rdmap.read_response_len", uint64(m.size), uint64(m.size+over)
@@ -178,6 +178,33 @@ func (h *half) sendMessage(m *message) error {
 	seg.ImmData = m.imm
 	respTotal := m.size // the requested size, for read_response_too_long
 	overReported := false
+	// What the message itself breaks, whatever the impairments (values the
+	// scenario chose): STag 0 used remotely, TOs that wrap 2^64.
+	switch m.opc {
+	case decode.OpReadRequest:
+		rr := &m.read
+		if rr.Size > 0 && rr.SrcSTag == 0 {
+			finds = append(finds, pendingFinding{FindRDMAPSTagZero, SevError, 0, "Read Request from Data Source STag 0"})
+		}
+		switch n := uint64(rr.Size); {
+		case n > 0 && rr.SrcTO+n-1 < rr.SrcTO:
+			finds = append(finds, pendingFinding{FindRDMAPReadTOWrap, SevError, 0, fmt.Sprintf("SrcTO %#x + %d octets wraps 2^64", rr.SrcTO, n)})
+		case n > 0 && rr.SinkTO+n-1 < rr.SinkTO:
+			finds = append(finds, pendingFinding{FindRDMAPReadTOWrap, SevError, 0, fmt.Sprintf("SinkTO %#x + %d octets wraps 2^64", rr.SinkTO, n)})
+		}
+	case decode.OpSendInv, decode.OpSendSEInv:
+		if m.inv == 0 {
+			finds = append(finds, pendingFinding{FindRDMAPSTagZero, SevError, 0, "Send with Invalidate of STag 0"})
+		}
+	case decode.OpAtomicRequest:
+		if m.areq.RemoteSTag == 0 {
+			finds = append(finds, pendingFinding{FindRDMAPSTagZero, SevError, 0, "Atomic Request to STag 0"})
+		}
+	case decode.OpWrite, decode.OpReadResponse:
+		if stag == 0 && size > 0 {
+			finds = append(finds, pendingFinding{FindDDPSTagZero, SevError, 0, fmt.Sprintf("%s of %d octets to STag 0", m.opc, size)})
+		}
+	}
 	for k := 0; k < nseg; k++ {
 		idx := k
 		if m.moSwap && k < 2 {
@@ -201,6 +228,10 @@ func (h *half) sendMessage(m *message) error {
 		var fpduFinds []pendingFinding
 		if k == 0 {
 			fpduFinds = finds
+		}
+		if m.tagged && n > 0 && seg.DDP.TO+uint64(n)-1 < seg.DDP.TO {
+			fpduFinds = append(fpduFinds, pendingFinding{FindDDPTOWrap, SevError, 0,
+				fmt.Sprintf("%s to STag %#x: TO %#x + %d octets wraps 2^64", m.opc, stag, seg.DDP.TO, n)})
 		}
 		if m.respOver > 0 && !overReported && off+n > respTotal {
 			overReported = true
@@ -343,7 +374,14 @@ func (h *half) appendFPDU(seg *decode.Segment, m *message, finds []pendingFindin
 		b.ddp.RsvdULP2 = seg.InvalidateSTag
 	}
 	if m.opIdx >= 0 {
-		c.opLast[m.opIdx][h.d] = *b
+		// A Terminate blames the first faulty segment of the operation
+		// (RFC 5040 §7.1 rule 4), else its last one.
+		ob := &c.opLast[m.opIdx][h.d]
+		faulty := len(finds) > 0 || corrupt
+		if !ob.faulty || ob.ordinal == 0 || c.rep != ob.rep || c.pass != ob.pass {
+			*ob = *b
+			ob.faulty, ob.rep, ob.pass = faulty, c.rep, c.pass
+		}
 	}
 	if g.track {
 		fs := &fpduState{start: pos, end: end}

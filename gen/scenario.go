@@ -124,12 +124,14 @@ type MPA struct {
 	RequestData Data `json:"request_data,omitempty" yaml:"request_data,omitempty"`
 	ReplyData   Data `json:"reply_data,omitempty" yaml:"reply_data,omitempty"`
 	// IRD and ORD go into the Request (the Initiator's), ReplyIRD and
-	// ReplyORD into the Reply (RFC 6581 §9.1). 0x3FFF means "no
-	// negotiation".
-	IRD      uint16 `json:"ird,omitempty" yaml:"ird,omitempty"`
-	ORD      uint16 `json:"ord,omitempty" yaml:"ord,omitempty"`
-	ReplyIRD uint16 `json:"reply_ird,omitempty" yaml:"reply_ird,omitempty"`
-	ReplyORD uint16 `json:"reply_ord,omitempty" yaml:"reply_ord,omitempty"`
+	// ReplyORD into the Reply (RFC 6581 §9.1); each defaults to 16.
+	// 0x3FFF means "no negotiation". The Responder's IRD bounds the Read
+	// Requests the Initiator may have outstanding, and the other way round
+	// (a scenario that exceeds it gets an rdmap.ird_exceeded finding).
+	IRD      *uint16 `json:"ird,omitempty" yaml:"ird,omitempty"`
+	ORD      *uint16 `json:"ord,omitempty" yaml:"ord,omitempty"`
+	ReplyIRD *uint16 `json:"reply_ird,omitempty" yaml:"reply_ird,omitempty"`
+	ReplyORD *uint16 `json:"reply_ord,omitempty" yaml:"reply_ord,omitempty"`
 	// Rev1IRDORD writes IRD/ORD as the Rev 1 u32 pair that Windows SMB
 	// Direct and Chelsio T4 use instead of the RFC 6581 block (not an RFC
 	// format).
@@ -627,6 +629,21 @@ func (c *Connection) validate() error {
 		}
 	}
 	return nil
+}
+
+// defaultIRDORD is the IRD and ORD a scenario leaves open.
+const defaultIRDORD = 16
+
+// irdOrd returns the Request's IRD and ORD and the Reply's, defaults
+// applied.
+func (m *MPA) irdOrd() (ird, ord, rird, rord uint16) {
+	v := func(p *uint16) uint16 {
+		if p == nil {
+			return defaultIRDORD
+		}
+		return *p
+	}
+	return v(m.IRD), v(m.ORD), v(m.ReplyIRD), v(m.ReplyORD)
 }
 
 func (c *Connection) rev() int {

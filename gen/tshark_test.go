@@ -182,7 +182,7 @@ var markerScenarios = map[string]bool{"markers-both": true}
 
 func tsharkScenarios(t *testing.T) map[string]*Scenario {
 	v6 := &Scenario{Connections: []Connection{{Client: "[2001:db8::10]:41000", Server: "[2001:db8::20]:4791", VLAN: 100, Timestamps: true,
-		MSS: 8960, MPA: MPA{CRC: true, Rev: ptr(2), IRD: 2, ORD: 2, ReplyIRD: 2, ReplyORD: 2},
+		MSS: 8960, MPA: MPA{CRC: true, Rev: ptr(2), IRD: ptr[uint16](2), ORD: ptr[uint16](2), ReplyIRD: ptr[uint16](2), ReplyORD: ptr[uint16](2)},
 		Ops: []Op{{Op: OpNameWrite, Size: 30000}, {Op: OpNameRead, Dir: "r2i", Size: 20000}, {Op: OpNameSendInv, InvSTag: 0x77, Size: 9000}}}}}
 	v1 := &Scenario{Connections: []Connection{{MSS: 536, MPA: MPA{Rev: ptr(1), RequestData: Data("ulp private data")},
 		Ops: []Op{{Op: OpNameSend, Size: 3000}, {Op: OpNameWrite, Size: 3000, Dir: "r2i"}, {Op: OpNameRead, Size: 2000}}}}}
@@ -192,10 +192,10 @@ func tsharkScenarios(t *testing.T) map[string]*Scenario {
 	send := []Op{{Op: OpNameSend, Size: 300}, {Op: OpNameRead, Dir: "r2i", Size: 2000}}
 	variants := &Scenario{Connections: []Connection{
 		{MPA: MPA{Rev: ptr(0), CRC: true}, Ops: send}, // RDMA Consortium MPA, DV/RV 0
-		{MPA: MPA{Rev: ptr(2), RTR: "read", IRD: 1, ORD: 1, ReplyIRD: 1, ReplyORD: 1}, Ops: send},
+		{MPA: MPA{Rev: ptr(2), RTR: "read", IRD: ptr[uint16](1), ORD: ptr[uint16](1), ReplyIRD: ptr[uint16](1), ReplyORD: ptr[uint16](1)}, Ops: send},
 		{MPA: MPA{Rev: ptr(2), RTR: "send", CRC: true}, Ops: send},
 		{MPA: MPA{Rev: ptr(2), RTR: "write", ReplyData: Data("p2p")}, Ops: send},
-		{MPA: MPA{Rev: ptr(1), Rev1IRDORD: true, IRD: 8, ORD: 8, ReplyIRD: 8, ReplyORD: 4}, Ops: send},
+		{MPA: MPA{Rev: ptr(1), Rev1IRDORD: true, IRD: ptr[uint16](8), ORD: ptr[uint16](8), ReplyIRD: ptr[uint16](8), ReplyORD: ptr[uint16](4)}, Ops: send},
 		{MPA: MPA{Rev: ptr(1), Reject: true, ReplyData: Data("no")}, Ops: send},
 	}}
 	markers := &Scenario{Connections: []Connection{{MPA: MPA{CRC: true, MarkersI2R: true, MarkersR2I: true},
