@@ -55,7 +55,8 @@ type Config struct {
 	// (default 3).
 	ChainLength int
 	// DetectLimit is the octets per direction examined for MPA (a key or an
-	// FPDU chain) before a flow is taken as not iWARP (default 256 KiB).
+	// FPDU chain) before a flow is taken as not iWARP (default 64 KiB;
+	// four times that while a candidate FPDU chain is under way).
 	DetectLimit int
 	// ResyncWindow bounds the octets held per direction while looking for
 	// an FPDU boundary (default 256 KiB); older ones are reported skipped.
@@ -89,7 +90,7 @@ func (c *Config) defaults() {
 		c.ChainLength = 3
 	}
 	if c.DetectLimit <= 0 {
-		c.DetectLimit = 256 << 10
+		c.DetectLimit = 64 << 10
 	}
 	if c.ResyncWindow <= 0 {
 		c.ResyncWindow = 256 << 10

@@ -135,3 +135,43 @@ func BenchmarkInOrderCRC(b *testing.B)     { runBench(b, false, true, 0) }
 func BenchmarkInOrderNoCRC(b *testing.B)   { runBench(b, false, false, 0) }
 func BenchmarkInOrderMarkers(b *testing.B) { runBench(b, true, true, 0) }
 func BenchmarkReorder1pct(b *testing.B)    { runBench(b, false, true, 0.01) }
+
+// BenchmarkDetectNonIWARP measures what a flow that is not iWARP costs
+// while the framers look for MPA in it (up to Config.DetectLimit), per
+// segment: text (HTTP-like) and random binary payloads.
+func BenchmarkDetectNonIWARP(b *testing.B) {
+	for _, kind := range []string{"text", "binary"} {
+		b.Run(kind, func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 1))
+			seg := make([]byte, 1448)
+			for i := range seg {
+				if kind == "text" {
+					seg[i] = byte(' ' + rng.IntN(90))
+				} else {
+					seg[i] = byte(rng.Uint32())
+				}
+			}
+			h := &countHandler{}
+			a := New(Config{}, h)
+			c := newConv(1, 80, 1000, 2000)
+			p := c.packet(&tpkt{d: 0, flags: pcap.TCPAck, data: seg})
+			b.SetBytes(int64(len(seg)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			port := uint16(1)
+			for i := range b.N {
+				// A new flow every 200 segments (~290 KB, past the limit).
+				if i%200 == 0 {
+					port++
+					p.SrcPort = port
+					p.Seq = 1000
+				}
+				a.Feed(i, time.Time{}, &p)
+				p.Seq += uint32(len(seg))
+			}
+			if h.fpdus != 0 {
+				b.Fatalf("%d FPDUs found in non-iWARP data", h.fpdus)
+			}
+		})
+	}
+}

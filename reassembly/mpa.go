@@ -56,6 +56,9 @@ type framer struct {
 	scanHyp  hyp   // the hypothesis scanned and live belong to
 	keyScan  int   // acc offsets below this hold no MPA key start
 	examined int   // stDetect: octets examined (against Config.DetectLimit)
+	// promising: the last search left a candidate with a whole valid FPDU
+	// waiting for more octets.
+	promising bool
 	toldULP  bool
 
 	// A skipped region not reported yet.

@@ -841,3 +841,22 @@ func TestShard(t *testing.T) {
 		t.Errorf("shards used: %v", seen)
 	}
 }
+
+// A capture that starts in the middle of a connection whose FPDUs are near
+// 64 KiB (siw with GSO): detection waits for a chain that long.
+func TestMidStreamLargeFPDUs(t *testing.T) {
+	c := newConv(50000, 7174, 1, 2)
+	c.s[0].fullOp(false, false)
+	for i := range 12 {
+		c.s[0].fpdu(writeULPDU(7, uint64(i)<<16, payload(65000, byte(i))))
+	}
+	// One FPDU per GSO "segment" of up to 64 KiB, as lo captures show them.
+	for _, f := range c.s[0].fpdus {
+		c.seg(0, f.off, f.len)
+	}
+	c.s[0].sent = len(c.s[0].data)
+	c.pkts = c.pkts[2:]
+	c.fin()
+	r := c.feed(t, Config{})
+	r.checkFPDUs(t, 0, c.s[0], c.s[0].fpdus[2:])
+}

@@ -60,6 +60,9 @@ type chainRes struct {
 	crcOn    bool // CRCs matched (in use)
 	markerOK int  // markers with a non-zero FPDUPTR that pointed right
 	how      ResyncHow
+	// waiting: the FPDU the chain stopped at has a plausible header and
+	// needs more octets.
+	waiting bool
 }
 
 type exState uint8
@@ -97,8 +100,16 @@ func (f *framer) huntData(b []byte, frame int, ts time.Time) {
 	if f.tryHunt(false, frame) {
 		return
 	}
-	if f.st == stDetect && f.examined > f.fl.a.cfg.DetectLimit && !f.fl.c.IWARP && !f.fl.declared {
-		f.giveUp()
+	if f.st == stDetect && !f.fl.c.IWARP && !f.fl.declared {
+		limit := f.fl.a.cfg.DetectLimit
+		if f.promising {
+			// A candidate with a whole valid FPDU waits for the next
+			// ones: large FPDUs (64 KiB with siw's GSO) need room.
+			limit *= 4
+		}
+		if f.examined > limit {
+			f.giveUp()
+		}
 	}
 }
 
@@ -108,6 +119,7 @@ func (f *framer) huntData(b []byte, frame int, ts time.Time) {
 // no more octets will follow acc (a gap or the end).
 func (f *framer) tryHunt(final bool, frame int) bool {
 	a := f.fl.a
+	f.promising = false
 	c, h, r, ok := f.search(final)
 	if ok {
 		f.accept(c, h, r, frame)
@@ -250,6 +262,9 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 			f.live = f.live[:0]
 			return o, r, true
 		case vMore:
+			if r.crcOn {
+				f.promising = true
+			}
 			f.live[w] = o
 			w++
 		}
@@ -267,12 +282,20 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 		if f.align >= 0 && int((f.pos+uint32(o))&3) != f.align && (si >= len(f.segs) || f.segs[si].at != o) {
 			continue
 		}
+		if !h.markers && o+4 <= len(f.acc) && !f.quickHead(f.acc[o:o+4], strict) {
+			continue
+		}
 		r := f.chain(o, h, need, strict, final)
 		switch r.v {
 		case vAccept:
 			f.scanned = o + 1
 			return o, r, true
 		case vMore:
+			if r.crcOn || ((r.n > 0 || r.waiting) && si < len(f.segs) && f.segs[si].at == o) {
+				// FPDUs with a matching CRC, or a valid header at a segment
+				// start, waiting for more octets.
+				f.promising = true
+			}
 			if len(f.live) >= 256 {
 				copy(f.live, f.live[1:])
 				f.live = f.live[:len(f.live)-1]
@@ -284,6 +307,30 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 		f.scanned = end
 	}
 	return 0, chainRes{}, false
+}
+
+// quickHead is the cheap part of examine for a marker-free candidate whose
+// first 4 octets (ULPDU_Length, DDP control, RDMAP control) are in b: it
+// rejects most offsets of data that are not FPDU starts.
+func (f *framer) quickHead(b []byte, strict bool) bool {
+	l := int(b[0])<<8 | int(b[1])
+	if l < minULPDU || l > f.fl.a.cfg.MaxULPDU {
+		return false
+	}
+	ctrl, rc := b[2], b[3]
+	dv, rv := ctrl&decode.DDPDVMask, rc>>6
+	if f.ver >= 0 {
+		if int(dv)<<2|int(rv) != f.ver {
+			return false
+		}
+	} else if dv > 1 || rv > 1 || (strict && dv != rv) {
+		return false
+	}
+	if strict && (ctrl&decode.DDPRsvdMask != 0 || rc&decode.RDMAPRsvMask != 0) {
+		return false
+	}
+	op := decode.Opcode(rc & decode.RDMAPOpMask)
+	return op.Known() && op.Tagged() == (ctrl&decode.DDPFlagT != 0)
 }
 
 // scanRange examines the offsets in [from, to) under h, without the
@@ -397,6 +444,7 @@ func (f *framer) chain(o int, h hyp, need int, strict, final bool) chainRes {
 			if r.n > 0 && (r.markerOK > 0 || r.crcOn || (final && !strict)) && span >= minSpan {
 				return f.accepted(r, need)
 			}
+			r.waiting = n > 0
 			if final {
 				r.v = vReject
 			} else {

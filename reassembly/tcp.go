@@ -182,8 +182,10 @@ func (fl *flow) reused(d Dir, p *pcap.Packet) bool {
 	}
 	rel := int64(int32(p.Seq - s.next))
 	if fl.closed {
-		// After FIN/RST only old data (retransmissions) belongs here.
-		return rel > 0 || rel < -maxWin
+		// After FIN/RST only old data (retransmissions) and what was in
+		// flight when a RST went out belong here; a new connection reusing
+		// the 4-tuple without a SYN seen starts elsewhere in sequence space.
+		return rel > 1<<24 || rel < -maxWin
 	}
 	return rel > maxWin || rel < -maxWin
 }
@@ -423,11 +425,6 @@ func (fl *flow) buffer(d Dir, seq uint32, b []byte, miss int, frame int, ts time
 			return
 		}
 		miss, b = 0, nil
-	}
-	if miss > 0 && len(b) == 0 {
-		// Only cut octets remain: they are reported when the hole before
-		// them is given up or filled (as part of a gap).
-		_ = miss
 	}
 	for s.oooBytes > a.cfg.FlowBufferLimit && len(s.ooo) > 0 {
 		fl.fillHole(d, GapBudget, frame)
