@@ -59,7 +59,7 @@ type framer struct {
 	// promising: the last search left a candidate with a whole valid FPDU
 	// waiting for more octets.
 	promising bool
-	toldULP  bool
+	toldULP   bool
 
 	// A skipped region not reported yet.
 	skipSeq uint32
