@@ -50,8 +50,8 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("a finding raised at the end has no time:\n%s", out)
 	}
 	for name, data := range map[string][]byte{
-		"empty.pcap":   {},
-		"garbage.pcap": []byte("GET / HTTP/1.1\r\nHost: example\r\n\r\n"),
+		"empty.pcap":       {},
+		"garbage.pcap":     []byte("GET / HTTP/1.1\r\nHost: example\r\n\r\n"),
 		"header-only.pcap": good[:10],
 	} {
 		code, _, errs := runArgs(t, "-r", write(name, data))

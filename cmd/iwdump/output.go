@@ -280,19 +280,35 @@ var jsonObjs, jsonFields = func() ([]jsonObj, []jsonField) {
 	return objs, fields
 }()
 
-// appendJSONFields writes the fields p carries as nested members.
-func appendJSONFields(b []byte, pdu *decode.PDU, numeric bool) []byte {
+// A jsonPlan is the JSON layout for one set of present fields (one
+// decode.Mask): for each field, the octets that go before its value
+// (closing and opening objects, comma, key), and what closes the last
+// object. PDUs of one kind share a plan, so the per-PDU work is appending
+// those octets and the values.
+type jsonPlan struct {
+	fields []int32  // indexes into jsonFields
+	pre    [][]byte // octets before each field's value
+	end    []byte   // closing braces
+}
+
+// jsonPlans caches the plans by mask; there are a few dozen kinds of PDU.
+var jsonPlans = map[decode.Mask]*jsonPlan{}
+
+func planFor(pdu *decode.PDU, m decode.Mask) *jsonPlan {
+	if pl, ok := jsonPlans[m]; ok {
+		return pl
+	}
+	pl := &jsonPlan{}
 	cur := -1 // innermost open object
-	m := decode.Present(pdu)
 	var chain [8]int
+	first := false // the next member is the first of its object
 	for i := range jsonFields {
 		jf := &jsonFields[i]
-		v, ok := jf.f.GetIn(pdu, m)
-		if !ok {
+		if _, ok := jf.f.GetIn(pdu, m); !ok {
 			continue
 		}
+		var b []byte
 		if jf.obj != cur {
-			// Close objects until cur encloses jf.obj, then open the rest.
 			for cur != -1 && !encloses(cur, jf.obj) {
 				b = append(b, '}')
 				cur = jsonObjs[cur].parent
@@ -305,13 +321,35 @@ func appendJSONFields(b []byte, pdu *decode.PDU, numeric bool) []byte {
 			for n > 0 {
 				n--
 				b = append(b, jsonObjs[chain[n]].open...)
+				first = true
 			}
 			cur = jf.obj
 		}
-		if b[len(b)-1] != '{' { // the first member of an object takes no comma
+		if !first {
 			b = append(b, ',')
 		}
+		first = false
 		b = append(b, jf.key...)
+		pl.fields = append(pl.fields, int32(i))
+		pl.pre = append(pl.pre, b)
+	}
+	for ; cur != -1; cur = jsonObjs[cur].parent {
+		pl.end = append(pl.end, '}')
+	}
+	if len(jsonPlans) < 4096 { // masks are bounded; this only guards memory
+		jsonPlans[m] = pl
+	}
+	return pl
+}
+
+// appendJSONFields writes the fields p carries as nested members.
+func appendJSONFields(b []byte, pdu *decode.PDU, numeric bool) []byte {
+	m := decode.Present(pdu)
+	pl := planFor(pdu, m)
+	for k, i := range pl.fields {
+		jf := &jsonFields[i]
+		v, _ := jf.f.GetIn(pdu, m)
+		b = append(b, pl.pre[k]...)
 		if numeric && v.Kind == decode.KindEnum {
 			v.Kind = decode.KindUint
 		}
@@ -324,7 +362,11 @@ func appendJSONFields(b []byte, pdu *decode.PDU, numeric bool) []byte {
 			}
 		case decode.KindUint:
 			b = strconv.AppendUint(b, v.U, 10)
-		case decode.KindEnum, decode.KindString:
+		case decode.KindEnum: // static names: plain ASCII, nothing to escape
+			b = append(b, '"')
+			b = append(b, v.S...)
+			b = append(b, '"')
+		case decode.KindString:
 			b = strconv.AppendQuote(b, v.S)
 		case decode.KindBytes:
 			b = append(b, '"')
@@ -332,10 +374,7 @@ func appendJSONFields(b []byte, pdu *decode.PDU, numeric bool) []byte {
 			b = append(b, '"')
 		}
 	}
-	for ; cur != -1; cur = jsonObjs[cur].parent {
-		b = append(b, '}')
-	}
-	return b
+	return append(b, pl.end...)
 }
 
 // encloses reports whether object anc is obj or one of its ancestors.

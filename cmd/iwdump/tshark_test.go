@@ -2,9 +2,9 @@ package main
 
 import (
 	"bytes"
-	"math/bits"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"os"
 	"os/exec"
 	"path/filepath"
