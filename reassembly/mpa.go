@@ -71,6 +71,9 @@ type framer struct {
 	// s0Known: Params.S0 holds the direction's marker phase (its MPA frame
 	// was seen, or the phase was inferred).
 	s0Known bool
+	// snapRun counts consecutive frames cut by the snaplen whose FPDUs end
+	// exactly where the frame did (see snapAligned).
+	snapRun int
 }
 
 func (f *framer) init(fl *flow, d Dir) {
@@ -220,11 +223,13 @@ func (f *framer) noteSkip(seq uint32, off uint64, n uint64) {
 // flushSkip reports the pending skipped region (for iWARP connections).
 func (f *framer) flushSkip(frame int) uint64 {
 	n := f.skipN
-	if n == 0 {
+	if n == 0 || !f.fl.c.IWARP {
+		// Before the stream is recognized the region grows on; it is
+		// reported if the stream turns out to be iWARP.
 		return 0
 	}
 	f.skipN = 0
-	if f.fl.c.IWARP {
+	{
 		a := f.fl.a
 		a.stats.SkippedBytes += n
 		a.evGap = GapEvent{Dir: f.d, Reason: GapSkipped, Seq: f.skipSeq, Len: n, Offset: f.skipOff,
@@ -788,6 +793,10 @@ func (f *framer) gap(seq uint32, n uint64, reason GapReason, frame int) {
 		f.off += n
 		return
 	case stDetect, stHunt:
+		if reason == GapSnaplen && f.snapAligned(n, frame) {
+			f.gap(seq, n, reason, frame)
+			return
+		}
 		for i := 0; i < 64 && len(f.acc) > 0 && (f.st == stDetect || f.st == stHunt); i++ {
 			if !f.tryHunt(true, frame) {
 				break
@@ -802,7 +811,13 @@ func (f *framer) gap(seq uint32, n uint64, reason GapReason, frame int) {
 		f.anchor = false
 		f.resetScan()
 		f.keyScan = 0
-		f.reportGap(seq, f.off, n, reason, frame, f.estimate(n, true))
+		if !f.fl.c.IWARP {
+			// Not recognized yet: the hole joins the region before the
+			// first boundary (reported as skipped if one is found).
+			f.noteSkip(seq, f.off, n)
+		} else {
+			f.reportGap(seq, f.off, n, reason, frame, f.estimate(n, true))
+		}
 		f.pos += uint32(n)
 		f.off += n
 		return
@@ -810,6 +825,9 @@ func (f *framer) gap(seq uint32, n uint64, reason GapReason, frame int) {
 		// The frame is cut: what it said is lost.
 		f.skipFront(len(f.acc))
 		f.flushSkip(frame)
+		if !f.fl.c.IWARP {
+			f.noteSkip(seq, f.off, n)
+		}
 		f.reportGap(seq, f.off, n, reason, frame, 0)
 		f.pos += uint32(n)
 		f.off += n

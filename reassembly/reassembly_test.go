@@ -860,3 +860,46 @@ func TestMidStreamLargeFPDUs(t *testing.T) {
 	r := c.feed(t, Config{})
 	r.checkFPDUs(t, 0, c.s[0], c.s[0].fpdus[2:])
 }
+
+// A capture with a small snaplen that starts mid-stream, and loses a frame:
+// frames whose FPDU ends where the frame ends realign the framer.
+func TestSnaplenMidStreamAndLoss(t *testing.T) {
+	c := newConv(50000, 4420, 1, 2)
+	c.s[0].fullOp(false, true)
+	fillFPDUs(c.s[0], rand.New(rand.NewPCG(9, 9)), 40, 100, 1400)
+	for _, f := range c.s[0].fpdus {
+		c.seg(0, f.off, f.len)
+	}
+	c.s[0].sent = len(c.s[0].data)
+	c.pkts = c.pkts[3:] // mid-stream
+	c.dropData(0, 20)   // and a loss
+	const snap = 64
+	for i := range c.pkts {
+		p := &c.pkts[i]
+		if len(p.data) > snap {
+			p.plen = len(p.data)
+			p.data = p.data[:snap]
+		}
+	}
+	r := c.feed(t, Config{})
+	partial := 0
+	for _, p := range r.pdus {
+		if p.missing > 0 {
+			partial++
+		}
+	}
+	// 37 frames kept; the first ChainLength recognize the stream, and one
+	// after the loss realigns it.
+	if partial < 37-3-1 || len(r.opened) != 1 {
+		t.Errorf("%d partial FPDUs\n%s", partial, r.dump())
+	}
+	r.checkCoverage(t, 0, c.s[0], c.s[0].fpdus[3].off)
+	for _, p := range r.pdus {
+		if p.segErr != nil && p.missing == 0 {
+			t.Errorf("FPDU %+v", p)
+		}
+		if p.opcode != decode.OpSend && p.opcode != decode.OpWrite {
+			t.Errorf("opcode %v", p.opcode)
+		}
+	}
+}

@@ -628,3 +628,79 @@ func (f *framer) accept(c int, h hyp, r chainRes, frame int) {
 	f.align = int(f.pos & 3)
 	f.replayFrom(0)
 }
+
+// snapAligned handles a frame cut by the snaplen while no boundary is known.
+// A cut frame leaves too few octets for a chain, but its length is known:
+// when a plausible FPDU header at the start of the frame's captured octets
+// (after any whole FPDUs there) announces an FPDU that ends exactly where the
+// frame ended, the frame is FPDU-aligned, as senders align them (RFC 5044
+// §5.1). One such frame is enough in a known iWARP stream; Config.ChainLength
+// consecutive ones recognize a stream. On acceptance the framer is in sync at
+// the frame's start (the caller then handles the gap in sync) and it reports
+// true.
+func (f *framer) snapAligned(miss uint64, frame int) bool {
+	if len(f.segs) == 0 {
+		f.snapRun = 0
+		return false
+	}
+	P := f.params()
+	o := f.segs[len(f.segs)-1].at
+	h := hyp{crc: crcOff, valid: true}
+	switch {
+	case P.MarkersSource != SourceUnknown && P.Markers && f.s0Known:
+		h.markers, h.s0 = true, P.S0
+	case P.MarkersSource != SourceUnknown && P.Markers:
+		f.snapRun = 0
+		return false // markers at an unknown phase
+	}
+	strict := !f.fl.c.IWARP
+	end := uint64(len(f.acc)-o) + miss // the frame's octets from o
+	w := f.acc[o:]
+	p := f.pos + uint32(o)
+	var at uint64
+	n := 0
+	ok := false
+	for {
+		l, st, _, _ := f.examine(w, p, &h, crcOff, strict)
+		if st == exBad || l == 0 {
+			break
+		}
+		if st == exMore {
+			ok = at+uint64(l) == end
+			break
+		}
+		n++
+		w = w[l:]
+		p += uint32(l)
+		at += uint64(l)
+	}
+	if !ok {
+		f.snapRun = 0
+		return false
+	}
+	f.snapRun++
+	if strict && f.snapRun < f.fl.a.cfg.ChainLength {
+		return false
+	}
+	fl := f.fl
+	a := fl.a
+	conn := &fl.c
+	if !conn.IWARP {
+		fl.becomeIWARP()
+	}
+	if P.MarkersSource == SourceUnknown {
+		P.Markers, P.MarkersSource = false, SourceInferred
+		a.h.Negotiated(conn, f.d)
+	}
+	f.skipFront(o)
+	skipped := f.flushSkip(frame)
+	a.stats.Resyncs++
+	a.evResync = ResyncEvent{Dir: f.d, How: ResyncChain, Seq: f.pos, Offset: f.off, Frame: frame, Chain: f.snapRun, Skipped: skipped}
+	a.h.Resync(conn, &a.evResync)
+	f.snapRun = 0
+	f.st = stFPDU
+	f.anchor = false
+	f.align = int(f.pos & 3)
+	f.replayFrom(0)
+	return true
+}
