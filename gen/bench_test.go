@@ -77,7 +77,7 @@ func BenchmarkGenerateSmall(b *testing.B) {
 func BenchmarkGenerateTruth(b *testing.B) {
 	sc := mustBuiltin(b, "bulk-write", Params{Seed: 1, MaxBytes: 16 << 20})
 	benchRun(b, sc, func() *Options {
-		tw, err := NewJSONTruthWriter(io.Discard, sc.Name, sc.Seed)
+		tw, err := NewJSONTruthWriter(io.Discard)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -75,6 +75,7 @@ type generator struct {
 	impID     int
 	err       error
 	recPool   []*segRec
+	fpduPool  []*fpduState
 }
 
 // Run generates sc into sink. It returns when every connection is closed or
@@ -127,6 +128,9 @@ func Run(sc *Scenario, sink FrameSink, opts *Options) (Stats, error) {
 		return g.stats, err
 	}
 	if g.track {
+		if err := g.truth.Begin(sc.Name, sc.Seed); err != nil {
+			return g.stats, err
+		}
 		for _, c := range g.conns {
 			if err := g.truth.Connection(&c.truth); err != nil {
 				return g.stats, err
@@ -265,6 +269,23 @@ func (g *generator) newRec(seq uint32, n int) *segRec {
 func (g *generator) freeRec(r *segRec) {
 	clear(r.imps)
 	g.recPool = append(g.recPool, r)
+}
+
+// newFPDUState takes an FPDU state from the pool. The truth's slices
+// (markers, impairments) are never reused: a sink may keep them.
+func (g *generator) newFPDUState() *fpduState {
+	if k := len(g.fpduPool); k > 0 {
+		fs := g.fpduPool[k-1]
+		g.fpduPool = g.fpduPool[:k-1]
+		*fs = fpduState{finds: fs.finds[:0]}
+		return fs
+	}
+	return &fpduState{}
+}
+
+func (g *generator) freeFPDUState(fs *fpduState) {
+	clear(fs.finds)
+	g.fpduPool = append(g.fpduPool, fs)
 }
 
 // newImpTruth numbers a new impairment record.

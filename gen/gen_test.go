@@ -521,3 +521,35 @@ func TestIRDExceeded(t *testing.T) {
 		t.Errorf("ird_exceeded at %v", got)
 	}
 }
+
+// The streaming truth writer's hand-made FPDU encoding is json.Marshal's,
+// and the whole file decodes to the Truth a Collector gathers.
+func TestJSONTruthWriter(t *testing.T) {
+	for _, name := range []string{"mixed", "hostile", "read-heavy", "every-terminate"} {
+		sc := mustBuiltin(t, name, Params{Seed: 1, Count: 2})
+		g := generate(t, sc, pcap.FormatPcap)
+		for i := range g.truth.FPDUs {
+			f := &g.truth.FPDUs[i]
+			want, _ := json.Marshal(f)
+			if got, ok := appendFPDUJSON(nil, f); ok && string(got) != string(want) {
+				t.Fatalf("%s FPDU %d:\n got %s\nwant %s", name, i, got, want)
+			}
+		}
+		var buf bytes.Buffer
+		tw, err := NewJSONTruthWriter(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Run(sc, discard{}, &Options{Truth: tw}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Close()
+		got, err := DecodeTruth(&buf)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, buf.String())
+		}
+		if jsonOf(got) != jsonOf(g.truth) {
+			t.Errorf("%s: streamed truth differs from the collected one", name)
+		}
+	}
+}

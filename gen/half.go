@@ -641,6 +641,7 @@ func (h *half) finishFPDUs() {
 			}
 		}
 		h.fpdus.pop()
+		g.freeFPDUState(fs)
 		h.fpduHead++
 	}
 }

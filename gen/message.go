@@ -384,7 +384,8 @@ func (h *half) appendFPDU(seg *decode.Segment, m *message, finds []pendingFindin
 		}
 	}
 	if g.track {
-		fs := &fpduState{start: pos, end: end}
+		fs := g.newFPDUState()
+		fs.start, fs.end = pos, end
 		h.fillTruth(&fs.t, seg, m, ord, pos, end, ulpduLen, crcVal, good, wire)
 		for _, it := range its {
 			if it.Len == 0 {

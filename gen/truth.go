@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 )
 
 // Truth is everything the generator put on the wire that an analyzer should
@@ -225,10 +226,12 @@ type Finding struct {
 	Message    string `json:"message"`
 }
 
-// TruthSink receives the ground truth as the generator produces it.
-// Connections come first, then FPDUs, impairments and findings in any
-// interleaving, then End once. Values are not reused after the call.
+// TruthSink receives the ground truth as the generator produces it: Begin
+// once, the connections, then FPDUs, impairments and findings in any
+// interleaving, then End once. A sink may keep the slices inside the values
+// but not the pointers it is given: the values may be reused.
 type TruthSink interface {
+	Begin(scenario string, seed uint64) error
 	Connection(*ConnTruth) error
 	FPDU(*FPDUTruth) error
 	Impairment(*ImpairmentTruth) error
@@ -239,6 +242,13 @@ type TruthSink interface {
 // Collector is a TruthSink that keeps everything in a Truth. For small runs
 // and tests.
 type Collector struct{ T Truth }
+
+// Begin implements TruthSink.
+func (c *Collector) Begin(scenario string, seed uint64) error {
+	c.T = Truth{Scenario: scenario, Seed: seed, LinkType: "ethernet", Connections: []ConnTruth{},
+		FPDUs: []FPDUTruth{}, Impairments: []ImpairmentTruth{}, Findings: []Finding{}}
+	return nil
+}
 
 // Connection implements TruthSink.
 func (c *Collector) Connection(t *ConnTruth) error {
@@ -283,8 +293,8 @@ type JSONTruthWriter struct {
 	closeErr error
 }
 
-// NewJSONTruthWriter starts the truth JSON on w for the named scenario.
-func NewJSONTruthWriter(w io.Writer, scenario string, seed uint64) (*JSONTruthWriter, error) {
+// NewJSONTruthWriter makes a writer of the truth JSON to w.
+func NewJSONTruthWriter(w io.Writer) (*JSONTruthWriter, error) {
 	imp, err := os.CreateTemp("", "iwgen-imp-*.json")
 	if err != nil {
 		return nil, err
@@ -298,9 +308,14 @@ func NewJSONTruthWriter(w io.Writer, scenario string, seed uint64) (*JSONTruthWr
 	os.Remove(find.Name())
 	j := &JSONTruthWriter{w: bufio.NewWriterSize(w, 1<<16), tmpImp: imp, tmpFind: find,
 		bufImp: bufio.NewWriter(imp), bufFind: bufio.NewWriter(find)}
-	name, _ := json.Marshal(scenario)
-	fmt.Fprintf(j.w, "{\n\"scenario\": %s,\n\"seed\": %d,\n\"link_type\": \"ethernet\",\n\"connections\": [", name, seed)
 	return j, nil
+}
+
+// Begin implements TruthSink: it writes the head of the JSON.
+func (j *JSONTruthWriter) Begin(scenario string, seed uint64) error {
+	name, _ := json.Marshal(scenario)
+	_, err := fmt.Fprintf(j.w, "{\n\"scenario\": %s,\n\"seed\": %d,\n\"link_type\": \"ethernet\",\n\"connections\": [", name, seed)
+	return err
 }
 
 func (j *JSONTruthWriter) item(w *bufio.Writer, n int, v any) error {
@@ -336,9 +351,118 @@ func (j *JSONTruthWriter) startFPDUs() {
 // FPDU implements TruthSink.
 func (j *JSONTruthWriter) FPDU(t *FPDUTruth) error {
 	j.startFPDUs()
-	err := j.item(j.w, j.nFPDU, t)
+	b, ok := appendFPDUJSON(j.encBuf[:0], t)
+	if !ok {
+		err := j.item(j.w, j.nFPDU, t)
+		j.nFPDU++
+		return err
+	}
+	j.encBuf = b
+	if j.nFPDU > 0 {
+		j.w.WriteByte(',')
+	}
+	j.w.WriteString("\n  ")
 	j.nFPDU++
+	_, err := j.w.Write(b)
 	return err
+}
+
+// appendFPDUJSON appends t as json.Marshal writes it, without reflection,
+// for the common FPDUs (no RDMAP header of their own); ok is false for the
+// others, which take json.Marshal.
+func appendFPDUJSON(b []byte, t *FPDUTruth) ([]byte, bool) {
+	if t.Read != nil || t.Term != nil || t.AtomicReq != nil || t.AtomicResp != nil || t.Imm != nil || !plainJSON(t.Dir) || !plainJSON(t.OpName) {
+		return b, false
+	}
+	num := func(b []byte, key string, v uint64) []byte {
+		b = append(b, ',', '"')
+		b = append(b, key...)
+		b = append(b, '"', ':')
+		return strconv.AppendUint(b, v, 10)
+	}
+	flag := func(b []byte, key string, v bool) []byte {
+		b = append(b, ',', '"')
+		b = append(b, key...)
+		b = append(b, '"', ':')
+		return strconv.AppendBool(b, v)
+	}
+	str := func(b []byte, key, v string) []byte {
+		b = append(b, ',', '"')
+		b = append(b, key...)
+		b = append(b, `":"`...)
+		b = append(b, v...)
+		return append(b, '"')
+	}
+	b = append(b, `{"conn":`...)
+	b = strconv.AppendInt(b, int64(t.Conn), 10)
+	b = str(b, "dir", t.Dir)
+	b = num(b, "index", uint64(t.Index))
+	b = num(b, "first_frame", uint64(t.FirstFrame))
+	b = num(b, "last_frame", uint64(t.LastFrame))
+	b = num(b, "seq", uint64(t.Seq))
+	b = num(b, "end", uint64(t.End))
+	if t.Missing {
+		b = flag(b, "missing", true)
+	}
+	if t.Partial {
+		b = flag(b, "partial", true)
+	}
+	b = num(b, "ulpdu_length", uint64(t.ULPDULength))
+	b = num(b, "opcode", uint64(t.Opcode))
+	b = str(b, "op", t.OpName)
+	b = flag(b, "tagged", t.Tagged)
+	b = flag(b, "last", t.Last)
+	b = num(b, "dv", uint64(t.DV))
+	b = num(b, "rv", uint64(t.RV))
+	b = num(b, "stag", uint64(t.STag))
+	b = num(b, "to", t.TO)
+	b = num(b, "qn", uint64(t.QN))
+	b = num(b, "msn", uint64(t.MSN))
+	b = num(b, "mo", uint64(t.MO))
+	if t.InvSTag != 0 {
+		b = num(b, "inv_stag", uint64(t.InvSTag))
+	}
+	b = num(b, "payload_len", uint64(t.PayloadLen))
+	if len(t.Markers) > 0 {
+		b = append(b, `,"markers":[`...)
+		for i, m := range t.Markers {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"seq":`...)
+			b = strconv.AppendUint(b, uint64(m.Seq), 10)
+			b = num(b, "fpduptr", uint64(m.FPDUPTR))
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = num(b, "crc", uint64(t.CRC))
+	b = flag(b, "crc_good", t.CRCGood)
+	if t.RTR {
+		b = flag(b, "rtr", true)
+	}
+	if len(t.Impairments) > 0 {
+		b = append(b, `,"impairments":[`...)
+		for i, id := range t.Impairments {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(id), 10)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}'), true
+}
+
+// plainJSON reports a string json.Marshal writes as is (no escapes).
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // Impairment implements TruthSink.

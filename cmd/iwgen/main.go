@@ -279,7 +279,7 @@ func generate(sc *gen.Scenario, o *options, stdout, stderr io.Writer) (gen.Stats
 			return gen.Stats{}, 0, err
 		}
 		defer tf.Close()
-		tw, err := gen.NewJSONTruthWriter(tf, sc.Name, sc.Seed)
+		tw, err := gen.NewJSONTruthWriter(tf)
 		if err != nil {
 			return gen.Stats{}, 0, err
 		}
