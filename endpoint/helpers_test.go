@@ -1,0 +1,149 @@
+package endpoint
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// side is one endpoint of a test connection.
+type side struct {
+	dev  *Device
+	pd   *PD
+	cq   *CQ
+	qp   *QP
+	conn *Conn
+}
+
+func newSide(t testing.TB, attr QPAttr) *side {
+	t.Helper()
+	dev := OpenDevice(DeviceAttr{})
+	pd := dev.AllocPD()
+	cq, err := dev.CreateCQ(1 << 14)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attr.SendCQ, attr.RecvCQ = cq, cq
+	qp, err := pd.CreateQP(attr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &side{dev: dev, pd: pd, cq: cq, qp: qp}
+}
+
+func (s *side) reg(t testing.TB, n int, acc Access) (*MR, []byte) {
+	t.Helper()
+	buf := make([]byte, n)
+	mr, err := s.pd.RegisterMR(buf, acc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mr, buf
+}
+
+// wait returns the next completion or fails the test.
+func (s *side) wait(t testing.TB) WorkCompletion {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var wc [1]WorkCompletion
+	if _, err := s.cq.Wait(ctx, wc[:]); err != nil {
+		t.Fatalf("qp %d: waiting for a completion: %v (state %v, err %v)", s.qp.num, err, s.qp.State(), s.qp.Err())
+	}
+	return wc[0]
+}
+
+func (s *side) waitOK(t testing.TB, op Opcode) WorkCompletion {
+	t.Helper()
+	wc := s.wait(t)
+	if wc.Status != StatusSuccess || wc.Opcode != op {
+		t.Fatalf("qp %d: completion %v %v (want %v Success), err %v; qp err %v", s.qp.num, wc.Opcode, wc.Status, op, wc.Err, s.qp.Err())
+	}
+	return wc
+}
+
+type pairOpts struct {
+	client, server       Config
+	clientAttr, srvAttr  QPAttr
+	clientPrep, srvPrep  func(*side)
+	listenerCfg          *Config
+	serverPrivateData    []byte
+}
+
+// connect makes two connected endpoints over loopback TCP.
+func connect(t testing.TB, o pairOpts) (cl, sv *side) {
+	t.Helper()
+	cl, sv = newSide(t, o.clientAttr), newSide(t, o.srvAttr)
+	if o.clientPrep != nil {
+		o.clientPrep(cl)
+	}
+	if o.srvPrep != nil {
+		o.srvPrep(sv)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lcfg := o.server
+	l, err := Listen(ctx, "tcp", "127.0.0.1:0", &lcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var wg sync.WaitGroup
+	var serr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		req, err := l.Accept(ctx)
+		if err != nil {
+			serr = err
+			return
+		}
+		sv.conn, serr = req.Accept(sv.qp, o.serverPrivateData)
+	}()
+	cfg := o.client
+	cl.conn, err = Dial(ctx, "tcp", l.Addr().String(), cl.qp, &cfg)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	if serr != nil {
+		t.Fatalf("accept: %v", serr)
+	}
+	t.Cleanup(func() {
+		cl.conn.Close()
+		sv.conn.Close()
+	})
+	return cl, sv
+}
+
+func fillRand(b []byte, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	for i := 0; i+8 <= len(b); i += 8 {
+		v := r.Uint64()
+		for k := 0; k < 8; k++ {
+			b[i+k] = byte(v >> (8 * k))
+		}
+	}
+	for i := len(b) &^ 7; i < len(b); i++ {
+		b[i] = byte(r.Uint32())
+	}
+}
+
+func mustEqual(t testing.TB, what string, got, want []byte) {
+	t.Helper()
+	if !bytes.Equal(got, want) {
+		i := 0
+		for i < len(got) && i < len(want) && got[i] == want[i] {
+			i++
+		}
+		t.Fatalf("%s: data differs at octet %d of %d/%d", what, i, len(got), len(want))
+	}
+}
+
+var _ = fmt.Sprintf
+var _ net.Conn

@@ -1,0 +1,606 @@
+package endpoint
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/iwkit/iwkit/decode"
+)
+
+// QPAttr are the attributes of a new QP (V00 §6). Zero fields take defaults.
+type QPAttr struct {
+	SendCQ, RecvCQ *CQ // required; may be the same CQ
+	SQDepth        int // work requests the SQ holds (1024)
+	RQDepth        int // work requests the RQ holds (1024)
+	MaxSGE         int // SGEs per work request (device MaxSGE)
+	// IRD and ORD are the inbound and outbound RDMA Read queue depths
+	// offered in the MPA v2 negotiation (16 each, at most the device's).
+	IRD, ORD int
+	// DisableRemoteRead and DisableRemoteWrite clear the QP's enable bits
+	// for inbound RDMA Read, and inbound RDMA Write + Read Response.
+	DisableRemoteRead  bool
+	DisableRemoteWrite bool
+	// DrainTimeout bounds how long the QP waits for the peer to close the
+	// LLP after a Terminate or a graceful close (2 s).
+	DrainTimeout time.Duration
+}
+
+type sqe struct {
+	wr      SendWR
+	sgl     []SGE
+	started bool
+	done    bool
+	status  Status
+	err     error
+}
+
+type rqe struct {
+	wr    RecvWR
+	parts [][]byte // resolved scatter list
+	size  uint64
+}
+
+// orqEntry is an outstanding outbound RDMA Read (ORQ, counted against ORD).
+type orqEntry struct {
+	wqe  *sqe // nil for the Read RTR
+	sink STag
+	to   uint64
+	size uint64
+	got  uint64
+}
+
+// irrqEntry is an accepted inbound RDMA Read Request (IRRQ, counted against
+// IRD) waiting to be answered.
+type irrqEntry struct {
+	req decode.ReadRequest
+	src []byte
+}
+
+// Counters are a QP's traffic counters.
+type Counters struct {
+	TxFPDUs, RxFPDUs           uint64
+	TxOctets, RxOctets         uint64 // octets on the wire (FPDUs)
+	TxPayload, RxPayload       uint64 // ULP payload octets
+	TxSends, RxSends           uint64
+	TxWrites, RxWrites         uint64 // RDMA Write messages
+	TxReadReqs, RxReadReqs     uint64
+	TxReadResps, RxReadResps   uint64 // Read Response messages
+	TxTerminates, RxTerminates uint64
+	CRCErrors                  uint64
+	MarkerErrors               uint64
+	ReadStalls                 uint64 // RDMA Reads held back by ORD
+}
+
+type counters struct {
+	txFPDUs, rxFPDUs           atomic.Uint64
+	txOctets, rxOctets         atomic.Uint64
+	txPayload, rxPayload       atomic.Uint64
+	txSends, rxSends           atomic.Uint64
+	txWrites, rxWrites         atomic.Uint64
+	txReadReqs, rxReadReqs     atomic.Uint64
+	txReadResps, rxReadResps   atomic.Uint64
+	txTerminates, rxTerminates atomic.Uint64
+	crcErrors, markerErrors    atomic.Uint64
+	readStalls                 atomic.Uint64
+}
+
+// QP is a queue pair: a Send Queue, a Receive Queue and the inbound RDMA
+// Read queue, bound to one MPA stream once in RTS (V00 §6).
+type QP struct {
+	dev  *Device
+	pd   *PD
+	num  uint32
+	attr QPAttr
+
+	mu        sync.Mutex
+	state     QPState
+	sq        []*sqe // posted and not yet completed, in order
+	sqNext    int    // index in sq of the next WR to start
+	rq        []*rqe
+	orq       []*orqEntry
+	irrq      []*irrqEntry // accepted, not yet being answered
+	irrqBusy  int          // accepted and not completely answered
+	ird, ord  int
+	term      *TermInfo
+	termOut   *decode.Terminate // Terminate for the send engine
+	err       error
+	gateOpen  bool
+	rtrOut    rtrType // initiator: RTR still to send
+	rtrIn     uint8   // responder: RTR types accepted before the first FPDU (bit set)
+	txStop    bool
+	remoteFin bool
+	evq       []AsyncEvent
+
+	s      *stream
+	conn   *Conn
+	kick   chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	txDone chan struct{}
+
+	// engine-only state (send engine: sendMSN; receive engine: the rest)
+	sendMSN [2]uint32 // next MSN on QN 0 and QN 1
+	recvMSN [3]uint32 // expected MSN on QN 0, 1, 2
+	cur     *rqe      // receive in progress on QN 0
+	curMSN  uint32
+	curLen  uint64
+
+	cnt counters
+}
+
+// CreateQP creates a QP in Idle on pd.
+func (pd *PD) CreateQP(attr QPAttr) (*QP, error) {
+	d := pd.dev
+	if attr.SendCQ == nil || attr.RecvCQ == nil {
+		return nil, fmt.Errorf("%w: QP needs a send and a receive CQ", ErrInvalidWR)
+	}
+	def := func(v *int, dv, mx int) {
+		if *v <= 0 {
+			*v = dv
+		}
+		*v = min(*v, mx)
+	}
+	def(&attr.SQDepth, 1024, d.attr.MaxWR)
+	def(&attr.RQDepth, 1024, d.attr.MaxWR)
+	def(&attr.MaxSGE, d.attr.MaxSGE, d.attr.MaxSGE)
+	if attr.IRD < 0 || attr.ORD < 0 {
+		return nil, fmt.Errorf("%w: negative IRD/ORD", ErrInvalidWR)
+	}
+	if attr.IRD == 0 {
+		attr.IRD = 16
+	}
+	if attr.ORD == 0 {
+		attr.ORD = 16
+	}
+	attr.IRD = min(attr.IRD, d.attr.MaxIRD)
+	attr.ORD = min(attr.ORD, d.attr.MaxORD)
+	if attr.DrainTimeout <= 0 {
+		attr.DrainTimeout = 2 * time.Second
+	}
+	if int(d.nQP.Add(1)) > d.attr.MaxQP {
+		d.nQP.Add(-1)
+		return nil, ErrTooManyQPs
+	}
+	return &QP{dev: d, pd: pd, num: d.nextQP.Add(1), attr: attr, ird: attr.IRD, ord: attr.ORD}, nil
+}
+
+// Num is the QP number.
+func (qp *QP) Num() uint32 { return qp.num }
+
+// PD is the QP's protection domain.
+func (qp *QP) PD() *PD { return qp.pd }
+
+// Attr returns the attributes the QP was created with (after defaults).
+func (qp *QP) Attr() QPAttr { return qp.attr }
+
+// State is the QP's current state.
+func (qp *QP) State() QPState {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return qp.state
+}
+
+// IRDORD returns the QP's IRD and ORD, as negotiated once connected.
+func (qp *QP) IRDORD() (ird, ord int) {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return qp.ird, qp.ord
+}
+
+// SetIRDORD changes IRD and ORD while Idle (before connecting).
+func (qp *QP) SetIRDORD(ird, ord int) error {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	if qp.state != StateIdle || ird < 0 || ord < 0 || ird > qp.dev.attr.MaxIRD || ord > qp.dev.attr.MaxORD {
+		return ErrInvalidState
+	}
+	qp.ird, qp.ord = ird, ord
+	qp.attr.IRD, qp.attr.ORD = ird, ord
+	return nil
+}
+
+// Terminate returns the Terminate the QP sent or received, if any.
+func (qp *QP) Terminate() *TermInfo {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	if qp.term == nil {
+		return nil
+	}
+	t := *qp.term
+	return &t
+}
+
+// Err is why the QP left RTS: a *TerminateError, ErrBadLLPClose, an LLP
+// error; nil while in RTS and after a normal close.
+func (qp *QP) Err() error {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return qp.err
+}
+
+// Done is closed when the QP's connection is over (the QP reached Error, or
+// Idle after a normal close) and every work request was completed or
+// flushed. It is nil before the QP was connected.
+func (qp *QP) Done() <-chan struct{} {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return qp.done
+}
+
+// Counters returns a snapshot of the QP's counters.
+func (qp *QP) Counters() Counters {
+	c := &qp.cnt
+	return Counters{
+		TxFPDUs: c.txFPDUs.Load(), RxFPDUs: c.rxFPDUs.Load(),
+		TxOctets: c.txOctets.Load(), RxOctets: c.rxOctets.Load(),
+		TxPayload: c.txPayload.Load(), RxPayload: c.rxPayload.Load(),
+		TxSends: c.txSends.Load(), RxSends: c.rxSends.Load(),
+		TxWrites: c.txWrites.Load(), RxWrites: c.rxWrites.Load(),
+		TxReadReqs: c.txReadReqs.Load(), RxReadReqs: c.rxReadReqs.Load(),
+		TxReadResps: c.txReadResps.Load(), RxReadResps: c.rxReadResps.Load(),
+		TxTerminates: c.txTerminates.Load(), RxTerminates: c.rxTerminates.Load(),
+		CRCErrors: c.crcErrors.Load(), MarkerErrors: c.markerErrors.Load(),
+		ReadStalls: c.readStalls.Load(),
+	}
+}
+
+// unlock releases qp.mu and then delivers queued async events.
+func (qp *QP) unlock() {
+	evs := qp.evq
+	qp.evq = nil
+	qp.mu.Unlock()
+	if h := qp.dev.attr.AsyncEvent; h != nil {
+		for _, e := range evs {
+			h(e)
+		}
+	}
+}
+
+func (qp *QP) eventLocked(t AsyncEventType, err error) {
+	if qp.dev.attr.AsyncEvent != nil {
+		qp.evq = append(qp.evq, AsyncEvent{Type: t, QP: qp, State: qp.state, Err: err})
+	}
+}
+
+func (qp *QP) kickTx() {
+	if qp.kick != nil {
+		select {
+		case qp.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// PostSend posts work requests to the SQ in order. The first Immediate
+// Error stops the list; n says how many were posted. In Idle they wait for
+// RTS; in Terminate and Error they complete at once as Flushed.
+func (qp *QP) PostSend(wrs ...SendWR) (n int, err error) {
+	qp.mu.Lock()
+	defer qp.unlock()
+	for i := range wrs {
+		wr := &wrs[i]
+		if err := qp.checkSendWR(wr); err != nil {
+			return n, err
+		}
+		switch qp.state {
+		case StateClosing:
+			return n, ErrInvalidState
+		case StateTerminate, StateError:
+			qp.attr.SendCQ.push(WorkCompletion{WRID: wr.WRID, Opcode: wr.Opcode, Status: StatusFlushed, QPNum: qp.num})
+			n++
+			continue
+		}
+		if len(qp.sq) >= qp.attr.SQDepth {
+			return n, ErrQueueFull
+		}
+		w := &sqe{wr: *wr}
+		w.sgl = append([]SGE(nil), wr.SGL...)
+		w.wr.SGL = nil
+		qp.sq = append(qp.sq, w)
+		n++
+	}
+	qp.kickTx()
+	return n, nil
+}
+
+func (qp *QP) checkSendWR(wr *SendWR) error {
+	if wr.Opcode > OpRead {
+		return fmt.Errorf("%w: opcode %v", ErrInvalidWR, wr.Opcode)
+	}
+	if len(wr.SGL) > qp.attr.MaxSGE {
+		return fmt.Errorf("%w: %d SGEs > %d", ErrInvalidWR, len(wr.SGL), qp.attr.MaxSGE)
+	}
+	if wr.Opcode == OpRead && len(wr.SGL) != 1 {
+		return fmt.Errorf("%w: an RDMA Read takes exactly one local SGE", ErrInvalidWR)
+	}
+	var tot uint64
+	for _, s := range wr.SGL {
+		tot += uint64(s.Length)
+	}
+	if tot > uint64(qp.dev.attr.MaxMsgLen) || tot > 1<<32-1 {
+		return fmt.Errorf("%w: message of %d octets too long", ErrInvalidWR, tot)
+	}
+	return nil
+}
+
+// PostRecv posts receive buffers. Each SGE must name local memory with Local
+// Write; the scatter list is resolved when posted.
+func (qp *QP) PostRecv(wrs ...RecvWR) (n int, err error) {
+	qp.mu.Lock()
+	defer qp.unlock()
+	for i := range wrs {
+		wr := &wrs[i]
+		if len(wr.SGL) > qp.attr.MaxSGE {
+			return n, fmt.Errorf("%w: %d SGEs > %d", ErrInvalidWR, len(wr.SGL), qp.attr.MaxSGE)
+		}
+		if qp.state == StateTerminate || qp.state == StateError || qp.state == StateClosing {
+			qp.attr.RecvCQ.push(WorkCompletion{WRID: wr.WRID, Opcode: OpRecv, Status: StatusFlushed, QPNum: qp.num})
+			n++
+			continue
+		}
+		if len(qp.rq) >= qp.attr.RQDepth {
+			return n, ErrQueueFull
+		}
+		r := &rqe{wr: RecvWR{WRID: wr.WRID}}
+		for _, sge := range wr.SGL {
+			if sge.Length == 0 {
+				continue // zero-length SGEs are not validated (V00 §8.1.1)
+			}
+			_, b, e := qp.dev.lookup(sge.LKey, qp.pd, AccessLocalWrite, sge.Addr, uint64(sge.Length))
+			if e != accOK {
+				return n, fmt.Errorf("%w: receive SGE %v: %v", ErrInvalidWR, sge.LKey, e)
+			}
+			r.parts = append(r.parts, b)
+			r.size += uint64(len(b))
+		}
+		qp.rq = append(qp.rq, r)
+		n++
+	}
+	return n, nil
+}
+
+// completeSQLocked retires finished WRs from the head of the SQ in order
+// (each work queue completes in order, V00 §8.2.2).
+func (qp *QP) completeSQLocked() {
+	k := 0
+	for k < len(qp.sq) && qp.sq[k].done {
+		w := qp.sq[k]
+		if w.wr.Signaled || w.status != StatusSuccess {
+			qp.pushLocked(qp.attr.SendCQ, WorkCompletion{WRID: w.wr.WRID, Opcode: w.wr.Opcode, Status: w.status, QPNum: qp.num, Err: w.err})
+		}
+		qp.sq[k] = nil
+		k++
+	}
+	if k > 0 {
+		qp.sq = qp.sq[k:]
+		qp.sqNext -= k
+		if len(qp.sq) == 0 {
+			qp.sq = nil
+		}
+	}
+}
+
+func (qp *QP) pushLocked(cq *CQ, wc WorkCompletion) {
+	if !cq.push(wc) && qp.state == StateRTS {
+		qp.terminateLocked(localTerm(0x0, 0x2, 0x07, "completion queue overflow"), nil, 0)
+	}
+}
+
+// flushLocked completes everything still queued (V00 §6.2.3): the first
+// unfinished SQ WR gets headStatus (RemoteTermination after a received
+// Terminate), the rest Flushed, signaled or not.
+func (qp *QP) flushLocked(headStatus Status) {
+	first := true
+	for _, w := range qp.sq {
+		if !w.done {
+			w.done = true
+			w.status = StatusFlushed
+			if first && w.started && headStatus != StatusFlushed {
+				w.status = headStatus
+			}
+			first = false
+		}
+	}
+	qp.completeSQLocked()
+	for _, r := range qp.rq {
+		qp.attr.RecvCQ.push(WorkCompletion{WRID: r.wr.WRID, Opcode: OpRecv, Status: StatusFlushed, QPNum: qp.num})
+	}
+	qp.rq = nil
+	qp.orq, qp.irrq, qp.irrqBusy = nil, nil, 0
+	qp.cur = nil
+}
+
+func localTerm(layer, etype, code uint8, reason string) TermInfo {
+	t := decode.Terminate{Layer: layer, EType: etype, Code: code}
+	return TermInfo{Local: true, Cause: decode.LookupTermCause(layer, etype, code), Header: t, Reason: reason}
+}
+
+// terminateLocked moves an RTS (or Closing) QP to Terminate. A local
+// Terminate is handed to the send engine; wqe, if any, completes with st.
+func (qp *QP) terminateLocked(ti TermInfo, wqe *sqe, st Status) {
+	if qp.state != StateRTS && qp.state != StateClosing {
+		return
+	}
+	qp.state = StateTerminate
+	qp.term = &ti
+	qp.err = &TerminateError{Info: ti}
+	if wqe != nil && !wqe.done {
+		wqe.done, wqe.status, wqe.err = true, st, qp.err
+		qp.completeSQLocked()
+	}
+	if ti.Local {
+		h := ti.Header
+		qp.termOut = &h
+		qp.eventLocked(EventTerminateSent, qp.err)
+	} else {
+		qp.txStop = true
+		qp.eventLocked(EventTerminateReceived, qp.err)
+	}
+	qp.kickTx()
+}
+
+// Modify moves the QP to state as the verbs state machine allows (V00 §6.2):
+// RTS→Closing (graceful close; Bad Close → Error when work is outstanding),
+// RTS→Terminate (sends a Local Catastrophic Terminate), any→Error (abortive,
+// LLP reset, flush), Error→Idle (reuse). Moving to RTS is done by Dial and
+// ConnRequest.Accept. Anything else is an Immediate Error.
+func (qp *QP) Modify(to QPState) error {
+	qp.mu.Lock()
+	from := qp.state
+	switch {
+	case from == to && (to == StateIdle || to == StateRTS):
+		qp.unlock()
+		return nil
+	case to == StateClosing && from == StateRTS:
+		if len(qp.sq) > 0 || qp.irrqBusy > 0 {
+			qp.unlock()
+			qp.abort(ErrBadLLPClose, EventBadClose)
+			return nil
+		}
+		qp.state = StateClosing
+		qp.txStop = true
+		qp.kickTx()
+		qp.unlock()
+		return nil
+	case to == StateTerminate && from == StateRTS:
+		qp.terminateLocked(localTerm(0x0, 0x0, 0x00, "Modify QP to Terminate"), nil, 0)
+		qp.unlock()
+		return nil
+	case to == StateError:
+		if from == StateIdle {
+			qp.state = StateError
+			qp.flushLocked(StatusFlushed)
+			qp.unlock()
+			return nil
+		}
+		qp.unlock()
+		if from != StateError {
+			qp.abort(errors.New("endpoint: QP moved to Error"), EventErrorStateEntered)
+		}
+		return nil
+	case to == StateIdle && from == StateError:
+		qp.state = StateIdle
+		qp.term, qp.err, qp.termOut = nil, nil, nil
+		qp.unlock()
+		return nil
+	}
+	qp.unlock()
+	return fmt.Errorf("%w: %v → %v", ErrInvalidState, from, to)
+}
+
+// abort resets the LLP and moves the QP to Error.
+func (qp *QP) abort(err error, ev AsyncEventType) {
+	qp.mu.Lock()
+	if qp.state == StateError || qp.state == StateIdle {
+		qp.unlock()
+		return
+	}
+	qp.state = StateError
+	if qp.err == nil {
+		qp.err = err
+	}
+	qp.eventLocked(ev, err)
+	s := qp.s
+	qp.unlock()
+	if s != nil {
+		if tc, ok := s.c.(*net.TCPConn); ok {
+			tc.SetLinger(0)
+		}
+		s.c.Close()
+	}
+}
+
+// closeWrite sends FIN and bounds how long we wait for the peer's.
+func (qp *QP) closeWrite(s *stream) {
+	if s.tap != nil {
+		s.tap.fin(true)
+	}
+	type cw interface{ CloseWrite() error }
+	if c, ok := s.c.(cw); ok {
+		c.CloseWrite()
+	}
+	s.c.SetReadDeadline(time.Now().Add(qp.attr.DrainTimeout))
+}
+
+// finish ends the connection when the receive engine stops: the QP goes to
+// Error (Terminate, LLP failure) or back to Idle (normal close), and every
+// WR is completed or flushed.
+func (qp *QP) finish(cause error) {
+	qp.mu.Lock()
+	head := StatusFlushed
+	if qp.term != nil && !qp.term.Local {
+		head = StatusRemoteTermination
+	}
+	switch qp.state {
+	case StateRTS:
+		qp.state = StateError
+		if qp.err == nil {
+			qp.err = cause
+		}
+		qp.eventLocked(EventLLPConnLost, qp.err)
+	case StateTerminate:
+		qp.state = StateError
+		qp.eventLocked(EventErrorStateEntered, qp.err)
+	case StateClosing:
+		if cause == nil {
+			qp.state = StateIdle
+			qp.eventLocked(EventLLPCloseComplete, nil)
+		} else {
+			qp.state = StateError
+			if qp.err == nil {
+				qp.err = cause
+			}
+			qp.eventLocked(EventBadClose, qp.err)
+		}
+	}
+	qp.flushLocked(head)
+	s := qp.s
+	close(qp.stop)
+	qp.unlock()
+	// Let the send engine put out a pending Terminate, but not forever.
+	s.c.SetWriteDeadline(time.Now().Add(qp.attr.DrainTimeout))
+	<-qp.txDone
+	if s.tap != nil {
+		s.tap.fin(true)
+	}
+	s.c.Close()
+	qp.mu.Lock()
+	qp.flushLocked(head) // anything the send engine finished meanwhile
+	close(qp.done)
+	qp.unlock()
+}
+
+// attach binds an MPA stream and moves the QP from Idle to RTS (V00 §6.2:
+// reset MSNs and marker positions, start processing posted WRs).
+func (qp *QP) attach(s *stream, c *Conn, initiator bool, rtrOut rtrType, rtrIn uint8) error {
+	qp.mu.Lock()
+	if qp.state != StateIdle {
+		qp.unlock()
+		return fmt.Errorf("%w: QP is %v, not Idle", ErrInvalidState, qp.state)
+	}
+	qp.state = StateRTS
+	qp.s, qp.conn = s, c
+	qp.kick = make(chan struct{}, 1)
+	qp.stop = make(chan struct{})
+	qp.done = make(chan struct{})
+	qp.txDone = make(chan struct{})
+	qp.gateOpen = initiator // the Responder sends nothing before the first FPDU (RFC 5044 §7.1.2 rule 4)
+	qp.rtrOut, qp.rtrIn = rtrOut, rtrIn
+	qp.txStop, qp.remoteFin = false, false
+	qp.term, qp.err, qp.termOut = nil, nil, nil
+	qp.sendMSN = [2]uint32{1, 1}
+	qp.recvMSN = [3]uint32{1, 1, 1}
+	qp.cur = nil
+	qp.orq, qp.irrq, qp.irrqBusy = nil, nil, 0
+	if rtrOut == rtrRead {
+		qp.orq = append(qp.orq, &orqEntry{})
+	}
+	qp.unlock()
+	go qp.txLoop(s)
+	go qp.rxLoop(s)
+	return nil
+}

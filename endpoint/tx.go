@@ -1,0 +1,369 @@
+package endpoint
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/iwkit/iwkit/decode"
+)
+
+// rtrType is an RFC 6581 ready-to-receive message type.
+type rtrType uint8
+
+const (
+	rtrNone  rtrType = iota
+	rtrSend          // zero-length Send (B)
+	rtrWrite         // zero-length RDMA Write (C)
+	rtrRead          // zero-length RDMA Read Request (D)
+)
+
+func (r rtrType) String() string {
+	return [...]string{"none", "send", "write", "read"}[r]
+}
+
+const (
+	tkNone = iota
+	tkSQ
+	tkResp
+	tkTerm
+	tkStop
+	tkRTR
+)
+
+type txItem struct {
+	kind uint8
+	wqe  *sqe
+	irr  *irrqEntry
+	term *decode.Terminate
+	rtr  rtrType
+}
+
+// nextWorkLocked picks the send engine's next job: a pending Terminate
+// first, then (once the Responder may send) the RTR, Read Responses in the
+// order their requests arrived (RFC 5040 §5.2.2 rule 20), then SQ WRs in
+// order, holding RDMA Reads at ORD and Read-fenced WRs behind earlier Reads.
+func (qp *QP) nextWorkLocked() txItem {
+	if qp.termOut != nil {
+		t := qp.termOut
+		qp.termOut = nil
+		return txItem{kind: tkTerm, term: t}
+	}
+	switch qp.state {
+	case StateRTS:
+	case StateClosing, StateTerminate:
+		if qp.txStop {
+			return txItem{kind: tkStop}
+		}
+		return txItem{}
+	default:
+		return txItem{}
+	}
+	if !qp.gateOpen {
+		return txItem{}
+	}
+	if qp.rtrOut != rtrNone {
+		r := qp.rtrOut
+		qp.rtrOut = rtrNone
+		return txItem{kind: tkRTR, rtr: r}
+	}
+	if len(qp.irrq) > 0 {
+		e := qp.irrq[0]
+		qp.irrq[0] = nil
+		qp.irrq = qp.irrq[1:]
+		return txItem{kind: tkResp, irr: e}
+	}
+	if qp.sqNext < len(qp.sq) {
+		w := qp.sq[qp.sqNext]
+		if w.wr.Opcode == OpRead {
+			if qp.ord == 0 {
+				qp.sqNext++
+				w.started = true
+				qp.terminateLocked(localTerm(0x0, 0x0, 0x00, "RDMA Read with ORD 0"), w, StatusZeroReadResources)
+				return txItem{}
+			}
+			if len(qp.orq) >= qp.ord {
+				qp.cnt.readStalls.Add(1)
+				return txItem{}
+			}
+		} else if w.wr.ReadFence && len(qp.orq) > 0 {
+			return txItem{}
+		}
+		qp.sqNext++
+		w.started = true
+		if w.wr.Opcode == OpRead {
+			s := w.sgl[0]
+			qp.orq = append(qp.orq, &orqEntry{wqe: w, sink: s.LKey, to: s.Addr, size: uint64(s.Length)})
+		}
+		return txItem{kind: tkSQ, wqe: w}
+	}
+	return txItem{}
+}
+
+// txLoop is the send engine.
+func (qp *QP) txLoop(s *stream) {
+	defer close(qp.txDone)
+	var (
+		b       txBatch
+		doneSQ  []*sqe
+		parts   [][]byte
+		scratch [][]byte
+	)
+	stopping := false
+	for {
+		b.reset()
+		doneSQ = doneSQ[:0]
+		resps := 0
+		stopAfter := false
+	fill:
+		for b.bytes < 1<<20 && len(b.bufs) < 768 {
+			qp.mu.Lock()
+			it := qp.nextWorkLocked()
+			qp.unlock()
+			switch it.kind {
+			case tkNone:
+				break fill
+			case tkTerm:
+				qp.emitTerminate(s, &b, it.term)
+				stopAfter = true
+				break fill
+			case tkStop:
+				stopAfter = true
+				break fill
+			case tkRTR:
+				qp.emitRTR(s, &b, it.rtr)
+			case tkResp:
+				r := it.irr
+				parts = append(parts[:0], r.src)
+				scratch = qp.emitTagged(s, &b, decode.OpReadResponse, r.req.SinkSTag, r.req.SinkTO, parts, uint64(len(r.src)), scratch)
+				qp.cnt.txReadResps.Add(1)
+				resps++
+			case tkSQ:
+				w := it.wqe
+				var err error
+				parts, scratch, err = qp.emitWR(s, &b, w, parts, scratch)
+				if err != nil {
+					continue // the failure queued a Terminate
+				}
+				if w.wr.Opcode != OpRead {
+					doneSQ = append(doneSQ, w)
+				}
+			}
+		}
+		if len(b.bufs) > 0 {
+			if err := s.flush(&b); err != nil {
+				qp.txFailed(err)
+				return
+			}
+			qp.cnt.txOctets.Add(uint64(b.bytes))
+			qp.mu.Lock()
+			for _, w := range doneSQ {
+				if !w.done {
+					w.done = true
+				}
+			}
+			qp.irrqBusy -= resps
+			qp.completeSQLocked()
+			qp.unlock()
+		}
+		if stopAfter {
+			qp.closeWrite(s)
+			return
+		}
+		if len(b.bufs) > 0 {
+			continue
+		}
+		if stopping {
+			return
+		}
+		select {
+		case <-qp.kick:
+		case <-qp.stop:
+			stopping = true
+		}
+	}
+}
+
+// txFailed handles an LLP write failure: no Terminate can go out, reset.
+func (qp *QP) txFailed(err error) {
+	qp.mu.Lock()
+	st := qp.state
+	qp.unlock()
+	if st == StateRTS {
+		qp.abort(fmt.Errorf("endpoint: LLP write: %w", err), EventLLPConnLost)
+	}
+}
+
+// wqeFailed completes w in error and terminates the QP with a Local
+// Catastrophic Terminate without headers: the error happened while building
+// an outbound message (RFC 5040 §7.1 rule 1, V00 Fig. 23).
+func (qp *QP) wqeFailed(w *sqe, st Status, reason string) {
+	qp.mu.Lock()
+	qp.terminateLocked(localTerm(0x0, 0x0, 0x00, reason), w, st)
+	qp.unlock()
+}
+
+// gather resolves a local SGL with the given rights.
+func (qp *QP) gather(sgl []SGE, need Access, parts [][]byte) ([][]byte, uint64, accessErr, SGE) {
+	parts = parts[:0]
+	var tot uint64
+	for _, sge := range sgl {
+		if sge.Length == 0 {
+			continue
+		}
+		_, p, e := qp.dev.lookup(sge.LKey, qp.pd, need, sge.Addr, uint64(sge.Length))
+		if e != accOK {
+			return parts, 0, e, sge
+		}
+		parts = append(parts, p)
+		tot += uint64(len(p))
+	}
+	return parts, tot, accOK, SGE{}
+}
+
+func (qp *QP) emitWR(s *stream, b *txBatch, w *sqe, parts, scratch [][]byte) ([][]byte, [][]byte, error) {
+	op := w.wr.Opcode
+	if op == OpRead {
+		sink := w.sgl[0]
+		if sink.Length > 0 {
+			// The sink of a Read Response needs Remote Write (V00 §7.4.2).
+			if _, _, e := qp.dev.lookup(sink.LKey, qp.pd, AccessRemoteWrite, sink.Addr, uint64(sink.Length)); e != accOK {
+				err := fmt.Errorf("RDMA Read sink %v: %v", sink.LKey, e)
+				qp.wqeFailed(w, e.status(), err.Error())
+				return parts, scratch, err
+			}
+		}
+		rr := decode.ReadRequest{SinkSTag: uint32(sink.LKey), SinkTO: sink.Addr, Size: sink.Length,
+			SrcSTag: uint32(w.wr.RKey), SrcTO: w.wr.RemoteAddr}
+		qp.emitReadRequest(s, b, &rr)
+		return parts, scratch, nil
+	}
+	parts, tot, e, bad := qp.gather(w.sgl, AccessLocalRead, parts)
+	if e != accOK {
+		err := fmt.Errorf("%v source SGE %v at 0x%x+%d: %v", op, bad.LKey, bad.Addr, bad.Length, e)
+		qp.wqeFailed(w, e.status(), err.Error())
+		return parts, scratch, err
+	}
+	if op == OpWrite {
+		scratch = qp.emitTagged(s, b, decode.OpWrite, uint32(w.wr.RKey), w.wr.RemoteAddr, parts, tot, scratch)
+		qp.cnt.txWrites.Add(1)
+	} else {
+		var inv uint32
+		if op == OpSendInv || op == OpSendSEInv {
+			inv = uint32(w.wr.InvalidateSTag)
+		}
+		msn := qp.sendMSN[0]
+		qp.sendMSN[0]++
+		scratch = qp.emitUntagged(s, b, op.rdmap(), inv, decode.QNSend, msn, nil, parts, tot, scratch)
+		qp.cnt.txSends.Add(1)
+	}
+	qp.cnt.txPayload.Add(tot)
+	return parts, scratch, nil
+}
+
+// split walks total octets of parts in segments of at most maxp octets,
+// calling fn with each segment's offset and sub-slices.
+func split(parts [][]byte, total uint64, maxp int, scratch [][]byte, fn func(off uint64, seg [][]byte, n int, last bool)) [][]byte {
+	if total == 0 {
+		fn(0, nil, 0, true)
+		return scratch
+	}
+	pi, po := 0, 0
+	var off uint64
+	for off < total {
+		n := int(min(uint64(maxp), total-off))
+		scratch = scratch[:0]
+		need := n
+		for need > 0 {
+			p := parts[pi][po:]
+			if len(p) > need {
+				p = p[:need]
+			}
+			scratch = append(scratch, p)
+			need -= len(p)
+			po += len(p)
+			if po == len(parts[pi]) {
+				pi, po = pi+1, 0
+			}
+		}
+		fn(off, scratch, n, off+uint64(n) == total)
+		off += uint64(n)
+	}
+	return scratch
+}
+
+func (qp *QP) maxPayload(s *stream, hdr int) int {
+	return max(s.mulpdu-hdr, 1)
+}
+
+// emitTagged segments a tagged message (RDMA Write, Read Response): each
+// segment carries STag and the TO of its first octet (RFC 5041 §4.2, §5.2).
+func (qp *QP) emitTagged(s *stream, b *txBatch, op decode.Opcode, stag uint32, to uint64, parts [][]byte, total uint64, scratch [][]byte) [][]byte {
+	var h [decode.DDPTaggedHdrLen]byte
+	h[1] = decode.RDMAPVersion<<6 | uint8(op)
+	binary.BigEndian.PutUint32(h[2:], stag)
+	return split(parts, total, qp.maxPayload(s, len(h)), scratch, func(off uint64, seg [][]byte, n int, last bool) {
+		h[0] = decode.DDPFlagT | decode.DDPVersion
+		if last {
+			h[0] |= decode.DDPFlagL
+		}
+		binary.BigEndian.PutUint64(h[6:], to+off)
+		s.appendFPDU(b, h[:], seg, n)
+		qp.cnt.txFPDUs.Add(1)
+	})
+}
+
+// emitUntagged segments an untagged message: QN, MSN and the MO of each
+// segment (RFC 5041 §4.3); rdmaHdr (Read Request, Terminate) goes in the
+// first and only segment.
+func (qp *QP) emitUntagged(s *stream, b *txBatch, op decode.Opcode, inv, qn, msn uint32, rdmaHdr []byte, parts [][]byte, total uint64, scratch [][]byte) [][]byte {
+	var hb [decode.DDPUntaggedHdrLen + 64]byte
+	h := hb[:decode.DDPUntaggedHdrLen]
+	h[1] = decode.RDMAPVersion<<6 | uint8(op)
+	binary.BigEndian.PutUint32(h[2:], inv)
+	binary.BigEndian.PutUint32(h[6:], qn)
+	binary.BigEndian.PutUint32(h[10:], msn)
+	h = append(h, rdmaHdr...)
+	return split(parts, total, qp.maxPayload(s, len(h)), scratch, func(off uint64, seg [][]byte, n int, last bool) {
+		h[0] = decode.DDPVersion
+		if last {
+			h[0] |= decode.DDPFlagL
+		}
+		binary.BigEndian.PutUint32(h[14:], uint32(off))
+		s.appendFPDU(b, h, seg, n)
+		qp.cnt.txFPDUs.Add(1)
+	})
+}
+
+func (qp *QP) emitReadRequest(s *stream, b *txBatch, rr *decode.ReadRequest) {
+	var rh [decode.ReadReqHdrLen]byte
+	rr.Append(rh[:0])
+	msn := qp.sendMSN[1]
+	qp.sendMSN[1]++
+	qp.emitUntagged(s, b, decode.OpReadRequest, 0, decode.QNReadReq, msn, rh[:], nil, 0, nil)
+	qp.cnt.txReadReqs.Add(1)
+}
+
+func (qp *QP) emitTerminate(s *stream, b *txBatch, t *decode.Terminate) {
+	var th [64]byte
+	hdr := t.Append(th[:0])
+	qp.emitUntagged(s, b, decode.OpTerminate, 0, decode.QNTerminate, 1, hdr, nil, 0, nil)
+	qp.cnt.txTerminates.Add(1)
+}
+
+// emitRTR sends the RFC 6581 ready-to-receive message the Initiator chose:
+// its first FPDU (RFC 6581 §5, §9.3).
+func (qp *QP) emitRTR(s *stream, b *txBatch, r rtrType) {
+	switch r {
+	case rtrWrite:
+		// STag/TO are not checked for zero-length tagged segments (RFC 5041
+		// §5.2); like current siw, send STag 1, not 0.
+		qp.emitTagged(s, b, decode.OpWrite, 1, 0, nil, 0, nil)
+	case rtrRead:
+		rr := decode.ReadRequest{SinkSTag: 1, SrcSTag: 1}
+		qp.emitReadRequest(s, b, &rr)
+	case rtrSend:
+		msn := qp.sendMSN[0]
+		qp.sendMSN[0]++
+		qp.emitUntagged(s, b, decode.OpSend, 0, decode.QNSend, msn, nil, nil, 0, nil)
+	}
+}
