@@ -31,8 +31,8 @@ const (
 	EventLLPCloseComplete AsyncEventType = iota + 1 // normal close finished, QP Idle
 	EventTerminateReceived
 	EventTerminateSent
-	EventBadClose         // LLP closed with work outstanding, or data while Closing
-	EventLLPConnLost      // LLP failure, QP in Error
+	EventBadClose    // LLP closed with work outstanding, or data while Closing
+	EventLLPConnLost // LLP failure, QP in Error
 	EventErrorStateEntered
 )
 

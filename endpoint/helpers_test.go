@@ -68,11 +68,11 @@ func (s *side) waitOK(t testing.TB, op Opcode) WorkCompletion {
 }
 
 type pairOpts struct {
-	client, server       Config
-	clientAttr, srvAttr  QPAttr
-	clientPrep, srvPrep  func(*side)
-	listenerCfg          *Config
-	serverPrivateData    []byte
+	client, server      Config
+	clientAttr, srvAttr QPAttr
+	clientPrep, srvPrep func(*side)
+	listenerCfg         *Config
+	serverPrivateData   []byte
 }
 
 // connect makes two connected endpoints over loopback TCP.

@@ -213,17 +213,17 @@ type WorkCompletion struct {
 
 // Errors returned immediately by the verbs (V00's Immediate Errors).
 var (
-	ErrInvalidState   = errors.New("endpoint: invalid QP state for this operation")
-	ErrQueueFull      = errors.New("endpoint: work queue full")
-	ErrInvalidWR      = errors.New("endpoint: invalid work request")
-	ErrInvalidAccess  = errors.New("endpoint: invalid access rights")
-	ErrResourceBusy   = errors.New("endpoint: resource in use")
-	ErrClosed         = errors.New("endpoint: closed")
-	ErrCQOverflow     = errors.New("endpoint: completion queue overflow")
-	ErrInvalidSTag    = errors.New("endpoint: invalid STag")
-	ErrTooManyQPs     = errors.New("endpoint: too many resources")
-	ErrBadLLPClose    = errors.New("endpoint: peer closed the connection with work outstanding")
-	ErrLLPClosed      = errors.New("endpoint: LLP connection closed")
+	ErrInvalidState    = errors.New("endpoint: invalid QP state for this operation")
+	ErrQueueFull       = errors.New("endpoint: work queue full")
+	ErrInvalidWR       = errors.New("endpoint: invalid work request")
+	ErrInvalidAccess   = errors.New("endpoint: invalid access rights")
+	ErrResourceBusy    = errors.New("endpoint: resource in use")
+	ErrClosed          = errors.New("endpoint: closed")
+	ErrCQOverflow      = errors.New("endpoint: completion queue overflow")
+	ErrInvalidSTag     = errors.New("endpoint: invalid STag")
+	ErrTooManyQPs      = errors.New("endpoint: too many resources")
+	ErrBadLLPClose     = errors.New("endpoint: peer closed the connection with work outstanding")
+	ErrLLPClosed       = errors.New("endpoint: LLP connection closed")
 	ErrRemoteTerminate = errors.New("endpoint: peer sent a Terminate")
 )
 
