@@ -40,7 +40,8 @@ type Config struct {
 	MaxFlows int
 	// MemoryBudget bounds the octets of all buffers together: out-of-order
 	// segments, FPDUs that span segments, resync windows and
-	// retransmission history (default 64 MiB). When it is reached, the
+	// retransmission history (default 32 MiB; up to a quarter more is kept
+	// in free lists for reuse). When it is reached, the
 	// oldest out-of-order data is given up (GapBudget) and octets that
 	// cannot be held are reported as GapNoMemory.
 	MemoryBudget int64
@@ -78,7 +79,7 @@ func (c *Config) defaults() {
 		c.MaxFlows = 16384
 	}
 	if c.MemoryBudget <= 0 {
-		c.MemoryBudget = 64 << 20
+		c.MemoryBudget = 32 << 20
 	}
 	if c.FlowBufferLimit <= 0 {
 		c.FlowBufferLimit = 4 << 20
