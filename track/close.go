@@ -8,14 +8,22 @@ import (
 func (c *conn) gap(at *At, octets, fpdus int) {
 	dir := at.Dir & 1
 	st := &c.st.Dir[dir]
-	st.Gaps++
-	if octets > 0 {
-		st.GapOctets += uint64(octets)
-	}
+	d := &c.d[dir]
+	c.observe(at)
 	if fpdus > 0 {
 		st.FPDUsLost += uint64(fpdus)
 	}
 	c.lose(dir)
+	if d.ackedLost > 0 && octets > 0 && uint64(octets) <= d.ackedLost {
+		// Already noticed from the peer's ACK (observe).
+		d.ackedLost -= uint64(octets)
+		return
+	}
+	d.ackedLost = 0
+	st.Gaps++
+	if octets > 0 {
+		st.GapOctets += uint64(octets)
+	}
 	what := "octets"
 	switch {
 	case octets > 0 && fpdus > 0:
@@ -30,11 +38,21 @@ func (c *conn) gap(at *At, octets, fpdus int) {
 
 // lose makes the state of dir uncertain: FPDUs were lost (a gap) or are
 // unusable (a CRC failure).
-func (c *conn) lose(dir Dir) {
+func (c *conn) lose(dir Dir) { c.loseN(dir, -1) }
+
+// loseN is lose when exactly n FPDUs are known lost (n < 0: unknown). With
+// a known count the untagged queues need no full resynchronisation: the
+// next message on each may skip at most n MSNs (RFC 5041 §5.1) and the
+// check goes on.
+func (c *conn) loseN(dir Dir, n int) {
 	d := &c.d[dir]
 	for i := range d.q {
 		q := &d.q[i]
-		q.resync = true
+		if n < 0 || !q.known {
+			q.resync = true
+		} else if !q.resync {
+			q.slack += uint32(n)
+		}
 		if q.open {
 			q.m.gapHit = true
 		}
@@ -57,6 +75,12 @@ func (c *conn) lose(dir Dir) {
 // close records a FIN or RST (MPA-22, RD-23, RD-24).
 func (c *conn) close(at *At, kind CloseKind) {
 	dir := at.Dir & 1
+	if at.HasSeq {
+		// the FIN takes one sequence number
+		fin := *at
+		fin.End = at.Seq + 1
+		c.observe(&fin)
+	}
 	f := &c.fin[dir]
 	if f.seen {
 		return

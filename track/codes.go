@@ -50,7 +50,8 @@ const (
 	CodeQNInvalid       // DDP-03: QN not 0–3
 	CodeMSNGap          // DDP-05: MSN skipped (or the first is not 1)
 	CodeMSNRepeat       // DDP-05: MSN repeated or going backwards
-	CodeMOOutOfOrder    // DDP-06: a message's MOs not contiguous from 0 (hole, overlap, swap, segment after L)
+	CodeMOGap           // DDP-06, DDP-15: a hole in a message's MOs (first segment not at MO 0, a skip, the L segment early)
+	CodeMOOverlap       // DDP-06: a segment goes back into octets its message already sent
 	CodeMOWrap          // DDP-06: MO + length reaches 2^32
 	CodeSTagZero        // DDP-08: tagged segment with STag 0 and a payload
 	CodeTOWrap          // DDP-11: TO + length wraps 2^64
@@ -159,7 +160,8 @@ var infos = [numCodes]Info{
 	CodeQNInvalid:       {Name: "ddp.qn_invalid", Severity: Error, Checks: "DDP-03", Summary: "untagged QN not used by RDMAP", fatal: true},
 	CodeMSNGap:          {Name: "ddp.msn_gap", Severity: Error, Checks: "DDP-05", Summary: "MSN skipped", fatal: true},
 	CodeMSNRepeat:       {Name: "ddp.msn_repeat", Severity: Error, Checks: "DDP-05", Summary: "MSN repeated or going backwards", fatal: true},
-	CodeMOOutOfOrder:    {Name: "ddp.mo_out_of_order", Severity: Error, Checks: "DDP-06, DDP-15", Summary: "a message's segments do not continue from MO 0 in order", fatal: true},
+	CodeMOGap:           {Name: "ddp.mo_gap", Severity: Error, Checks: "DDP-06, DDP-15", Summary: "hole in a message's Message Offsets (segments not sent in MO order)", fatal: true},
+	CodeMOOverlap:       {Name: "ddp.mo_overlap", Severity: Error, Checks: "DDP-06", Summary: "segments of a message overlap", fatal: true},
 	CodeMOWrap:          {Name: "ddp.mo_wrap", Severity: Error, Checks: "DDP-06", Summary: "MO + length reaches 2^32", fatal: true},
 	CodeSTagZero:        {Name: "ddp.stag_zero", Severity: Error, Checks: "DDP-08", Summary: "tagged data to STag 0", fatal: true},
 	CodeTOWrap:          {Name: "ddp.to_wrap", Severity: Error, Checks: "DDP-11", Summary: "TO + length wraps 2^64", fatal: true},

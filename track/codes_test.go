@@ -437,6 +437,18 @@ var codeCases = []codeCase{
 			s.seg(I2R, g)
 		}
 	}},
+	{name: "DV 2 on two messages in a row", code: CodeDVInvalid, many: true, count: 2, run: func(s *scen, bad bool) {
+		s.handshake()
+		for msn := uint32(1); msn <= 4; msn++ {
+			g := untagged(decode.OpSend, 0, msn, 0, false, 100)
+			g2 := untagged(decode.OpSend, 0, msn, 100, true, 100)
+			if bad && (msn == 2 || msn == 3) {
+				g.DDP.DV, g2.DDP.DV = 2, 2
+			}
+			s.seg(I2R, g)
+			s.seg(I2R, g2)
+		}
+	}},
 	{name: "DDP Rsvd", code: CodeDDPRsvdNonzero, run: func(s *scen, bad bool) {
 		s.handshake()
 		g := send(1, 16)
@@ -485,7 +497,7 @@ var codeCases = []codeCase{
 		}
 		s.seg(I2R, send(3, 16))
 	}},
-	{name: "MO hole", code: CodeMOOutOfOrder, run: func(s *scen, bad bool) {
+	{name: "MO hole", code: CodeMOGap, run: func(s *scen, bad bool) {
 		s.handshake()
 		s.seg(I2R, untagged(decode.OpSend, 0, 1, 0, false, 100))
 		mo := uint32(100)
@@ -496,7 +508,7 @@ var codeCases = []codeCase{
 		s.seg(I2R, untagged(decode.OpSend, 0, 1, mo, true, 100))
 		s.seg(I2R, send(2, 16))
 	}},
-	{name: "first MO not 0", code: CodeMOOutOfOrder, run: func(s *scen, bad bool) {
+	{name: "first MO not 0", code: CodeMOGap, run: func(s *scen, bad bool) {
 		s.handshake()
 		mo := uint32(0)
 		if bad {
@@ -505,7 +517,7 @@ var codeCases = []codeCase{
 		}
 		s.seg(I2R, untagged(decode.OpSend, 0, 1, mo, true, 100))
 	}},
-	{name: "MO overlap", code: CodeMOOutOfOrder, run: func(s *scen, bad bool) {
+	{name: "MO overlap", code: CodeMOOverlap, run: func(s *scen, bad bool) {
 		s.handshake()
 		s.seg(I2R, untagged(decode.OpSend, 0, 1, 0, false, 100))
 		mo := uint32(100)
@@ -515,7 +527,7 @@ var codeCases = []codeCase{
 		}
 		s.seg(I2R, untagged(decode.OpSend, 0, 1, mo, true, 100))
 	}},
-	{name: "first two segments swapped", code: CodeMOOutOfOrder, run: func(s *scen, bad bool) {
+	{name: "first two segments swapped", code: CodeMOGap, run: func(s *scen, bad bool) {
 		s.handshake()
 		first, second := untagged(decode.OpSend, 0, 1, 0, false, 100), untagged(decode.OpSend, 0, 1, 100, false, 100)
 		if bad {
@@ -527,7 +539,7 @@ var codeCases = []codeCase{
 		s.seg(I2R, untagged(decode.OpSend, 0, 1, 200, true, 100))
 		s.seg(I2R, send(2, 16))
 	}},
-	{name: "L segment sent before the other", code: CodeMOOutOfOrder, run: func(s *scen, bad bool) {
+	{name: "L segment sent before the other", code: CodeMOGap, run: func(s *scen, bad bool) {
 		s.handshake()
 		first, second := untagged(decode.OpSend, 0, 1, 0, false, 100), untagged(decode.OpSend, 0, 1, 100, true, 100)
 		if bad {
@@ -681,9 +693,7 @@ var codeCases = []codeCase{
 			g.DDP.QN = 0
 		}
 		s.seg(I2R, g)
-		if !bad {
-			s.seg(R2I, readResp(1, 0, 8, true))
-		}
+		s.seg(R2I, readResp(1, 0, 8, true)) // with bad: answered anyway, not unmatched
 	}},
 	{name: "RDMAP Rsv", code: CodeRsvNonzero, run: func(s *scen, bad bool) {
 		s.handshake()

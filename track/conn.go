@@ -88,6 +88,7 @@ type dirState struct {
 	verSet           bool
 	dv, rv           uint8 // the stream's versions
 	inBadDV, inBadRV bool  // the last segment had other versions
+	prevL            bool  // the last segment ended its message
 
 	q      [4]queue // untagged queues QN 0..3
 	tg     []tmsg   // open tagged messages (cap Limits.OpenTagged)
@@ -107,6 +108,17 @@ type dirState struct {
 	badCRCFrame int
 
 	sends uint64 // Send-type messages started (possible STag advertisements)
+
+	// seenEnd is the end of the octets seen in this direction (TCP
+	// sequence numbers); ackedLost counts octets the peer acknowledged
+	// beyond them, which the framer has not reported as a gap yet.
+	endKnown  bool
+	seenEnd   uint32
+	ackedLost uint64
+
+	// the last segment on an invalid QN, to report each message once
+	badQNValid      bool
+	badQN, badQNMSN uint32
 }
 
 // queue is one untagged queue (RFC 5041 §5.3).
@@ -114,6 +126,7 @@ type queue struct {
 	known  bool   // next is the expected MSN
 	next   uint32 // MSN of the next new message
 	resync bool   // a gap (or a mid-stream start) left the queue unknown
+	slack  uint32 // MSNs the next message may skip: FPDUs lost, known count
 	open   bool
 	m      umsg
 	last   lastMsg // the message that ended last

@@ -11,6 +11,7 @@ import (
 func (c *conn) handshake(at *At, f *decode.MPAFrame) {
 	dir := at.Dir & 1
 	st := &c.hs
+	c.observe(at)
 	if !f.Reply {
 		if dir != I2R {
 			c.finding(CodeKeyInvalid, dir, at, st.reqFrame, "the Responder sent a frame with the Request key %q where the Reply key %q belongs (RFC 5044 §7.1.1)", decode.MPAKeyReq, decode.MPAKeyRep)

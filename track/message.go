@@ -34,15 +34,17 @@ func (c *conn) untagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mar
 				// octets lost in a gap
 				mark |= MarkUncertain
 			case m.moFlag:
-				// reported once per message
+				// One finding per message: a segment that goes back after
+				// a hole was reported fills the hole (segments sent out of
+				// MO order).
 			case mo > m.nextMO:
 				m.moFlag = true
 				m.state = MsgInconsistent
-				c.finding(CodeMOOutOfOrder, dir, at, m.first, "QN %d MSN %d: segment at MO %d, but the message's octets end at %d: %d octets missing; segments are sent in MO order (RFC 5041 §5.3; Terminate 0x1/0x2/0x04)", h.QN, h.MSN, mo, m.nextMO, mo-m.nextMO)
+				c.finding(CodeMOGap, dir, at, m.first, "QN %d MSN %d: segment at MO %d, but the message's octets end at %d: %d octets missing; segments are sent in MO order (RFC 5041 §5.3; Terminate 0x1/0x2/0x04)", h.QN, h.MSN, mo, m.nextMO, mo-m.nextMO)
 			default:
 				m.moFlag = true
 				m.state = MsgInconsistent
-				c.finding(CodeMOOutOfOrder, dir, at, m.first, "QN %d MSN %d: segment at MO %d goes back into octets already sent (up to MO %d): segments out of order or overlapping (RFC 5041 §5.3)", h.QN, h.MSN, mo, m.nextMO)
+				c.finding(CodeMOOverlap, dir, at, m.first, "QN %d MSN %d: segment at MO %d overlaps octets already sent (up to MO %d) (RFC 5041 §5.3)", h.QN, h.MSN, mo, m.nextMO)
 			}
 			if end > m.nextMO {
 				m.nextMO = end
@@ -70,7 +72,7 @@ func (c *conn) untagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mar
 	if l := &q.last; l.valid && h.MSN == l.msn && end <= l.end && !(mo == 0 && h.Last) && !q.resync {
 		if !l.flagged {
 			l.flagged = true
-			c.finding(CodeMOOutOfOrder, dir, at, l.first, "QN %d MSN %d: segment at MO %d after the message's L segment (frames %d-%d): the L segment is sent after all others (RFC 5041 §4.1, §5.3)", h.QN, h.MSN, mo, l.first, l.lastFrame)
+			c.finding(CodeMOGap, dir, at, l.first, "QN %d MSN %d: segment at MO %d after the message's L segment (frames %d-%d): the L segment is sent after all others (RFC 5041 §4.1, §5.3)", h.QN, h.MSN, mo, l.first, l.lastFrame)
 		}
 		st := &c.st.Dir[dir]
 		st.InconsistentMessages++
@@ -81,12 +83,20 @@ func (c *conn) untagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mar
 	state := MsgComplete
 	moFlag := false
 	gapHit := false
-	if q.resync || !q.known {
+	if d := int32(h.MSN - q.next); q.slack > 0 && !q.resync && q.known && d >= 0 && uint32(d) <= q.slack {
+		// Up to slack messages (or the head of this one) were in the
+		// FPDUs lost.
+		mark |= MarkUncertain
+		q.next = h.MSN + 1
+		gapHit = mo != 0
+		q.slack = 0
+	} else if q.resync || !q.known {
 		mark |= MarkUncertain
 		q.known, q.next, q.resync = true, h.MSN+1, false
 		// A message that starts at MO > 0 lost its head in the gap.
 		gapHit = mo != 0
 	} else {
+		q.slack = 0
 		diff := int32(h.MSN - q.next)
 		switch {
 		case diff == 0:
@@ -99,7 +109,7 @@ func (c *conn) untagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mar
 		}
 		if mo != 0 {
 			state, moFlag = MsgInconsistent, true
-			c.finding(CodeMOOutOfOrder, dir, at, 0, "QN %d MSN %d starts at MO %d: a message's first segment has MO 0, segments go in MO order (RFC 5041 §5.3; Terminate 0x1/0x2/0x04)", h.QN, h.MSN, mo)
+			c.finding(CodeMOGap, dir, at, 0, "QN %d MSN %d starts at MO %d: a message's first segment has MO 0, segments go in MO order (RFC 5041 §5.3; Terminate 0x1/0x2/0x04)", h.QN, h.MSN, mo)
 		}
 	}
 	// A Terminate may cut a message short: it goes out after the last

@@ -363,6 +363,13 @@ func (c *conn) bindResponse(at *At, dir Dir, m *tmsg, zero bool) Mark {
 		if q.respUncertain {
 			q.respUncertain = false
 		}
+	case q.respUncertain && r.rr.Size > 0 && m.stag == r.rr.SinkSTag && m.firstTO > r.rr.SinkTO && m.firstTO-r.rr.SinkTO < uint64(r.rr.Size):
+		// The head of this response was lost (a gap, a failed CRC): this
+		// is its tail.
+		m.gapHit = true
+		r.respBytes = m.firstTO - r.rr.SinkTO
+		mark = MarkUncertain
+		q.respUncertain = false
 	case q.reqUncertain || q.respUncertain:
 		j := -1
 		for k := i + 1; k < q.n; k++ {

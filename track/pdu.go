@@ -25,6 +25,7 @@ func (c *conn) pdu(at *At, p *decode.PDU) Mark {
 	st.FPDUs++
 	st.ULPDUOctets += uint64(ulpduLen(p))
 
+	c.observe(at)
 	first := !d.seen
 	if first {
 		d.seen = true
@@ -53,7 +54,7 @@ func (c *conn) pdu(at *At, p *decode.PDU) Mark {
 		c.finding(CodeCRCBad, dir, at, 0, "MPA CRC 0x%08x on the wire, 0x%08x computed: the FPDU is invalid; MPA reports error 0x2/0x0/0x02 or drops it silently so that TCP retransmits (RFC 5044 §4.4, §8)", p.FPDU.CRC, p.ComputedCRC)
 		d.badCRC, d.badCRCValid, d.badCRCSeq, d.badCRCFrame = true, at.HasSeq, at.Seq, at.Frame
 		// Nothing in a corrupt FPDU can be trusted: treat it as lost.
-		c.lose(dir)
+		c.loseN(dir, 1)
 		return mark | MarkCRCBad
 	case decode.CRCGood:
 		st.CRCGood++
@@ -253,6 +254,7 @@ func (c *conn) segment(at *At, p *decode.PDU, dir Dir) Mark {
 		c.finding(CodeAfterTerminate, dir, at, ts.frame, "the %s sent a %s after its own Terminate (frame %d): after a Terminate nothing more is sent on the stream (RFC 5040 §5.4)", dir.Sender(), op, ts.frame)
 	}
 	c.versions(at, dir, h.DV, s.RDMAP.RV)
+	c.d[dir].prevL = h.Last
 	if h.Rsvd != 0 && c.once(dir, CodeDDPRsvdNonzero) {
 		c.finding(CodeDDPRsvdNonzero, dir, at, 0, "DDP control Rsvd bits 0x%x set: 0 on send, not checked on receive (RFC 5041 §4.1)", h.Rsvd)
 	}
@@ -282,13 +284,22 @@ func (c *conn) segment(at *At, p *decode.PDU, dir Dir) Mark {
 		mark = c.tagged(at, p, dir, opOK, dlen)
 	} else {
 		if h.QN > decode.QNAtomicResp {
-			c.finding(CodeQNInvalid, dir, at, 0, "untagged segment on QN %d: RDMAP uses QN 0 (Send), 1 (Read/Atomic Request), 2 (Terminate), 3 (Atomic Response); Terminate 0x1/0x2/0x01 (RFC 5040 §3.1, RFC 7306 §10.2)", h.QN)
+			// once per message
+			d := &c.d[dir]
+			if !(d.badQNValid && d.badQN == h.QN && d.badQNMSN == h.MSN && h.MO != 0) {
+				c.finding(CodeQNInvalid, dir, at, 0, "untagged segment on QN %d: RDMAP uses QN 0 (Send), 1 (Read/Atomic Request), 2 (Terminate), 3 (Atomic Response); Terminate 0x1/0x2/0x01 (RFC 5040 §3.1, RFC 7306 §10.2)", h.QN)
+			}
+			d.badQNValid, d.badQN, d.badQNMSN = true, h.QN, h.MSN
+			if opOK {
+				c.stray(at, p, dir)
+			}
 		} else {
 			if opOK && (op.Tagged() || op.QN() != h.QN) {
 				if op.Tagged() {
 					c.finding(CodeOpcodeMismatch, dir, at, 0, "%s in an untagged DDP segment (QN %d): it is a tagged message (RFC 5040 §4.1 Fig. 4)", op, h.QN)
 				} else {
 					c.finding(CodeOpcodeMismatch, dir, at, 0, "%s on QN %d: it belongs on QN %d (RFC 5040 §4.1, RFC 7306 §4.1 Fig. 2)", op, h.QN, op.QN())
+					c.stray(at, p, dir)
 				}
 				opOK = false
 			}
@@ -312,14 +323,17 @@ func (c *conn) segment(at *At, p *decode.PDU, dir Dir) Mark {
 // once.
 func (c *conn) versions(at *At, dir Dir, dv, rv uint8) {
 	d := &c.d[dir]
+	// A new message restarts the run: each message with other versions is
+	// reported (a receiver rejects each).
+	starts := d.prevL
 	if d.verSet {
 		bad := dv != d.dv
-		if bad && !d.inBadDV {
+		if bad && (!d.inBadDV || starts) {
 			c.finding(CodeDVInvalid, dir, at, 0, "DDP Version %d where the stream uses %d: it is the same for every segment (RFC 5041 §4.1); Terminate 0x1/0x1/0x04 or 0x1/0x2/0x06", dv, d.dv)
 		}
 		d.inBadDV = bad
 		bad = rv != d.rv
-		if bad && !d.inBadRV {
+		if bad && (!d.inBadRV || starts) {
 			c.finding(CodeRVInvalid, dir, at, 0, "RDMAP Version %d where the stream uses %d (RFC 5040 §4.1); Terminate 0x0/0x2/0x05", rv, d.rv)
 		}
 		d.inBadRV = bad
@@ -380,4 +394,54 @@ func ulpduLen(p *decode.PDU) int {
 		return l
 	}
 	return n
+}
+
+// stray applies the RDMAP semantics of a single-segment request, response
+// or Terminate that came on the wrong queue: it was reported, but it is on
+// the wire, and the peer may answer it (or its answer may be expected), so
+// matching goes on as if it had come on its own queue. Without this one
+// bad header would cascade into unmatched responses.
+func (c *conn) stray(at *At, p *decode.PDU, dir Dir) {
+	h := &p.Seg.DDP
+	if p.SegErr != nil || !h.Last || h.MO != 0 {
+		return
+	}
+	switch p.Seg.RDMAP.Opcode {
+	case decode.OpReadRequest:
+		c.readRequest(at, p, dir)
+	case decode.OpAtomicRequest:
+		c.atomicRequest(at, p, dir)
+	case decode.OpAtomicResponse:
+		c.atomicResponse(at, p, dir)
+	case decode.OpTerminate:
+		c.terminate(at, p, dir)
+	}
+}
+
+// observe follows the TCP sequence space each direction has shown. An ACK
+// beyond the octets the capture holds of the other direction means the
+// capture lost them (the receiver got them): the framer may report that
+// gap only later, so the affected queues become uncertain now, before a
+// response to a lost request looks unmatched.
+func (c *conn) observe(at *At) {
+	dir := at.Dir & 1
+	if at.HasAck && !c.hs.rejected {
+		o := &c.d[dir^1]
+		if o.endKnown && int32(at.Ack-o.seenEnd) > 0 {
+			n := at.Ack - o.seenEnd
+			o.seenEnd = at.Ack
+			o.ackedLost += uint64(n)
+			st := &c.st.Dir[dir^1]
+			st.Gaps++
+			st.GapOctets += uint64(n)
+			c.lose(dir ^ 1)
+			c.finding(CodeUncertainAfterGap, dir^1, at, 0, "the %s acknowledges %d octets from the %s that the capture does not hold: checks on the %s's queues and on Read/Atomic matching are relaxed until they resynchronise", dir.Sender(), n, dir.Other().Sender(), dir.Other().Sender())
+		}
+	}
+	if at.HasSeq {
+		d := &c.d[dir]
+		if !d.endKnown || int32(at.End-d.seenEnd) > 0 {
+			d.seenEnd, d.endKnown = at.End, true
+		}
+	}
 }

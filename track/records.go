@@ -225,8 +225,9 @@ type TerminateReport struct {
 	Cause   decode.TermCause
 	M, D, R bool
 	Siw     bool
-	// Ambiguous: both readings of the control word are defined and the
-	// context could not settle it; Alt is the reading not used.
+	// Ambiguous: both readings of the control word are defined; Cause is
+	// the one the context favours (or the RFC's when it cannot tell), Alt
+	// the other.
 	Ambiguous bool
 	Alt       decode.TermCause
 	// BlamedFrame is the frame of the segment the copied DDP header (and

@@ -27,6 +27,7 @@ type segMark struct {
 
 type tstream struct {
 	started bool
+	synced  bool   // FPDU boundaries known: from the SYN, an MPA frame or a plausible FPDU
 	next    uint32 // next expected sequence number
 	buf     []byte // undelivered octets, starting at bufSeq
 	bufSeq  uint32
@@ -35,15 +36,16 @@ type tstream struct {
 }
 
 type tflow struct {
-	id        int
-	client    netip.AddrPort
-	initiator netip.AddrPort
-	sawReq    bool
-	sawRep    bool
-	crc       bool
-	rejected  bool
-	dead      bool // framing lost
-	s         map[netip.AddrPort]*tstream
+	id          int
+	client      netip.AddrPort
+	initiator   netip.AddrPort
+	sawReq      bool
+	sawRep      bool
+	crc         bool
+	crcInferred bool
+	rejected    bool
+	dead        bool // framing lost
+	s           map[netip.AddrPort]*tstream
 }
 
 func (f *tflow) dir(src netip.AddrPort) Dir {
@@ -58,6 +60,9 @@ func (f *tflow) dir(src netip.AddrPort) Dir {
 }
 
 type framer struct {
+	// skip, when set, names connections (by client address) the framer
+	// leaves alone, e.g. those with markers, which it cannot strip.
+	skip  func(client netip.AddrPort) bool
 	tr    *Tracker
 	flows map[[2]netip.AddrPort]*tflow
 	next  int
@@ -114,6 +119,9 @@ func (f *framer) packet(fr *pcap.Frame, p *pcap.Packet) {
 		f.next++
 		fl = &tflow{id: f.next, client: src, s: map[netip.AddrPort]*tstream{}}
 		f.flows[k] = fl
+		if f.skip != nil && (f.skip(src) || f.skip(dst)) {
+			fl.dead = true
+		}
 	}
 	s := fl.s[src]
 	if s == nil {
@@ -121,10 +129,13 @@ func (f *framer) packet(fr *pcap.Frame, p *pcap.Packet) {
 		fl.s[src] = s
 	}
 	if syn {
-		s.started, s.next, s.bufSeq = true, p.Seq+1, p.Seq+1
+		s.started, s.synced, s.next, s.bufSeq = true, true, p.Seq+1, p.Seq+1
 		if p.MSS != 0 {
 			f.tr.MSS(fl.id, fl.dir(dst), int(p.MSS))
 		}
+		return
+	}
+	if fl.dead && f.skip != nil && (f.skip(src) || f.skip(dst)) {
 		return
 	}
 	payload := p.Payload
@@ -146,6 +157,7 @@ func (f *framer) packet(fr *pcap.Frame, p *pcap.Packet) {
 			f.tr.Gap(At{Conn: fl.id, Dir: fl.dir(src), Frame: fr.Number, Time: fr.Timestamp}, int(d), -1)
 			s.buf, s.marks = s.buf[:0], s.marks[:0]
 			s.bufSeq, s.next = seq, seq
+			s.synced = false
 		}
 	}
 	if len(payload) > 0 {
@@ -208,6 +220,7 @@ func (f *framer) drain(fl *tflow, src netip.AddrPort, s *tstream) {
 			if !mf.Reply && err == nil {
 				fl.sawReq, fl.initiator = true, src
 			}
+			s.synced = true
 			a := s.at(fl, fl.dir(src), max(n, 1))
 			if err != nil {
 				f.tr.BadFrame(a, err)
@@ -227,16 +240,31 @@ func (f *framer) drain(fl *tflow, src netip.AddrPort, s *tstream) {
 			return
 		}
 		var crc *bool
-		if fl.sawReq && fl.sawRep {
+		if fl.sawReq && fl.sawRep || fl.crcInferred {
 			crc = &fl.crc
 		}
 		n, err := decode.DecodeFPDU(s.buf, crc, &f.pdu)
 		if errors.Is(err, decode.ErrTruncated) {
 			return
 		}
+		if !s.synced {
+			// Mid-stream: accept a boundary only where a plausible FPDU
+			// starts (the real framer validates chains and CRCs).
+			g := &f.pdu.Seg
+			if err != nil || f.pdu.SegErr != nil || g.DDP.DV != 1 || g.RDMAP.RV != 1 || !g.RDMAP.Opcode.Known() || g.DDP.Tagged != g.RDMAP.Opcode.Tagged() || (!g.DDP.Tagged && g.DDP.QN > 3) {
+				s.consume(len(s.buf))
+				return
+			}
+			s.synced = true
+		}
 		if err != nil {
 			fl.dead = true
 			return
+		}
+		if crc == nil && f.pdu.ComputedCRC == f.pdu.FPDU.CRC && f.pdu.FPDU.CRC != 0 {
+			// a matching CRC32c shows CRC is in use (no handshake seen)
+			fl.crc, fl.crcInferred = true, true
+			f.pdu.CRCStatus = decode.CRCGood
 		}
 		f.pdus++
 		f.tr.PDU(s.at(fl, fl.dir(src), n), &f.pdu)

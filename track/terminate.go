@@ -56,7 +56,7 @@ func (c *conn) terminate(at *At, p *decode.PDU, dir Dir) {
 		sp, _ := c.plausible(siw.Cause(), dir)
 		switch {
 		case !rp && sp:
-			rep.Siw = true
+			rep.Siw, rep.Ambiguous, rep.Alt = true, true, rfc.Cause()
 			ctl, cause = siw, siw.Cause()
 			c.finding(CodeSiwTermEncoding, dir, at, 0, "Terminate control word % x is ambiguous: RFC 5040 reads %s, Linux siw's encoding (reference §5.1) reads %s; took siw's, since %s", t.Raw[:], rfc.Cause(), siw.Cause(), why)
 		case rp && sp:
@@ -326,7 +326,7 @@ func judge(cause decode.TermCause, t *decode.Terminate, e *histEntry) (Verdict, 
 					return consistent()
 				}
 			case 0x04:
-				if flagged(CodeMOOutOfOrder, CodeMOWrap) {
+				if flagged(CodeMOGap, CodeMOOverlap, CodeMOWrap) {
 					return consistent()
 				}
 			case 0x06:
