@@ -34,6 +34,10 @@ type Stats struct {
 	Messages    int64 // RDMAP messages built
 	Impairments int   // impairments applied
 	Findings    int   // findings reported
+	// Unapplied lists the explicit impairments whose target never came
+	// (no such segment, FPDU or eligible message), e.g. "impairment 2
+	// (drop): conn 0 i2r has 14 data segments".
+	Unapplied []string
 }
 
 // Default values of the scenario.
@@ -166,10 +170,42 @@ func Run(sc *Scenario, sink FrameSink, opts *Options) (Stats, error) {
 			return g.stats, err
 		}
 	}
+	g.unapplied()
 	if g.progress != nil {
 		g.progress(g.stats)
 	}
 	return g.stats, nil
+}
+
+// unapplied notes the explicit impairments that found no target.
+func (g *generator) unapplied() {
+	for i := range g.sc.Impairments {
+		im := &g.sc.Impairments[i]
+		if im.Kind == ImpMidstream {
+			continue
+		}
+		h := g.conns[im.Conn].h[dirIndex(im.Dir)]
+		var left bool
+		var have string
+		if tcpKinds[im.Kind] {
+			for _, p := range h.tcpImps[im.Segment] {
+				left = left || p == im
+			}
+			have = fmt.Sprintf("%d data segments", h.nSeg)
+		} else {
+			for _, c := range g.conns[im.Conn].h {
+				for _, p := range c.fpduImps {
+					if p.src == im && !p.done {
+						left, h = true, c
+					}
+				}
+			}
+			have = fmt.Sprintf("%d FPDUs", h.nFPDU)
+		}
+		if left {
+			g.stats.Unapplied = append(g.stats.Unapplied, fmt.Sprintf("impairment %d (%s): conn %d %s has %s and no target for it", i, im.Kind, im.Conn, h.name, have))
+		}
+	}
 }
 
 // loop runs the connections interleaved: one step (handshake, one
@@ -348,10 +384,10 @@ func (g *generator) placeImpairments() error {
 			if h.tcpImps == nil {
 				h.tcpImps = map[int][]*Impairment{}
 			}
-			h.tcpImps[im.Segment] = append(h.tcpImps[im.Segment], &im)
+			h.tcpImps[im.Segment] = append(h.tcpImps[im.Segment], &g.sc.Impairments[i])
 			continue
 		}
-		p := &pendingImp{im: im, fpdu: im.FPDU, op: -1}
+		p := &pendingImp{im: im, src: &g.sc.Impairments[i], fpdu: im.FPDU, op: -1}
 		if im.Op != nil {
 			p.op = *im.Op
 			op := &c.cfg.Ops[p.op]

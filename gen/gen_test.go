@@ -553,3 +553,17 @@ func TestJSONTruthWriter(t *testing.T) {
 		}
 	}
 }
+
+// Explicit impairments whose target never comes are reported, not lost
+// silently.
+func TestUnapplied(t *testing.T) {
+	sc := &Scenario{Connections: []Connection{{Ops: []Op{{Op: OpNameSend, Size: 10}}}},
+		Impairments: []Impairment{{Kind: ImpDrop, Segment: 50}, {Kind: ImpCorruptCRC, FPDU: 9}, {Kind: ImpWrongMSN, FPDU: 1, Dir: "r2i"}, {Kind: ImpDrop, Segment: 2}}}
+	st, err := Run(sc, discard{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Unapplied) != 3 || !strings.Contains(st.Unapplied[0], "impairment 0 (drop)") || !strings.Contains(st.Unapplied[2], "r2i") {
+		t.Errorf("unapplied %q", st.Unapplied)
+	}
+}

@@ -110,9 +110,10 @@ type fpduState struct {
 // pendingImp is an FPDU-level impairment waiting for its FPDU or message.
 type pendingImp struct {
 	im     Impairment
-	fpdu   int // target ordinal, 0 when op-targeted
-	op     int // op index, -1 when FPDU-targeted
-	target int // for op targets: 0 the op's first message, 1 its response
+	src    *Impairment // in the scenario
+	fpdu   int         // target ordinal, 0 when op-targeted
+	op     int         // op index, -1 when FPDU-targeted
+	target int         // for op targets: 0 the op's first message, 1 its response
 	done   bool
 }
 

@@ -185,6 +185,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "iwgen: %v\n", err)
 		return exitError
 	}
+	for _, u := range st.Unapplied {
+		fmt.Fprintf(stderr, "iwgen: warning: %s\n", u)
+	}
 	if !o.quiet {
 		secs := elapsed.Seconds()
 		fmt.Fprintf(stderr, "iwgen: %s: %d frames, %d octets, %d FPDUs, %d impairments in %.2fs (%.0f frames/s, %.1f MB/s)\n",
