@@ -74,6 +74,9 @@ type framer struct {
 	// snapRun counts consecutive frames cut by the snaplen whose FPDUs end
 	// exactly where the frame did (see snapAligned).
 	snapRun int
+	// badPos is where the framing was last found lost: never a candidate.
+	badPos uint32
+	hasBad bool
 }
 
 func (f *framer) init(fl *flow, d Dir) {
@@ -389,8 +392,16 @@ func (f *framer) fpduData(b []byte, frame int, ts time.Time) {
 		}
 		f.need = n
 		if !f.appendAcc(b, frame, ts) {
+			// No room to gather the FPDU: report what there is as a
+			// partial FPDU and pass over the rest.
 			f.need = 0
-			f.noMemory(b, frame)
+			f.emitPartial(b, f.pos, f.off, n, frame, ts, frame, ts)
+			rem := n - len(b)
+			f.fl.a.stats.NoMemoryBytes += uint64(rem)
+			f.reportGap(f.pos+uint32(len(b)), f.off+uint64(len(b)), uint64(rem), GapNoMemory, frame, 0)
+			f.pos += uint32(len(b))
+			f.off += uint64(len(b))
+			f.skip = rem
 		}
 		return
 	}
@@ -437,6 +448,7 @@ func (f *framer) partialAcc(frame int, reason GapReason) {
 // data, passed on with data) is searched for the next boundary.
 func (f *framer) lostSync(frame int) {
 	f.finding(FindingFramingLost, f.pos, len(f.acc), f.off, frame)
+	f.badPos, f.hasBad = f.pos, true
 	f.st = stHunt
 	f.anchor = false
 	f.need = 0

@@ -903,3 +903,44 @@ func TestSnaplenMidStreamAndLoss(t *testing.T) {
 		}
 	}
 }
+
+// With almost no memory, FPDUs that span segments cannot be gathered: they
+// come out partial and the octets not held are reported, and framing holds.
+func TestNoMemory(t *testing.T) {
+	c := handshakeConv(false, true, true, 0, 1)
+	for i := range 20 {
+		c.s[0].fpdu(writeULPDU(1, uint64(i), payload(1000+i*500, byte(i))))
+	}
+	c.send(0, 1448)
+	c.fin()
+	r := c.feed(t, Config{MemoryBudget: 4096})
+	if r.stats.MemoryPeak > 4096 {
+		t.Errorf("memory peak %d", r.stats.MemoryPeak)
+	}
+	partial := 0
+	for _, p := range r.pdus {
+		if p.missing > 0 {
+			partial++
+		}
+	}
+	nomem := 0
+	for _, g := range r.gaps {
+		if g.Reason == GapNoMemory {
+			nomem++
+		}
+	}
+	if partial == 0 || nomem == 0 || r.stats.NoMemoryBytes == 0 || len(r.resync) != 0 {
+		t.Errorf("partial %d nomem %d\n%s", partial, nomem, r.dump())
+	}
+	r.checkCoverage(t, 0, c.s[0], c.s[0].fpdus[0].off)
+	// Whatever fitted is complete and right.
+	want := map[uint32]bool{}
+	for _, f := range c.s[0].fpdus {
+		want[c.s[0].seqAt(f.off)] = true
+	}
+	for _, p := range r.fpdus(0) {
+		if !want[p.seq] {
+			t.Errorf("FPDU at %d", p.seq)
+		}
+	}
+}

@@ -427,6 +427,9 @@ func (f *framer) chain(o int, h hyp, need int, strict, final bool) chainRes {
 	var r chainRes
 	crc := h.crc
 	p := f.pos + uint32(o)
+	if f.hasBad && p == f.badPos {
+		return r // where the framing was just found wrong
+	}
 	span, minSpan := 0, 0
 	if h.open && !final {
 		minSpan = decode.MarkerSpacing + decode.MarkerLen
