@@ -76,24 +76,46 @@ func TestSiwCaptures(t *testing.T) {
 		name := filepath.Base(path)
 		t.Run(name, func(t *testing.T) {
 			var fs []Finding
-			tr := New(Config{OnFinding: func(f *Finding) { fs = append(fs, *f) }})
+			var terms []TerminateReport
+			tr := New(Config{
+				OnFinding:   func(f *Finding) { fs = append(fs, *f) },
+				OnTerminate: func(r *TerminateReport) { terms = append(terms, *r) },
+			})
 			replayFile(t, path, tr)
+			// siw-term: the server Terminates right after the offending
+			// message of frame 8 (testdata/siw/README.md, item 6).
+			causes := map[string][3]uint8{
+				"term_write_badstag.pcap": {1, 1, 0}, "term_write_oob.pcap": {1, 1, 1},
+				"term_read_badstag.pcap": {0, 1, 0}, "term_read_oob.pcap": {0, 1, 1},
+				"term_send_norecv.pcap": {1, 2, 2},
+			}
+			if want, ok := causes[name]; ok {
+				if len(terms) != 1 {
+					t.Fatalf("%d Terminates, want 1", len(terms))
+				}
+				r := terms[0]
+				got := [3]uint8{r.Cause.Layer, r.Cause.EType, r.Cause.Code}
+				if got != want || !r.Siw || r.Dir != R2I || r.BlamedFrame != 8 || r.Verdict != VerdictPlausible ||
+					r.SiwReadMSN != strings.HasPrefix(name, "term_read") {
+					t.Errorf("Terminate report %+v, want cause %v from siw blaming frame 8", r, want)
+				}
+			}
 			in, hasInfo := readInfo(path)
 			isTerm := strings.HasPrefix(strings.TrimPrefix(name, strings.SplitN(name, "term_", 2)[0]), "term_") && !strings.Contains(name, "term_ok")
-			terms := 0
+			nterm := 0
 			for _, f := range fs {
 				t.Logf("%s", f.String())
 				if f.Severity != Error {
 					continue
 				}
 				if isTerm && f.Code == CodeTerminate {
-					terms++
+					nterm++
 					continue
 				}
 				t.Errorf("unexpected error finding: %s", f.String())
 			}
-			if isTerm && terms != 1 {
-				t.Errorf("%d Terminate findings, want 1 (siw-term provokes exactly one)", terms)
+			if isTerm && nterm != 1 {
+				t.Errorf("%d Terminate findings, want 1 (siw-term provokes exactly one)", nterm)
 			}
 			if !hasInfo {
 				return
