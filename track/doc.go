@@ -57,12 +57,17 @@
 //
 // # Uncertainty
 //
-// After a Gap (or an FPDU whose CRC failed) the affected queues are
-// uncertain: one note says so, MSNs and MOs resynchronise on the next
-// message start, Read and Atomic Responses may answer requests that were
-// lost (or their own responses may have been), IRD accounting pauses, and
-// no error is raised for what the loss explains. A capture that starts
-// mid-stream (no MPA exchange) starts in the same state.
+// After a Gap the affected queues are uncertain: one note says so, MSNs
+// and MOs resynchronise on the next message start, Read and Atomic
+// Responses may answer requests that were lost (or their own responses may
+// have been), IRD accounting pauses, and no error is raised for what the
+// loss explains. An ACK that covers octets of the other direction the
+// capture never showed has the same effect at once (the framer may report
+// that gap later; the later Gap is then not noted twice). An FPDU whose
+// CRC failed is one lost FPDU: the next message of each queue may skip one
+// MSN. A request, response or Terminate on a wrong queue is reported and
+// still matched, so that one bad header does not cascade. A capture that
+// starts mid-stream (no MPA exchange) starts uncertain.
 //
 // # Memory
 //

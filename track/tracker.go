@@ -34,7 +34,8 @@ type At struct {
 	Seq, End uint32
 	// HasAck says Ack is set: the acknowledgment number carried by the
 	// TCP segment that holds the unit's first octet. It tells what its
-	// sender had received of the other direction when it sent the unit.
+	// sender had received of the other direction when it sent the unit
+	// (and, beyond what the capture holds, that the capture lost octets).
 	HasAck bool
 	Ack    uint32
 
