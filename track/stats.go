@@ -113,7 +113,7 @@ func (s *DirStats) add(x *DirStats) {
 
 // Overflows count entries dropped from the bounded tables.
 type Overflows struct {
-	Reads, Atomics, STags, OpenMessages, History uint64
+	Reads, Atomics, STags, OpenMessages uint64
 }
 
 func (o *Overflows) add(x *Overflows) {
@@ -121,7 +121,6 @@ func (o *Overflows) add(x *Overflows) {
 	o.Atomics += x.Atomics
 	o.STags += x.STags
 	o.OpenMessages += x.OpenMessages
-	o.History += x.History
 }
 
 // Latency summarises a latency distribution.
