@@ -557,11 +557,12 @@ func (qp *QP) finish(cause error) {
 			qp.eventLocked(EventBadClose, qp.err)
 		}
 	}
-	qp.flushLocked(head)
 	s := qp.s
 	close(qp.stop)
 	qp.unlock()
-	// Let the send engine put out a pending Terminate, but not forever.
+	// Let the send engine finish its write (a WR whose octets went out
+	// completes successfully) and put out a pending Terminate, but not
+	// forever.
 	s.c.SetWriteDeadline(time.Now().Add(qp.attr.DrainTimeout))
 	<-qp.txDone
 	if s.tap != nil {
@@ -569,7 +570,7 @@ func (qp *QP) finish(cause error) {
 	}
 	s.c.Close()
 	qp.mu.Lock()
-	qp.flushLocked(head) // anything the send engine finished meanwhile
+	qp.flushLocked(head)
 	close(qp.done)
 	qp.unlock()
 }

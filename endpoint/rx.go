@@ -609,7 +609,11 @@ func (qp *QP) llpEnd(err error, boundary bool) error {
 	}
 	switch qp.state {
 	case StateRTS:
-		if len(qp.sq) > 0 || qp.irrqBusy > 0 {
+		// Outstanding: SQ WRs not yet handed to the LLP, RDMA Reads waiting
+		// for their response, inbound Reads not yet being answered. A
+		// message whose octets were written is not: the peer may have read
+		// it and closed before the send engine retired the WR.
+		if qp.sqNext < len(qp.sq) || qp.orqUser() || len(qp.irrq) > 0 {
 			qp.terminateLocked(localTerm(0x0, 0x2, 0x07, "peer closed the LLP with work outstanding (Bad LLP Close)"), qp.headStarted(), StatusLocalTermination)
 			qp.unlock()
 			return nil
@@ -618,6 +622,15 @@ func (qp *QP) llpEnd(err error, boundary bool) error {
 	}
 	qp.unlock()
 	return nil
+}
+
+func (qp *QP) orqUser() bool {
+	for _, o := range qp.orq {
+		if o.wqe != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // drain discards what the peer still sends after a Terminate went either
