@@ -349,7 +349,7 @@ func ServeRequest(ctx context.Context, req *endpoint.ConnRequest, o Options) (Re
 			return res, fmt.Errorf("ping %d: waiting for the source advertisement: %w", ping, err)
 		}
 		if _, err := r.qp.PostSend(endpoint.SendWR{WRID: 3, Opcode: endpoint.OpRead, Signaled: true,
-			SGL: []endpoint.SGE{{Addr: r.rdma.Addr(), Length: adv.Size, LKey: r.rdma.STag()}},
+			SGL:        []endpoint.SGE{{Addr: r.rdma.Addr(), Length: adv.Size, LKey: r.rdma.STag()}},
 			RemoteAddr: adv.Addr, RKey: endpoint.STag(adv.RKey)}); err != nil {
 			return res, err
 		}
