@@ -201,6 +201,13 @@ type PDUEvent struct {
 	// LastTime are their timestamps.
 	FirstFrame, LastFrame int
 	FirstTime, LastTime   time.Time
+	// HasAck says the TCP segment holding the first octet (for a leading
+	// marker, the marker's first octet; the first copy delivered, when it
+	// was retransmitted) had the ACK flag set; Ack is its acknowledgment
+	// number: what the sender had received of the other direction when it
+	// sent the PDU.
+	HasAck bool
+	Ack    uint32
 	// Wire is the PDU as on the wire (markers included). It aliases the
 	// packet when the PDU lies in one segment, else a reassembly buffer.
 	// For a partial FPDU it holds the captured prefix only.

@@ -211,6 +211,8 @@ type gotPDU struct {
 	seq           uint32
 	len           int
 	ff, lf        int
+	ack           uint32
+	hasAck        bool
 	ulpdu         []byte
 	crc           decode.CRCStatus
 	missing       int
@@ -235,6 +237,7 @@ func (r *recorder) Negotiated(c *Conn, d Dir) {
 
 func (r *recorder) PDU(c *Conn, e *PDUEvent) {
 	g := gotPDU{conn: c.ID, src: c.Addr[e.Dir], dir: e.Dir, frame: e.PDU.IsMPAFrame, seq: e.Seq, len: e.Len, ff: e.FirstFrame, lf: e.LastFrame,
+		ack: e.Ack, hasAck: e.HasAck,
 		crc: e.PDU.CRCStatus, missing: e.Missing, markers: len(e.PDU.Markers), markerErrs: e.MarkerErrors,
 		opcode: e.PDU.Seg.RDMAP.Opcode, segErr: e.PDU.SegErr}
 	if g.frame {

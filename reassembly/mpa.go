@@ -30,6 +30,9 @@ type segRec struct {
 	at    int
 	frame int
 	ts    time.Time
+	// ack/hasAck: the segment's acknowledgment number and ACK flag.
+	ack    uint32
+	hasAck bool
 }
 
 type framer struct {
@@ -102,18 +105,20 @@ func (f *framer) release() {
 
 func (f *framer) params() *Params { return &f.fl.c.Params[f.d] }
 
-// data takes in-order octets of one segment.
-func (f *framer) data(b []byte, frame int, ts time.Time) {
+// data takes in-order octets of one segment: frame and ts are the segment's
+// frame number and capture time, ack and hasAck its acknowledgment number and
+// ACK flag.
+func (f *framer) data(b []byte, frame int, ts time.Time, ack uint32, hasAck bool) {
 	if len(b) == 0 {
 		return
 	}
 	switch f.st {
 	case stFPDU:
-		f.fpduData(b, frame, ts)
+		f.fpduData(b, frame, ts, ack, hasAck)
 	case stDetect, stHunt:
-		f.huntData(b, frame, ts)
+		f.huntData(b, frame, ts, ack, hasAck)
 	case stFrame:
-		f.frameData(b, frame, ts)
+		f.frameData(b, frame, ts, ack, hasAck)
 	case stULP:
 		f.pos += uint32(len(b))
 		f.off += uint64(len(b))
@@ -129,7 +134,7 @@ func (f *framer) data(b []byte, frame int, ts time.Time) {
 
 // appendAcc appends b to acc, recording the segment; false when the memory
 // budget has no room.
-func (f *framer) appendAcc(b []byte, frame int, ts time.Time) bool {
+func (f *framer) appendAcc(b []byte, frame int, ts time.Time, ack uint32, hasAck bool) bool {
 	if len(b) == 0 {
 		return true
 	}
@@ -147,13 +152,31 @@ func (f *framer) appendAcc(b []byte, frame int, ts time.Time) bool {
 		}
 		f.acc = nb
 	}
-	f.segs = append(f.segs, segRec{at: len(f.acc), frame: frame, ts: ts})
+	f.segs = append(f.segs, segRec{at: len(f.acc), frame: frame, ts: ts, ack: ack, hasAck: hasAck})
 	f.acc = append(f.acc, b...)
 	return true
 }
 
 // frameAt returns the frame that delivered acc[i].
 func (f *framer) frameAt(i int) (int, time.Time) {
+	if r := f.segAt(i); r != nil {
+		return r.frame, r.ts
+	}
+	return 0, time.Time{}
+}
+
+// ackAt returns the acknowledgment number (and whether the ACK flag was set)
+// of the segment that delivered acc[i].
+func (f *framer) ackAt(i int) (uint32, bool) {
+	if r := f.segAt(i); r != nil {
+		return r.ack, r.hasAck
+	}
+	return 0, false
+}
+
+// segAt returns the record of the segment that delivered acc[i] (nil when
+// acc holds none).
+func (f *framer) segAt(i int) *segRec {
 	lo, hi := 0, len(f.segs)-1
 	for lo < hi {
 		m := (lo + hi + 1) / 2
@@ -164,9 +187,9 @@ func (f *framer) frameAt(i int) (int, time.Time) {
 		}
 	}
 	if len(f.segs) == 0 {
-		return 0, time.Time{}
+		return nil
 	}
-	return f.segs[lo].frame, f.segs[lo].ts
+	return &f.segs[lo]
 }
 
 // dropFront removes the first k octets of acc.
@@ -312,7 +335,7 @@ func (f *framer) wireLen(pos uint32, l int) int {
 // minULPDU is a tagged DDP header: every FPDU carries at least that.
 const minULPDU = decode.DDPTaggedHdrLen
 
-func (f *framer) fpduData(b []byte, frame int, ts time.Time) {
+func (f *framer) fpduData(b []byte, frame int, ts time.Time, ack uint32, hasAck bool) {
 	for len(b) > 0 {
 		if f.skip > 0 {
 			k := min(f.skip, len(b))
@@ -326,7 +349,7 @@ func (f *framer) fpduData(b []byte, frame int, ts time.Time) {
 			if f.need == 0 {
 				hs := f.hdrSpan(f.pos)
 				k := min(hs-len(f.acc), len(b))
-				if !f.appendAcc(b[:k], frame, ts) {
+				if !f.appendAcc(b[:k], frame, ts, ack, hasAck) {
 					f.noMemory(b, frame)
 					return
 				}
@@ -337,13 +360,13 @@ func (f *framer) fpduData(b []byte, frame int, ts time.Time) {
 				l := f.readLen(f.acc, f.pos)
 				if l < minULPDU {
 					f.lostSync(frame)
-					f.data(b, frame, ts)
+					f.data(b, frame, ts, ack, hasAck)
 					return
 				}
 				f.need = f.wireLen(f.pos, l)
 			}
 			k := min(f.need-len(f.acc), len(b))
-			if !f.appendAcc(b[:k], frame, ts) {
+			if !f.appendAcc(b[:k], frame, ts, ack, hasAck) {
 				// No room to gather the FPDU: report what we have as a
 				// partial FPDU and pass over the rest.
 				f.partialAcc(frame, GapNoMemory)
@@ -351,9 +374,10 @@ func (f *framer) fpduData(b []byte, frame int, ts time.Time) {
 			}
 			b = b[k:]
 			if len(f.acc) == f.need {
-				if !f.emitFPDU(f.acc, f.pos, f.off, f.segs[0].frame, f.segs[0].ts, frame, ts) {
+				s0 := &f.segs[0]
+				if !f.emitFPDU(f.acc, f.pos, f.off, s0.frame, s0.ts, s0.ack, s0.hasAck, frame, ts) {
 					f.lostSync(frame)
-					f.data(b, frame, ts)
+					f.data(b, frame, ts, ack, hasAck)
 					return
 				}
 				f.pos += uint32(f.need)
@@ -367,7 +391,7 @@ func (f *framer) fpduData(b []byte, frame int, ts time.Time) {
 		// At an FPDU boundary with nothing gathered.
 		hs := f.hdrSpan(f.pos)
 		if len(b) < hs {
-			if !f.appendAcc(b, frame, ts) {
+			if !f.appendAcc(b, frame, ts, ack, hasAck) {
 				f.noMemory(b, frame)
 			}
 			return
@@ -375,14 +399,14 @@ func (f *framer) fpduData(b []byte, frame int, ts time.Time) {
 		l := f.readLen(b, f.pos)
 		if l < minULPDU {
 			f.lostSync(frame)
-			f.data(b, frame, ts)
+			f.data(b, frame, ts, ack, hasAck)
 			return
 		}
 		n := f.wireLen(f.pos, l)
 		if n <= len(b) {
-			if !f.emitFPDU(b[:n], f.pos, f.off, frame, ts, frame, ts) {
+			if !f.emitFPDU(b[:n], f.pos, f.off, frame, ts, ack, hasAck, frame, ts) {
 				f.lostSync(frame)
-				f.data(b, frame, ts)
+				f.data(b, frame, ts, ack, hasAck)
 				return
 			}
 			b = b[n:]
@@ -391,11 +415,11 @@ func (f *framer) fpduData(b []byte, frame int, ts time.Time) {
 			continue
 		}
 		f.need = n
-		if !f.appendAcc(b, frame, ts) {
+		if !f.appendAcc(b, frame, ts, ack, hasAck) {
 			// No room to gather the FPDU: report what there is as a
 			// partial FPDU and pass over the rest.
 			f.need = 0
-			f.emitPartial(b, f.pos, f.off, n, frame, ts, frame, ts)
+			f.emitPartial(b, f.pos, f.off, n, frame, ts, ack, hasAck, frame, ts)
 			rem := n - len(b)
 			f.fl.a.stats.NoMemoryBytes += uint64(rem)
 			f.reportGap(f.pos+uint32(len(b)), f.off+uint64(len(b)), uint64(rem), GapNoMemory, frame, 0)
@@ -431,7 +455,8 @@ func (f *framer) partialAcc(frame int, reason GapReason) {
 	have := len(f.acc)
 	rem := f.need - have
 	lf, lt := f.frameAt(have - 1)
-	f.emitPartial(f.acc, f.pos, f.off, f.need, f.segs[0].frame, f.segs[0].ts, lf, lt)
+	s0 := &f.segs[0]
+	f.emitPartial(f.acc, f.pos, f.off, f.need, s0.frame, s0.ts, s0.ack, s0.hasAck, lf, lt)
 	if reason == GapNoMemory {
 		f.fl.a.stats.NoMemoryBytes += uint64(rem)
 		f.reportGap(f.pos+uint32(have), f.off+uint64(have), uint64(rem), reason, frame, 0)
@@ -461,7 +486,9 @@ func (f *framer) lostSync(frame int) {
 // emitFPDU decodes the whole FPDU w (at pos/off) and sends it. It reports
 // false, sending nothing, when the FPDU shows the framing is lost: a DDP/RDMAP
 // version pair no sender uses, unless a good CRC vouches for the octets.
-func (f *framer) emitFPDU(w []byte, pos uint32, off uint64, ff int, ft time.Time, lf int, lt time.Time) bool {
+// ff/ft and fack/fhasAck are the frame, time and ACK of the segment holding
+// w[0]; lf/lt the frame and time of the one holding its last octet.
+func (f *framer) emitFPDU(w []byte, pos uint32, off uint64, ff int, ft time.Time, fack uint32, fhasAck bool, lf int, lt time.Time) bool {
 	fl := f.fl
 	a := fl.a
 	p := f.params()
@@ -527,6 +554,7 @@ func (f *framer) emitFPDU(w []byte, pos uint32, off uint64, ff int, ft time.Time
 	ev.Dir = f.d
 	ev.Seq, ev.Len, ev.Offset = pos, len(w), off
 	ev.FirstFrame, ev.FirstTime, ev.LastFrame, ev.LastTime = ff, ft, lf, lt
+	ev.HasAck, ev.Ack = fhasAck, fack
 	ev.Wire = w
 	ev.Missing = 0
 	ev.MarkerErrors = markerErrs
@@ -546,7 +574,7 @@ func (f *framer) emitFPDU(w []byte, pos uint32, off uint64, ff int, ft time.Time
 
 // emitPartial sends an FPDU of which only the prefix w (of total wire
 // octets) was captured: ULPDU_Length and as much of the segment as there is.
-func (f *framer) emitPartial(w []byte, pos uint32, off uint64, total int, ff int, ft time.Time, lf int, lt time.Time) {
+func (f *framer) emitPartial(w []byte, pos uint32, off uint64, total int, ff int, ft time.Time, fack uint32, fhasAck bool, lf int, lt time.Time) {
 	fl := f.fl
 	a := fl.a
 	p := f.params()
@@ -569,6 +597,7 @@ func (f *framer) emitPartial(w []byte, pos uint32, off uint64, total int, ff int
 	ev.Dir = f.d
 	ev.Seq, ev.Len, ev.Offset = pos, total, off
 	ev.FirstFrame, ev.FirstTime, ev.LastFrame, ev.LastTime = ff, ft, lf, lt
+	ev.HasAck, ev.Ack = fhasAck, fack
 	ev.Wire = w
 	ev.Missing = total - len(w)
 	ev.MarkerErrors = 0
@@ -599,8 +628,8 @@ func (f *framer) scanKey(frame int, ts time.Time) bool {
 	return true
 }
 
-func (f *framer) frameData(b []byte, frame int, ts time.Time) {
-	if !f.appendAcc(b, frame, ts) {
+func (f *framer) frameData(b []byte, frame int, ts time.Time, ack uint32, hasAck bool) {
+	if !f.appendAcc(b, frame, ts, ack, hasAck) {
 		f.noMemory(b, frame)
 		f.st = stDetect
 		return
@@ -625,6 +654,7 @@ func (f *framer) frameProgress(frame int) {
 		ev := &a.evPDU
 		*ev = PDUEvent{Dir: f.d, Seq: f.pos, Len: decode.MPAFrameHdrLen, Offset: f.off, Wire: f.acc[:decode.MPAFrameHdrLen]}
 		ev.FirstFrame, ev.FirstTime = f.frameAt(0)
+		ev.Ack, ev.HasAck = f.ackAt(0)
 		ev.LastFrame, ev.LastTime = f.frameAt(decode.MPAFrameHdrLen - 1)
 		ev.PDU.IsMPAFrame = true
 		_, ev.Err = decode.ParseMPAFrame(f.acc, &ev.PDU.MPA)
@@ -654,6 +684,7 @@ func (f *framer) frameDone(n int, frame int) {
 	ev := &a.evPDU
 	*ev = PDUEvent{Dir: f.d, Seq: f.pos, Len: n, Offset: f.off, Wire: f.acc[:n]}
 	ev.FirstFrame, ev.FirstTime = f.frameAt(0)
+	ev.Ack, ev.HasAck = f.ackAt(0)
 	ev.LastFrame, ev.LastTime = f.frameAt(n - 1)
 	ev.PDU.IsMPAFrame = true
 	_, ev.Err = decode.ParseMPAFrame(f.acc[:n], &ev.PDU.MPA)
@@ -739,7 +770,7 @@ func (f *framer) replayFrom(c int) {
 			end = segs[i+1].at
 		}
 		if st := max(r.at, c); st < end {
-			f.data(buf[st:end], r.frame, r.ts)
+			f.data(buf[st:end], r.frame, r.ts, r.ack, r.hasAck)
 		}
 	}
 	if f.segs == nil {

@@ -80,8 +80,8 @@ func (f *framer) resetScan() {
 }
 
 // huntData gathers octets while no boundary is known and tries to find one.
-func (f *framer) huntData(b []byte, frame int, ts time.Time) {
-	if !f.appendAcc(b, frame, ts) {
+func (f *framer) huntData(b []byte, frame int, ts time.Time, ack uint32, hasAck bool) {
+	if !f.appendAcc(b, frame, ts, ack, hasAck) {
 		f.skipFront(len(f.acc))
 		f.flushSkip(frame)
 		f.fl.a.stats.NoMemoryBytes += uint64(len(b))

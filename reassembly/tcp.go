@@ -80,6 +80,9 @@ type oooSeg struct {
 	miss  int    // octets after data that the capture cut (snaplen)
 	frame int
 	ts    time.Time
+	// ack/hasAck: the segment's acknowledgment number and ACK flag.
+	ack    uint32
+	hasAck bool
 }
 
 func (s *oooSeg) span() int { return len(s.data) + s.miss }
@@ -224,7 +227,7 @@ func (fl *flow) segment(d Dir, frame int, ts time.Time, p *pcap.Packet) {
 	}
 	if p.PayloadLen > 0 || len(p.Payload) > 0 {
 		plen := max(p.PayloadLen, len(p.Payload))
-		fl.data(d, seq, p.Payload, plen-len(p.Payload), frame, ts)
+		fl.data(d, seq, p.Payload, plen-len(p.Payload), frame, ts, p.Ack, p.Flags&pcap.TCPAck != 0)
 	}
 	if p.Flags&pcap.TCPFin != 0 && !s.fin {
 		s.fin = true
@@ -281,8 +284,9 @@ func (fl *flow) noteAck(d Dir, ack uint32, frame int) {
 }
 
 // data handles payload b of direction d at sequence number seq, followed by
-// miss octets the capture cut.
-func (fl *flow) data(d Dir, seq uint32, b []byte, miss int, frame int, ts time.Time) {
+// miss octets the capture cut; ack/hasAck are the segment's acknowledgment
+// number and ACK flag.
+func (fl *flow) data(d Dir, seq uint32, b []byte, miss int, frame int, ts time.Time, ack uint32, hasAck bool) {
 	a := fl.a
 	s := &fl.s[d]
 	n := len(b) + miss
@@ -313,21 +317,21 @@ func (fl *flow) data(d Dir, seq uint32, b []byte, miss int, frame int, ts time.T
 		rel = 0
 	}
 	if rel > 0 {
-		fl.buffer(d, seq, b, miss, frame, ts)
+		fl.buffer(d, seq, b, miss, frame, ts, ack, hasAck)
 		return
 	}
-	fl.deliver(d, b, miss, frame, ts)
+	fl.deliver(d, b, miss, frame, ts, ack, hasAck)
 	fl.drain(d, frame)
 }
 
 // deliver passes in-order octets to the framer and advances the stream.
-func (fl *flow) deliver(d Dir, b []byte, miss int, frame int, ts time.Time) {
+func (fl *flow) deliver(d Dir, b []byte, miss int, frame int, ts time.Time, ack uint32, hasAck bool) {
 	s := &fl.s[d]
 	if len(b) > 0 {
 		s.record(b, s.nextOff)
 		s.next += uint32(len(b))
 		s.nextOff += uint64(len(b))
-		fl.fr[d].data(b, frame, ts)
+		fl.fr[d].data(b, frame, ts, ack, hasAck)
 	}
 	if miss > 0 {
 		fl.gap(d, uint64(miss), GapSnaplen, frame)
@@ -372,7 +376,7 @@ func (fl *flow) drain(d Dir, frame int) {
 				}
 			}
 		}
-		fl.deliver(d, b, miss, seg.frame, seg.ts)
+		fl.deliver(d, b, miss, seg.frame, seg.ts, seg.ack, seg.hasAck)
 		fl.a.pool.put(seg.data)
 	}
 	if len(fl.s[0].ooo) == 0 && len(fl.s[1].ooo) == 0 {
@@ -397,7 +401,7 @@ func (fl *flow) fillHole(d Dir, reason GapReason, frame int) {
 }
 
 // buffer keeps an out-of-order segment (the parts of it not buffered yet).
-func (fl *flow) buffer(d Dir, seq uint32, b []byte, miss int, frame int, ts time.Time) {
+func (fl *flow) buffer(d Dir, seq uint32, b []byte, miss int, frame int, ts time.Time, ack uint32, hasAck bool) {
 	a := fl.a
 	s := &fl.s[d]
 	// Walk the existing pieces; store the parts of [seq, seq+len(b)) they
@@ -414,14 +418,14 @@ func (fl *flow) buffer(d Dir, seq uint32, b []byte, miss int, frame int, ts time
 				continue
 			} else if int(rel) < len(b) {
 				// Store the part before piece i.
-				if !fl.store(d, i, seq, b[:rel], 0, frame, ts) {
+				if !fl.store(d, i, seq, b[:rel], 0, frame, ts, ack, hasAck) {
 					return
 				}
 				b, seq = b[rel:], seq+uint32(rel)
 				continue
 			}
 		}
-		if !fl.store(d, i, seq, b, miss, frame, ts) {
+		if !fl.store(d, i, seq, b, miss, frame, ts, ack, hasAck) {
 			return
 		}
 		miss, b = 0, nil
@@ -450,7 +454,7 @@ func (s *stream) firstEndingAfter(seq uint32) int {
 // memory budget has no room it first gives up the oldest holes of other
 // flows, then of this one; it reports false (and drops the piece, which then
 // lies in a later gap) when there is still no room.
-func (fl *flow) store(d Dir, i int, seq uint32, b []byte, miss int, frame int, ts time.Time) bool {
+func (fl *flow) store(d Dir, i int, seq uint32, b []byte, miss int, frame int, ts time.Time, ack uint32, hasAck bool) bool {
 	a := fl.a
 	s := &fl.s[d]
 	buf := a.pool.get(len(b))
@@ -476,7 +480,7 @@ func (fl *flow) store(d Dir, i int, seq uint32, b []byte, miss int, frame int, t
 			if buf != nil {
 				a.pool.put(buf)
 			}
-			fl.data(d, seq, b, miss, frame, ts)
+			fl.data(d, seq, b, miss, frame, ts, ack, hasAck)
 			return false
 		}
 		// Recompute the insertion index after the holes were filled.
@@ -492,7 +496,7 @@ func (fl *flow) store(d Dir, i int, seq uint32, b []byte, miss int, frame int, t
 	buf = append(buf, b...)
 	s.ooo = append(s.ooo, oooSeg{})
 	copy(s.ooo[i+1:], s.ooo[i:])
-	s.ooo[i] = oooSeg{seq: seq, data: buf, miss: miss, frame: frame, ts: ts}
+	s.ooo[i] = oooSeg{seq: seq, data: buf, miss: miss, frame: frame, ts: ts, ack: ack, hasAck: hasAck}
 	s.oooBytes += len(b)
 	a.stats.OOOSegments++
 	a.stats.OOOBytesBuffered += uint64(len(b))

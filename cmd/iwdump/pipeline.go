@@ -119,6 +119,7 @@ func (h *handler) PDU(c *reassembly.Conn, e *reassembly.PDUEvent) {
 	}
 	at := h.at(c, e.Dir, e.FirstFrame, e.LastFrame, e.LastTime)
 	at.HasSeq, at.Seq, at.End = true, e.Seq, e.Seq+uint32(e.Len)
+	at.HasAck, at.Ack = e.HasAck, e.Ack
 	at.Missing = e.Missing // a partial FPDU: the tracker sizes it by ULPDU_Length
 	if e.PDU.IsMPAFrame {
 		h.t.Handshake(at, &e.PDU.MPA)
