@@ -116,9 +116,9 @@ type FilterError struct {
 
 func (e *FilterError) Error() string {
 	if e.Pos >= 0 && e.Pos < len(e.Expr) {
-		return fmt.Sprintf("filter %q: %s (at %q)", e.Expr, e.Msg, clip(e.Expr[e.Pos:], 20))
+		return fmt.Sprintf("filter %q: %s (at %q)", clip(e.Expr, 200), e.Msg, clip(e.Expr[e.Pos:], 20))
 	}
-	return fmt.Sprintf("filter %q: %s", e.Expr, e.Msg)
+	return fmt.Sprintf("filter %q: %s", clip(e.Expr, 200), e.Msg)
 }
 
 func clip(s string, n int) string {

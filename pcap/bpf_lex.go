@@ -122,7 +122,8 @@ func init() {
 // v6Len returns the length of the longest prefix of s that is an IPv6
 // address (libpcap's V6 rule), 0 when there is none.
 func v6Len(s string) int {
-	run := reV6Run.FindString(s)
+	// 45: the longest IPv6 address text, six groups and an IPv4 tail.
+	run := reV6Run.FindString(s[:min(len(s), 45)])
 	if !strings.Contains(run, ":") {
 		return 0
 	}
@@ -136,6 +137,9 @@ func v6Len(s string) int {
 	}
 	return 0
 }
+
+// maxWord bounds a word: a host name is at most 253 characters.
+const maxWord = 256
 
 var twoCharOps = []string{">=", "<=", "!=", "==", "<<", ">>", "&&", "||"}
 
@@ -197,6 +201,11 @@ func lex(expr string) ([]token, *FilterError) {
 // lexWord reads one word token from the start of s, applying flex's
 // longest-match-then-first-rule choice across libpcap's word rules.
 func lexWord(s string) (token, int, *FilterError) {
+	// No word is longer than maxWord; looking no farther keeps lexing
+	// linear in the length of the expression.
+	if len(s) > maxWord {
+		s = s[:maxWord]
+	}
 	type cand struct {
 		n    int
 		kind tokKind
@@ -224,7 +233,7 @@ func lexWord(s string) (token, int, *FilterError) {
 	try(len(reHID.FindString(s)), tkHID)
 	try(v6Len(s), tkHID6)
 	if n := len(reBogus.FindString(s)); n > best.n {
-		return token{}, 0, &FilterError{Msg: fmt.Sprintf("bogus ethernet address %s", s[:n])}
+		return token{}, 0, &FilterError{Msg: fmt.Sprintf("bogus ethernet address %s", clip(s[:n], 40))}
 	}
 	if n := len(reID.FindString(s)); n > 0 {
 		if _, ok := namedNums[s[:n]]; ok && n > best.n {
@@ -237,6 +246,9 @@ func lexWord(s string) (token, int, *FilterError) {
 			return token{kind: tkID, text: m[1:]}, len(m), nil
 		}
 		return token{}, 0, &FilterError{Msg: fmt.Sprintf("illegal character %q", s[:1])}
+	}
+	if best.n == maxWord {
+		return token{}, 0, &FilterError{Msg: fmt.Sprintf("word longer than %d characters", maxWord)}
 	}
 	w := s[:best.n]
 	t := token{kind: best.kind, text: w}

@@ -172,6 +172,7 @@ type parser struct {
 	kernel bool
 	st     offState
 	usesM  bool
+	depth  int
 }
 
 func (p *parser) peek() token { return p.toks[p.i] }
@@ -292,9 +293,24 @@ func (p *parser) startsID() bool {
 	}
 }
 
+// maxDepth bounds the nesting of parentheses and "not"s.
+const maxDepth = 10000
+
+func (p *parser) enter(t token) error {
+	p.depth++
+	if p.depth > maxDepth {
+		return p.errAt(t, "expression nested too deeply")
+	}
+	return nil
+}
+
 // parseTerm: term := not term | '(' expr ')' | head id | pname | other.
 func (p *parser) parseTerm(q0 qual) (node, qual, error) {
 	t := p.peek()
+	if err := p.enter(t); err != nil {
+		return nil, q0, err
+	}
+	defer func() { p.depth-- }()
 	switch {
 	case t.kind == tkNot:
 		p.next()
@@ -451,6 +467,10 @@ func (p *parser) parsePnum() (uint32, error) {
 // parenthesised list of ids joined by and/or keep q.
 func (p *parser) parseID(q qual) (node, error) {
 	t := p.next()
+	if err := p.enter(t); err != nil {
+		return nil, err
+	}
+	defer func() { p.depth-- }()
 	switch t.kind {
 	case tkNot:
 		n, err := p.parseID(q)

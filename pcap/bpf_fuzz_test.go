@@ -1,0 +1,259 @@
+package pcap
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+	"golang.org/x/net/bpf"
+)
+
+var fuzzLinkTypes = []layers.LinkType{layers.LinkTypeEthernet, layers.LinkTypeRaw, layers.LinkTypeLinuxSLL, layers.LinkTypeLinuxSLL2}
+
+// FuzzCompileFilter: any string compiles to a valid program or fails with
+// an error, never a panic; a program compiled for a file and one compiled
+// for a live socket agree on every packet that carries no VLAN metadata.
+func FuzzCompileFilter(f *testing.F) {
+	for _, e := range filterExprs {
+		f.Add(e)
+	}
+	for _, e := range errExprs {
+		f.Add(e)
+	}
+	for _, e := range unsupportedExprs {
+		f.Add(e)
+	}
+	f.Add("((((tcp))))")
+	f.Add("host 1.2.3.4 and (5.6.7.8 or not (9.9.9.9 and 1.1.1.1))")
+	f.Add("vlan 1 and vlan 2 and vlan 3 and vlan 4 and ip")
+	f.Add(strings.Repeat("tcp or ", 300) + "udp")
+	pkts := testPackets()
+	f.Fuzz(func(t *testing.T, expr string) {
+		hasVLAN := false
+		if toks, err := lex(expr); err == nil {
+			for _, tk := range toks {
+				hasVLAN = hasVLAN || isKW(tk, "vlan")
+			}
+		}
+		for _, lt := range fuzzLinkTypes {
+			prog, err := CompileFilter(expr, lt, FilterOptions{})
+			kprog, kerr := CompileFilter(expr, lt, FilterOptions{Kernel: true})
+			if (err == nil) != (kerr == nil) {
+				t.Fatalf("%q on %v: file mode %v, kernel mode %v", expr, lt, err, kerr)
+			}
+			if err != nil {
+				var fe *FilterError
+				if !errors.As(err, &fe) {
+					t.Fatalf("%q: error of type %T: %v", expr, err, err)
+				}
+				continue
+			}
+			if err := checkProgram(prog); err != nil {
+				t.Fatalf("%q on %v: invalid program: %v\n%s", expr, lt, err, FormatProgram(prog))
+			}
+			if err := checkProgram(kprog); err != nil {
+				t.Fatalf("%q on %v: invalid kernel program: %v", expr, lt, err)
+			}
+			vm, err := newVM(prog)
+			if err != nil {
+				t.Fatalf("%q: VM refuses the program: %v", expr, err)
+			}
+			for _, p := range pkts {
+				n, err := vm.Run(p.data)
+				if err != nil {
+					t.Fatalf("%q: %v", expr, err)
+				}
+				k, err := kernelRun(kprog, p.data, anc{})
+				if err != nil {
+					t.Fatalf("%q: %v", expr, err)
+				}
+				// After "vlan" the two modes shift offsets differently
+				// when the vlan test is skipped by short-circuiting
+				// (tcpdump -r and -i differ the same way).
+				if (n > 0) != (k > 0) && !hasVLAN {
+					t.Fatalf("%q on %s: file program %v, kernel program %v", expr, p.name, n > 0, k > 0)
+				}
+			}
+		}
+	})
+}
+
+// FuzzRunFilter runs the table's programs on arbitrary octets: the x/net
+// VM (files) and the kernel's semantics (the test interpreter) agree, and
+// nothing panics.
+func FuzzRunFilter(f *testing.F) {
+	for i, p := range testPackets() {
+		f.Add(uint8(i), p.data)
+	}
+	f.Add(uint8(0), []byte{})
+	f.Add(uint8(3), []byte{0x45})
+	type compiled struct {
+		expr string
+		ff   *FrameFilter
+	}
+	var progs []compiled
+	for _, e := range filterExprs {
+		ff, err := NewExprFilter(e)
+		if err != nil {
+			continue
+		}
+		progs = append(progs, compiled{e, ff})
+	}
+	f.Fuzz(func(t *testing.T, idx uint8, pkt []byte) {
+		c := progs[int(idx)%len(progs)]
+		for _, lt := range fuzzLinkTypes {
+			fr := Frame{Number: 1, LinkType: lt, Data: pkt, CapLen: len(pkt), OrigLen: len(pkt)}
+			got, err := c.ff.Match(&fr)
+			if err != nil {
+				continue // e.g. vlan on raw IP
+			}
+			prog, _ := CompileFilter(c.expr, lt, FilterOptions{})
+			k, err := kernelRun(prog, pkt, anc{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != (k > 0) {
+				t.Fatalf("%q on %x: VM %v, kernel semantics %v", c.expr, pkt, got, k > 0)
+			}
+		}
+	})
+}
+
+func TestFrameFilter(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, FormatPcapNG, layers.LinkTypeEthernet, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkts := testPackets()
+	for _, p := range pkts {
+		w.WriteFrame(time.Unix(1, 0), p.data, 0)
+	}
+	w.Flush()
+	ff, err := NewExprFilter("tcp port 4420 and host 10.0.0.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	var fr Frame
+	for {
+		if err := r.Next(&fr); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		ok, err := ff.Match(&fr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			got = append(got, pkts[fr.Number-1].name)
+		}
+	}
+	want := "ipv4-tcp-4420 ipv4-tcp-reply-df ipv4-frag-first"
+	if strings.Join(got, " ") != want {
+		t.Errorf("matched %v, want %s", got, want)
+	}
+
+	// A program in tcpdump -ddd form filters the same.
+	prog, _ := CompileFilter("udp", layers.LinkTypeEthernet, FilterOptions{})
+	back, err := ParseProgram("# comment\n" + FormatProgram(prog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := NewProgramFilter(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pkts {
+		fr := Frame{LinkType: layers.LinkTypeEthernet, Data: p.data}
+		m, _ := pf.Match(&fr)
+		if m != vmVerdict(t, prog, p.data) {
+			t.Errorf("%s: program filter %v", p.name, m)
+		}
+	}
+	// A live-socket program reads metadata a file does not have.
+	kprog, _ := CompileFilter("vlan", layers.LinkTypeEthernet, FilterOptions{Kernel: true})
+	if _, err := NewProgramFilter(kprog); err == nil {
+		t.Error("kernel-only program accepted for files")
+	}
+	// Syntax errors show at once; link-type errors with the frame.
+	if _, err := NewExprFilter("tcp port"); err == nil {
+		t.Error("syntax error accepted")
+	}
+	vf, err := NewExprFilter("vlan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vf.Match(&Frame{LinkType: layers.LinkTypeRaw, Data: []byte{0x45}}); err == nil {
+		t.Error("vlan on raw IP accepted")
+	}
+}
+
+func TestParseProgramErrors(t *testing.T) {
+	for _, bad := range []string{
+		"", "x", "2\n6 0 0 0\n", "1\n6 0 0\n", "1\n21 0 0 1\n", "2\n21 5 0 1\n6 0 0 0\n",
+		"1\n6 0 0 99999999999\n", "1\n65535 0 0 0\n", "2\n96 0 0 20\n6 0 0 0\n",
+	} {
+		if _, err := ParseProgram(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if _, err := ParseProgram("1\n6 0 0 262144\n"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestDropOutgoingAndSnaplen(t *testing.T) {
+	prog := DropOutgoing(nil, 100)
+	pkt := make([]byte, 60)
+	if n, _ := kernelRun(prog, pkt, anc{pktType: pktTypeOutgoing}); n != 0 {
+		t.Errorf("outgoing copy kept (%d)", n)
+	}
+	if n, _ := kernelRun(prog, pkt, anc{pktType: 0}); n != 100 {
+		t.Errorf("incoming copy: %d, want 100", n)
+	}
+	c := ClampSnaplen([]bpf.RawInstruction{{Op: opRET | retK, K: MaxSnaplen}, {Op: opRET | retK, K: 0}}, 96)
+	if c[0].K != 96 || c[1].K != 0 {
+		t.Errorf("clamped %v", c)
+	}
+}
+
+// Big and hostile inputs stay fast (lexing is linear) and their error
+// messages short; a program the kernel would refuse as too long is an error.
+func TestCompileFilterLargeInputs(t *testing.T) {
+	for _, e := range []string{
+		strings.Repeat("tcp or ", 600) + "udp",
+		strings.Repeat("port 80 or ", 100) + "udp",
+		strings.Repeat("(", 2000) + "tcp" + strings.Repeat(")", 2000),
+		strings.Repeat("not ", 5000) + "tcp",
+		strings.Repeat("(", 200000) + "tcp" + strings.Repeat(")", 200000),
+		"host 1.2.3.4 and " + strings.Repeat("(", 200000) + "1.2.3.5" + strings.Repeat(")", 200000),
+		"roo ppp" + strings.Repeat(":", 5000),
+		strings.Repeat("ab:", 3000),
+		strings.Repeat("a", 100000),
+		strings.Repeat("host 1.2.3.4 and ", 100) + "tcp",
+		strings.Repeat("vlan and ", 50) + "tcp",
+		strings.Repeat("not (port 80 or host 1.2.3.4) or ", 200) + "udp",
+	} {
+		start := time.Now()
+		prog, err := CompileFilter(e, layers.LinkTypeEthernet, FilterOptions{})
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%.30q...: %v to compile", e, d)
+		}
+		if err != nil && len(err.Error()) > 400 {
+			t.Errorf("%.30q...: error message of %d characters", e, len(err.Error()))
+		}
+		if err == nil && len(prog) > maxInsns {
+			t.Errorf("%.30q...: %d instructions", e, len(prog))
+		}
+	}
+}

@@ -1,0 +1,411 @@
+//go:build linux
+
+package pcap
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/afpacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// Live is a capture on one interface. Next is to be called from one
+// goroutine; Stop may be called from any; Close after Next has returned.
+type Live struct {
+	iface    string
+	lt       layers.LinkType
+	snaplen  int
+	loopback bool
+	method   string
+
+	tp *afpacket.TPacket
+	eh *pcapgo.EthernetHandle
+
+	// since: frames the kernel stamped before the filter was attached
+	// were let in unfiltered between bind and attach; they are dropped.
+	since  time.Time
+	stopAt atomic.Int64 // UnixNano of Stop; 0 while running
+	n      int
+	vbuf   []byte // a frame with its VLAN tag put back (socket method)
+
+	statsMu sync.Mutex
+	base    LiveStats // kernel counters when the filter went on (ring)
+	ehStats LiveStats // accumulated socket counters (the kernel resets them on read)
+	closeEH sync.Once
+	ehFile  *os.File // the socket under the EthernetHandle, when reachable
+
+	blockTimeout time.Duration
+}
+
+// Timeouts of the ring: the kernel hands over a partly filled block after
+// blockTimeout; a poll gives up after pollTimeout so that Stop is noticed.
+const (
+	defaultBlockTimeout = 20 * time.Millisecond
+	pollTimeout         = 50 * time.Millisecond
+	// drainWindow bounds how long Next keeps returning frames captured
+	// before Stop.
+	drainWindow = 500 * time.Millisecond
+)
+
+// Linux ARPHRD_* device types (/sys/class/net/IFACE/type).
+const (
+	arphrdEther    = 1
+	arphrdLoopback = 772
+	arphrdNone     = 65534
+	arphrdIPGRE    = 778
+	arphrdTunnel   = 768
+	arphrdTunnel6  = 769
+	arphrdSIT      = 776
+)
+
+// InterfaceLinkType is the link type frames of iface carry on a packet
+// socket: Ethernet (also for loopback, which gets an all-zero Ethernet
+// header), or raw IP for devices without a link header (tun, WireGuard).
+func InterfaceLinkType(iface string) (layers.LinkType, error) {
+	b, err := os.ReadFile("/sys/class/net/" + iface + "/type")
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return 0, fmt.Errorf("%w: %s", ErrNoSuchInterface, iface)
+		}
+		return 0, err
+	}
+	t, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("%s: device type %q", iface, b)
+	}
+	switch t {
+	case arphrdEther, arphrdLoopback:
+		return layers.LinkTypeEthernet, nil
+	case arphrdNone:
+		return layers.LinkTypeRaw, nil
+	}
+	return 0, fmt.Errorf("%s: capture on device type %d (ARPHRD) is not supported", iface, t)
+}
+
+// Interfaces lists the network interfaces.
+func Interfaces() ([]Interface, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Interface, 0, len(ifs))
+	for _, i := range ifs {
+		it := Interface{Index: i.Index, Name: i.Name, Flags: i.Flags}
+		it.LinkType, _ = InterfaceLinkType(i.Name)
+		if addrs, err := i.Addrs(); err == nil {
+			for _, a := range addrs {
+				it.Addrs = append(it.Addrs, a.String())
+			}
+		}
+		out = append(out, it)
+	}
+	return out, nil
+}
+
+// OpenLive starts capturing on iface.
+func OpenLive(iface string, o LiveOptions) (*Live, error) {
+	ifc, err := net.InterfaceByName(iface)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrNoSuchInterface, iface)
+	}
+	if ifc.Flags&net.FlagUp == 0 {
+		return nil, fmt.Errorf("%s: the interface is down", iface)
+	}
+	lt, err := InterfaceLinkType(iface)
+	if err != nil {
+		return nil, err
+	}
+	snap := o.Snaplen
+	if snap <= 0 || snap > MaxSnaplen {
+		snap = MaxSnaplen
+	}
+	prog := o.Filter
+	if len(prog) == 0 {
+		prog = acceptAll(snap)
+	}
+	if err := checkProgram(prog); err != nil {
+		return nil, fmt.Errorf("capture filter: %w", err)
+	}
+	l := &Live{iface: iface, lt: lt, snaplen: snap, loopback: ifc.Flags&net.FlagLoopback != 0, blockTimeout: o.BlockTimeout}
+	if l.blockTimeout <= 0 {
+		l.blockTimeout = defaultBlockTimeout
+	}
+	if l.loopback {
+		prog = DropOutgoing(prog, snap)
+	}
+	prog = ClampSnaplen(prog, snap)
+
+	var ringErr error
+	if o.Method != MethodSocket {
+		ringErr = l.openRing(o, prog)
+		if ringErr == nil {
+			return l, nil
+		}
+		if errors.Is(ringErr, os.ErrPermission) {
+			return nil, &PermissionError{Iface: iface, Err: ringErr}
+		}
+		if o.Method == MethodRing {
+			return nil, fmt.Errorf("%s: TPACKET_V3 ring: %w", iface, ringErr)
+		}
+	}
+	if err := l.openSocket(o, prog); err != nil {
+		if errors.Is(err, os.ErrPermission) || strings.Contains(err.Error(), "operation not permitted") {
+			return nil, &PermissionError{Iface: iface, Err: err}
+		}
+		return nil, fmt.Errorf("%s: %w", iface, err)
+	}
+	if ringErr != nil {
+		l.method = fmt.Sprintf("AF_PACKET socket (no ring: %v)", ringErr)
+	}
+	return l, nil
+}
+
+func (l *Live) openRing(o LiveOptions, prog []bpf.RawInstruction) error {
+	blockSize, blocks := ringGeometry(o.BufferSize)
+	bt := l.blockTimeout
+	tp, err := afpacket.NewTPacket(
+		afpacket.OptInterface(l.iface),
+		afpacket.TPacketVersion3,
+		afpacket.OptFrameSize(2048),
+		afpacket.OptBlockSize(blockSize),
+		afpacket.OptNumBlocks(blocks),
+		afpacket.OptBlockTimeout(bt),
+		afpacket.OptPollTimeout(pollTimeout),
+		afpacket.OptAddVLANHeader(true),
+	)
+	if err != nil {
+		return err
+	}
+	if err := tp.SetBPF(prog); err != nil {
+		tp.Close()
+		return fmt.Errorf("attaching the capture filter: %w", err)
+	}
+	l.since = time.Now()
+	if o.Promisc && !l.loopback {
+		if err := tp.SetPromiscuous(true); err != nil {
+			tp.Close()
+			return fmt.Errorf("promiscuous mode: %w", err)
+		}
+	}
+	l.tp = tp
+	l.method = fmt.Sprintf("TPACKET_V3 ring, %d blocks of %d KiB", blocks, blockSize>>10)
+	s, err := l.kernelStats()
+	if err == nil {
+		l.base = s
+	}
+	return nil
+}
+
+func (l *Live) openSocket(o LiveOptions, prog []bpf.RawInstruction) error {
+	eh, err := pcapgo.NewEthernetHandle(l.iface)
+	if err != nil {
+		return err
+	}
+	if err := eh.SetCaptureLength(l.snaplen); err != nil {
+		eh.Close()
+		return err
+	}
+	if err := eh.SetBPF(prog); err != nil {
+		eh.Close()
+		return fmt.Errorf("attaching the capture filter: %w", err)
+	}
+	l.since = time.Now()
+	if o.Promisc && !l.loopback {
+		if err := eh.SetPromiscuous(true); err != nil {
+			eh.Close()
+			return fmt.Errorf("promiscuous mode: %w", err)
+		}
+	}
+	l.eh = eh
+	l.method = "AF_PACKET socket"
+	l.ehFile = ethernetHandleFile(eh)
+	if l.ehFile != nil {
+		// The socket's receive buffer is the only buffer this method
+		// has: give it the size asked for (SO_RCVBUFFORCE passes the
+		// rmem_max limit with CAP_NET_ADMIN).
+		size := o.BufferSize
+		if size <= 0 {
+			size = DefaultBufferSize
+		}
+		if rc, err := l.ehFile.SyscallConn(); err == nil {
+			rc.Control(func(fd uintptr) {
+				if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, size) != nil {
+					unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, size)
+				}
+			})
+		}
+	}
+	if s, err := eh.Stats(); err == nil {
+		_ = s // clears the counters: frames before the filter do not count
+	}
+	return nil
+}
+
+// ethernetHandleFile reaches the socket inside a pcapgo.EthernetHandle,
+// which does not export it, to size its buffer and give reads a deadline.
+// If a gopacket release renames the field, this returns nil and the socket
+// keeps the system's default buffer; Stop then closes it instead.
+func ethernetHandleFile(eh *pcapgo.EthernetHandle) *os.File {
+	v := reflect.ValueOf(eh).Elem().FieldByName("file")
+	if !v.IsValid() || v.Kind() != reflect.Pointer || v.Type() != reflect.TypeOf((*os.File)(nil)) {
+		return nil
+	}
+	return (*os.File)(v.UnsafePointer())
+}
+
+// LinkType is the link type of the frames.
+func (l *Live) LinkType() layers.LinkType { return l.lt }
+
+// Snaplen is the most octets kept of a frame.
+func (l *Live) Snaplen() int { return l.snaplen }
+
+// Method says how frames come from the kernel.
+func (l *Live) Method() string { return l.method }
+
+// Interface is the name of the interface.
+func (l *Live) Interface() string { return l.iface }
+
+// Stop ends the capture: Next returns what the kernel captured up to now
+// and then io.EOF. Safe from any goroutine (a signal handler's).
+func (l *Live) Stop() {
+	if !l.stopAt.CompareAndSwap(0, time.Now().UnixNano()) {
+		return
+	}
+	if l.eh != nil {
+		// The socket read blocks with no timeout of its own. A deadline
+		// lets what is queued drain and then ends the read; without
+		// access to the socket, closing it does.
+		if l.ehFile != nil {
+			l.ehFile.SetReadDeadline(time.Now().Add(drainWindow / 5))
+		} else {
+			time.AfterFunc(drainWindow/5, func() { l.closeEH.Do(func() { l.eh.Close() }) })
+		}
+	}
+}
+
+func (l *Live) stopped(now time.Time) bool {
+	s := l.stopAt.Load()
+	return s != 0 && now.UnixNano()-s > int64(drainWindow)
+}
+
+// Next returns the next frame. f.Data aliases the kernel ring or the
+// socket buffer and is valid until the next call. After Stop, Next returns
+// the frames captured before it and then io.EOF.
+func (l *Live) Next(f *Frame) error {
+	for {
+		var (
+			data []byte
+			ci   gopacket.CaptureInfo
+			err  error
+		)
+		if l.tp != nil {
+			data, ci, err = l.tp.ZeroCopyReadPacketData()
+		} else {
+			data, ci, err = l.eh.ZeroCopyReadPacketData()
+		}
+		if err != nil {
+			if s := l.stopAt.Load(); s != 0 {
+				// The socket's read deadline passed, or a poll of the
+				// ring timed out after the kernel had time to hand
+				// over the block it was filling at Stop.
+				if l.eh != nil || time.Now().UnixNano()-s > int64(l.blockTimeout+pollTimeout) {
+					return io.EOF
+				}
+				continue
+			}
+			if errors.Is(err, afpacket.ErrTimeout) {
+				continue
+			}
+			return fmt.Errorf("%s: %w", l.iface, err)
+		}
+		if ci.Timestamp.Before(l.since) {
+			continue // let in before the filter was attached
+		}
+		if s := l.stopAt.Load(); s != 0 && (ci.Timestamp.UnixNano() > s || l.stopped(time.Now())) {
+			return io.EOF
+		}
+		if l.eh != nil && len(ci.AncillaryData) > 0 {
+			// The kernel took the VLAN tag out; put it back, as the
+			// ring path does (priority bits are not reported here).
+			if vid, ok := ci.AncillaryData[0].(int); ok && l.lt == layers.LinkTypeEthernet && len(data) >= 12 {
+				l.vbuf = append(append(append(l.vbuf[:0], data[:12]...), 0x81, 0x00, byte(vid>>8), byte(vid)), data[12:]...)
+				data = l.vbuf
+				ci.Length += 4
+			}
+		}
+		l.n++
+		f.Number = l.n
+		f.Timestamp = ci.Timestamp
+		f.Data = data
+		f.CapLen = len(data)
+		f.OrigLen = ci.Length
+		if f.OrigLen < f.CapLen {
+			f.OrigLen = f.CapLen
+		}
+		f.LinkType = l.lt
+		return nil
+	}
+}
+
+// kernelStats reads the kernel's counters (cumulative).
+func (l *Live) kernelStats() (LiveStats, error) {
+	if l.tp != nil {
+		_, v3, err := l.tp.SocketStats()
+		if err != nil {
+			return LiveStats{}, err
+		}
+		return LiveStats{Received: uint64(v3.Packets()), Dropped: uint64(v3.Drops()), Freezes: uint64(v3.QueueFreezes())}, nil
+	}
+	s, err := l.eh.Stats()
+	if err != nil {
+		return LiveStats{}, err
+	}
+	l.ehStats.Received += uint64(s.Packets)
+	l.ehStats.Dropped += uint64(s.Drops)
+	return l.ehStats, nil
+}
+
+// Stats returns the counters so far. The kernel counts a frame dropped for
+// lack of buffer space in Received too, as tcpdump reports it.
+func (l *Live) Stats() (LiveStats, error) {
+	l.statsMu.Lock()
+	defer l.statsMu.Unlock()
+	s, err := l.kernelStats()
+	if err != nil {
+		return LiveStats{Captured: uint64(l.n)}, err
+	}
+	s.Received -= min(s.Received, l.base.Received)
+	s.Dropped -= min(s.Dropped, l.base.Dropped)
+	s.Freezes -= min(s.Freezes, l.base.Freezes)
+	s.Captured = uint64(l.n)
+	return s, nil
+}
+
+// Close releases the socket (and the ring). Not to be called while Next
+// runs.
+func (l *Live) Close() error {
+	if l.tp != nil {
+		l.tp.Close()
+		l.tp = nil
+	}
+	if l.eh != nil {
+		var err error
+		l.closeEH.Do(func() { err = l.eh.Close() })
+		return err
+	}
+	return nil
+}

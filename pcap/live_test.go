@@ -1,0 +1,247 @@
+//go:build linux
+
+package pcap
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+)
+
+// openLoopback opens lo with filter, or skips the test saying why when the
+// process may not capture.
+func openLoopback(t testing.TB, filter string, o LiveOptions) *Live {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("live capture needs root or CAP_NET_RAW; not root")
+	}
+	lt, err := InterfaceLinkType("lo")
+	if err != nil {
+		t.Skipf("no loopback interface: %v", err)
+	}
+	if filter != "" {
+		prog, err := CompileFilter(filter, lt, FilterOptions{Kernel: true, Snaplen: o.Snaplen})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Filter = prog
+	}
+	l, err := OpenLive("lo", o)
+	var pe *PermissionError
+	if errors.As(err, &pe) {
+		t.Skipf("no CAP_NET_RAW: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// udpSink listens on 127.0.0.1 and reads (and discards) what arrives.
+func udpSink(t testing.TB) (*net.UDPConn, int) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		buf := make([]byte, 65536)
+		for {
+			if _, _, err := c.ReadFrom(buf); err != nil {
+				return
+			}
+		}
+	}()
+	return c, c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// sendSeq sends n datagrams numbered from 0 to port.
+func sendSeq(t testing.TB, port, n, size int) {
+	c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b := make([]byte, max(size, 8))
+	copy(b[4:], "iwkit-live-test")
+	for i := 0; i < n; i++ {
+		binary.BigEndian.PutUint32(b, uint32(i))
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// seqOf returns the sequence number in a captured datagram to port.
+func seqOf(t testing.TB, f *Frame, port int) (int, bool) {
+	var p Packet
+	// DecodeTCP knows only TCP: take UDP apart here (Ethernet, IPv4).
+	d := f.Data
+	if len(d) < 14+20+8+4 || binary.BigEndian.Uint16(d[12:]) != 0x0800 {
+		return 0, false
+	}
+	ihl := int(d[14]&0xf) * 4
+	if d[14+9] != 17 {
+		return 0, false
+	}
+	u := d[14+ihl:]
+	if int(binary.BigEndian.Uint16(u[2:])) != port {
+		t.Errorf("frame %d: port %d passed the filter 'udp dst port %d'", f.Number, binary.BigEndian.Uint16(u[2:]), port)
+		return 0, false
+	}
+	_ = p
+	return int(binary.BigEndian.Uint32(u[8:])), true
+}
+
+func TestLiveLoopbackEachPacketOnce(t *testing.T) {
+	for _, m := range []struct {
+		name   string
+		method CaptureMethod
+	}{{"ring", MethodRing}, {"socket", MethodSocket}} {
+		t.Run(m.name, func(t *testing.T) {
+			sink, port := udpSink(t)
+			defer sink.Close()
+			l := openLoopback(t, fmt.Sprintf("udp dst port %d", port), LiveOptions{Method: m.method})
+			defer l.Close()
+			if m.method == MethodRing && !strings.HasPrefix(l.Method(), "TPACKET_V3") {
+				t.Fatalf("method %q", l.Method())
+			}
+			if l.LinkType() != layers.LinkTypeEthernet {
+				t.Fatalf("link type %v", l.LinkType())
+			}
+			const n = 2000
+			go func() {
+				sendSeq(t, port, n, 200)
+				time.Sleep(100 * time.Millisecond)
+				l.Stop()
+			}()
+			seen := make([]int, n)
+			var f Frame
+			for {
+				err := l.Next(&f)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s, ok := seqOf(t, &f, port); ok && s < n {
+					seen[s]++
+				}
+				if f.CapLen != len(f.Data) || f.OrigLen != f.CapLen {
+					t.Errorf("frame %d: caplen %d origlen %d data %d", f.Number, f.CapLen, f.OrigLen, len(f.Data))
+				}
+			}
+			for i, c := range seen {
+				if c != 1 {
+					t.Errorf("datagram %d captured %d times, want once", i, c)
+					if i > 10 {
+						break
+					}
+				}
+			}
+			st, err := l.Stats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %+v", l.Method(), st)
+			if st.Captured != n || st.Dropped != 0 || st.Received < n {
+				t.Errorf("stats %+v, want %d captured, none dropped", st, n)
+			}
+		})
+	}
+}
+
+// Stop right after the traffic: every frame the kernel captured before
+// Stop still comes out of Next.
+func TestLiveStopDrains(t *testing.T) {
+	sink, port := udpSink(t)
+	defer sink.Close()
+	l := openLoopback(t, fmt.Sprintf("udp dst port %d", port), LiveOptions{BlockTimeout: 200 * time.Millisecond})
+	defer l.Close()
+	const n = 300
+	sendSeq(t, port, n, 100)
+	l.Stop() // the last block is still open in the kernel
+	got := 0
+	var f Frame
+	for {
+		err := l.Next(&f)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got++
+	}
+	if got != n {
+		t.Errorf("%d frames after Stop, want %d", got, n)
+	}
+}
+
+func TestLiveSnaplen(t *testing.T) {
+	sink, port := udpSink(t)
+	defer sink.Close()
+	l := openLoopback(t, fmt.Sprintf("udp dst port %d", port), LiveOptions{Snaplen: 64})
+	defer l.Close()
+	go func() {
+		sendSeq(t, port, 10, 1000)
+		time.Sleep(100 * time.Millisecond)
+		l.Stop()
+	}()
+	var f Frame
+	n := 0
+	for l.Next(&f) == nil {
+		n++
+		if f.CapLen != 64 || f.OrigLen != 14+20+8+1000 || !f.Truncated() {
+			t.Errorf("frame %d: caplen %d origlen %d", f.Number, f.CapLen, f.OrigLen)
+		}
+	}
+	if n != 10 {
+		t.Errorf("%d frames, want 10", n)
+	}
+}
+
+func TestLiveErrors(t *testing.T) {
+	if _, err := OpenLive("no-such-iface0", LiveOptions{}); !errors.Is(err, ErrNoSuchInterface) {
+		t.Errorf("unknown interface: %v", err)
+	}
+	if _, err := InterfaceLinkType("no-such-iface0"); !errors.Is(err, ErrNoSuchInterface) {
+		t.Errorf("unknown interface link type: %v", err)
+	}
+	ifs, err := Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lo bool
+	for _, i := range ifs {
+		if i.Name == "lo" {
+			lo = true
+			if !strings.Contains(i.Description(), "Loopback") || i.LinkType != layers.LinkTypeEthernet {
+				t.Errorf("lo: %s %v", i.Description(), i.LinkType)
+			}
+		}
+	}
+	if !lo {
+		t.Errorf("lo not listed: %+v", ifs)
+	}
+}
+
+func TestRingGeometry(t *testing.T) {
+	for _, c := range []struct{ buf, bs, n int }{
+		{0, 1 << 20, 32}, {2 << 20, 256 << 10, 8}, {64 << 20, 1 << 20, 64}, {100 << 10, 128 << 10, 2},
+		{1 << 20, 128 << 10, 8},
+	} {
+		bs, n := ringGeometry(c.buf)
+		if bs != c.bs || n != c.n {
+			t.Errorf("ringGeometry(%d) = %d x %d, want %d x %d", c.buf, n, bs, c.n, c.bs)
+		}
+	}
+}

@@ -1,0 +1,345 @@
+package pcap
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+)
+
+// RotateOptions configure a RotatingWriter. The rotation follows tcpdump's
+// -C, -G and -W exactly, file names included.
+type RotateOptions struct {
+	Format   Format
+	LinkType layers.LinkType
+	Snaplen  uint32
+	// FileSize (-C) starts a new file when the current one has grown
+	// beyond this many octets: checked before each frame is written, so a
+	// file ends with the frame that crossed the limit. Files are named
+	// NAME, NAME1, NAME2, ... (with MaxFiles: NAME0, NAME1, ... padded to
+	// the width of MaxFiles-1).
+	FileSize int64
+	// Interval (-G) starts a new file when a frame arrives this long after
+	// the current file was opened; NAME then goes through strftime(3) with
+	// the local time of the opening.
+	Interval time.Duration
+	// MaxFiles (-W): with FileSize, the numbers wrap around after this
+	// many files, overwriting the oldest (a ring buffer); with Interval
+	// alone, ErrFileLimit is returned instead of opening file MaxFiles+1.
+	MaxFiles int
+	// Now is the clock of Interval (nil: time.Now). tcpdump uses the time
+	// of day, not the frame's timestamp.
+	Now func() time.Time
+}
+
+// ErrFileLimit is returned by WriteFrame when -G -W has produced all the
+// files it may: the capture should end (tcpdump: "Maximum file limit
+// reached").
+var ErrFileLimit = errors.New("maximum file limit reached")
+
+// RotatingWriter writes frames to a capture file, starting new files as
+// RotateOptions say. "-" writes to standard output and never rotates.
+type RotatingWriter struct {
+	name    string
+	o       RotateOptions
+	f       io.WriteCloser
+	w       *Writer
+	size    int64 // octets in the current file, written or buffered
+	cur     string
+	opened  time.Time // when the current -G window started (whole seconds)
+	cCount  int       // -C file number within the -G window
+	gCount  int       // -G rotations so far
+	digits  int       // width of the -C number (tcpdump's WflagChars)
+	files   int       // files opened so far
+	written uint64
+}
+
+// CreateRotating opens the first file.
+func CreateRotating(name string, o RotateOptions) (*RotatingWriter, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Format == "" {
+		o.Format = FormatForName(name)
+	}
+	w := &RotatingWriter{name: name, o: o}
+	if o.MaxFiles > 0 {
+		for x := o.MaxFiles - 1; x > 0; x /= 10 {
+			w.digits++
+		}
+	}
+	if name == "-" {
+		w.o.FileSize, w.o.Interval = 0, 0
+	}
+	w.opened = w.o.Now().Truncate(time.Second)
+	numbered := 0 // tcpdump numbers the first file only with -C
+	if w.o.FileSize > 0 {
+		numbered = w.digits
+	}
+	if err := w.open(w.fileName(0, numbered)); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// fileName is tcpdump's MakeFilename: strftime when -G is on, then the
+// number appended when there is one to show.
+func (w *RotatingWriter) fileName(count, width int) string {
+	name := w.name
+	if w.o.Interval > 0 {
+		name = Strftime(name, w.opened)
+	}
+	if count == 0 && width == 0 {
+		return name
+	}
+	return fmt.Sprintf("%s%0*d", name, width, count)
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+func (w *RotatingWriter) open(name string) error {
+	var f io.WriteCloser
+	if name == "-" {
+		f = nopCloser{os.Stdout}
+	} else {
+		fh, err := os.Create(name)
+		if err != nil {
+			return err
+		}
+		f = fh
+	}
+	cw := &countWriter{w: f}
+	pw, err := NewWriter(cw, w.o.Format, w.o.LinkType, w.o.Snaplen)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	// The file header is written (or buffered) now; count it.
+	if err := pw.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	w.f, w.w, w.cur, w.size = f, pw, name, cw.n
+	w.files++
+	return nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+func (w *RotatingWriter) closeCurrent() error {
+	if w.w == nil {
+		return nil
+	}
+	err := w.w.Flush()
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	w.w, w.f = nil, nil
+	if err != nil {
+		return fmt.Errorf("%s: %w", w.cur, err)
+	}
+	return nil
+}
+
+// recordSize is what one frame adds to the file.
+func (w *RotatingWriter) recordSize(capLen int) int64 {
+	if w.o.Format == FormatPcapNG {
+		return int64(32 + (capLen+3)&^3) // Enhanced Packet Block, no options
+	}
+	return int64(16 + capLen)
+}
+
+// WriteFrame writes one frame, rotating first when it is time.
+func (w *RotatingWriter) WriteFrame(ts time.Time, data []byte, origLen int) error {
+	if w.w == nil {
+		return errors.New("capture file closed")
+	}
+	if w.o.Interval > 0 {
+		now := w.o.Now().Truncate(time.Second)
+		if now.Sub(w.opened) >= w.o.Interval {
+			w.opened = now
+			w.gCount++
+			if err := w.closeCurrent(); err != nil {
+				return err
+			}
+			if w.o.FileSize == 0 && w.o.MaxFiles > 0 && w.gCount >= w.o.MaxFiles {
+				return ErrFileLimit
+			}
+			w.cCount = 0
+			width := 0
+			if w.o.FileSize > 0 {
+				width = w.digits
+			}
+			if err := w.open(w.fileName(0, width)); err != nil {
+				return err
+			}
+		}
+	}
+	if w.o.FileSize > 0 && w.size > w.o.FileSize {
+		if err := w.closeCurrent(); err != nil {
+			return err
+		}
+		w.cCount++
+		if w.o.MaxFiles > 0 && w.cCount >= w.o.MaxFiles {
+			w.cCount = 0
+		}
+		if err := w.open(w.fileName(w.cCount, w.digits)); err != nil {
+			return err
+		}
+	}
+	if err := w.w.WriteFrame(ts, data, origLen); err != nil {
+		return fmt.Errorf("%s: %w", w.cur, err)
+	}
+	w.size += w.recordSize(len(data))
+	w.written++
+	return nil
+}
+
+// Flush writes buffered frames out to the current file.
+func (w *RotatingWriter) Flush() error {
+	if w.w == nil {
+		return nil
+	}
+	return w.w.Flush()
+}
+
+// Close flushes and closes the current file.
+func (w *RotatingWriter) Close() error { return w.closeCurrent() }
+
+// Current is the name of the file being written.
+func (w *RotatingWriter) Current() string { return w.cur }
+
+// Files is how many files were opened.
+func (w *RotatingWriter) Files() int { return w.files }
+
+// Written is how many frames were written.
+func (w *RotatingWriter) Written() uint64 { return w.written }
+
+// ParseFileSize reads tcpdump's -C argument: millions of octets, or with a
+// suffix k, m or g, KiB, MiB or GiB.
+func ParseFileSize(s string) (int64, error) {
+	mult := int64(1000000)
+	num := s
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 'k', 'K':
+			mult, num = 1024, s[:n-1]
+		case 'm', 'M':
+			mult, num = 1024*1024, s[:n-1]
+		case 'g', 'G':
+			mult, num = 1024*1024*1024, s[:n-1]
+		}
+	}
+	v, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || v <= 0 || v > (1<<62)/mult {
+		return 0, fmt.Errorf("invalid file size %q", s)
+	}
+	return v * mult, nil
+}
+
+// Strftime formats t by the strftime(3) conversions tcpdump's -G file names
+// use. Unknown conversions are kept as written.
+func Strftime(format string, t time.Time) string {
+	if !strings.Contains(format, "%") {
+		return format
+	}
+	var b strings.Builder
+	for i := 0; i < len(format); i++ {
+		c := format[i]
+		if c != '%' || i+1 == len(format) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch format[i] {
+		case 'Y':
+			b.WriteString(strconv.Itoa(t.Year()))
+		case 'y':
+			fmt.Fprintf(&b, "%02d", t.Year()%100)
+		case 'C':
+			fmt.Fprintf(&b, "%02d", t.Year()/100)
+		case 'm':
+			fmt.Fprintf(&b, "%02d", int(t.Month()))
+		case 'd':
+			fmt.Fprintf(&b, "%02d", t.Day())
+		case 'e':
+			fmt.Fprintf(&b, "%2d", t.Day())
+		case 'H':
+			fmt.Fprintf(&b, "%02d", t.Hour())
+		case 'k':
+			fmt.Fprintf(&b, "%2d", t.Hour())
+		case 'I':
+			fmt.Fprintf(&b, "%02d", (t.Hour()+11)%12+1)
+		case 'l':
+			fmt.Fprintf(&b, "%2d", (t.Hour()+11)%12+1)
+		case 'M':
+			fmt.Fprintf(&b, "%02d", t.Minute())
+		case 'S':
+			fmt.Fprintf(&b, "%02d", t.Second())
+		case 'j':
+			fmt.Fprintf(&b, "%03d", t.YearDay())
+		case 'p':
+			if t.Hour() < 12 {
+				b.WriteString("AM")
+			} else {
+				b.WriteString("PM")
+			}
+		case 'a':
+			b.WriteString(t.Weekday().String()[:3])
+		case 'A':
+			b.WriteString(t.Weekday().String())
+		case 'b', 'h':
+			b.WriteString(t.Month().String()[:3])
+		case 'B':
+			b.WriteString(t.Month().String())
+		case 'u':
+			wd := int(t.Weekday())
+			if wd == 0 {
+				wd = 7
+			}
+			b.WriteString(strconv.Itoa(wd))
+		case 'w':
+			b.WriteString(strconv.Itoa(int(t.Weekday())))
+		case 's':
+			b.WriteString(strconv.FormatInt(t.Unix(), 10))
+		case 'F':
+			b.WriteString(t.Format("2006-01-02"))
+		case 'T':
+			b.WriteString(t.Format("15:04:05"))
+		case 'R':
+			b.WriteString(t.Format("15:04"))
+		case 'D':
+			b.WriteString(t.Format("01/02/06"))
+		case 'z':
+			b.WriteString(t.Format("-0700"))
+		case 'Z':
+			b.WriteString(t.Format("MST"))
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case '%':
+			b.WriteByte('%')
+		default:
+			b.WriteByte('%')
+			b.WriteByte(format[i])
+		}
+	}
+	return b.String()
+}
