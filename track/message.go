@@ -163,31 +163,40 @@ func kindName(tagged bool) string {
 	return "untagged"
 }
 
+// settleMessage decides how an ending message counts (tagged or untagged
+// alike) and adds it to the direction's statistics: a message already found
+// inconsistent stays so, and one that would be complete but was hit by a
+// gap or cut by the capture is incomplete.
+func (c *conn) settleMessage(dir Dir, op decode.Opcode, was MsgState, gapHit, cut bool, state MsgState, reason string, size uint64) (MsgState, string) {
+	if was == MsgInconsistent {
+		state = MsgInconsistent
+	}
+	switch {
+	case state == MsgComplete && gapHit:
+		state, reason = MsgIncomplete, "gap"
+	case state == MsgComplete && cut:
+		state, reason = MsgIncomplete, "octets not captured"
+	}
+	st := &c.st.Dir[dir]
+	st.Messages[opIndex(op)]++
+	switch state {
+	case MsgComplete:
+		st.MsgSizes.add(size)
+	case MsgIncomplete:
+		st.IncompleteMessages++
+	case MsgInconsistent:
+		st.InconsistentMessages++
+	}
+	return state, reason
+}
+
 // endUntagged ends the open message of q.
 func (c *conn) endUntagged(at *At, dir Dir, q *queue, state MsgState, reason string) {
 	m := &q.m
 	q.open = false
 	c.d[dir].nOpenU--
 	q.last = lastMsg{valid: state == MsgComplete || state == MsgInconsistent, msn: m.msn, end: m.nextMO, first: m.first, lastFrame: m.last, flagged: m.moFlag}
-	if m.state == MsgInconsistent {
-		state = MsgInconsistent
-	}
-	switch {
-	case state == MsgComplete && m.gapHit:
-		state, reason = MsgIncomplete, "gap"
-	case state == MsgComplete && m.cut:
-		state, reason = MsgIncomplete, "octets not captured"
-	}
-	st := &c.st.Dir[dir]
-	st.Messages[opIndex(m.op)]++
-	switch state {
-	case MsgComplete:
-		st.MsgSizes.add(m.payload)
-	case MsgIncomplete:
-		st.IncompleteMessages++
-	case MsgInconsistent:
-		st.InconsistentMessages++
-	}
+	state, reason = c.settleMessage(dir, m.op, m.state, m.gapHit, m.cut, state, reason, m.payload)
 	if m.opOK {
 		c.endUntaggedOp(at, dir, m, state)
 	}
@@ -322,25 +331,7 @@ func (c *conn) tagSlot(at *At, dir Dir) *tmsg {
 func (c *conn) endTagged(at *At, dir Dir, m *tmsg, state MsgState, reason string) {
 	m.active = false
 	c.d[dir].nOpenT--
-	if m.state == MsgInconsistent {
-		state = MsgInconsistent
-	}
-	switch {
-	case state == MsgComplete && m.gapHit:
-		state, reason = MsgIncomplete, "gap"
-	case state == MsgComplete && m.cut:
-		state, reason = MsgIncomplete, "octets not captured"
-	}
-	st := &c.st.Dir[dir]
-	st.Messages[opIndex(m.op)]++
-	switch state {
-	case MsgComplete:
-		st.MsgSizes.add(m.length)
-	case MsgIncomplete:
-		st.IncompleteMessages++
-	case MsgInconsistent:
-		st.InconsistentMessages++
-	}
+	state, reason = c.settleMessage(dir, m.op, m.state, m.gapHit, m.cut, state, reason, m.length)
 	if m.opOK {
 		c.endTaggedOp(at, dir, m, state)
 	}
