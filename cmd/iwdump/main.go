@@ -41,6 +41,7 @@ type options struct {
 	failOn   string
 	progress string
 	filter   *filter.Filter[*record]
+	live     liveOptions // -i, capture filter, -w and their flags (live.go)
 }
 
 func main() {
@@ -82,8 +83,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.failOn, "fail-on", "", "exit with status 2 when a finding of `SEVERITY` (error, warning, note) or worse was raised")
 	fs.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto (large files, stderr a terminal), always, never")
 	fs.StringVar(&o.format, "T", "text", "output `format`: text or json (NDJSON, one object per PDU or finding)")
+	liveFlags(fs, &o) // live.go
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: iwdump -r FILE [-r FILE]... [-c N] [-n] [-q] [-V] [-x] [-Y FILTER] [-T text|json] [-z STAT] [--plot FILE] [--fail-on SEVERITY]\n")
+		fmt.Fprintf(stderr, "usage: iwdump {-r FILE [-r FILE]... | -i IFACE [-w FILE]} [-c N] [-n] [-q] [-V] [-x] [-Y FILTER] [-T text|json] [-z STAT] [--plot FILE] [--fail-on SEVERITY] [capture filter]\n")
 		fs.PrintDefaults()
 	}
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to `FILE` (for performance work)")
@@ -105,11 +107,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitError
 	}
+	// The arguments after the flags are a capture filter (live.go).
+	if code, done := liveSetup(&o, fs.Args(), stdout, stderr); done {
+		return code
+	}
 	switch {
-	case len(o.files) == 0:
-		return usage("no input: give -r FILE")
-	case fs.NArg() > 0:
-		return usage(fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+	case len(o.files) == 0 && o.live.iface == "":
+		return usage("no input: give -r FILE or -i IFACE")
 	case o.format != "text" && o.format != "json":
 		return usage(fmt.Sprintf("unknown output format %q", o.format))
 	case o.failOn != "" && severityRank(o.failOn) < 0:
@@ -127,7 +131,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		o.filter = f
 	}
-	src, total, err := openSources(o.files)
+	src, total, err := openInput(&o, stderr) // files or -i, capture filter, -w (live.go)
 	if err != nil {
 		fmt.Fprintf(stderr, "iwdump: %v\n", err)
 		return exitError
@@ -135,6 +139,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer src.Close()
 	w := bufio.NewWriterSize(stdout, 1<<16)
 	defer w.Flush()
+	o.live.out = w // flushed while a live capture is idle
 	out := &printer{w: w, o: &o, worst: -1}
 	h := newHandler(out)
 	prog := newProgress(stderr, o.progress, total)
@@ -146,6 +151,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "iwdump: %v\n", derr)
 	}
 	rep := h.report()
+	rep.live = captureReport(src) // ends a live capture: its statistics
 	for _, s := range o.stats {
 		rep.write(w, s)
 	}

@@ -1,0 +1,464 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/pcap"
+)
+
+// needLiveCapture skips, saying why, when this process cannot capture on lo.
+func needLiveCapture(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("live capture needs root or CAP_NET_RAW; not root")
+	}
+	l, err := pcap.OpenLive("lo", pcap.LiveOptions{})
+	var pe *pcap.PermissionError
+	if errors.As(err, &pe) {
+		t.Skipf("no CAP_NET_RAW: %v", err)
+	}
+	if err != nil {
+		t.Skipf("cannot capture on lo: %v", err)
+	}
+	l.Close()
+}
+
+// iwarpPeers runs a TCP server on 127.0.0.1 and a client to it that speak
+// iWARP: an MPA Request and Reply (Rev 1, CRC on), then n Sends each way
+// (QN 0, MSN 1..n), FPDUs built with the decode encoders. It returns when
+// both sides have sent everything and closed.
+type iwarpPeers struct {
+	ln   net.Listener
+	port int
+}
+
+func newIWARPPeers(t testing.TB) *iwarpPeers {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &iwarpPeers{ln: ln, port: ln.Addr().(*net.TCPAddr).Port}
+}
+
+// fpdus is n Send FPDUs with CRC, payloads of varied sizes, one after the
+// other as they go on the wire.
+func sendFPDUs(n int, tag byte) []byte {
+	var wire []byte
+	for i := 1; i <= n; i++ {
+		payload := bytes.Repeat([]byte{tag, byte(i)}, 20+(i*37)%700)
+		seg := decode.Segment{
+			DDP:     decode.DDPHeader{Last: true, DV: 1, QN: 0, MSN: uint32(i)},
+			RDMAP:   decode.RDMAPControl{RV: 1, Opcode: decode.OpSend},
+			Payload: payload,
+		}
+		wire = decode.AppendFPDU(wire, seg.Append(nil), true)
+	}
+	return wire
+}
+
+func (p *iwarpPeers) run(t testing.TB, n int) {
+	req := (&decode.MPAFrame{Rev: 1, CRC: true}).Append(nil)
+	rep := (&decode.MPAFrame{Reply: true, Rev: 1, CRC: true}).Append(nil)
+	// exchange sends wire (in pieces, so that FPDUs straddle TCP
+	// segments) while reading the peer's stream to its end, then closes:
+	// each side half-closes after sending, so nothing is reset.
+	exchange := func(c *net.TCPConn, wire []byte, piece int) error {
+		read := make(chan error, 1)
+		go func() { _, err := io.Copy(io.Discard, c); read <- err }()
+		for len(wire) > 0 {
+			k := min(len(wire), piece)
+			if _, err := c.Write(wire[:k]); err != nil {
+				return err
+			}
+			wire = wire[k:]
+		}
+		if err := c.CloseWrite(); err != nil {
+			return err
+		}
+		if err := <-read; err != nil {
+			return err
+		}
+		return c.Close()
+	}
+	errs := make(chan error, 1)
+	go func() { // responder
+		c, err := p.ln.Accept()
+		if err != nil {
+			errs <- err
+			return
+		}
+		got := make([]byte, len(req))
+		if _, err := io.ReadFull(c, got); err != nil {
+			errs <- err
+			return
+		}
+		if _, err := c.Write(rep); err != nil {
+			errs <- err
+			return
+		}
+		errs <- exchange(c.(*net.TCPConn), sendFPDUs(n, 'r'), 1000)
+	}()
+	c, err := net.Dial("tcp4", p.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(rep))
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := exchange(c.(*net.TCPConn), sendFPDUs(n, 'i'), 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pduKey identifies a decoded PDU of the test traffic.
+type pduKey struct {
+	dir, opcode string
+	msn         int
+}
+
+// countPDUs reads iwdump's NDJSON output.
+func countPDUs(t testing.TB, ndjson []byte) (map[pduKey]int, int) {
+	seen := map[pduKey]int{}
+	mpa := 0
+	sc := bufio.NewScanner(bytes.NewReader(ndjson))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var o struct {
+			Dir string `json:"dir"`
+			MPA struct {
+				Type      string `json:"type"`
+				CRCStatus string `json:"crc_status"`
+			} `json:"mpa"`
+			DDP struct {
+				MSN int `json:"msn"`
+			} `json:"ddp"`
+			RDMAP struct {
+				Opcode string `json:"opcode"`
+			} `json:"rdmap"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
+			t.Fatalf("%v: %s", err, sc.Text())
+		}
+		if o.MPA.Type != "" {
+			mpa++
+			continue
+		}
+		if o.RDMAP.Opcode == "" {
+			continue // a finding
+		}
+		if o.MPA.CRCStatus != "good" {
+			t.Errorf("CRC %q: %s", o.MPA.CRCStatus, sc.Text())
+		}
+		seen[pduKey{o.Dir, o.RDMAP.Opcode, o.DDP.MSN}]++
+	}
+	return seen, mpa
+}
+
+func checkEachOnce(t testing.TB, seen map[pduKey]int, mpa, n int) {
+	t.Helper()
+	if mpa != 2 {
+		t.Errorf("%d MPA frames decoded, want the Request and the Reply once each", mpa)
+	}
+	bad := 0
+	for _, dir := range []string{"i2r", "r2i"} {
+		for i := 1; i <= n; i++ {
+			if c := seen[pduKey{dir, "Send", i}]; c != 1 && bad < 10 {
+				t.Errorf("%s Send MSN %d decoded %d times, want once", dir, i, c)
+				bad++
+			}
+		}
+	}
+	if len(seen) != 2*n {
+		t.Errorf("%d distinct PDUs, want %d", len(seen), 2*n)
+	}
+}
+
+// runLive runs iwdump with args while the test traffic flows, ending the
+// capture with SIGINT as Ctrl-C would.
+func runLive(t *testing.T, args []string, traffic func()) (stdout, stderr string, code int) {
+	started := make(chan *pcap.Live, 1)
+	liveHook = func(l *pcap.Live) { started <- l }
+	defer func() { liveHook = nil }()
+	var out, errb bytes.Buffer
+	done := make(chan int)
+	go func() { done <- run(args, &out, &errb) }()
+	select {
+	case <-started:
+	case c := <-done:
+		t.Fatalf("iwdump ended before capturing (exit %d): %s", c, errb.String())
+	}
+	traffic()
+	time.Sleep(100 * time.Millisecond)
+	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	select {
+	case code = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("iwdump did not end after SIGINT")
+	}
+	return out.String(), errb.String(), code
+}
+
+// The issue's end-to-end check: iWARP traffic made during the test on lo,
+// captured with the filter in the kernel, each FPDU decoded exactly once;
+// Ctrl-C ends the capture with the summary; -w holds every frame.
+func TestLiveLoopbackIWARP(t *testing.T) {
+	needLiveCapture(t)
+	const n = 300
+	peers := newIWARPPeers(t)
+	defer peers.ln.Close()
+	other, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	file := filepath.Join(t.TempDir(), "live.pcapng")
+	args := []string{"-i", "lo", "-T", "json", "-w", file, "-z", "conv", "tcp", "port", fmt.Sprint(peers.port)}
+	stdout, stderr, code := runLive(t, args, func() {
+		// Traffic the kernel filter must keep out.
+		u, _ := net.DialUDP("udp4", nil, other.LocalAddr().(*net.UDPAddr))
+		for i := 0; i < 50; i++ {
+			u.Write([]byte("not iwarp"))
+		}
+		u.Close()
+		peers.run(t, n)
+	})
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	t.Logf("stderr:\n%s", stderr)
+	for _, want := range []string{"listening on lo", "packets captured", "packets received by filter", "0 packets dropped by kernel"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "not decoded") {
+		t.Errorf("the decoder fell behind:\n%s", stderr)
+	}
+	if !strings.Contains(stdout, "live capture on lo") {
+		t.Errorf("-z conv lacks the capture statistics")
+	}
+	var ndjson []byte
+	for _, line := range strings.SplitAfter(stdout, "\n") {
+		if strings.HasPrefix(line, "{") {
+			ndjson = append(ndjson, line...)
+		}
+	}
+	seen, mpa := countPDUs(t, ndjson)
+	checkEachOnce(t, seen, mpa, n)
+
+	// The file holds every captured frame, all of the test's connection.
+	r, err := pcap.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := 0
+	var f pcap.Frame
+	var p pcap.Packet
+	for r.Next(&f) == nil {
+		frames++
+		if err := pcap.DecodeTCP(f.LinkType, f.Data, &p); err != nil || (int(p.SrcPort) != peers.port && int(p.DstPort) != peers.port) {
+			t.Errorf("frame %d in -w is not the test connection (%v)", f.Number, err)
+		}
+	}
+	r.Close()
+	if !strings.Contains(stderr, fmt.Sprintf("%d packets captured", frames)) {
+		t.Errorf("%d frames in %s; stderr says:\n%s", frames, file, stderr)
+	}
+	// Decoding the file gives the same PDUs.
+	var out, errb bytes.Buffer
+	if c := run([]string{"-r", file, "-T", "json"}, &out, &errb); c != exitOK {
+		t.Fatalf("-r %s: exit %d: %s", file, c, errb.String())
+	}
+	seen2, mpa2 := countPDUs(t, out.Bytes())
+	checkEachOnce(t, seen2, mpa2, n)
+}
+
+// -c N ends the capture after N frames; -w and the decoder see N.
+func TestLiveCount(t *testing.T) {
+	needLiveCapture(t)
+	peers := newIWARPPeers(t)
+	defer peers.ln.Close()
+	started := make(chan *pcap.Live, 1)
+	liveHook = func(l *pcap.Live) { started <- l }
+	defer func() { liveHook = nil }()
+	file := filepath.Join(t.TempDir(), "c.pcap")
+	var out, errb bytes.Buffer
+	done := make(chan int)
+	go func() {
+		done <- run([]string{"-i", "lo", "-c", "10", "-w", file, "tcp port " + fmt.Sprint(peers.port)}, &out, &errb)
+	}()
+	<-started
+	peers.run(t, 50)
+	select {
+	case c := <-done:
+		if c != exitOK {
+			t.Fatalf("exit %d: %s", c, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("-c 10 did not end the capture")
+	}
+	r, err := pcap.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := 0
+	var f pcap.Frame
+	for r.Next(&f) == nil {
+		n++
+	}
+	if n != 10 || !strings.Contains(errb.String(), "10 packets captured") {
+		t.Errorf("%d frames written; stderr:\n%s", n, errb.String())
+	}
+}
+
+// Without CAP_NET_RAW the message says what is missing and how to grant it.
+func TestLiveNoPrivilege(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a child as an unprivileged user")
+	}
+	dir, err := os.MkdirTemp("", "iwdump-noprivilege-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755) // the unprivileged user must reach the binary
+	bin := filepath.Join(dir, "iwdump")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-i", "lo", "tcp")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitError {
+		t.Fatalf("want exit %d, have %v: %s", exitError, err, out)
+	}
+	for _, want := range []string{"CAP_NET_RAW", "setcap cap_net_raw"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("message lacks %q: %s", want, out)
+		}
+	}
+}
+
+func TestListInterfaces(t *testing.T) {
+	var out, errb bytes.Buffer
+	if c := run([]string{"-D"}, &out, &errb); c != exitOK {
+		t.Fatalf("exit %d: %s", c, errb.String())
+	}
+	if !strings.Contains(out.String(), ".lo [Up, Running, Loopback]") {
+		t.Errorf("-D:\n%s", out.String())
+	}
+}
+
+// A capture filter after -r filters the file in user space with the same
+// program; -w keeps what passed.
+func TestFileCaptureFilter(t *testing.T) {
+	in := "../../testdata/siw/rping.pcap"
+	var all, errb bytes.Buffer
+	if c := run([]string{"-r", in, "-T", "json"}, &all, &errb); c != exitOK {
+		t.Fatalf("exit %d: %s", c, errb.String())
+	}
+	// The responder's port, from the first PDU.
+	var first struct {
+		Dst string `json:"dst"`
+	}
+	json.Unmarshal([]byte(strings.SplitN(all.String(), "\n", 2)[0]), &first)
+	_, port, _ := net.SplitHostPort(first.Dst)
+	file := filepath.Join(t.TempDir(), "f.pcap")
+	for _, c := range []struct {
+		args []string
+		sub  func(string) bool
+	}{
+		{[]string{"tcp", "dst", "port", port}, func(l string) bool { return strings.Contains(l, `"dir":"i2r"`) }},
+		{[]string{"src port " + port}, func(l string) bool { return strings.Contains(l, `"dir":"r2i"`) }},
+		{[]string{"udp"}, func(string) bool { return false }},
+	} {
+		var out bytes.Buffer
+		errb.Reset()
+		args := append([]string{"-r", in, "-T", "json", "-w", file}, c.args...)
+		if code := run(args, &out, &errb); code != exitOK {
+			t.Fatalf("%v: exit %d: %s", c.args, code, errb.String())
+		}
+		want := 0
+		for _, l := range strings.Split(all.String(), "\n") {
+			if strings.Contains(l, `"rdmap"`) && c.sub(l) {
+				want++
+			}
+		}
+		got := strings.Count(out.String(), `"rdmap"`)
+		if got != want {
+			t.Errorf("%v: %d PDUs, want %d", c.args, got, want)
+		}
+		// What -w kept decodes to the same.
+		var again bytes.Buffer
+		if want > 0 {
+			if code := run([]string{"-r", file, "-T", "json"}, &again, &errb); code != exitOK {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			if n := strings.Count(again.String(), `"rdmap"`); n != want {
+				t.Errorf("%v: -w file decodes to %d PDUs, want %d", c.args, n, want)
+			}
+		}
+	}
+}
+
+func TestCaptureFilterErrors(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "prog.bpf")
+	expr := filepath.Join(dir, "expr.txt")
+	os.WriteFile(expr, []byte("# iWARP\ntcp port 4420\n"), 0o644)
+	var out, errb bytes.Buffer
+	if c := run([]string{"-ddd", "tcp port 4420"}, &out, &errb); c != exitOK {
+		t.Fatalf("exit %d: %s", c, errb.String())
+	}
+	os.WriteFile(prog, out.Bytes(), 0o644)
+	var out2 bytes.Buffer
+	if c := run([]string{"-F", expr, "-ddd"}, &out2, &errb); c != exitOK || out2.String() != out.String() {
+		t.Errorf("-F expression file: exit %d, %q", c, out2.String())
+	}
+	out2.Reset()
+	if c := run([]string{"-F", prog, "-ddd"}, &out2, &errb); c != exitOK || out2.String() != out.String() {
+		t.Errorf("-F program: exit %d, %q", c, out2.String())
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-r", "x.pcap", "tcp[13] & 2 != 0"}, "tcpdump -ddd"},
+		{[]string{"-r", "x.pcap", "tcp port"}, "syntax error"},
+		{[]string{"-r", "x.pcap", "tcp", "-w", "y"}, "flags go before the capture filter"},
+		{[]string{"-r", "x.pcap", "-F", prog, "tcp"}, "both with -F"},
+		{[]string{"-i", "lo", "-r", "x.pcap"}, "-i and -r"},
+		{[]string{"-r", "x.pcap", "-C", "1"}, "go with -w"},
+		{[]string{"-r", "x.pcap", "-w", "y", "-C", "x"}, "invalid file size"},
+		{[]string{"-i", "no-such-iface0"}, "iwdump -D lists"},
+		{[]string{"-w", "-", "-z", "conv", "-r", "x.pcap"}, "standard output"},
+	} {
+		errb.Reset()
+		if code := run(c.args, io.Discard, &errb); code != exitError || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %q", c.args, code, errb.String(), c.want)
+		}
+	}
+}
