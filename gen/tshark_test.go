@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iwkit/iwkit/internal/oracle"
+
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/pcap"
 )
@@ -20,18 +22,6 @@ import (
 // segment starts with an FPDU (it assumes one FPDU per segment, reference
 // §5 item 3), so these scenarios have the handshake, one FPDU per segment
 // and no impairment.
-
-func needTshark(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("tshark")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tshark is missing; test.sh installs it")
-		}
-		t.Skip("tshark not installed (./test.sh installs it)")
-	}
-	return p
-}
 
 // tsharkFields are the fields compared; the row starts with frame.number.
 var tsharkFields = []string{
@@ -52,36 +42,8 @@ var tsharkFields = []string{
 }
 
 // tsharkRows runs tshark and returns, per frame, field → values.
-func tsharkRows(t *testing.T, bin, file string) map[int]map[string][]string {
-	t.Helper()
-	args := []string{"-r", file, "-n", "-T", "fields", "-E", "header=n", "-E", "separator=\t", "-E", "occurrence=a",
-		"-E", "aggregator=,", "-Y", "iwarp_ddp", "-e", "frame.number"}
-	for _, f := range tsharkFields {
-		args = append(args, "-e", f)
-	}
-	out, err := exec.Command(bin, args...).Output()
-	if err != nil {
-		t.Fatalf("tshark %s: %v", file, err)
-	}
-	rows := map[int]map[string][]string{}
-	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-		if line == "" {
-			continue
-		}
-		cols := strings.Split(line, "\t")
-		frame, err := strconv.Atoi(cols[0])
-		if err != nil {
-			t.Fatalf("tshark row %q", line)
-		}
-		m := map[string][]string{}
-		for i, f := range tsharkFields {
-			if i+1 < len(cols) && cols[i+1] != "" {
-				m[f] = strings.Split(cols[i+1], ",")
-			}
-		}
-		rows[frame] = m
-	}
-	return rows
+func tsharkRows(t *testing.T, file string) oracle.Rows {
+	return oracle.Fields(t, file, "iwarp_ddp", tsharkFields...)
 }
 
 // tsNumber reads a tshark value: decimal, 0x-hex, a boolean word, or hex
@@ -214,7 +176,7 @@ func tsharkScenarios(t *testing.T) map[string]*Scenario {
 }
 
 func TestTsharkRoundTrip(t *testing.T) {
-	bin := needTshark(t)
+	oracle.Tshark(t)
 	dir := t.TempDir()
 	for name, sc := range tsharkScenarios(t) {
 		t.Run(name, func(t *testing.T) {
@@ -227,7 +189,7 @@ func TestTsharkRoundTrip(t *testing.T) {
 			if err := os.WriteFile(file, g.pcap, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			rows := tsharkRows(t, bin, file)
+			rows := tsharkRows(t, file)
 			compared, frames := 0, map[int]bool{}
 			for i := range g.truth.FPDUs {
 				f := &g.truth.FPDUs[i]
@@ -290,7 +252,7 @@ func TestTsharkRoundTrip(t *testing.T) {
 // tshark must also agree that the CRC of a corrupted FPDU is bad, and
 // find it where the truth says (one FPDU per segment, no TCP impairment).
 func TestTsharkBadCRC(t *testing.T) {
-	bin := needTshark(t)
+	bin := oracle.Tshark(t)
 	sc := &Scenario{Connections: []Connection{{MPA: MPA{CRC: true}, Ops: []Op{{Op: OpNameSend, Size: 100, Repeat: 6}}}},
 		Impairments: []Impairment{{Kind: ImpCorruptCRC, FPDU: 3}, {Kind: ImpCorruptCRC, FPDU: 5}}}
 	g := generate(t, sc, pcap.FormatPcap)

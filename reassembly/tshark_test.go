@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/iwkit/iwkit/internal/oracle"
 
 	"github.com/iwkit/iwkit/pcap"
 )
@@ -38,18 +39,6 @@ func realCaptures(t *testing.T) []string {
 	return files
 }
 
-func needTshark(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("tshark")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tshark is missing; test.sh installs it")
-		}
-		t.Skip("tshark not installed (./test.sh installs it)")
-	}
-	return p
-}
-
 // fpduKey is what both sides report per FPDU.
 type fpduKey struct {
 	frame  int
@@ -57,36 +46,27 @@ type fpduKey struct {
 	opcode int
 }
 
-func tsharkFPDUs(t *testing.T, tshark, file string) []fpduKey {
+func tsharkFPDUs(t *testing.T, file string) []fpduKey {
 	t.Helper()
-	out, err := exec.Command(tshark, "-n", "--disable-protocol", "tibia", "-r", file, "-Y", "iwarp_mpa.ulpdulength",
-		"-T", "fields", "-e", "frame.number", "-e", "iwarp_mpa.ulpdulength", "-e", "iwarp_rdma.opcode",
-		"-E", "occurrence=a", "-E", "separator=\t", "-E", "aggregator=,").Output()
-	if err != nil {
-		t.Fatalf("tshark on %s: %v", file, err)
+	rows := oracle.Fields(t, file, "iwarp_mpa.ulpdulength", "iwarp_mpa.ulpdulength", "iwarp_rdma.opcode")
+	frames := make([]int, 0, len(rows))
+	for f := range rows {
+		frames = append(frames, f)
 	}
+	sort.Ints(frames)
 	var keys []fpduKey
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if line == "" {
-			continue
-		}
-		f := strings.Split(line, "\t")
-		if len(f) < 3 {
-			t.Fatalf("tshark line %q", line)
-		}
-		frame, _ := strconv.Atoi(f[0])
-		lens := strings.Split(f[1], ",")
-		ops := strings.Split(f[2], ",")
+	for _, frame := range frames {
+		lens, ops := rows[frame]["iwarp_mpa.ulpdulength"], rows[frame]["iwarp_rdma.opcode"]
 		for i, l := range lens {
 			n, err := strconv.Atoi(l)
 			if err != nil {
-				t.Fatalf("tshark line %q: %v", line, err)
+				t.Fatalf("frame %d: ulpdulength %q: %v", frame, l, err)
 			}
 			op := -1
 			if i < len(ops) && ops[i] != "" {
 				v, err := strconv.ParseUint(strings.TrimPrefix(ops[i], "0x"), 16, 8)
 				if err != nil {
-					t.Fatalf("tshark line %q: %v", line, err)
+					t.Fatalf("frame %d: opcode %q: %v", frame, ops[i], err)
 				}
 				op = int(v)
 			}
@@ -126,10 +106,10 @@ func assembleFile(t testing.TB, file string, cfg Config) *recorder {
 }
 
 func TestTsharkDifferential(t *testing.T) {
-	tshark := needTshark(t)
+	oracle.Tshark(t)
 	for _, file := range realCaptures(t) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			want := tsharkFPDUs(t, tshark, file)
+			want := tsharkFPDUs(t, file)
 			r := assembleFile(t, file, Config{})
 			var got []fpduKey
 			for _, p := range r.pdus {

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/bits"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/iwkit/iwkit/internal/oracle"
 )
 
 // The differential test: for every capture we have, tshark (the oracle)
@@ -35,18 +35,6 @@ func captures(t *testing.T) []string {
 		t.Fatalf("found only %d captures", len(files))
 	}
 	return files
-}
-
-func needTshark(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("tshark")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tshark is missing; test.sh installs it")
-		}
-		t.Skip("tshark not installed (./test.sh installs it)")
-	}
-	return p
 }
 
 // tsharkField maps a tshark field to the iwdump JSON path it must equal.
@@ -88,44 +76,12 @@ var diffFields = []tsharkField{
 	{"iwarp_mpa.crc_check", "mpa.crc_computed"},
 }
 
-// runTshark returns, per frame, per field, the values of every occurrence.
-func runTshark(t *testing.T, bin, file string) map[int]map[string][]string {
-	// Wireshark's Tibia dissector claims tcp/7171-7172, where perftest runs.
-	args := []string{"-r", file, "-n", "--disable-protocol", "tibia", "-T", "fields", "-E", "header=n", "-E", "separator=\t", "-E", "occurrence=a", "-E", "aggregator=,",
-		"-Y", "iwarp_mpa", "-e", "frame.number"}
+func tsharkNames() []string {
+	var names []string
 	for _, f := range diffFields {
-		args = append(args, "-e", f.ts)
+		names = append(names, f.ts)
 	}
-	var out []byte
-	var err error
-	for try := 0; try < 3; try++ { // tshark exits 2 now and then under load
-		var stderr bytes.Buffer
-		cmd := exec.Command(bin, args...)
-		cmd.Stderr = &stderr
-		if out, err = cmd.Output(); err == nil {
-			break
-		}
-		err = fmt.Errorf("%v: %s", err, stderr.String())
-	}
-	if err != nil {
-		t.Fatalf("tshark %s: %v", file, err)
-	}
-	res := map[int]map[string][]string{}
-	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-		if line == "" {
-			continue
-		}
-		cols := strings.Split(line, "\t")
-		frame, _ := strconv.Atoi(cols[0])
-		m := map[string][]string{}
-		for i, f := range diffFields {
-			if i+1 < len(cols) && cols[i+1] != "" {
-				m[f.ts] = strings.Split(cols[i+1], ",")
-			}
-		}
-		res[frame] = m
-	}
-	return res
+	return names
 }
 
 // lookup walks a dotted path through nested JSON objects.
@@ -179,10 +135,10 @@ func ours(pdu map[string]any, path string) (uint64, bool) {
 }
 
 func TestDifferentialTshark(t *testing.T) {
-	bin := needTshark(t)
+	oracle.Tshark(t)
 	for _, file := range captures(t) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			want := runTshark(t, bin, file)
+			want := oracle.Fields(t, file, "iwarp_mpa", tsharkNames()...)
 			var stdout, stderr bytes.Buffer
 			if code := run([]string{"-r", file, "-T", "json", "-n"}, &stdout, &stderr); code != 0 {
 				t.Fatalf("iwdump exit %d: %s", code, stderr.String())
