@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
@@ -107,13 +108,13 @@ func (nopCloser) Close() error { return nil }
 func (w *RotatingWriter) open(name string) error {
 	var f io.WriteCloser
 	if name == "-" {
-		f = nopCloser{os.Stdout}
+		f = newAsyncWriter(nopCloser{os.Stdout})
 	} else {
 		fh, err := os.Create(name)
 		if err != nil {
 			return err
 		}
-		f = fh
+		f = newAsyncWriter(fh)
 	}
 	cw := &countWriter{w: f}
 	pw, err := NewWriter(cw, w.o.Format, w.o.LinkType, w.o.Snaplen)
@@ -216,7 +217,120 @@ func (w *RotatingWriter) Flush() error {
 	if w.w == nil {
 		return nil
 	}
-	return w.w.Flush()
+	if err := w.w.Flush(); err != nil {
+		return err
+	}
+	return w.f.(*asyncWriter).Sync()
+}
+
+// asyncWriter writes to a file on its own goroutine: the writer of frames
+// (the capture loop) fills a chunk, hands it over and carries on while the
+// disk catches up. Up to asyncChunks chunks wait; beyond that Write blocks
+// (so memory stays bounded). A write error is returned by a later call.
+type asyncWriter struct {
+	w         io.WriteCloser
+	cur       []byte
+	full      chan []byte
+	free      chan []byte
+	allocated int
+	pending   sync.WaitGroup
+	done      chan struct{}
+	mu        sync.Mutex
+	err       error
+}
+
+const (
+	asyncChunk  = 1 << 20
+	asyncChunks = 16
+)
+
+func newAsyncWriter(w io.WriteCloser) *asyncWriter {
+	a := &asyncWriter{w: w, full: make(chan []byte, asyncChunks), free: make(chan []byte, asyncChunks), done: make(chan struct{})}
+	a.cur = a.chunk()
+	go a.loop()
+	return a
+}
+
+func (a *asyncWriter) loop() {
+	defer close(a.done)
+	for b := range a.full {
+		a.mu.Lock()
+		failed := a.err != nil
+		a.mu.Unlock()
+		if !failed {
+			if _, err := a.w.Write(b); err != nil {
+				a.mu.Lock()
+				a.err = err
+				a.mu.Unlock()
+			}
+		}
+		a.free <- b[:0]
+		a.pending.Done()
+	}
+}
+
+// chunk returns an empty chunk: a written one, or a new one while fewer
+// than asyncChunks exist, or (all in flight) the next one written.
+func (a *asyncWriter) chunk() []byte {
+	select {
+	case b := <-a.free:
+		return b
+	default:
+	}
+	if a.allocated < asyncChunks {
+		a.allocated++
+		return make([]byte, 0, asyncChunk)
+	}
+	return <-a.free
+}
+
+func (a *asyncWriter) error() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+func (a *asyncWriter) ship() {
+	if len(a.cur) == 0 {
+		return
+	}
+	a.pending.Add(1)
+	a.full <- a.cur
+	a.cur = a.chunk()
+}
+
+func (a *asyncWriter) Write(b []byte) (int, error) {
+	if err := a.error(); err != nil {
+		return 0, err
+	}
+	n := len(b)
+	for len(b) > 0 {
+		k := copy(a.cur[len(a.cur):cap(a.cur)], b)
+		a.cur = a.cur[:len(a.cur)+k]
+		b = b[k:]
+		if len(a.cur) == cap(a.cur) {
+			a.ship()
+		}
+	}
+	return n, nil
+}
+
+// Sync waits until everything written so far is in the file.
+func (a *asyncWriter) Sync() error {
+	a.ship()
+	a.pending.Wait()
+	return a.error()
+}
+
+func (a *asyncWriter) Close() error {
+	a.ship()
+	close(a.full)
+	<-a.done
+	err := a.error()
+	if cerr := a.w.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Close flushes and closes the current file.

@@ -462,3 +462,111 @@ func TestCaptureFilterErrors(t *testing.T) {
 		}
 	}
 }
+
+// mtuFPDUs is n Sends whose FPDUs fill a 1500-octet Ethernet frame
+// (1448 octets: the MSS with TCP timestamps), as iWARP over a 1500 MTU
+// sends them.
+func mtuFPDU(msn int) []byte {
+	seg := decode.Segment{
+		DDP:     decode.DDPHeader{Last: true, DV: 1, QN: 0, MSN: uint32(msn)},
+		RDMAP:   decode.RDMAPControl{RV: 1, Opcode: decode.OpSend},
+		Payload: make([]byte, 1448-2-4-18),
+	}
+	return decode.AppendFPDU(nil, seg.Append(nil), true)
+}
+
+// BenchmarkLiveIWARP runs iwdump's whole live pipeline (kernel filter,
+// ring, -w, decoding and tracking) on lo while iWARP flows: "paced1G"
+// sends 1448-octet FPDUs at 1 Gbit/s on the wire for two seconds (the
+// budget: no kernel drops, nothing left undecoded); "blast" sends as fast
+// as TCP goes (on lo: 64 KiB segments). Run with -benchtime 1x.
+func BenchmarkLiveIWARP(b *testing.B) {
+	needLiveCapture(b)
+	for _, mode := range []string{"paced1G", "blast"} {
+		b.Run(mode, func(b *testing.B) {
+			peers := newIWARPPeers(b)
+			defer peers.ln.Close()
+			file := filepath.Join(b.TempDir(), "bench.pcap")
+			started := make(chan *pcap.Live, 1)
+			liveHook = func(l *pcap.Live) { started <- l }
+			defer func() { liveHook = nil }()
+			var out, errb bytes.Buffer
+			done := make(chan int)
+			go func() {
+				done <- run([]string{"-i", "lo", "-q", "-z", "conv", "-w", file, "tcp port " + fmt.Sprint(peers.port)}, &out, &errb)
+			}()
+			<-started
+			var sent int
+			start := time.Now()
+			go func() {
+				c, err := peers.ln.Accept()
+				if err == nil {
+					io.Copy(io.Discard, c)
+					c.Close()
+				}
+			}()
+			c, err := net.Dial("tcp4", peers.ln.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.Write((&decode.MPAFrame{Rev: 1, CRC: true}).Append(nil))
+			const wireBits = (1448 + 66) * 8 // FPDU, TCP/IP/Ethernet headers
+			perMs := 83                      // 1e9 / wireBits / 1000, rounded
+			dur := 2 * time.Second
+			if mode == "blast" {
+				dur = time.Second
+			}
+			fpdu := mtuFPDU(1)
+			batch := make([]byte, 0, 64*len(fpdu))
+			for i := 0; i < 64; i++ {
+				batch = append(batch, mtuFPDU(i+1)...)
+			}
+			for time.Since(start) < dur {
+				if mode == "blast" {
+					c.Write(batch)
+					sent += 64
+					continue
+				}
+				// Pace by the millisecond: perMs FPDUs, one write each.
+				due := start.Add(time.Duration(sent/perMs) * time.Millisecond)
+				if d := time.Until(due); d > 0 {
+					time.Sleep(d)
+				}
+				for i := 0; i < perMs; i++ {
+					c.Write(fpdu)
+				}
+				sent += perMs
+			}
+			el := time.Since(start)
+			c.Close()
+			time.Sleep(200 * time.Millisecond)
+			syscall.Kill(os.Getpid(), syscall.SIGINT)
+			if code := <-done; code != exitOK {
+				b.Fatalf("exit %d: %s", code, errb.String())
+			}
+			var captured, dropped, undecoded int
+			for _, line := range strings.Split(errb.String(), "\n") {
+				var n int
+				var what string
+				if k, _ := fmt.Sscanf(line, "%d packets %s", &n, &what); k != 2 {
+					continue
+				}
+				switch {
+				case strings.HasSuffix(line, "packets captured"):
+					captured = n
+				case strings.HasSuffix(line, "dropped by kernel"):
+					dropped = n
+				case strings.Contains(line, "not decoded"):
+					undecoded = n
+				}
+			}
+			b.ReportMetric(float64(captured)/el.Seconds(), "frames/s")
+			b.ReportMetric(float64(sent)*1448*8/el.Seconds()/1e9, "FPDU-Gbit/s")
+			b.ReportMetric(float64(dropped), "drops")
+			b.ReportMetric(float64(undecoded), "undecoded")
+			if mode == "paced1G" && (dropped > 0 || undecoded > 0) {
+				b.Errorf("at 1 Gbit/s: %d dropped by the kernel, %d not decoded\n%s", dropped, undecoded, errb.String())
+			}
+		})
+	}
+}
