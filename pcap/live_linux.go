@@ -340,7 +340,8 @@ func (l *Live) Next(f *Frame) error {
 		}
 		if l.eh != nil && len(ci.AncillaryData) > 0 {
 			// The kernel took the VLAN tag out; put it back, as the
-			// ring path does (priority bits are not reported here).
+			// ring path does (only the VLAN ID is reported here: the tag goes
+			// back as 802.1Q without priority bits).
 			if vid, ok := ci.AncillaryData[0].(int); ok && l.lt == layers.LinkTypeEthernet && len(data) >= 12 {
 				l.vbuf = append(append(append(l.vbuf[:0], data[:12]...), 0x81, 0x00, byte(vid>>8), byte(vid)), data[12:]...)
 				data = l.vbuf
