@@ -339,10 +339,11 @@ func (s *filteredSource) Close() error {
 // --- live ---
 
 // Bounds of the queue between capture and decoder: beyond either, frames
-// are written to -w but not decoded.
-const (
-	liveQueueFrames = 1 << 15
-	liveQueueOctets = 128 << 20
+// are written to -w but not decoded. (Variables for tests.)
+var (
+	liveQueueFrames       = 1 << 15
+	liveQueueOctets int64 = 128 << 20
+	lagReportEvery        = time.Second
 )
 
 // liveFrame is a captured frame copied out of the kernel ring.
@@ -491,7 +492,7 @@ func (s *liveSource) enqueue(fr *pcap.Frame) {
 
 // watchLag reports, at most once a second, that decoding fell behind.
 func (s *liveSource) watchLag() {
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(lagReportEvery)
 	defer t.Stop()
 	var reported uint64
 	for {

@@ -570,3 +570,81 @@ func BenchmarkLiveIWARP(b *testing.B) {
 		})
 	}
 }
+
+// slowWriter is a terminal that cannot keep up.
+type slowWriter struct{ n int }
+
+func (w *slowWriter) Write(b []byte) (int, error) {
+	time.Sleep(20 * time.Millisecond)
+	w.n += len(b)
+	return len(b), nil
+}
+
+// When the decoder (here: its output) cannot keep up, frames still go to
+// -w, the capture does not drop, and the lag is reported.
+func TestLiveDecoderBehind(t *testing.T) {
+	needLiveCapture(t)
+	defer func(f int, o int64, d time.Duration) { liveQueueFrames, liveQueueOctets, lagReportEvery = f, o, d }(liveQueueFrames, liveQueueOctets, lagReportEvery)
+	liveQueueFrames, lagReportEvery = 4, 50*time.Millisecond
+	peers := newIWARPPeers(t)
+	defer peers.ln.Close()
+	file := filepath.Join(t.TempDir(), "behind.pcap")
+	started := make(chan *pcap.Live, 1)
+	liveHook = func(l *pcap.Live) { started <- l }
+	defer func() { liveHook = nil }()
+	var errb bytes.Buffer
+	done := make(chan int)
+	go func() {
+		done <- run([]string{"-i", "lo", "-w", file, "tcp port " + fmt.Sprint(peers.port)}, &slowWriter{}, &errb)
+	}()
+	<-started
+	// Many small FPDUs, each written alone: many frames.
+	c, err := net.Dial("tcp4", peers.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if s, err := peers.ln.Accept(); err == nil {
+			io.Copy(io.Discard, s)
+			s.Close()
+		}
+	}()
+	c.Write((&decode.MPAFrame{Rev: 1, CRC: true}).Append(nil))
+	for i := 1; i <= 300; i++ {
+		c.Write(mtuFPDU(i))
+		time.Sleep(200 * time.Microsecond)
+	}
+	c.Close()
+	time.Sleep(300 * time.Millisecond)
+	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	stderr := errb.String()
+	var captured, undecoded int
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.HasSuffix(line, "packets captured") {
+			fmt.Sscanf(line, "%d", &captured)
+		}
+		if strings.Contains(line, "not decoded: the decoder fell behind") {
+			fmt.Sscanf(line, "%d", &undecoded)
+		}
+	}
+	if undecoded == 0 || !strings.Contains(stderr, "decoding is behind the capture") || !strings.Contains(stderr, "0 packets dropped by kernel") {
+		t.Fatalf("no lag reported:\n%s", stderr)
+	}
+	r, err := pcap.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := 0
+	var f pcap.Frame
+	for r.Next(&f) == nil {
+		n++
+	}
+	if n != captured || n < 300 {
+		t.Errorf("%d frames in -w, %d captured (want every frame of 300+ written)", n, captured)
+	}
+	t.Logf("%d captured, %d not decoded", captured, undecoded)
+}
