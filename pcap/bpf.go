@@ -13,15 +13,26 @@ import (
 
 // Capture filters: expressions in pcap-filter(7) syntax compiled in Go to
 // classic BPF, with no libpcap. The compiler covers the subset people use to
-// pick traffic out of a link (host, net, port, portrange, src/dst, tcp, udp,
-// ip, ip6, vlan, and/or/not, parentheses, and a few more) and gives the same
-// verdict on every packet as the program libpcap generates for the same
-// expression, down to its quirks: IPv4 ports are found through the header
-// length (options skipped), non-first fragments never match a port, IPv6 is
-// looked at through the fixed header only (plus one fragment header for
-// tcp/udp), and "vlan" shifts the offsets of everything written after it.
-// Anything else is refused with an error that says so; such filters can be
-// compiled by tcpdump (tcpdump -ddd EXPR) and loaded with ParseProgram.
+// pick traffic out of a link and gives the same verdict on every packet as
+// the program libpcap generates for the same expression, down to its
+// quirks: IPv4 ports are found through the header length (options
+// skipped), non-first fragments never match a port, IPv6 is looked at
+// through the fixed header only (plus one fragment header for tcp/udp),
+// and "vlan" shifts the offsets of everything written after it.
+//
+// Covered: [src|dst|src or dst|src and dst] host/net (CIDR, "mask", short
+// forms like "net 10") for IPv4 and IPv6; port, portrange (numbers or
+// service names) with tcp/udp/sctp; ip, ip6, arp, rarp, tcp, udp, sctp,
+// icmp, icmp6, igmp, igrp, pim, vrrp, carp, ah, esp; [ip|ip6|ether] proto;
+// ether host/src/dst; vlan [ID]; less, greater; relations over packet data
+// (proto[expr:size], len, + - * / % & | ^ << >>, unary minus, > >= = !=
+// < <=, named constants such as tcpflags and tcp-syn); and, or, not (also
+// && || !), parentheses, and libpcap's carrying of qualifiers to bare
+// addresses ("port 80 or 443"). Anything else (host names, gateway,
+// protochain, broadcast/multicast, mpls, pppoe, geneve, vxlan, 802.11,
+// inbound/outbound, ...) is refused with ErrFilterUnsupported; such filters
+// can be compiled by tcpdump (tcpdump -ddd EXPR) and loaded with
+// ParseProgram.
 
 // Classic BPF opcodes (linux/filter.h, net/bpf.h). golang.org/x/net/bpf keeps
 // its own unexported, so the ones the compiler writes are spelled out here.
@@ -112,6 +123,7 @@ type FilterError struct {
 	Pos         int // octet offset in Expr where the problem is
 	Msg         string
 	Unsupported bool
+	semantic    bool // the syntax was right, what it says is not (e.g. division by zero)
 }
 
 func (e *FilterError) Error() string {

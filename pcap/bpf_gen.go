@@ -502,6 +502,7 @@ type asmIns struct {
 }
 
 type codegen struct {
+	err      error
 	code     []asmIns
 	labels   []int // label -> instruction index; -1 until placed
 	incoming map[label][]*genState
@@ -589,6 +590,9 @@ func generate(root node, snap uint32, usesM bool) ([]bpf.RawInstruction, error) 
 	}
 	t, f := g.newLabel(), g.newLabel()
 	g.cond(root, t, f)
+	if g.err != nil {
+		return nil, g.err
+	}
 	if !g.reachable(t) {
 		return nil, errRejectsAll
 	}
@@ -637,8 +641,158 @@ func (g *codegen) cond(n node, t, f label) {
 		g.branch(v, n.jmp, n.k, t, f)
 	case vlanKernelNode:
 		g.vlanKernel(n, t, f)
+	case relNode:
+		g.relation(n, t, f)
 	default:
 		panic(fmt.Sprintf("bpf codegen: unknown node %T", n))
+	}
+}
+
+// relation: the accessors' conditions, then both sides computed and
+// compared (libpcap gen_relation). Scratch memory M[1..15] holds
+// intermediate values; M[0] is the VLAN shift.
+func (g *codegen) relation(n relNode, t, f label) {
+	if n.cond != nil {
+		mid := g.newLabel()
+		g.cond(n.cond, mid, f)
+		g.place(mid)
+		if g.cur == nil {
+			return
+		}
+	}
+	tt, ff := t, f
+	if n.neg {
+		tt, ff = f, t
+	}
+	if k, ok := constVal(n.a1); ok {
+		g.evalA(n.a0, 0)
+		g.rawBranch(opJMP|n.jmp|srcK, k, tt, ff)
+		return
+	}
+	g.evalA(n.a1, 0)
+	g.emit(opST, 1)
+	g.evalA(n.a0, 1)
+	g.emit(opLDX|mdMEM, 1)
+	g.cur.x = xNone
+	g.rawBranch(opJMP|n.jmp|srcX, 0, tt, ff)
+}
+
+// rawBranch jumps on a computed value: nothing is learnt about the packet.
+func (g *codegen) rawBranch(op uint16, k uint32, t, f label) {
+	if g.cur == nil {
+		return
+	}
+	ts, fs := g.cur.clone(), g.cur
+	g.incoming[t] = append(g.incoming[t], ts)
+	g.incoming[f] = append(g.incoming[f], fs)
+	g.code = append(g.code, asmIns{ins: bpf.RawInstruction{Op: op, K: k}, jt: t, jf: f, isJump: true})
+	g.cur = nil
+}
+
+// evalA computes e into A, using M[d+1...] for intermediate values.
+func (g *codegen) evalA(e arith, d int) {
+	defer func() { g.cur.a = nil }()
+	if k, ok := constVal(e); ok {
+		g.emit(opLD|mdIMM, k)
+		return
+	}
+	switch e := e.(type) {
+	case aLen:
+		g.emit(opLD|szW|mdLEN, 0)
+	case aNeg:
+		// -A as A * (2^32 - 1): the same value, and golang.org/x/net/bpf's
+		// VM runs it (it does not run BPF_NEG).
+		g.evalA(e.x, d)
+		g.emit(opALU|aluMUL|srcK, 0xffffffff)
+	case aBin:
+		if k, ok := constVal(e.r); ok {
+			if k == 0 && (e.op == aluDIV || e.op == aluMOD) {
+				g.fail("division by zero")
+				return
+			}
+			if k > 31 && (e.op == aluLSH || e.op == aluRSH) {
+				g.fail("shift by more than 31 bits")
+				return
+			}
+			g.evalA(e.l, d)
+			g.emit(opALU|e.op|srcK, k)
+			return
+		}
+		tmp := g.scratch(d)
+		g.evalA(e.r, d)
+		g.emit(opST, tmp)
+		g.evalA(e.l, d+1)
+		g.emit(opLDX|mdMEM, tmp)
+		g.cur.x = xNone
+		g.emit(opALU|e.op|srcX, 0)
+	case aLoad:
+		g.evalLoad(e, d)
+	}
+}
+
+func (g *codegen) fail(msg string) {
+	if g.err == nil {
+		g.err = fmt.Errorf("%s", msg)
+	}
+}
+
+// scratch is the memory cell for values at depth d.
+func (g *codegen) scratch(d int) uint32 {
+	if d+1 > 15 {
+		g.fail("too many registers needed to evaluate expression")
+		return 15
+	}
+	return uint32(d + 1)
+}
+
+// evalLoad: proto[idx:size] into A. A constant index loads at a constant
+// offset (from the IPv4 payload: through X = 4*IHL, as for ports); a
+// computed one is added to X.
+func (g *codegen) evalLoad(e aLoad, d int) {
+	sz := sizeBits(e.size)
+	k, isConst := constVal(e.idx)
+	switch e.base {
+	case baseAbs:
+		if isConst {
+			g.emit(opLD|sz|mdABS, k)
+			return
+		}
+		g.evalA(e.idx, d)
+		g.emit(opMISC|miscTAX, 0)
+		g.cur.x = xNone
+		g.emit(opLD|sz|mdIND, 0)
+	case baseNet:
+		if isConst {
+			g.load(loadSpec{base: baseAbs, size: e.size, off: e.off + k, variable: e.variable}, 0)
+			return
+		}
+		g.evalA(e.idx, d)
+		if e.variable {
+			g.emit(opLDX|mdMEM, 0)
+			g.emit(opALU|aluADD|srcX, 0)
+		}
+		g.emit(opMISC|miscTAX, 0)
+		g.cur.x = xNone
+		g.emit(opLD|sz|mdIND, e.off)
+	case baseTrans4:
+		if isConst {
+			g.load(loadSpec{base: baseTrans4, size: e.size, off: k, net: e.off, variable: e.variable}, 0)
+			return
+		}
+		g.evalA(e.idx, d)
+		if e.variable {
+			tmp := g.scratch(d)
+			g.emit(opST, tmp)
+			g.cur.x = xNone
+			g.load(loadSpec{base: baseTrans4, size: 1, off: 0, net: e.off, variable: true}, 0) // sets X = M[0] + 4*IHL
+			g.emit(opLD|mdMEM, tmp)
+		} else {
+			g.emit(opLDX|szB|mdMSH, e.off)
+		}
+		g.emit(opALU|aluADD|srcX, 0)
+		g.emit(opMISC|miscTAX, 0)
+		g.cur.x = xNone
+		g.emit(opLD|sz|mdIND, e.off)
 	}
 }
 

@@ -320,6 +320,16 @@ func (p *parser) parseTerm(q0 qual) (node, qual, error) {
 		}
 		return notNode{n}, q, nil
 	case isOp(t, "("):
+		// A parenthesised boolean expression, or the start of a
+		// relation: "(tcp[13] & 2) != 0". Try the relation first; it
+		// changes no parser state, so the other reading can follow.
+		save := p.i
+		if n, err := p.parseRelation(); err == nil {
+			return n, qerr, nil
+		} else if fe, ok := err.(*FilterError); ok && (fe.semantic || fe.Unsupported) {
+			return nil, qerr, err
+		}
+		p.i = save
 		p.next()
 		n, _, err := p.parseExpr(q0)
 		if err != nil {
@@ -329,9 +339,12 @@ func (p *parser) parseTerm(q0 qual) (node, qual, error) {
 			return nil, q0, p.syntax(c)
 		}
 		return n, q0, nil
-	case t.kind == tkNum && p.peekAt(1).kind == tkOp && !isOp(p.peekAt(1), ")"),
-		isOp(t, "-"), isKW(t, "len"):
-		return nil, qerr, p.unsupported(t, "arithmetic (relations such as 'len > 100' or 'tcp[13] & 2 != 0')")
+	case t.kind == tkNum, isOp(t, "-"), isKW(t, "len"):
+		n, err := p.parseRelation()
+		return n, qerr, err
+	case t.kind == tkKW && isOp(p.peekAt(1), "["):
+		n, err := p.parseRelation()
+		return n, qerr, err
 	case t.kind != tkKW:
 		return nil, qerr, p.syntax(t)
 	}
@@ -385,8 +398,6 @@ func (p *parser) parseTerm(q0 qual) (node, qual, error) {
 		return nil, qerr, p.unsupported(nt, "'gateway' (it needs host name lookups)")
 	case isKW(nt, "broadcast", "multicast"):
 		return nil, qerr, p.unsupported(nt, fmt.Sprintf("%q", nt.text))
-	case isOp(nt, "["):
-		return nil, qerr, p.unsupported(nt, "packet data access (proto[offset:size])")
 	case head:
 		// A protocol name alone: "tcp", "ip6", ...
 		n, err := p.protoAbbrev(pt, q.proto)

@@ -204,7 +204,15 @@ func testPackets() []testPacket {
 // --- running programs ---
 
 // vmVerdict runs prog in golang.org/x/net/bpf's VM, as -r FILE does.
+// The VM does not run BPF_NEG (libpcap writes it for unary minus): it
+// becomes the multiplication by -1 it equals.
 func vmVerdict(t testing.TB, prog []bpf.RawInstruction, pkt []byte) bool {
+	for i, ins := range prog {
+		if ins.Op == opALU|aluNEG {
+			prog = append([]bpf.RawInstruction(nil), prog...)
+			prog[i] = bpf.RawInstruction{Op: opALU | aluMUL | srcK, K: 0xffffffff}
+		}
+	}
 	insns, ok := bpf.Disassemble(prog)
 	if !ok {
 		t.Fatalf("program does not disassemble")
@@ -416,7 +424,7 @@ func emptyCapture(t testing.TB, lt layers.LinkType) string {
 // tcpdumpProgram asks tcpdump for the program of expr: "-r file" compiles
 // for the file's link type, "-i dev" for a live Linux socket.
 func tcpdumpProgram(t testing.TB, src []string, expr string) ([]bpf.RawInstruction, string) {
-	args := append(append([]string{}, src...), "-ddd", expr)
+	args := append(append([]string{}, src...), "-ddd", "--", expr)
 	out, err := exec.Command(needTcpdump(t), args...).CombinedOutput()
 	text := string(out)
 	var lines []string
@@ -473,14 +481,39 @@ var filterExprs = []string{
 	"tcp port 4420 or tcp port 3260 or tcp port 445 or tcp port 20049",
 	"icmp or icmp6", "ah or esp", "pim", "vrrp", "igrp", "carp",
 	"host 10.0.0.1 and port 4420 and tcp",
+	// packet data relations
+	"tcp[13] & 2 != 0", "tcp[tcpflags] & tcp-syn != 0", "tcp[tcpflags] & (tcp-syn|tcp-ack) = tcp-syn|tcp-ack",
+	"tcp[13] = 0x18 and port 4420", "(tcp[13] & 2) != 0", "not tcp[13] & 0x10 != 0", "tcp[12:1] & 0xf0 > 0x50",
+	"tcp[tcp[12]>>4:1] = 1", "tcp[(tcp[12]>>2) + 0:2] = 0x6977", "tcp[2:2] = 4420 or tcp[0:2] = 4420", "udp[2:2] = 53",
+	"udp[8:2] = 0x6977", "udp[4:2] > 20", "ip[6:2] & 0x1fff = 0", "ip[6:2] & 0x1fff != 0", "ip[0] & 0xf != 5",
+	"ip[2:2] - 20 < 40", "ip[8] * 2 + 1 > 100", "ip[8] % 3 = 1", "ip[8] ^ 0xff = 0xbf", "ip[8] << 2 = 256",
+	"ip[8] / 2 = 32", "not ip[9] = 6", "ip[9] = 6 or ip[9] = 17", "ip[12:4] = 0x0a000001", "ip[16:4] & 0xffffff00 = 0x0a000000",
+	"ip[ip[0] & 0xf:1] = 0x94", "ip[1 + 1:2] > 0", "ether[0] & 1 != 0", "ether[12:2] = 0x800", "ether[6:4] = 0x02000000",
+	"link[14] = 0x45", "len > 100", "len <= 80", "len >= 60 and len < 70", "len - 14 > 40", "-len < 0", "len * 2 = 120",
+	"ip6[6] = 17", "ip6[6] = 6 and ip6[40:2] = 50000", "icmp6[0] = 128", "icmp6[icmp6type] = icmp6-echo", "icmp[icmptype] = icmp-echo",
+	"icmp[0] = 8 or icmp[0] = 0", "arp[7] = 1", "rarp[7] = 3", "arp[6:2] = 1 and arp[14:4] = 0x0a000001", "igmp[0] = 0x11",
+	"sctp[0:2] = 4420", "1 + 2 = 3", "2 * 3 = 6 or tcp", "0x1 = 0x1 or tcp", "(1 + 2) * 3 = 9", "7 % 4 + 1 = 2",
+	"vlan and ip[9] = 6", "vlan 100 and tcp[13] & 0x18 != 0", "vlan and ether[12:2] = 0x8100", "ip[9] = 6 and vlan and ip[9] = 6",
+	"tcp[0:2] = tcp[2:2]", "ip[8] > ip[9]", "udp[0:2] = udp[2:2] and udp", "tcp[13] & 2 != 0 or udp[2:2] = 53",
+	"ip[8] & ip[9] | ip[1] = 6", "ip[8] - ip[9] + ip[1] * 2 = 58", "tcp[13] >> 1 & 1 = 1",
+}
+
+// libpcapKernelBugs are expressions whose live-socket program from
+// libpcap 1.10 is wrong, left out of the kernel-mode comparison. In
+// "ip[9] = 6 and vlan and ip[9] = 6" the first relation's scratch
+// register is reused for the VLAN offset, which then starts at 6 instead
+// of 0 (see tcpdump -O -i lo -d): tagged frames whose tag the kernel took
+// out are read 6 octets off.
+var libpcapKernelBugs = map[string]bool{
+	"ip[9] = 6 and vlan and ip[9] = 6": true,
 }
 
 // unsupportedExprs are valid for libpcap and refused here with
 // ErrFilterUnsupported (the CLI then points at -F).
 var unsupportedExprs = []string{
-	"tcp[13] & 2 != 0", "len > 100", "host example.com", "gateway 10.0.0.1", "mpls", "pppoes",
+	"host example.com", "decnet[0] = 1", "ppp[0] = 1 and vlan[0] = 1", "gateway 10.0.0.1", "mpls", "pppoes",
 	"broadcast", "ip multicast", "ip protochain 6", "decnet host 10.1", "inbound", "ether proto 0x05dc",
-	"geneve", "vxlan", "ether host myhost", "ifindex 1", "0x1 = 0x1 or tcp",
+	"geneve", "vxlan", "ether host myhost", "ifindex 1",
 }
 
 // errExprs are refused by libpcap; the compiler must refuse them too.
@@ -492,6 +525,8 @@ var errExprs = []string{
 	"src proto 6", "arp proto 6", "tcp proto 6", "ether proto \\bogus", "ether host 10.0.0.1",
 	"host 02:00:00:00:00:01", "port 08", "udp port http", "ip and arp", "arp and ip6 host ::1", "net fe80::1/10", "host fe80::/10",
 	"portrange 1-70000", "host 256.0.0.1", "1:2:3", "tcp port @",
+	"tcp[0:2] / 0 = 1", "udp[8:3]=1", "tcp[0] << 40 = 1", "ip[0] % 0 = 1", "1 = 2", "tcp[0] =", "tcp[0] = 1 +",
+	"tcp[0 = 1", "ip[0:2 = 1", "len > ", "tcp[13] & 2", "(tcp[13] & 2) !=", "tcp[0] = 1 = 2",
 }
 
 func checkVerdicts(t *testing.T, lt layers.LinkType, pkts []testPacket, frame func(testPacket) []byte) {
@@ -599,6 +634,9 @@ func TestCompileFilterKernelMatchesTcpdump(t *testing.T) {
 	}
 	pkts := testPackets()
 	for _, expr := range filterExprs {
+		if libpcapKernelBugs[expr] {
+			continue
+		}
 		want, terr := tcpdumpProgram(t, []string{"-i", "lo"}, expr)
 		got, err := CompileFilter(expr, layers.LinkTypeEthernet, FilterOptions{Kernel: true})
 		if terr != "" || err != nil {
