@@ -446,7 +446,8 @@ func TestCaptureFilterErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-r", "x.pcap", "tcp[13] & 2 != 0"}, "tcpdump -ddd"},
+		{[]string{"-r", "x.pcap", "mpls or tcp"}, "tcpdump -ddd"},
+		{[]string{"-r", "x.pcap", "tcp[0:2] / 0 = 1"}, "division by zero"},
 		{[]string{"-r", "x.pcap", "tcp port"}, "syntax error"},
 		{[]string{"-r", "x.pcap", "tcp", "-w", "y"}, "flags go before the capture filter"},
 		{[]string{"-r", "x.pcap", "-F", prog, "tcp"}, "both with -F"},
