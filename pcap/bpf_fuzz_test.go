@@ -258,3 +258,22 @@ func TestCompileFilterLargeInputs(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkFrameFilter: the user-space filter on one frame (-r FILE EXPR),
+// the VM running the compiled program.
+func BenchmarkFrameFilter(b *testing.B) {
+	pkts := testPackets()
+	for _, expr := range []string{"tcp port 4420", "tcp port 4420 and host 10.0.0.2", "tcp[13] & 2 != 0"} {
+		b.Run(expr, func(b *testing.B) {
+			ff, err := NewExprFilter(expr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			fr := Frame{LinkType: layers.LinkTypeEthernet, Data: pkts[0].data}
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				ff.Match(&fr)
+			}
+		})
+	}
+}
