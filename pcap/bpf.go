@@ -123,7 +123,6 @@ type FilterError struct {
 	Pos         int // octet offset in Expr where the problem is
 	Msg         string
 	Unsupported bool
-	semantic    bool // the syntax was right, what it says is not (e.g. division by zero)
 }
 
 func (e *FilterError) Error() string {

@@ -123,9 +123,7 @@ var arithOps = map[string]struct {
 const precUnaryMinus = 6
 
 func (p *parser) semanticErr(t token, format string, args ...any) *FilterError {
-	e := p.errAt(t, format, args...)
-	e.semantic = true
-	return e
+	return p.errAt(t, format, args...)
 }
 
 // parseRelation: arth relop arth.

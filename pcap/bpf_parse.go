@@ -173,6 +173,7 @@ type parser struct {
 	st     offState
 	usesM  bool
 	depth  int
+	match  []int // token index of the ")" closing the "(" at each index
 }
 
 func (p *parser) peek() token { return p.toks[p.i] }
@@ -220,12 +221,42 @@ func isKW(t token, kw ...string) bool {
 
 func isOp(t token, op string) bool { return t.kind == tkOp && t.text == op }
 
+// relationAfter tells, for the "(" at token i, whether what it encloses is
+// arithmetic: the token after its ")" continues a relation (an arithmetic
+// operator or a comparison), which no boolean expression can be followed by.
+func (p *parser) relationAfter(i int) bool {
+	j := p.match[i]
+	if j < 0 || j+1 >= len(p.toks) {
+		return false
+	}
+	t := p.toks[j+1]
+	if t.kind != tkOp {
+		return false
+	}
+	_, rel := relops[t.text]
+	_, ar := arithOps[t.text]
+	return rel || ar
+}
+
 func (p *parser) parse() (n node, err error) {
 	toks, lerr := lex(p.expr)
 	if lerr != nil {
 		return nil, lerr
 	}
 	p.toks = toks
+	// Matching parentheses, for relationAfter.
+	p.match = make([]int, len(toks))
+	var open []int
+	for i, t := range toks {
+		p.match[i] = -1
+		switch {
+		case isOp(t, "("):
+			open = append(open, i)
+		case isOp(t, ")") && len(open) > 0:
+			p.match[open[len(open)-1]] = i
+			open = open[:len(open)-1]
+		}
+	}
 	if p.peek().kind == tkEOF {
 		return constNode(true), nil
 	}
@@ -319,17 +350,11 @@ func (p *parser) parseTerm(q0 qual) (node, qual, error) {
 			return nil, q, err
 		}
 		return notNode{n}, q, nil
+	case isOp(t, "(") && p.relationAfter(p.i):
+		// "(tcp[13] & 2) != 0": parentheses in arithmetic.
+		n, err := p.parseRelation()
+		return n, qerr, err
 	case isOp(t, "("):
-		// A parenthesised boolean expression, or the start of a
-		// relation: "(tcp[13] & 2) != 0". Try the relation first; it
-		// changes no parser state, so the other reading can follow.
-		save := p.i
-		if n, err := p.parseRelation(); err == nil {
-			return n, qerr, nil
-		} else if fe, ok := err.(*FilterError); ok && (fe.semantic || fe.Unsupported) {
-			return nil, qerr, err
-		}
-		p.i = save
 		p.next()
 		n, _, err := p.parseExpr(q0)
 		if err != nil {

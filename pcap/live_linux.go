@@ -249,6 +249,21 @@ func (l *Live) openSocket(o LiveOptions, prog []bpf.RawInstruction) error {
 			})
 		}
 	}
+	if l.ehFile != nil {
+		// Frames let in before the filter was attached are still
+		// queued: read them off (libpcap does the same). Timestamps
+		// cannot tell them apart here: when no socket had asked for
+		// timestamps as they arrived, the kernel stamps a frame as it
+		// is read.
+		l.ehFile.SetReadDeadline(time.Now())
+		for {
+			if _, _, err := eh.ZeroCopyReadPacketData(); err != nil {
+				break
+			}
+		}
+		l.ehFile.SetReadDeadline(time.Time{})
+		l.since = time.Time{}
+	}
 	if s, err := eh.Stats(); err == nil {
 		_ = s // clears the counters: frames before the filter do not count
 	}
@@ -335,7 +350,9 @@ func (l *Live) Next(f *Frame) error {
 		if ci.Timestamp.Before(l.since) {
 			continue // let in before the filter was attached
 		}
-		if s := l.stopAt.Load(); s != 0 && (ci.Timestamp.UnixNano() > s || l.stopped(time.Now())) {
+		if s := l.stopAt.Load(); s != 0 && l.tp != nil && (ci.Timestamp.UnixNano() > s || l.stopped(time.Now())) {
+			// (The socket method ends at its read deadline instead:
+			// its timestamps may be taken as frames are read.)
 			return io.EOF
 		}
 		if l.eh != nil && len(ci.AncillaryData) > 0 {

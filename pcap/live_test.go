@@ -165,27 +165,29 @@ func TestLiveLoopbackEachPacketOnce(t *testing.T) {
 // Stop right after the traffic: every frame the kernel captured before
 // Stop still comes out of Next.
 func TestLiveStopDrains(t *testing.T) {
-	sink, port := udpSink(t)
-	defer sink.Close()
-	l := openLoopback(t, fmt.Sprintf("udp dst port %d", port), LiveOptions{BlockTimeout: 200 * time.Millisecond})
-	defer l.Close()
-	const n = 300
-	sendSeq(t, port, n, 100)
-	l.Stop() // the last block is still open in the kernel
-	got := 0
-	var f Frame
-	for {
-		err := l.Next(&f)
-		if err == io.EOF {
-			break
+	for _, m := range []CaptureMethod{MethodRing, MethodSocket} {
+		sink, port := udpSink(t)
+		defer sink.Close()
+		l := openLoopback(t, fmt.Sprintf("udp dst port %d", port), LiveOptions{Method: m, BlockTimeout: 200 * time.Millisecond})
+		defer l.Close()
+		const n = 300
+		sendSeq(t, port, n, 100)
+		l.Stop() // the ring's last block is still open in the kernel
+		got := 0
+		var f Frame
+		for {
+			err := l.Next(&f)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got++
 		}
-		if err != nil {
-			t.Fatal(err)
+		if got != n {
+			t.Errorf("%s: %d frames after Stop, want %d", l.Method(), got, n)
 		}
-		got++
-	}
-	if got != n {
-		t.Errorf("%d frames after Stop, want %d", got, n)
 	}
 }
 
