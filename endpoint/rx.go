@@ -167,6 +167,11 @@ func (qp *QP) rtrCheck(seg *rxSeg) (rtrType, *fault) {
 	if want == 0 {
 		return rtrNone, nil
 	}
+	if !seg.h.Tagged && seg.h.QN == decode.QNTerminate && seg.ctl.Opcode == decode.OpTerminate {
+		// The Initiator gave up (e.g. no RTR type it can send): take its
+		// Terminate, never answer it with one (V00 §6.2.2.3).
+		return rtrNone, nil
+	}
 	var got rtrType
 	switch {
 	case seg.h.Tagged && seg.ctl.Opcode == decode.OpWrite && seg.plen == 0:
@@ -538,6 +543,9 @@ func (qp *QP) rxDeliver(s *stream, seg *rxSeg, tbuf []byte) *fault {
 		t.TermDDPRaw = append([]byte(nil), t.TermDDPRaw...)
 		t.TermRDMARaw = append([]byte(nil), t.TermRDMARaw...)
 		ti := TermInfo{Local: false, Cause: t.Cause(), Header: t}
+		if alt := decode.ParseTermControlSiw(t.Raw).Cause(); alt.Known && !t.SiwEncoding && alt != ti.Cause {
+			ti.SiwCause = &alt
+		}
 		qp.mu.Lock()
 		qp.terminateLocked(ti, qp.headStarted(), StatusRemoteTermination)
 		qp.unlock()

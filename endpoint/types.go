@@ -240,6 +240,12 @@ type TermInfo struct {
 	Header decode.Terminate
 	// Reason says, for a local Terminate, which check failed.
 	Reason string
+	// SiwCause is the cause as Linux siw's swapped bit-field encoding would
+	// read the control word, when that reading is defined and differs
+	// (received Terminates only; reference §5.1). A control word without
+	// HdrCt bits can be either: siw's "LLP/MPA/No matching RTR" is RFC
+	// "RDMAP/Remote Operation/0x07" on the wire.
+	SiwCause *decode.TermCause
 }
 
 // TerminateError is the error a QP reports after a Terminate went either way.
@@ -252,6 +258,9 @@ func (e *TerminateError) Error() string {
 	}
 	s := fmt.Sprintf("endpoint: Terminate %s: %s (0x%x/0x%x/0x%02x)", who, e.Info.Cause.String(),
 		e.Info.Cause.Layer, e.Info.Cause.EType, e.Info.Cause.Code)
+	if e.Info.SiwCause != nil {
+		s += fmt.Sprintf(" [as siw encodes: %s]", e.Info.SiwCause.String())
+	}
 	if e.Info.Reason != "" {
 		s += ": " + e.Info.Reason
 	}

@@ -104,6 +104,12 @@ type Options struct {
 	IRD, ORD int
 	// Timeout bounds each wait for a completion (10 s).
 	Timeout time.Duration
+	// StartDelay is how long the client waits after connecting before its
+	// first Send. rping itself starts only after its ESTABLISHED event;
+	// an Initiator that sends at once can hit a window in Linux siw's
+	// accept path (the MPA Reply goes out before the QP's socket callbacks
+	// are installed) where the first FPDU stays unread.
+	StartDelay time.Duration
 	// Dial makes the TCP connection for Client; nil dials addr directly.
 	Dial func(ctx context.Context) (net.Conn, error)
 }
@@ -272,6 +278,13 @@ func Client(ctx context.Context, addr string, o Options) (Result, error) {
 	}
 	defer conn.Close()
 	res := Result{Params: conn.Params()}
+	if o.StartDelay > 0 {
+		select {
+		case <-time.After(o.StartDelay):
+		case <-ctx.Done():
+			return res, ctx.Err()
+		}
+	}
 	start := time.Now()
 	src, sink := r.src.Buf(), r.rdma.Buf()
 	for ping := 0; ping < o.Count; ping++ {
@@ -389,10 +402,11 @@ func ServeRequest(ctx context.Context, req *endpoint.ConnRequest, o Options) (Re
 		res.Pings++
 		res.Bytes += int64(adv.Size) + int64(n)
 	}
-	// Wait for the client's disconnect so the last Send is not cut off.
+	// Give the client a moment to disconnect, so that our close does not
+	// race its last receive.
 	select {
 	case <-r.qp.Done():
-	case <-time.After(r.o.Timeout):
+	case <-time.After(min(r.o.Timeout, 2*time.Second)):
 	case <-ctx.Done():
 	}
 	res.Duration = time.Since(start)

@@ -1,0 +1,321 @@
+package rping
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/iwkit/iwkit/endpoint"
+)
+
+// siwPeer finds shared/peers/siw and makes sure its VM image exists,
+// building it when this machine can (root + apt; build.sh is idempotent and
+// takes about 2 minutes from nothing). It returns the run script, or a
+// reason to skip.
+func siwPeer(t *testing.T) (run string, skip string) {
+	dir := os.Getenv("IWKIT_SIW_PEER")
+	if dir == "" {
+		wd, _ := os.Getwd()
+		for d := wd; ; d = filepath.Dir(d) {
+			for _, c := range []string{filepath.Join(d, "shared", "peers", "siw"), filepath.Join(d, "peers", "siw")} {
+				if _, err := os.Stat(filepath.Join(c, "run")); err == nil {
+					dir = c
+				}
+			}
+			if dir != "" || d == filepath.Dir(d) {
+				break
+			}
+		}
+	}
+	if dir == "" {
+		return "", "siw peer scripts (shared/peers/siw) not found; set IWKIT_SIW_PEER"
+	}
+	cache := os.Getenv("SIW_PEER_CACHE")
+	if cache == "" {
+		cache = "/var/tmp/siw-peer"
+	}
+	ready := func() bool {
+		for _, f := range []string{"vmlinuz", "initrd.img", "root.img"} {
+			if _, err := os.Stat(filepath.Join(cache, f)); err != nil {
+				return false
+			}
+		}
+		_, err := exec.LookPath("qemu-system-x86_64")
+		return err == nil
+	}
+	if os.Geteuid() == 0 {
+		if _, err := exec.LookPath("apt-get"); err == nil {
+			// Idempotent: well under a second when the image is current.
+			t.Logf("siw peer: running %s/build.sh", dir)
+			cmd := exec.Command(filepath.Join(dir, "build.sh"))
+			out, err := cmd.CombinedOutput()
+			if err != nil && !ready() {
+				return "", fmt.Sprintf("siw peer image cannot be built here: build.sh: %v\n%s", err, tail(out, 1500))
+			}
+		}
+	}
+	if !ready() {
+		return "", fmt.Sprintf("siw peer image missing in %s and this machine cannot build it (build.sh needs root and apt-get)", cache)
+	}
+	return filepath.Join(dir, "run"), ""
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// siwVariant is one combination run in the guest: siw's module parameters
+// (which set what rping -c asks and how rping -s answers), our side's
+// configuration, and what we expect.
+type siwVariant struct {
+	name    string
+	params  string // mpa_version, mpa_crc_required, peer_to_peer
+	client  endpoint.Config
+	server  endpoint.Config
+	// expect, per direction (our client → rping -s, rping -c → our
+	// server): "ok" = every ping completes and verifies on both sides;
+	// "fail" = siw cannot do it and the connection must not complete;
+	// "any" = record what happens.
+	expectCl, expectSv string
+}
+
+type hostResult struct {
+	res    Result
+	err    error
+	guest  string // rping's output in the guest
+	rc     string
+	params endpoint.Params
+}
+
+var siwVariants = []siwVariant{
+	{name: "v2", params: "2 N N", client: endpoint.Config{}, server: endpoint.Config{}, expectCl: "ok", expectSv: "ok"},
+	{name: "v2-crc", params: "2 Y N", client: endpoint.Config{CRC: true}, server: endpoint.Config{CRC: true}, expectCl: "ok", expectSv: "ok"},
+	// CRC MUST be used when the peer asks: we do not ask, siw requires it.
+	{name: "v2-crc-siw-asks", params: "2 Y N", client: endpoint.Config{}, server: endpoint.Config{}, expectCl: "ok", expectSv: "ok"},
+	// We ask for CRC, siw does not require it.
+	{name: "v2-crc-we-ask", params: "2 N N", client: endpoint.Config{CRC: true}, server: endpoint.Config{CRC: true}, expectCl: "ok", expectSv: "ok"},
+	{name: "v2-p2p", params: "2 N Y", client: endpoint.Config{PeerToPeer: true}, server: endpoint.Config{PeerToPeer: true}, expectCl: "ok", expectSv: "ok"},
+	{name: "v2-p2p-crc", params: "2 Y Y", client: endpoint.Config{PeerToPeer: true, CRC: true}, server: endpoint.Config{PeerToPeer: true, CRC: true}, expectCl: "ok", expectSv: "ok"},
+	// Our client offers only the Read RTR, our server accepts only Read.
+	{name: "v2-p2p-read-rtr", params: "2 N Y", client: endpoint.Config{PeerToPeer: true, RTR: endpoint.RTRRead}, server: endpoint.Config{PeerToPeer: true, RTR: endpoint.RTRRead}, expectCl: "ok", expectSv: "ok"},
+	// Only the zero-length Send RTR, which siw does not implement: siw's
+	// Reply names Write only (we then send Terminate 0x2/0x0/0x07), and
+	// siw as Initiator answers our Send-only Reply with a Terminate.
+	{name: "v2-p2p-send-rtr", params: "2 N Y", client: endpoint.Config{PeerToPeer: true, RTR: endpoint.RTRSend}, server: endpoint.Config{PeerToPeer: true, RTR: endpoint.RTRSend}, expectCl: "fail", expectSv: "fail"},
+	{name: "v1", params: "1 N N", client: endpoint.Config{Rev: 1}, server: endpoint.Config{Rev: 1}, expectCl: "any", expectSv: "any"},
+	{name: "v1-crc", params: "1 Y N", client: endpoint.Config{Rev: 1, CRC: true}, server: endpoint.Config{Rev: 1, CRC: true}, expectCl: "any", expectSv: "any"},
+	// siw rejects markers (siw_proc_mpareq: "MPA Markers: currently not supported").
+	{name: "v2-markers", params: "2 N N", client: endpoint.Config{Markers: true}, server: endpoint.Config{Markers: true}, expectCl: "fail", expectSv: "any"},
+}
+
+const (
+	siwPings  = 25
+	siwSize   = 100
+	hostPort0 = 27400 // our listener for rping -c in the guest: 27400+i
+	fwdPort0  = 27500 // forwarded to rping -s in the guest: 27500+i -> 7500+i
+	// The guest says "ready <i>" on this port once rping -s of variant i
+	// listens.
+	ctlGuestPort = 7399
+	ctlHostPort  = 27399
+)
+
+// TestSiwInterop runs our rping client against `rping -s` in a Linux siw
+// guest and `rping -c` in the guest against our server, for every variant,
+// in one VM boot.
+func TestSiwInterop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("siw interop boots a VM; skipped in -short mode")
+	}
+	run, skip := siwPeer(t)
+	if skip != "" {
+		t.Skip(skip)
+	}
+	var script strings.Builder
+	script.WriteString("P=/sys/module/siw/parameters\nset_params() { echo $1 > $P/mpa_version; echo $2 > $P/mpa_crc_required; echo $3 > $P/peer_to_peer; }\n")
+	args := []string{"-t", "600", "-o", t.TempDir(), "-g", fmt.Sprintf("%d:%d", ctlGuestPort, ctlHostPort)}
+	for i, v := range siwVariants {
+		gs, gc := 7500+i, 7400+i
+		args = append(args, "-f", fmt.Sprintf("%d:%d", fwdPort0+i, gs), "-g", fmt.Sprintf("%d:%d", gc, hostPort0+i))
+		fmt.Fprintf(&script, `set_params %s
+echo "=== VARIANT %s params: $(for p in mpa_version mpa_crc_required peer_to_peer; do printf '%%s=%%s ' $p $(cat $P/$p); done)"
+timeout 40 rping -s -a 10.0.2.15 -p %d -C %d -S %d -v -V > /tmp/s%d.log 2>&1 & SP=$!
+for k in $(seq 100); do ss -ltn | grep -q ":%d " && break; sleep 0.1; done
+echo "ready %d" > /dev/tcp/10.0.2.100/%d
+timeout 40 rping -c -a 10.0.2.100 -p %d -C %d -S %d -v -V > /tmp/c%d.log 2>&1; CRC=$?
+wait $SP; SRC=$?
+echo "=== RESULT %s server_rc=$SRC client_rc=$CRC t=${SECONDS}s"
+echo "--- rping -s"; tail -n 6 /tmp/s%d.log
+echo "--- rping -c"; tail -n 6 /tmp/c%d.log
+echo "--- dmesg"; dmesg | grep -i siw | tail -n 4; dmesg -C
+echo "=== END %s"
+`, v.params, v.name,
+			gs, siwPings, siwSize, i, gs, i, ctlGuestPort, gc, siwPings, siwSize, i, v.name, i, i, v.name)
+	}
+	args = append(args, script.String())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	results := make([]struct{ cl, sv hostResult }, len(siwVariants))
+	ready := make([]chan struct{}, len(siwVariants))
+	for i := range ready {
+		ready[i] = make(chan struct{})
+	}
+	ctl, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", ctlHostPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	go func() {
+		for {
+			c, err := ctl.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetReadDeadline(time.Now().Add(30 * time.Second))
+				b := make([]byte, 64)
+				n, _ := c.Read(b)
+				var k int
+				if _, err := fmt.Sscanf(string(b[:n]), "ready %d", &k); err == nil && k >= 0 && k < len(ready) {
+					close(ready[k])
+				}
+			}()
+		}
+	}()
+	var wg sync.WaitGroup
+	vmDone := make(chan struct{})
+	for i, v := range siwVariants {
+		// Our server, for rping -c in the guest.
+		l, err := endpoint.Listen(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", hostPort0+i), &v.server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			sctx, scancel := context.WithCancel(ctx)
+			defer scancel()
+			go func() {
+				select {
+				case <-vmDone:
+					time.Sleep(2 * time.Second)
+					scancel()
+				case <-sctx.Done():
+				}
+			}()
+			req, err := l.Accept(sctx)
+			if err != nil {
+				results[i].sv.err = err
+				return
+			}
+			// The guest's FIN does not reach us (qemu's guestfwd runs nc, which
+			// keeps the host socket open), so serve exactly siwPings.
+			res, err := ServeRequest(sctx, req, Options{Size: siwSize, Count: siwPings, Validate: true, Config: v.server, Timeout: 30 * time.Second})
+			results[i].sv.res, results[i].sv.err = res, err
+		}()
+		// Our client, for rping -s in the guest. slirp accepts before the
+		// guest listens and then closes: retry until an MPA Reply comes.
+		go func() {
+			defer wg.Done()
+			select {
+			case <-ready[i]:
+			case <-vmDone:
+				results[i].cl.err = errors.New("the guest never signalled that rping -s listens")
+				return
+			}
+			for try := 0; ; try++ {
+				cfg := v.client
+				cfg.Timeout = 8 * time.Second
+				res, err := Client(ctx, "", Options{Size: siwSize, Count: siwPings, Validate: true, Config: cfg, Timeout: 30 * time.Second,
+					StartDelay: 300 * time.Millisecond,
+					Dial: func(ctx context.Context) (net.Conn, error) {
+						var d net.Dialer
+						return d.DialContext(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", fwdPort0+i))
+					}})
+				results[i].cl.res, results[i].cl.err = res, err
+				// rping -s listens: a few retries only for a connection slirp
+				// closed before it reached the guest.
+				var me *endpoint.MPAError
+				retry := err != nil && res.Params.Rev == 0 && try < 3 &&
+					!errors.As(err, new(*endpoint.RejectError)) && !errors.As(err, &me)
+				if !retry {
+					return
+				}
+				select {
+				case <-vmDone:
+					return
+				case <-ctx.Done():
+					return
+				case <-time.After(250 * time.Millisecond):
+				}
+			}
+		}()
+	}
+	start := time.Now()
+	out, err := exec.CommandContext(ctx, run, args...).CombinedOutput()
+	close(vmDone)
+	wg.Wait()
+	t.Logf("VM run: %v in %v", err, time.Since(start).Round(time.Second))
+	if err != nil && !bytes.Contains(out, []byte("=== END")) {
+		t.Fatalf("siw VM failed: %v\n%s", err, tail(out, 4000))
+	}
+	text := string(out)
+	for i, v := range siwVariants {
+		re := regexp.MustCompile(`(?s)=== VARIANT ` + regexp.QuoteMeta(v.name) + ` (.*?)=== END ` + regexp.QuoteMeta(v.name))
+		m := re.FindStringSubmatch(text)
+		guest := "(no guest output)"
+		if m != nil {
+			guest = m[1]
+		}
+		rc := regexp.MustCompile(`server_rc=(\d+) client_rc=(\d+)`).FindStringSubmatch(guest)
+		cl, sv := results[i].cl, results[i].sv
+		t.Run(v.name, func(t *testing.T) {
+			t.Logf("guest:\n%s", guest)
+			t.Logf("our client → rping -s: %d pings, err %v, params %+v", cl.res.Pings, cl.err, summarize(cl.res.Params))
+			t.Logf("rping -c → our server: %d pings, err %v, params %+v", sv.res.Pings, sv.err, summarize(sv.res.Params))
+			check := func(dir, expect string, h hostResult, guestRC string) {
+				switch expect {
+				case "ok":
+					if h.err != nil || h.res.Pings != siwPings {
+						t.Errorf("%s: %d/%d pings, %v", dir, h.res.Pings, siwPings, h.err)
+					}
+					if guestRC != "0" {
+						t.Errorf("%s: guest rping exit code %q", dir, guestRC)
+					}
+				case "fail":
+					if h.err == nil || h.res.Pings != 0 {
+						t.Errorf("%s: expected siw to refuse, got %d pings, err %v", dir, h.res.Pings, h.err)
+					}
+				}
+			}
+			if rc == nil {
+				rc = []string{"", "?", "?"}
+			}
+			check("our client vs rping -s", v.expectCl, cl, rc[1])
+			check("rping -c vs our server", v.expectSv, sv, rc[2])
+		})
+	}
+}
+
+func summarize(p endpoint.Params) string {
+	if p.Rev == 0 {
+		return "(not connected)"
+	}
+	return fmt.Sprintf("rev %d/%d enhanced=%v crc=%v markers tx/rx=%v/%v p2p=%v rtr=%v ird/ord=%d/%d peer ird/ord=%d/%d",
+		p.Rev, p.PeerRev, p.Enhanced, p.CRC, p.MarkersTx, p.MarkersRx, p.PeerToPeer, p.RTR, p.IRD, p.ORD, p.PeerIRD, p.PeerORD)
+}
