@@ -81,10 +81,10 @@ func tail(b []byte, n int) string {
 // (which set what rping -c asks and how rping -s answers), our side's
 // configuration, and what we expect.
 type siwVariant struct {
-	name    string
-	params  string // mpa_version, mpa_crc_required, peer_to_peer
-	client  endpoint.Config
-	server  endpoint.Config
+	name   string
+	params string // mpa_version, mpa_crc_required, peer_to_peer
+	client endpoint.Config
+	server endpoint.Config
 	// expect, per direction (our client → rping -s, rping -c → our
 	// server): "ok" = every ping completes and verifies on both sides;
 	// "fail" = siw cannot do it and the connection must not complete;
