@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -122,15 +123,23 @@ var siwVariants = []siwVariant{
 }
 
 const (
-	siwPings  = 25
-	siwSize   = 100
-	hostPort0 = 27400 // our listener for rping -c in the guest: 27400+i
-	fwdPort0  = 27500 // forwarded to rping -s in the guest: 27500+i -> 7500+i
+	siwPings = 20
+	siwSize  = 100
 	// The guest says "ready <i>" on this port once rping -s of variant i
-	// listens.
+	// listens; rping -s of variant i listens on 7500+i, rping -c of
+	// variant i connects to 10.0.2.100:7400+i.
 	ctlGuestPort = 7399
-	ctlHostPort  = 27399
 )
+
+// freePort finds a free host TCP port for a qemu hostfwd.
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
 
 // TestSiwInterop runs our rping client against `rping -s` in a Linux siw
 // guest and `rping -c` in the guest against our server, for every variant,
@@ -143,18 +152,51 @@ func TestSiwInterop(t *testing.T) {
 	if skip != "" {
 		t.Skip(skip)
 	}
+	variants := siwVariants
+	if only := os.Getenv("IWKIT_SIW_VARIANTS"); only != "" {
+		variants = nil
+		for _, v := range siwVariants {
+			if strings.Contains(","+only+",", ","+v.name+",") {
+				variants = append(variants, v)
+			}
+		}
+	}
 	var script strings.Builder
 	script.WriteString("P=/sys/module/siw/parameters\nset_params() { echo $1 > $P/mpa_version; echo $2 > $P/mpa_crc_required; echo $3 > $P/peer_to_peer; }\n")
-	args := []string{"-t", "600", "-o", t.TempDir(), "-g", fmt.Sprintf("%d:%d", ctlGuestPort, ctlHostPort)}
-	for i, v := range siwVariants {
+	// Stay inside go test's -timeout: the VM gets what is left, less a
+	// margin for reporting.
+	budget := 9 * time.Minute
+	if dl, ok := t.Deadline(); ok {
+		budget = time.Until(dl) - 45*time.Second
+	}
+	if budget < 2*time.Minute {
+		t.Skipf("only %v left before the test deadline; the siw VM needs more", budget)
+	}
+	ctl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	listeners := make([]*endpoint.Listener, len(variants))
+	fwd := make([]int, len(variants))
+	args := []string{"-t", fmt.Sprint(int((budget - 40*time.Second).Seconds())), "-o", t.TempDir(),
+		"-g", fmt.Sprintf("%d:%d", ctlGuestPort, ctl.Addr().(*net.TCPAddr).Port)}
+	for i, v := range variants {
 		gs, gc := 7500+i, 7400+i
-		args = append(args, "-f", fmt.Sprintf("%d:%d", fwdPort0+i, gs), "-g", fmt.Sprintf("%d:%d", gc, hostPort0+i))
+		l, err := endpoint.Listen(context.Background(), "tcp", "127.0.0.1:0", &v.server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		listeners[i] = l
+		fwd[i] = freePort(t)
+		args = append(args, "-f", fmt.Sprintf("%d:%d", fwd[i], gs), "-g", fmt.Sprintf("%d:%d", gc, l.Addr().(*net.TCPAddr).Port))
 		fmt.Fprintf(&script, `set_params %s
 echo "=== VARIANT %s params: $(for p in mpa_version mpa_crc_required peer_to_peer; do printf '%%s=%%s ' $p $(cat $P/$p); done)"
-timeout 40 rping -s -a 10.0.2.15 -p %d -C %d -S %d -v -V > /tmp/s%d.log 2>&1 & SP=$!
+timeout 25 rping -s -a 10.0.2.15 -p %d -C %d -S %d -v -V > /tmp/s%d.log 2>&1 & SP=$!
 for k in $(seq 100); do ss -ltn | grep -q ":%d " && break; sleep 0.1; done
 echo "ready %d" > /dev/tcp/10.0.2.100/%d
-timeout 40 rping -c -a 10.0.2.100 -p %d -C %d -S %d -v -V > /tmp/c%d.log 2>&1; CRC=$?
+timeout 25 rping -c -a 10.0.2.100 -p %d -C %d -S %d -v -V > /tmp/c%d.log 2>&1; CRC=$?
 wait $SP; SRC=$?
 echo "=== RESULT %s server_rc=$SRC client_rc=$CRC t=${SECONDS}s"
 echo "--- rping -s"; tail -n 6 /tmp/s%d.log
@@ -166,18 +208,13 @@ echo "=== END %s"
 	}
 	args = append(args, script.String())
 
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
-	results := make([]struct{ cl, sv hostResult }, len(siwVariants))
-	ready := make([]chan struct{}, len(siwVariants))
+	results := make([]struct{ cl, sv hostResult }, len(variants))
+	ready := make([]chan struct{}, len(variants))
 	for i := range ready {
 		ready[i] = make(chan struct{})
 	}
-	ctl, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", ctlHostPort))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctl.Close()
 	go func() {
 		for {
 			c, err := ctl.Accept()
@@ -198,13 +235,9 @@ echo "=== END %s"
 	}()
 	var wg sync.WaitGroup
 	vmDone := make(chan struct{})
-	for i, v := range siwVariants {
+	for i, v := range variants {
 		// Our server, for rping -c in the guest.
-		l, err := endpoint.Listen(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", hostPort0+i), &v.server)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
+		l := listeners[i]
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
@@ -245,7 +278,7 @@ echo "=== END %s"
 					StartDelay: 300 * time.Millisecond,
 					Dial: func(ctx context.Context) (net.Conn, error) {
 						var d net.Dialer
-						return d.DialContext(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", fwdPort0+i))
+						return d.DialContext(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", fwd[i]))
 					}})
 				results[i].cl.res, results[i].cl.err = res, err
 				// rping -s listens: a few retries only for a connection slirp
@@ -267,7 +300,11 @@ echo "=== END %s"
 		}()
 	}
 	start := time.Now()
-	out, err := exec.CommandContext(ctx, run, args...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, run, args...)
+	// run starts qemu under timeout: on cancel, end the whole group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	out, err := cmd.CombinedOutput()
 	close(vmDone)
 	wg.Wait()
 	t.Logf("VM run: %v in %v", err, time.Since(start).Round(time.Second))
@@ -275,7 +312,7 @@ echo "=== END %s"
 		t.Fatalf("siw VM failed: %v\n%s", err, tail(out, 4000))
 	}
 	text := string(out)
-	for i, v := range siwVariants {
+	for i, v := range variants {
 		re := regexp.MustCompile(`(?s)=== VARIANT ` + regexp.QuoteMeta(v.name) + ` (.*?)=== END ` + regexp.QuoteMeta(v.name))
 		m := re.FindStringSubmatch(text)
 		guest := "(no guest output)"
