@@ -148,6 +148,14 @@ func TestSiwInterop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("siw interop boots a VM; skipped in -short mode")
 	}
+	// Opt-in for now: in a CI run on 2026-11-22 one of the variants oopsed
+	// the guest kernel (BUG in iw_cm cm_work_handler), and the test then
+	// waited for the VM's 25-minute limit. Until the variant is found and
+	// the test stops on a guest oops, run it by hand:
+	//   IWKIT_SIW_INTEROP=1 go test ./endpoint/rping -run SiwInterop -v
+	if os.Getenv("IWKIT_SIW_INTEROP") == "" {
+		t.Skip("siw interop is opt-in (IWKIT_SIW_INTEROP=1): a variant crashed the guest's iw_cm in CI")
+	}
 	run, skip := siwPeer(t)
 	if skip != "" {
 		t.Skip(skip)
