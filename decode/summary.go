@@ -139,19 +139,7 @@ func (s *Segment) appendSummary(b []byte, err error, ulpduLen uint16) []byte {
 		if t.HasDDP {
 			b = append(b, " blames "...)
 			b = append(b, ParseRDMAPControl(t.TermDDP.RsvdULP).Opcode.Short()...)
-			if t.TermDDP.Tagged {
-				b = append(b, " stag "...)
-				b = appendHex(b, uint64(t.TermDDP.STag))
-				b = append(b, " to "...)
-				b = appendHex(b, t.TermDDP.TO)
-			} else {
-				b = append(b, " qn "...)
-				b = appendDec(b, uint64(t.TermDDP.QN))
-				b = append(b, " msn "...)
-				b = appendDec(b, uint64(t.TermDDP.MSN))
-				b = append(b, " mo "...)
-				b = appendDec(b, uint64(t.TermDDP.MO))
-			}
+			b = t.TermDDP.appendPosition(b)
 		}
 	case OpAtomicRequest:
 		a := &s.AtomicRequest
@@ -178,19 +166,7 @@ func (s *Segment) appendSummary(b []byte, err error, ulpduLen uint16) []byte {
 			b = append(b, " inval "...)
 			b = appendHex(b, uint64(s.InvalidateSTag))
 		}
-		if d.Tagged {
-			b = append(b, " stag "...)
-			b = appendHex(b, uint64(d.STag))
-			b = append(b, " to "...)
-			b = appendHex(b, d.TO)
-		} else {
-			b = append(b, " qn "...)
-			b = appendDec(b, uint64(d.QN))
-			b = append(b, " msn "...)
-			b = appendDec(b, uint64(d.MSN))
-			b = append(b, " mo "...)
-			b = appendDec(b, uint64(d.MO))
-		}
+		b = d.appendPosition(b)
 		b = append(b, " len "...)
 		b = appendDec(b, uint64(len(s.Payload)))
 	}
@@ -201,4 +177,21 @@ func (s *Segment) appendSummary(b []byte, err error, ulpduLen uint16) []byte {
 		b = append(b, " pre-IETF"...)
 	}
 	return b
+}
+
+// appendPosition writes where a DDP segment belongs: " stag S to T" for
+// tagged, " qn Q msn M mo O" for untagged (RFC 5041 §4.2-4.3).
+func (d *DDPHeader) appendPosition(b []byte) []byte {
+	if d.Tagged {
+		b = append(b, " stag "...)
+		b = appendHex(b, uint64(d.STag))
+		b = append(b, " to "...)
+		return appendHex(b, d.TO)
+	}
+	b = append(b, " qn "...)
+	b = appendDec(b, uint64(d.QN))
+	b = append(b, " msn "...)
+	b = appendDec(b, uint64(d.MSN))
+	b = append(b, " mo "...)
+	return appendDec(b, uint64(d.MO))
 }
