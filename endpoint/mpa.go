@@ -139,6 +139,18 @@ func (c *Conn) RemoteAddr() net.Addr { return c.c.RemoteAddr() }
 // wait for the peer's FIN) and waits until the QP is done.
 func (c *Conn) Close() error {
 	qp := c.qp
+	// Let posted work drain first (RDMAP has no graceful close of its own;
+	// closing with work outstanding would be a Bad Close and a reset).
+	end := time.Now().Add(qp.attr.DrainTimeout)
+	for time.Now().Before(end) {
+		qp.mu.Lock()
+		busy := qp.state == StateRTS && (len(qp.sq) > 0 || qp.irrqBusy > 0 || len(qp.irrq) > 0)
+		qp.mu.Unlock()
+		if !busy {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
 	if qp.State() == StateRTS {
 		qp.Modify(StateClosing)
 	}

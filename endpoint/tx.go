@@ -112,7 +112,6 @@ func (qp *QP) txLoop(s *stream) {
 	for {
 		b.reset()
 		doneSQ = doneSQ[:0]
-		resps := 0
 		stopAfter := false
 	fill:
 		for b.bytes < 1<<20 && len(b.bufs) < 768 {
@@ -136,7 +135,12 @@ func (qp *QP) txLoop(s *stream) {
 				parts = append(parts[:0], r.src)
 				scratch = qp.emitTagged(s, &b, decode.OpReadResponse, r.req.SinkSTag, r.req.SinkTO, parts, uint64(len(r.src)), scratch)
 				qp.cnt.txReadResps.Add(1)
-				resps++
+				// The IRD slot is free once the response is committed to
+				// the stream: the peer can only reuse it after receiving
+				// the response, which follows this point.
+				qp.mu.Lock()
+				qp.irrqBusy--
+				qp.mu.Unlock()
 			case tkSQ:
 				w := it.wqe
 				var err error
@@ -161,7 +165,6 @@ func (qp *QP) txLoop(s *stream) {
 					w.done = true
 				}
 			}
-			qp.irrqBusy -= resps
 			qp.completeSQLocked()
 			qp.unlock()
 		}

@@ -1,10 +1,12 @@
 package rping
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -59,7 +61,40 @@ func siwPeer(t *testing.T) (run string, skip string) {
 			// Idempotent: well under a second when the image is current.
 			t.Logf("siw peer: running %s/build.sh", dir)
 			cmd := exec.Command(filepath.Join(dir, "build.sh"))
-			out, err := cmd.CombinedOutput()
+			// Watch the console: a guest kernel oops (siw or iw_cm) ends the run at
+			// once instead of leaving the rest to time out.
+			pr, pw := io.Pipe()
+			cmd.Stdout, cmd.Stderr = pw, pw
+			var out []byte
+			var oops string
+			scanDone := make(chan struct{})
+			go func() {
+				defer close(scanDone)
+				sc := bufio.NewScanner(pr)
+				sc.Buffer(make([]byte, 64<<10), 1<<20)
+				variant := ""
+				for sc.Scan() {
+					line := sc.Text()
+					out = append(append(out, line...), '\n')
+					if strings.HasPrefix(line, "=== VARIANT ") {
+						variant = strings.Fields(line)[2]
+					}
+					if oops == "" && guestOops.MatchString(line) {
+						oops = fmt.Sprintf("guest kernel oops during variant %q: %s", variant, line)
+						syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+					}
+				}
+				io.Copy(io.Discard, pr)
+			}()
+			err := cmd.Start()
+			if err == nil {
+				err = cmd.Wait()
+			}
+			pw.Close()
+			<-scanDone
+			if oops != "" {
+				t.Errorf("%s\n%s", oops, tail(out, 3000))
+			}
 			if err != nil && !ready() {
 				return "", fmt.Sprintf("siw peer image cannot be built here: build.sh: %v\n%s", err, tail(out, 1500))
 			}
@@ -70,6 +105,9 @@ func siwPeer(t *testing.T) (run string, skip string) {
 	}
 	return filepath.Join(dir, "run"), ""
 }
+
+// guestOops matches the console lines of a guest kernel crash.
+var guestOops = regexp.MustCompile(`\] (BUG:|Oops|kernel BUG|general protection fault|Kernel panic|RIP: 0010:)`)
 
 func tail(b []byte, n int) string {
 	if len(b) > n {
@@ -312,7 +350,40 @@ echo "=== END %s"
 	// run starts qemu under timeout: on cancel, end the whole group.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	out, err := cmd.CombinedOutput()
+	// Watch the console: a guest kernel oops (siw or iw_cm) ends the run at
+	// once instead of leaving the rest to time out.
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	var out []byte
+	var oops string
+	scanDone := make(chan struct{})
+	go func() {
+		defer close(scanDone)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		variant := ""
+		for sc.Scan() {
+			line := sc.Text()
+			out = append(append(out, line...), '\n')
+			if strings.HasPrefix(line, "=== VARIANT ") {
+				variant = strings.Fields(line)[2]
+			}
+			if oops == "" && guestOops.MatchString(line) {
+				oops = fmt.Sprintf("guest kernel oops during variant %q: %s", variant, line)
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	err = cmd.Start()
+	if err == nil {
+		err = cmd.Wait()
+	}
+	pw.Close()
+	<-scanDone
+	if oops != "" {
+		t.Errorf("%s\n%s", oops, tail(out, 3000))
+	}
 	close(vmDone)
 	wg.Wait()
 	t.Logf("VM run: %v in %v", err, time.Since(start).Round(time.Second))
