@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 	"time"
 
@@ -432,5 +433,48 @@ func TestModifyTerminate(t *testing.T) {
 	}
 	if err := sv.qp.Modify(StateIdle); err != nil {
 		t.Fatalf("Error → Idle: %v", err)
+	}
+}
+
+// MPA-18: markers negotiated toward the endpoint (its Reply has M) must
+// point at their FPDU; a wrong FPDUPTR is MPA error 3. A correct stream with
+// markers is accepted.
+func TestMarkerChecks(t *testing.T) {
+	for _, bad := range []bool{false, true} {
+		var e env
+		r, sv, rep := rawClient(t, Config{Markers: true}, v2Req(false, false), QPAttr{}, func(sv *side) {
+			stdPrep(&e, 1)(sv)
+			big, _ := sv.reg(t, 2000, AccessAll)
+			sv.qp.PostRecv(RecvWR{WRID: 7, SGL: []SGE{big.SGE(0, 2000)}})
+		})
+		if !rep.Markers {
+			t.Fatal("Reply without M")
+		}
+		var b []byte
+		pos := uint32(0)
+		b, pos = decode.AppendFPDUWithMarkers(b, pos, 0, untagged(decode.OpSend, 0, 1, 0, true, make([]byte, 40)).Append(nil), false)
+		start := len(b)
+		b, _ = decode.AppendFPDUWithMarkers(b, pos, 0, untagged(decode.OpSend, 0, 2, 0, true, make([]byte, 1000)).Append(nil), false)
+		if bad {
+			// The first marker inside the second FPDU sits at stream offset 512.
+			if start >= 512 || binary.BigEndian.Uint16(b[514:]) == 0 {
+				t.Fatalf("test setup: second FPDU at %d", start)
+			}
+			b[515] ^= 0x10
+		}
+		r.write(b)
+		if bad {
+			r.expectTerminate(2, 0, 0x03)
+			r.c.Close()
+			waitDone(t, sv.qp, StateError)
+			if sv.qp.Counters().MarkerErrors != 1 {
+				t.Fatal("marker error not counted")
+			}
+		} else {
+			sv.waitOK(t, OpRecv)
+			if wc := sv.waitOK(t, OpRecv); wc.ByteLen != 1000 {
+				t.Fatalf("%+v", wc)
+			}
+		}
 	}
 }
