@@ -61,40 +61,7 @@ func siwPeer(t *testing.T) (run string, skip string) {
 			// Idempotent: well under a second when the image is current.
 			t.Logf("siw peer: running %s/build.sh", dir)
 			cmd := exec.Command(filepath.Join(dir, "build.sh"))
-			// Watch the console: a guest kernel oops (siw or iw_cm) ends the run at
-			// once instead of leaving the rest to time out.
-			pr, pw := io.Pipe()
-			cmd.Stdout, cmd.Stderr = pw, pw
-			var out []byte
-			var oops string
-			scanDone := make(chan struct{})
-			go func() {
-				defer close(scanDone)
-				sc := bufio.NewScanner(pr)
-				sc.Buffer(make([]byte, 64<<10), 1<<20)
-				variant := ""
-				for sc.Scan() {
-					line := sc.Text()
-					out = append(append(out, line...), '\n')
-					if strings.HasPrefix(line, "=== VARIANT ") {
-						variant = strings.Fields(line)[2]
-					}
-					if oops == "" && guestOops.MatchString(line) {
-						oops = fmt.Sprintf("guest kernel oops during variant %q: %s", variant, line)
-						syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-					}
-				}
-				io.Copy(io.Discard, pr)
-			}()
-			err := cmd.Start()
-			if err == nil {
-				err = cmd.Wait()
-			}
-			pw.Close()
-			<-scanDone
-			if oops != "" {
-				t.Errorf("%s\n%s", oops, tail(out, 3000))
-			}
+			out, err := cmd.CombinedOutput()
 			if err != nil && !ready() {
 				return "", fmt.Sprintf("siw peer image cannot be built here: build.sh: %v\n%s", err, tail(out, 1500))
 			}
@@ -129,6 +96,8 @@ type siwVariant struct {
 	// "fail" = siw cannot do it and the connection must not complete;
 	// "any" = record what happens.
 	expectCl, expectSv string
+	guestTimeout       int  // seconds for the guest's rping commands (25)
+	mayCrash           bool // siw may oops on this path: record it, do not fail
 }
 
 type hostResult struct {
@@ -142,7 +111,9 @@ type hostResult struct {
 var siwVariants = []siwVariant{
 	{name: "v2", params: "2 N N", client: endpoint.Config{}, server: endpoint.Config{}, expectCl: "ok", expectSv: "ok"},
 	{name: "v2-crc", params: "2 Y N", client: endpoint.Config{CRC: true}, server: endpoint.Config{CRC: true}, expectCl: "ok", expectSv: "ok"},
-	// CRC MUST be used when the peer asks: we do not ask, siw requires it.
+	// CRC MUST be used when the peer asks: we do not ask, siw requires it
+	// (as Initiator it sets C; as Responder siw 6.1 does not force C into
+	// its Reply, so that direction runs without CRC).
 	{name: "v2-crc-siw-asks", params: "2 Y N", client: endpoint.Config{}, server: endpoint.Config{}, expectCl: "ok", expectSv: "ok"},
 	// We ask for CRC, siw does not require it.
 	{name: "v2-crc-we-ask", params: "2 N N", client: endpoint.Config{CRC: true}, server: endpoint.Config{CRC: true}, expectCl: "ok", expectSv: "ok"},
@@ -150,18 +121,26 @@ var siwVariants = []siwVariant{
 	{name: "v2-p2p-crc", params: "2 Y Y", client: endpoint.Config{PeerToPeer: true, CRC: true}, server: endpoint.Config{PeerToPeer: true, CRC: true}, expectCl: "ok", expectSv: "ok"},
 	// Our client offers only the Read RTR, our server accepts only Read.
 	{name: "v2-p2p-read-rtr", params: "2 N Y", client: endpoint.Config{PeerToPeer: true, RTR: endpoint.RTRRead}, server: endpoint.Config{PeerToPeer: true, RTR: endpoint.RTRRead}, expectCl: "ok", expectSv: "ok"},
+	// MPA Rev 1: no IRD/ORD exchange. rping -c (siw Initiator) against our
+	// server works; siw as Responder leaves its ORD at 0, so rping -s
+	// cannot post its RDMA Read ("post send error", as in siw↔siw).
+	{name: "v1", params: "1 N N", client: endpoint.Config{Rev: 1}, server: endpoint.Config{Rev: 1}, expectCl: "fail", expectSv: "ok"},
+	{name: "v1-crc", params: "1 Y N", client: endpoint.Config{Rev: 1, CRC: true}, server: endpoint.Config{Rev: 1, CRC: true}, expectCl: "fail", expectSv: "ok"},
+	// siw rejects markers (siw_proc_mpareq: "MPA Markers: currently not
+	// supported"): our Request with M gets a rejecting Reply; siw as
+	// Initiator gives up on our Reply with M.
+	{name: "v2-markers", params: "2 N N", client: endpoint.Config{Markers: true}, server: endpoint.Config{Markers: true}, expectCl: "fail", expectSv: "fail", guestTimeout: 8},
 	// Only the zero-length Send RTR, which siw does not implement: siw's
 	// Reply names Write only (we then send Terminate 0x2/0x0/0x07), and
-	// siw as Initiator answers our Send-only Reply with a Terminate.
-	{name: "v2-p2p-send-rtr", params: "2 N Y", client: endpoint.Config{PeerToPeer: true, RTR: endpoint.RTRSend}, server: endpoint.Config{PeerToPeer: true, RTR: endpoint.RTRSend}, expectCl: "fail", expectSv: "fail"},
-	{name: "v1", params: "1 N N", client: endpoint.Config{Rev: 1}, server: endpoint.Config{Rev: 1}, expectCl: "any", expectSv: "any"},
-	{name: "v1-crc", params: "1 Y N", client: endpoint.Config{Rev: 1, CRC: true}, server: endpoint.Config{Rev: 1, CRC: true}, expectCl: "any", expectSv: "any"},
-	// siw rejects markers (siw_proc_mpareq: "MPA Markers: currently not supported").
-	{name: "v2-markers", params: "2 N N", client: endpoint.Config{Markers: true}, server: endpoint.Config{Markers: true}, expectCl: "fail", expectSv: "any"},
+	// siw as Initiator answers our Send-only Reply with a Terminate. Last:
+	// on that path siw 6.1 sometimes trips "kernel BUG at
+	// drivers/infiniband/core/iwcm.c:969" (a second CONNECT_REPLY upcall),
+	// which ends the VM.
+	{name: "v2-p2p-send-rtr", params: "2 N Y", client: endpoint.Config{PeerToPeer: true, RTR: endpoint.RTRSend}, server: endpoint.Config{PeerToPeer: true, RTR: endpoint.RTRSend}, expectCl: "fail", expectSv: "fail", guestTimeout: 8, mayCrash: true},
 }
 
 const (
-	siwPings = 20
+	siwPings = 100
 	siwSize  = 100
 	// The guest says "ready <i>" on this port once rping -s of variant i
 	// listens; rping -s of variant i listens on 7500+i, rping -c of
@@ -186,13 +165,12 @@ func TestSiwInterop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("siw interop boots a VM; skipped in -short mode")
 	}
-	// Opt-in for now: in a CI run on 2026-11-22 one of the variants oopsed
-	// the guest kernel (BUG in iw_cm cm_work_handler), and the test then
-	// waited for the VM's 25-minute limit. Until the variant is found and
-	// the test stops on a guest oops, run it by hand:
-	//   IWKIT_SIW_INTEROP=1 go test ./endpoint/rping -run SiwInterop -v
-	if os.Getenv("IWKIT_SIW_INTEROP") == "" {
-		t.Skip("siw interop is opt-in (IWKIT_SIW_INTEROP=1): a variant crashed the guest's iw_cm in CI")
+	// IWKIT_SIW_INTEROP=0 turns the test off by hand. It runs by default:
+	// a guest kernel oops ends the VM at once (and is a failure unless the
+	// variant is known to trip siw), and the run stays inside go test's
+	// deadline.
+	if os.Getenv("IWKIT_SIW_INTEROP") == "0" {
+		t.Skip("IWKIT_SIW_INTEROP=0")
 	}
 	run, skip := siwPeer(t)
 	if skip != "" {
@@ -229,6 +207,10 @@ func TestSiwInterop(t *testing.T) {
 		"-g", fmt.Sprintf("%d:%d", ctlGuestPort, ctl.Addr().(*net.TCPAddr).Port)}
 	for i, v := range variants {
 		gs, gc := 7500+i, 7400+i
+		gt := v.guestTimeout
+		if gt == 0 {
+			gt = 25
+		}
 		l, err := endpoint.Listen(context.Background(), "tcp", "127.0.0.1:0", &v.server)
 		if err != nil {
 			t.Fatal(err)
@@ -239,10 +221,10 @@ func TestSiwInterop(t *testing.T) {
 		args = append(args, "-f", fmt.Sprintf("%d:%d", fwd[i], gs), "-g", fmt.Sprintf("%d:%d", gc, l.Addr().(*net.TCPAddr).Port))
 		fmt.Fprintf(&script, `set_params %s
 echo "=== VARIANT %s params: $(for p in mpa_version mpa_crc_required peer_to_peer; do printf '%%s=%%s ' $p $(cat $P/$p); done)"
-timeout 25 rping -s -a 10.0.2.15 -p %d -C %d -S %d -v -V > /tmp/s%d.log 2>&1 & SP=$!
+timeout %d rping -s -a 10.0.2.15 -p %d -C %d -S %d -v -V > /tmp/s%d.log 2>&1 & SP=$!
 for k in $(seq 100); do ss -ltn | grep -q ":%d " && break; sleep 0.1; done
 echo "ready %d" > /dev/tcp/10.0.2.100/%d
-timeout 25 rping -c -a 10.0.2.100 -p %d -C %d -S %d -v -V > /tmp/c%d.log 2>&1; CRC=$?
+timeout %d rping -c -a 10.0.2.100 -p %d -C %d -S %d -v -V > /tmp/c%d.log 2>&1; CRC=$?
 wait $SP; SRC=$?
 echo "=== RESULT %s server_rc=$SRC client_rc=$CRC t=${SECONDS}s"
 echo "--- rping -s"; tail -n 6 /tmp/s%d.log
@@ -250,7 +232,7 @@ echo "--- rping -c"; tail -n 6 /tmp/c%d.log
 echo "--- dmesg"; dmesg | grep -i siw | tail -n 4; dmesg -C
 echo "=== END %s"
 `, v.params, v.name,
-			gs, siwPings, siwSize, i, gs, i, ctlGuestPort, gc, siwPings, siwSize, i, v.name, i, i, v.name)
+			gt, gs, siwPings, siwSize, i, gs, i, ctlGuestPort, gt, gc, siwPings, siwSize, i, v.name, i, i, v.name)
 	}
 	args = append(args, script.String())
 
@@ -355,7 +337,7 @@ echo "=== END %s"
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	var out []byte
-	var oops string
+	var oops, oopsVariant string
 	scanDone := make(chan struct{})
 	go func() {
 		defer close(scanDone)
@@ -369,7 +351,7 @@ echo "=== END %s"
 				variant = strings.Fields(line)[2]
 			}
 			if oops == "" && guestOops.MatchString(line) {
-				oops = fmt.Sprintf("guest kernel oops during variant %q: %s", variant, line)
+				oops, oopsVariant = fmt.Sprintf("guest kernel oops during variant %q: %s", variant, line), variant
 				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			}
 		}
@@ -381,13 +363,19 @@ echo "=== END %s"
 	}
 	pw.Close()
 	<-scanDone
-	if oops != "" {
+	crashOK := false
+	for _, v := range variants {
+		crashOK = crashOK || v.name == oopsVariant && v.mayCrash
+	}
+	if oops != "" && !crashOK {
 		t.Errorf("%s\n%s", oops, tail(out, 3000))
+	} else if oops != "" {
+		t.Logf("siw answered with a kernel BUG (a known siw/iw_cm defect on this path): %s", oops)
 	}
 	close(vmDone)
 	wg.Wait()
 	t.Logf("VM run: %v in %v", err, time.Since(start).Round(time.Second))
-	if err != nil && !bytes.Contains(out, []byte("=== END")) {
+	if err != nil && !bytes.Contains(out, []byte("=== END")) && !crashOK {
 		t.Fatalf("siw VM failed: %v\n%s", err, tail(out, 4000))
 	}
 	text := string(out)
