@@ -148,13 +148,15 @@ const (
 	ctlGuestPort = 7399
 )
 
-// freePort finds a free host TCP port for a qemu hostfwd.
-func freePort(t *testing.T) int {
+// reservePort finds a free host TCP port for a qemu hostfwd and holds it
+// until release is called (just before qemu binds it), so that no two
+// reservations and no other listener of the test get the same port.
+func reservePort(t *testing.T, held *[]net.Listener) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	*held = append(*held, l)
 	return l.Addr().(*net.TCPAddr).Port
 }
 
@@ -202,6 +204,7 @@ func TestSiwInterop(t *testing.T) {
 	}
 	defer ctl.Close()
 	listeners := make([]*endpoint.Listener, len(variants))
+	var held []net.Listener
 	fwd := make([]int, len(variants))
 	args := []string{"-t", fmt.Sprint(int((budget - 40*time.Second).Seconds())), "-o", t.TempDir(),
 		"-g", fmt.Sprintf("%d:%d", ctlGuestPort, ctl.Addr().(*net.TCPAddr).Port)}
@@ -217,7 +220,7 @@ func TestSiwInterop(t *testing.T) {
 		}
 		defer l.Close()
 		listeners[i] = l
-		fwd[i] = freePort(t)
+		fwd[i] = reservePort(t, &held)
 		args = append(args, "-f", fmt.Sprintf("%d:%d", fwd[i], gs), "-g", fmt.Sprintf("%d:%d", gc, l.Addr().(*net.TCPAddr).Port))
 		fmt.Fprintf(&script, `set_params %s
 echo "=== VARIANT %s params: $(for p in mpa_version mpa_crc_required peer_to_peer; do printf '%%s=%%s ' $p $(cat $P/$p); done)"
@@ -357,6 +360,9 @@ echo "=== END %s"
 		}
 		io.Copy(io.Discard, pr)
 	}()
+	for _, l := range held {
+		l.Close()
+	}
 	err = cmd.Start()
 	if err == nil {
 		err = cmd.Wait()
