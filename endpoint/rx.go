@@ -95,7 +95,6 @@ func (qp *QP) rxRun(s *stream) error {
 		if err != nil {
 			return qp.llpEnd(err, false)
 		}
-		s.bigFPDUs = seg.ulen >= 16<<10
 		qp.cnt.rxFPDUs.Add(1)
 		qp.cnt.rxOctets.Add(uint64(decode.FPDULen(seg.ulen)))
 		// An FPDU with a bad CRC or marker is invalid as a whole: that is the

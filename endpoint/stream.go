@@ -30,7 +30,6 @@ type stream struct {
 	fpduStart uint32
 	markerBad bool
 	scratch   []byte
-	bigFPDUs  bool // the last FPDU carried a large payload
 
 	// send side (send engine only)
 	txPos uint32
@@ -53,14 +52,7 @@ func (s *stream) fill() error {
 		s.rw = copy(s.rbuf, s.rbuf[s.rr:s.rw])
 		s.rr = 0
 	}
-	// After a large FPDU the next is likely large too: read little into the
-	// buffer so that its payload goes straight from the socket into
-	// registered memory instead of through the buffer.
-	end := len(s.rbuf)
-	if s.bigFPDUs {
-		end = min(end, s.rw+4096)
-	}
-	n, err := s.c.Read(s.rbuf[s.rw:end])
+	n, err := s.c.Read(s.rbuf[s.rw:])
 	if n > 0 {
 		if s.tap != nil {
 			s.tap.recv(s.rbuf[s.rw : s.rw+n])
