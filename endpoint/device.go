@@ -223,11 +223,13 @@ func (mr *MR) Valid() bool {
 	return mr.valid
 }
 
-// Sync hands the region's memory over to the engine: the application's
-// writes before Sync happen before any later remote access (a peer's RDMA
-// Read, a Read Response or Write placed into it), and its reads before Sync
-// happen before the engine overwrites the memory. Completions give the
-// other direction. Go's memory model needs this edge because the remote
+// Sync hands the region's memory over between the application and the
+// engine: the application's writes before Sync happen before any later
+// remote access (a peer's RDMA Read, a Read Response or Write placed into
+// it), its reads before Sync happen before the engine overwrites the memory,
+// and the engine's reads for RDMA Read Responses already sent happen before
+// the application's accesses after Sync. Completions of the local work
+// requests give the rest. Go's memory model needs this edge because the remote
 // access is triggered by a peer over the network, which the model cannot
 // see; without it, go test -race reports application accesses to memory
 // exposed for RDMA.

@@ -58,6 +58,7 @@ type orqEntry struct {
 type irrqEntry struct {
 	req decode.ReadRequest
 	src []byte
+	mr  *MR
 }
 
 // Counters are a QP's traffic counters.

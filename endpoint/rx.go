@@ -517,14 +517,14 @@ func (qp *QP) rxDeliver(s *stream, seg *rxSeg, tbuf []byte) *fault {
 		if rr.Size > 0 {
 			// RDMAP protection checks on the Data Source (RFC 5040 §7.2,
 			// V00 Fig. 24); a zero-size Read is not validated (§5.2.1).
-			_, b, ae := qp.dev.lookup(STag(rr.SrcSTag), qp.pd, AccessRemoteRead, rr.SrcTO, uint64(rr.Size))
+			mr, b, ae := qp.dev.lookup(STag(rr.SrcSTag), qp.pd, AccessRemoteRead, rr.SrcTO, uint64(rr.Size))
 			if ae != accOK {
 				code := map[accessErr]uint8{accInvalidSTag: 0x00, accBounds: 0x01, accRights: 0x02, accPD: 0x03, accWrap: 0x04}[ae]
 				f := ddpFault(decode.TermLayerRDMAP, 1, code, "Read Request source STag 0x%08x TO 0x%x size %d: %v", rr.SrcSTag, rr.SrcTO, rr.Size, ae)
 				f.rdma = true
 				return f
 			}
-			e.src = b
+			e.src, e.mr = b, mr
 		}
 		qp.mu.Lock()
 		qp.irrq = append(qp.irrq, e)

@@ -105,6 +105,7 @@ func (qp *QP) txLoop(s *stream) {
 	var (
 		b       txBatch
 		doneSQ  []*sqe
+		served  []*MR
 		parts   [][]byte
 		scratch [][]byte
 	)
@@ -112,6 +113,8 @@ func (qp *QP) txLoop(s *stream) {
 	for {
 		b.reset()
 		doneSQ = doneSQ[:0]
+		clear(served)
+		served = served[:0]
 		stopAfter := false
 	fill:
 		for b.bytes < 1<<20 && len(b.bufs) < 768 {
@@ -135,6 +138,9 @@ func (qp *QP) txLoop(s *stream) {
 				parts = append(parts[:0], r.src)
 				scratch = qp.emitTagged(s, &b, decode.OpReadResponse, r.req.SinkSTag, r.req.SinkTO, parts, uint64(len(r.src)), scratch)
 				qp.cnt.txReadResps.Add(1)
+				if r.mr != nil {
+					served = append(served, r.mr)
+				}
 				// The IRD slot is free once the response is committed to
 				// the stream: the peer can only reuse it after receiving
 				// the response, which follows this point.
@@ -159,6 +165,9 @@ func (qp *QP) txLoop(s *stream) {
 				return
 			}
 			qp.cnt.txOctets.Add(uint64(b.bytes))
+			for _, mr := range served {
+				mr.sync.Add(1) // our reads of it happen before the owner's next Sync
+			}
 			qp.mu.Lock()
 			for _, w := range doneSQ {
 				if !w.done {

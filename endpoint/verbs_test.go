@@ -35,6 +35,7 @@ func TestManyConnections(t *testing.T) {
 			smr, sbuf := sv.reg(t, n, AccessAll)
 			kmr, kbuf := cl.reg(t, n, AccessAll)
 			for round := 0; round < 5; round++ {
+				smr.Sync()
 				fillRand(cbuf, uint64(i*100+round))
 				fillRand(sbuf, uint64(i*100+round+50))
 				smr.Sync()
@@ -44,8 +45,11 @@ func TestManyConnections(t *testing.T) {
 				smr.Sync()
 				cl.qp.PostSend(SendWR{WRID: 2, Opcode: OpWrite, SGL: []SGE{cmr.SGE(0, n)}, RemoteAddr: smr.Addr(), RKey: smr.STag()})
 				sv.qp.PostRecv(RecvWR{WRID: 3, SGL: []SGE{kmr.SGE(0, 0)}})
-				cl.qp.PostSend(SendWR{WRID: 4, Opcode: OpSend})
+				cl.qp.PostSend(SendWR{WRID: 4, Opcode: OpSend, Signaled: true})
 				sv.waitOK(t, OpRecv)
+				// The signaled Send completing retires the unsignaled Write
+				// before it: cbuf may be reused.
+				cl.waitOK(t, OpSend)
 				mustEqual(t, "write", sbuf, cbuf)
 			}
 		}(i)
@@ -226,6 +230,11 @@ func TestZeroBasedRegion(t *testing.T) {
 	cl.waitOK(t, OpWrite)
 	cl.qp.PostSend(SendWR{Opcode: OpRead, Signaled: true, SGL: []SGE{cmr.SGE(0, 4000)}, RemoteAddr: 1000, RKey: smr.STag()})
 	cl.waitOK(t, OpRead)
+	// A Send tells the server the Write is placed.
+	rmr, _ := sv.reg(t, 8, AccessAll)
+	sv.qp.PostRecv(RecvWR{SGL: []SGE{rmr.SGE(0, 8)}})
+	cl.qp.PostSend(SendWR{Opcode: OpSend})
+	sv.waitOK(t, OpRecv)
 	mustEqual(t, "zero-based", sbuf[1000:5000], cbuf[:4000])
 }
 
