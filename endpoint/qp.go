@@ -116,12 +116,15 @@ type QP struct {
 	remoteFin bool
 	evq       []AsyncEvent
 
-	s      *stream
-	conn   *Conn
-	kick   chan struct{}
-	stop   chan struct{}
-	done   chan struct{}
-	txDone chan struct{}
+	s        *stream
+	conn     *Conn
+	txMu     sync.Mutex
+	txs      txState
+	lastPost time.Time
+	kick     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	txDone   chan struct{}
 
 	// engine-only state (send engine: sendMSN; receive engine: the rest)
 	sendMSN [2]uint32 // next MSN on QN 0 and QN 1
@@ -282,6 +285,12 @@ func (qp *QP) kickTx() {
 func (qp *QP) PostSend(wrs ...SendWR) (n int, err error) {
 	qp.mu.Lock()
 	defer qp.unlock()
+	// Inline only when the SQ is idle and posts are not coming in a burst:
+	// a ping-pong posts one WR per round trip, a bandwidth loop posts many
+	// within microseconds and is better served by the engine's batching.
+	now := time.Now()
+	idle := len(qp.sq) == 0 && now.Sub(qp.lastPost) > 30*time.Microsecond
+	qp.lastPost = now
 	for i := range wrs {
 		wr := &wrs[i]
 		if err := qp.checkSendWR(wr); err != nil {
@@ -303,6 +312,15 @@ func (qp *QP) PostSend(wrs ...SendWR) (n int, err error) {
 		w.wr.SGL = nil
 		qp.sq = append(qp.sq, w)
 		n++
+	}
+	// An idle SQ: put the WRs out from this goroutine (latency). With work
+	// in flight the engine batches them into fewer writes (bandwidth).
+	if idle && qp.state == StateRTS && qp.gateOpen && qp.s != nil {
+		s := qp.s
+		qp.unlock()
+		qp.txInline(s)
+		qp.mu.Lock()
+		return n, nil
 	}
 	qp.kickTx()
 	return n, nil
@@ -598,6 +616,7 @@ func (qp *QP) attach(s *stream, c *Conn, initiator bool, rtrOut rtrType, rtrIn u
 	qp.recvMSN = [3]uint32{1, 1, 1}
 	qp.cur = nil
 	qp.orq, qp.irrq, qp.irrqBusy = nil, nil, 0
+	qp.txs = txState{}
 	if rtrOut == rtrRead {
 		qp.orq = append(qp.orq, &orqEntry{})
 	}

@@ -99,89 +99,113 @@ func (qp *QP) nextWorkLocked() txItem {
 	return txItem{}
 }
 
+// txState is the send engine's working state, owned by whoever holds
+// QP.txMu: the engine goroutine, or a PostSend caller that finds the engine
+// idle and puts its WRs on the wire itself (one goroutine hand-off less per
+// message, which is most of a small message's latency).
+type txState struct {
+	b       txBatch
+	doneSQ  []*sqe
+	served  []*MR
+	parts   [][]byte
+	scratch [][]byte
+	closed  bool // the write side is closed: nothing more goes out
+}
+
+// runTx builds and writes one batch of work. It reports whether anything
+// was written, and whether the send engine is done (Terminate sent, close
+// started, or a write failed). The caller holds qp.txMu.
+func (qp *QP) runTx(s *stream) (wrote, done bool) {
+	t := &qp.txs
+	if t.closed {
+		return false, true
+	}
+	b := &t.b
+	b.reset()
+	t.doneSQ = t.doneSQ[:0]
+	clear(t.served)
+	t.served = t.served[:0]
+	stopAfter := false
+fill:
+	for b.bytes < 1<<20 && len(b.bufs) < 768 {
+		qp.mu.Lock()
+		it := qp.nextWorkLocked()
+		qp.unlock()
+		switch it.kind {
+		case tkNone:
+			break fill
+		case tkTerm:
+			qp.emitTerminate(s, b, it.term)
+			stopAfter = true
+			break fill
+		case tkStop:
+			stopAfter = true
+			break fill
+		case tkRTR:
+			qp.emitRTR(s, b, it.rtr)
+		case tkResp:
+			r := it.irr
+			t.parts = append(t.parts[:0], r.src)
+			t.scratch = qp.emitTagged(s, b, decode.OpReadResponse, r.req.SinkSTag, r.req.SinkTO, t.parts, uint64(len(r.src)), t.scratch)
+			qp.cnt.txReadResps.Add(1)
+			if r.mr != nil {
+				t.served = append(t.served, r.mr)
+			}
+			// The IRD slot is free once the response is committed to the
+			// stream: the peer can only reuse it after receiving the
+			// response, which follows this point.
+			qp.mu.Lock()
+			qp.irrqBusy--
+			qp.mu.Unlock()
+		case tkSQ:
+			w := it.wqe
+			var err error
+			t.parts, t.scratch, err = qp.emitWR(s, b, w, t.parts, t.scratch)
+			if err != nil {
+				continue // the failure queued a Terminate
+			}
+			if w.wr.Opcode != OpRead {
+				t.doneSQ = append(t.doneSQ, w)
+			}
+		}
+	}
+	if len(b.bufs) > 0 {
+		if err := s.flush(b); err != nil {
+			t.closed = true
+			qp.txFailed(err)
+			return true, true
+		}
+		qp.cnt.txOctets.Add(uint64(b.bytes))
+		for _, mr := range t.served {
+			mr.sync.Add(1) // our reads of it happen before the owner's next Sync
+		}
+		qp.mu.Lock()
+		for _, w := range t.doneSQ {
+			w.done = true
+		}
+		qp.completeSQLocked()
+		qp.unlock()
+	}
+	if stopAfter {
+		t.closed = true
+		qp.closeWrite(s)
+		return len(b.bufs) > 0, true
+	}
+	return len(b.bufs) > 0, false
+}
+
 // txLoop is the send engine.
 func (qp *QP) txLoop(s *stream) {
 	defer close(qp.txDone)
-	var (
-		b       txBatch
-		doneSQ  []*sqe
-		served  []*MR
-		parts   [][]byte
-		scratch [][]byte
-	)
 	stopping := false
 	for {
-		b.reset()
-		doneSQ = doneSQ[:0]
-		clear(served)
-		served = served[:0]
-		stopAfter := false
-	fill:
-		for b.bytes < 1<<20 && len(b.bufs) < 768 {
-			qp.mu.Lock()
-			it := qp.nextWorkLocked()
-			qp.unlock()
-			switch it.kind {
-			case tkNone:
-				break fill
-			case tkTerm:
-				qp.emitTerminate(s, &b, it.term)
-				stopAfter = true
-				break fill
-			case tkStop:
-				stopAfter = true
-				break fill
-			case tkRTR:
-				qp.emitRTR(s, &b, it.rtr)
-			case tkResp:
-				r := it.irr
-				parts = append(parts[:0], r.src)
-				scratch = qp.emitTagged(s, &b, decode.OpReadResponse, r.req.SinkSTag, r.req.SinkTO, parts, uint64(len(r.src)), scratch)
-				qp.cnt.txReadResps.Add(1)
-				if r.mr != nil {
-					served = append(served, r.mr)
-				}
-				// The IRD slot is free once the response is committed to
-				// the stream: the peer can only reuse it after receiving
-				// the response, which follows this point.
-				qp.mu.Lock()
-				qp.irrqBusy--
-				qp.mu.Unlock()
-			case tkSQ:
-				w := it.wqe
-				var err error
-				parts, scratch, err = qp.emitWR(s, &b, w, parts, scratch)
-				if err != nil {
-					continue // the failure queued a Terminate
-				}
-				if w.wr.Opcode != OpRead {
-					doneSQ = append(doneSQ, w)
-				}
-			}
-		}
-		if len(b.bufs) > 0 {
-			if err := s.flush(&b); err != nil {
-				qp.txFailed(err)
-				return
-			}
-			qp.cnt.txOctets.Add(uint64(b.bytes))
-			for _, mr := range served {
-				mr.sync.Add(1) // our reads of it happen before the owner's next Sync
-			}
-			qp.mu.Lock()
-			for _, w := range doneSQ {
-				if !w.done {
-					w.done = true
-				}
-			}
-			qp.completeSQLocked()
-			qp.unlock()
-		}
-		if stopAfter {
-			qp.closeWrite(s)
+		qp.txMu.Lock()
+		wrote, done := qp.runTx(s)
+		qp.txMu.Unlock()
+		if done {
 			return
 		}
-		if len(b.bufs) > 0 {
+		if wrote {
 			continue
 		}
 		if stopping {
@@ -192,6 +216,19 @@ func (qp *QP) txLoop(s *stream) {
 		case <-qp.stop:
 			stopping = true
 		}
+	}
+}
+
+// txInline runs the send engine in the caller's goroutine when it is idle.
+func (qp *QP) txInline(s *stream) {
+	if !qp.txMu.TryLock() {
+		qp.kickTx()
+		return
+	}
+	wrote, done := qp.runTx(s)
+	qp.txMu.Unlock()
+	if wrote || done {
+		qp.kickTx() // the engine picks up anything left, or notices the end
 	}
 }
 
