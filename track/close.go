@@ -110,7 +110,7 @@ func (c *conn) finalize() {
 	for i := range c.reads {
 		dir := Dir(i)
 		q := &c.reads[dir]
-		first, count, beforeFIN := 0, 0, 0
+		first, count, beforeFIN, zero := 0, 0, 0, 0
 		fin := &c.fin[dir]
 		for k := 0; k < q.n; k++ {
 			r := q.at(k)
@@ -121,6 +121,9 @@ func (c *conn) finalize() {
 				first = r.frame
 			}
 			count++
+			if r.rr.Size == 0 {
+				zero++
+			}
 			if fin.seen && fin.kind == CloseFIN && r.seq < fin.readSeq {
 				beforeFIN++
 			}
@@ -147,7 +150,11 @@ func (c *conn) finalize() {
 			c.finding(CodeBadLLPClose, dir, &at, first, "the %s sent FIN with %d Read Request(s) unanswered (the oldest: frame %d): the peer's inbound Read queue was not empty, a 'Bad LLP Close' answered by Terminate 0x0/0x2/0x07 (V00 §6.2)", dir.Sender(), beforeFIN, first)
 		case count > 0:
 			at := At{Conn: c.id, Dir: dir, Frame: first}
-			c.finding(CodeRequestUnanswered, dir, &at, 0, "%d Read Request(s) from the %s never answered in the capture (the oldest: frame %d); a Read of size 0 still needs its zero-length Read Response (RFC 5040 §5.2.1)", count, dir.Sender(), first)
+			why := "every Read Request gets a Read Response (RFC 5040 §5.2.1)"
+			if zero > 0 {
+				why = fmt.Sprintf("%d of them of size 0, which still need a zero-length Read Response (RFC 5040 §5.2.1)", zero)
+			}
+			c.finding(CodeRequestUnanswered, dir, &at, 0, "%d Read Request(s) from the %s never answered in the capture (the oldest: frame %d); %s", count, dir.Sender(), first, why)
 		}
 		if acount > 0 {
 			at := At{Conn: c.id, Dir: dir, Frame: afirst}
