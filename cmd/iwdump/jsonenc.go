@@ -1,0 +1,164 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/iwkit/iwkit/decode"
+)
+
+// The NDJSON encoding of a PDU's fields: nested objects whose paths are the
+// field table's dotted names (README: "JSON output").
+
+// jsonObj is an object of the nested JSON: "mpa", "rdmap.term", ...
+type jsonObj struct {
+	parent int    // index of the enclosing object; -1 for top level
+	depth  int    // 1 for "mpa"
+	open   string // `,"name":{`
+}
+
+// jsonField is a field of the table with its place in the nesting worked
+// out once.
+type jsonField struct {
+	f   *decode.Field
+	obj int    // enclosing object
+	key string // `"leaf":`
+}
+
+// The field table keeps every dotted prefix contiguous (decode tests check
+// it), so each object opens once. "data", the payload, is left out.
+var jsonObjs, jsonFields = func() ([]jsonObj, []jsonField) {
+	var objs []jsonObj
+	ids := map[string]int{}
+	var obj func(path []string) int
+	obj = func(path []string) int {
+		if len(path) == 0 {
+			return -1
+		}
+		name := strings.Join(path, ".")
+		if id, ok := ids[name]; ok {
+			return id
+		}
+		parent := obj(path[:len(path)-1])
+		objs = append(objs, jsonObj{parent: parent, depth: len(path), open: `,"` + path[len(path)-1] + `":{`})
+		ids[name] = len(objs) - 1
+		return len(objs) - 1
+	}
+	var fields []jsonField
+	fs := decode.Fields()
+	for i := range fs {
+		if fs[i].Name == "data" {
+			continue
+		}
+		parts := strings.Split(fs[i].Name, ".")
+		fields = append(fields, jsonField{f: &fs[i], obj: obj(parts[:len(parts)-1]), key: strconv.Quote(parts[len(parts)-1]) + ":"})
+	}
+	return objs, fields
+}()
+
+// A jsonPlan is the JSON layout for one set of present fields (one
+// decode.Mask): for each field, the octets that go before its value
+// (closing and opening objects, comma, key), and what closes the last
+// object. PDUs of one kind share a plan, so the per-PDU work is appending
+// those octets and the values.
+type jsonPlan struct {
+	fields []int32  // indexes into jsonFields
+	pre    [][]byte // octets before each field's value
+	end    []byte   // closing braces
+}
+
+// jsonPlans caches the plans by mask; there are a few dozen kinds of PDU.
+var jsonPlans = map[decode.Mask]*jsonPlan{}
+
+func planFor(pdu *decode.PDU, m decode.Mask) *jsonPlan {
+	if pl, ok := jsonPlans[m]; ok {
+		return pl
+	}
+	pl := &jsonPlan{}
+	cur := -1 // innermost open object
+	var chain [8]int
+	first := false // the next member is the first of its object
+	for i := range jsonFields {
+		jf := &jsonFields[i]
+		if _, ok := jf.f.GetIn(pdu, m); !ok {
+			continue
+		}
+		var b []byte
+		if jf.obj != cur {
+			for cur != -1 && !encloses(cur, jf.obj) {
+				b = append(b, '}')
+				cur = jsonObjs[cur].parent
+			}
+			n := 0
+			for o := jf.obj; o != cur; o = jsonObjs[o].parent {
+				chain[n] = o
+				n++
+			}
+			for n > 0 {
+				n--
+				b = append(b, jsonObjs[chain[n]].open...)
+				first = true
+			}
+			cur = jf.obj
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, jf.key...)
+		pl.fields = append(pl.fields, int32(i))
+		pl.pre = append(pl.pre, b)
+	}
+	for ; cur != -1; cur = jsonObjs[cur].parent {
+		pl.end = append(pl.end, '}')
+	}
+	if len(jsonPlans) < 4096 { // masks are bounded; this only guards memory
+		jsonPlans[m] = pl
+	}
+	return pl
+}
+
+// appendJSONFields writes the fields p carries as nested members.
+func appendJSONFields(b []byte, pdu *decode.PDU, numeric bool) []byte {
+	m := decode.Present(pdu)
+	pl := planFor(pdu, m)
+	for k, i := range pl.fields {
+		jf := &jsonFields[i]
+		v, _ := jf.f.GetIn(pdu, m)
+		b = append(b, pl.pre[k]...)
+		if numeric && v.Kind == decode.KindEnum {
+			v.Kind = decode.KindUint
+		}
+		switch v.Kind {
+		case decode.KindBool:
+			if v.U != 0 {
+				b = append(b, "true"...)
+			} else {
+				b = append(b, "false"...)
+			}
+		case decode.KindUint:
+			b = strconv.AppendUint(b, v.U, 10)
+		case decode.KindEnum: // static names: plain ASCII, nothing to escape
+			b = append(b, '"')
+			b = append(b, v.S...)
+			b = append(b, '"')
+		case decode.KindString:
+			b = strconv.AppendQuote(b, v.S)
+		case decode.KindBytes:
+			b = append(b, '"')
+			b = jf.f.AppendValue(b, v)
+			b = append(b, '"')
+		}
+	}
+	return append(b, pl.end...)
+}
+
+// encloses reports whether object anc is obj or one of its ancestors.
+func encloses(anc, obj int) bool {
+	for ; obj != -1; obj = jsonObjs[obj].parent {
+		if obj == anc {
+			return true
+		}
+	}
+	return false
+}
