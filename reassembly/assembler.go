@@ -91,6 +91,11 @@ type Config struct {
 	// MaxULPDU rejects candidate FPDUs with a larger ULPDU_Length while
 	// resyncing (default 65535: any).
 	MaxULPDU int
+	// Started, when set, is called as each connection is created (with its
+	// new ID), iWARP or not, before any other event of it. A program that
+	// shards flows over several Assemblers uses it to number connections
+	// globally, in the order a single Assembler would have.
+	Started func(c *Conn)
 }
 
 func (c *Config) defaults() {
@@ -158,6 +163,40 @@ type Stats struct {
 	MaxFlowsReached  uint64
 	IgnoredSegments  uint64 // segments of closed flows (late ACKs, retransmissions)
 	StreamRestartsOK uint64 // 4-tuples reused by a new connection
+}
+
+// Add adds o's counters to s, as for the Assemblers of several shards;
+// MemoryPeak becomes the sum of the peaks (an upper bound).
+func (s *Stats) Add(o Stats) {
+	s.Packets += o.Packets
+	s.PayloadBytes += o.PayloadBytes
+	s.Flows += o.Flows
+	s.IWARPConns += o.IWARPConns
+	s.FlowsActive += o.FlowsActive
+	s.FlowsEvicted += o.FlowsEvicted
+	s.FlowsExpired += o.FlowsExpired
+	s.MPAFrames += o.MPAFrames
+	s.FPDUs += o.FPDUs
+	s.PartialFPDUs += o.PartialFPDUs
+	s.CRCBad += o.CRCBad
+	s.RetransBytes += o.RetransBytes
+	s.InconsistentRetran += o.InconsistentRetran
+	s.OOOSegments += o.OOOSegments
+	s.OOOBytesBuffered += o.OOOBytesBuffered
+	s.Gaps += o.Gaps
+	s.GapBytes += o.GapBytes
+	s.SkippedBytes += o.SkippedBytes
+	s.Resyncs += o.Resyncs
+	s.BudgetGaps += o.BudgetGaps
+	s.NoMemoryBytes += o.NoMemoryBytes
+	s.LateBytes += o.LateBytes
+	s.UntrackedBytes += o.UntrackedBytes
+	s.MemoryInUse += o.MemoryInUse
+	s.MemoryPeak += o.MemoryPeak
+	s.MemoryDenied += o.MemoryDenied
+	s.MaxFlowsReached += o.MaxFlowsReached
+	s.IgnoredSegments += o.IgnoredSegments
+	s.StreamRestartsOK += o.StreamRestartsOK
 }
 
 // Assembler is a flow table with the MPA framers on top. It is not safe for
@@ -238,18 +277,28 @@ func (a *Assembler) FeedFrame(f *pcap.Frame) error {
 func (a *Assembler) Feed(frame int, ts time.Time, p *pcap.Packet) {
 	a.stats.Packets++
 	a.stats.PayloadBytes += uint64(len(p.Payload))
-	if ts.After(a.now) {
-		a.now = ts
-		if a.cfg.IdleTimeout > 0 && a.now.Sub(a.lastExpire) >= time.Second {
-			a.lastExpire = a.now
-			a.Expire(a.now)
-		}
-	}
+	a.Advance(ts)
 	fl, d := a.lookup(frame, ts, p)
 	if fl == nil {
 		return
 	}
 	fl.segment(d, frame, ts, p)
+}
+
+// Advance moves capture time to ts (if later) and, once a second of it,
+// expires idle flows. Feed calls it; a program sharding one capture over
+// several Assemblers calls it with the time of the frames another shard
+// owns, so that every shard expires flows at the frame a single Assembler
+// would have.
+func (a *Assembler) Advance(ts time.Time) {
+	if !ts.After(a.now) {
+		return
+	}
+	a.now = ts
+	if a.cfg.IdleTimeout > 0 && a.now.Sub(a.lastExpire) >= time.Second {
+		a.lastExpire = a.now
+		a.Expire(a.now)
+	}
 }
 
 // Expire closes the flows idle for Config.IdleTimeout before now. Feed calls
@@ -273,11 +322,20 @@ func (a *Assembler) Expire(now time.Time) {
 
 // Flush ends the capture: every flow is closed (CloseEnd) after its missing
 // data is reported and its framers had a last try at the data they hold.
-func (a *Assembler) Flush() {
+func (a *Assembler) Flush() { a.FlushEach(nil) }
+
+// FlushEach is Flush calling before(c) ahead of closing each connection,
+// most recently active first: a sharding program uses it to tell which
+// events belong to which connection, and c.LastFrame to put the shards'
+// connections in the order a single Assembler closes them.
+func (a *Assembler) FlushEach(before func(c *Conn)) {
 	for {
 		fl := a.lru.next
 		if fl == &a.lru {
 			break
+		}
+		if before != nil {
+			before(&fl.c)
 		}
 		a.remove(fl, CloseEnd, 0)
 	}

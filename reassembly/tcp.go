@@ -143,6 +143,9 @@ func (fl *flow) start(src, dst netip.AddrPort, frame int, ts time.Time, p *pcap.
 		fl.c.Addr = [2]netip.AddrPort{dst, src}
 	}
 	fl.c.SYN = p.Flags&pcap.TCPSyn != 0
+	if a.cfg.Started != nil {
+		a.cfg.Started(&fl.c)
+	}
 	fl.s = [2]stream{}
 	fl.closed = false
 	fl.declared = a.ports != nil && (a.ports[src.Port()] || a.ports[dst.Port()])

@@ -324,3 +324,27 @@ func TestPartialFPDU(t *testing.T) {
 		t.Errorf("messages %+v", s.msgs)
 	}
 }
+
+// Two Trackers that each saw one connection report together what one
+// Tracker that saw both would: counts add, latency percentiles come from
+// the merged histograms.
+func TestMergedStats(t *testing.T) {
+	run := func(wait time.Duration) *Tracker {
+		s := newScen(t, Limits{})
+		s.handshake()
+		s.seg(I2R, rreq(1, 0x5500, 0x8000, 100, 0x6600, 0x100))
+		s.now = s.now.Add(wait)
+		s.seg(R2I, readResp(0x5500, 0x8000, 100, true))
+		s.finish()
+		return s.tr
+	}
+	a, b := run(time.Millisecond), run(9*time.Millisecond)
+	m := MergedStats(a, b)
+	sa, sb := a.Stats(), b.Stats()
+	if m.Conns != 2 || m.Dir[I2R].FPDUs != sa.Dir[I2R].FPDUs+sb.Dir[I2R].FPDUs || m.OpsTotal().Reads != 2 {
+		t.Errorf("merged counts %+v", m)
+	}
+	if l := m.ReadLatency; l.Count != 2 || l.Min != sa.ReadLatency.Min || l.Max != sb.ReadLatency.Max || l.P50 > 3*time.Millisecond {
+		t.Errorf("merged latency %+v from %+v and %+v", l, sa.ReadLatency, sb.ReadLatency)
+	}
+}

@@ -254,6 +254,35 @@ func (t *Tracker) Stats() Stats {
 	return s
 }
 
+// MergedStats returns the statistics of several Trackers together, as one
+// Tracker that saw all their connections would give them: a program that
+// shards connections over Trackers (one per goroutine) reports with it.
+// The read latency percentiles come from the merged histograms.
+func MergedStats(ts ...*Tracker) Stats {
+	var s Stats
+	lat := hdrhistogram.New(1, int64(time.Hour), 3)
+	for _, t := range ts {
+		x := t.Stats()
+		s.Conns += x.Conns
+		s.ConnsEvicted += x.ConnsEvicted
+		s.Dir[0].add(&x.Dir[0])
+		s.Dir[1].add(&x.Dir[1])
+		for i := range s.Findings {
+			s.Findings[i] += x.Findings[i]
+		}
+		for i := range s.BySeverity {
+			s.BySeverity[i] += x.BySeverity[i]
+		}
+		s.FindingsSuppressed += x.FindingsSuppressed
+		s.FindingsDropped += x.FindingsDropped
+		s.Overflow.add(&x.Overflow)
+		s.RetainedDropped += x.RetainedDropped
+		lat.Merge(t.latency)
+	}
+	s.ReadLatency = latencyOf(lat)
+	return s
+}
+
 // ConnStats returns the statistics of a live or retained connection.
 func (t *Tracker) ConnStats(id int) (ConnStats, bool) {
 	if c := t.conns[id]; c != nil {
