@@ -96,6 +96,12 @@ type Config struct {
 	// shards flows over several Assemblers uses it to number connections
 	// globally, in the order a single Assembler would have.
 	Started func(c *Conn)
+	// Removing, when set, is called before a connection leaves the table
+	// for reason (CloseIdle, CloseEvicted, CloseEnd), ahead of the events
+	// its closing raises. Idle connections go least recently active first,
+	// at Flush most recently active first: a sharding program uses it to
+	// put the shards' events in the order one Assembler raises them.
+	Removing func(c *Conn, reason CloseReason)
 }
 
 func (c *Config) defaults() {
@@ -322,20 +328,11 @@ func (a *Assembler) Expire(now time.Time) {
 
 // Flush ends the capture: every flow is closed (CloseEnd) after its missing
 // data is reported and its framers had a last try at the data they hold.
-func (a *Assembler) Flush() { a.FlushEach(nil) }
-
-// FlushEach is Flush calling before(c) ahead of closing each connection,
-// most recently active first: a sharding program uses it to tell which
-// events belong to which connection, and c.LastFrame to put the shards'
-// connections in the order a single Assembler closes them.
-func (a *Assembler) FlushEach(before func(c *Conn)) {
+func (a *Assembler) Flush() {
 	for {
 		fl := a.lru.next
 		if fl == &a.lru {
 			break
-		}
-		if before != nil {
-			before(&fl.c)
 		}
 		a.remove(fl, CloseEnd, 0)
 	}

@@ -671,6 +671,9 @@ func (fl *flow) finish(d Dir, frame int) {
 
 // remove closes the flow and takes it out of the table.
 func (a *Assembler) remove(fl *flow, reason CloseReason, frame int) {
+	if a.cfg.Removing != nil {
+		a.cfg.Removing(&fl.c, reason)
+	}
 	fl.close(reason, frame)
 	delete(a.flows, fl.key)
 	fl.prev.next, fl.next.prev = fl.next, fl.prev

@@ -15,12 +15,34 @@ import (
 
 type endpoint = netip.AddrPort
 
-// printer writes PDUs in the chosen output format.
+// printer writes PDUs in the chosen output format, to w, or with
+// --workers to the sink of its shard (shard.go).
 type printer struct {
 	w     *bufio.Writer
+	sink  *shardOut
 	o     *options
 	buf   []byte
 	worst int // highest severity rank of the findings raised (-1: none)
+}
+
+// write emits a finished record.
+func (p *printer) write(b []byte) {
+	p.buf = b
+	if p.sink != nil {
+		p.sink.buf = append(p.sink.buf, b...)
+		return
+	}
+	p.w.Write(b)
+}
+
+// appendConn appends a connection number. A shard knows only its own
+// numbering: it leaves a place for the merger to write the global one.
+func (p *printer) appendConn(b []byte, id uint64) []byte {
+	if p.sink != nil {
+		p.sink.patches = append(p.sink.patches, connPatch{off: len(p.sink.buf) + len(b), local: id})
+		return b
+	}
+	return strconv.AppendUint(b, id, 10)
 }
 
 func appendSeconds(b []byte, d time.Duration) []byte {
@@ -46,7 +68,7 @@ func (p *printer) jsonHead(b []byte, frame int, rel time.Duration, c *reassembly
 	b = append(b, `,"time":`...)
 	b = appendSeconds(b, rel)
 	b = append(b, `,"conn":`...)
-	b = strconv.AppendUint(b, c.ID, 10)
+	b = p.appendConn(b, c.ID)
 	b = append(b, `,"dir":"`...)
 	b = append(b, dirName(c, d)...)
 	b = append(b, `","src":"`...)
@@ -86,8 +108,7 @@ func (p *printer) pdu(frame int, rel time.Duration, c *reassembly.Conn, d reasse
 			b = appendHexDump(b, e.Wire)
 		}
 	}
-	p.buf = b
-	p.w.Write(b)
+	p.write(b)
 }
 
 // finding prints a tracker finding; c is nil when the connection is unknown.
@@ -143,8 +164,7 @@ func (p *printer) emitFinding(frame int, rel time.Duration, c *reassembly.Conn, 
 		b = append(b, msg...)
 		b = append(b, '\n')
 	}
-	p.buf = b
-	p.w.Write(b)
+	p.write(b)
 }
 
 // note prints a line about a frame that holds no decodable PDU.
@@ -158,8 +178,7 @@ func (p *printer) note(fr *pcap.Frame, rel time.Duration, msg string) {
 		b = append(b, `,"note":`...)
 		b = strconv.AppendQuote(b, msg)
 		b = append(b, "}\n"...)
-		p.buf = b
-		p.w.Write(b)
+		p.write(b)
 		return
 	}
 	b := strconv.AppendInt(p.buf[:0], int64(fr.Number), 10)
@@ -168,8 +187,7 @@ func (p *printer) note(fr *pcap.Frame, rel time.Duration, msg string) {
 	b = append(b, " ["...)
 	b = append(b, msg...)
 	b = append(b, "]\n"...)
-	p.buf = b
-	p.w.Write(b)
+	p.write(b)
 }
 
 // appendTree writes every field the PDU carries, one per line, indented

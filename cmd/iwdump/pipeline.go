@@ -38,6 +38,9 @@ type handler struct {
 	last  time.Time // timestamp of the latest frame
 	conns map[int]*reassembly.Conn
 	plots plots
+	// beforeFinding, when set, hears of each tracker finding's connection
+	// before it is printed (shard.go cuts the end of the capture by it).
+	beforeFinding func(conn int)
 }
 
 func newHandler(out *printer) *handler {
@@ -77,6 +80,9 @@ func (h *handler) at(c *reassembly.Conn, d reassembly.Dir, first, last int, ts t
 // onFinding prints a tracker finding. The connection may already be gone
 // (findings raised at Finish), so addresses come from what was kept.
 func (h *handler) onFinding(f *track.Finding) {
+	if h.beforeFinding != nil {
+		h.beforeFinding(f.Conn)
+	}
 	frame := 0
 	if len(f.Frames) > 0 {
 		frame = f.Frames[0]

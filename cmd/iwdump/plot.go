@@ -48,19 +48,7 @@ func (p *plots) octets(d int, t time.Time, n int) {
 	}
 	i := int(t.Sub(p.start) / p.bucket)
 	for i >= maxBuckets {
-		// Halve the resolution: merge bucket pairs.
-		for dd := range p.io {
-			s := p.io[dd]
-			for j := 0; j < len(s); j += 2 {
-				v := s[j]
-				if j+1 < len(s) {
-					v += s[j+1]
-				}
-				s[j/2] = v
-			}
-			p.io[dd] = s[:(len(s)+1)/2]
-		}
-		p.bucket *= 2
+		p.coarsen()
 		i = int(t.Sub(p.start) / p.bucket)
 	}
 	if i < 0 {
@@ -70,6 +58,47 @@ func (p *plots) octets(d int, t time.Time, n int) {
 		p.io[d] = append(p.io[d], 0)
 	}
 	p.io[d][i] += float64(n)
+}
+
+// coarsen halves the I/O graph's resolution: bucket pairs merge.
+func (p *plots) coarsen() {
+	for d := range p.io {
+		s := p.io[d]
+		for j := 0; j < len(s); j += 2 {
+			v := s[j]
+			if j+1 < len(s) {
+				v += s[j+1]
+			}
+			s[j/2] = v
+		}
+		p.io[d] = s[:(len(s)+1)/2]
+	}
+	p.bucket *= 2
+}
+
+// merge adds what another shard collected; both saw every frame, so they
+// share start and frame count.
+func (p *plots) merge(o *plots) {
+	if !p.enabled || o.frames == 0 {
+		return
+	}
+	for p.bucket < o.bucket {
+		p.coarsen()
+	}
+	for o.bucket < p.bucket {
+		o.coarsen()
+	}
+	for d := range p.io {
+		for i, v := range o.io[d] {
+			for len(p.io[d]) <= i {
+				p.io[d] = append(p.io[d], 0)
+			}
+			p.io[d][i] += v
+		}
+	}
+	for i := range p.lat {
+		p.lat[i] += o.lat[i]
+	}
 }
 
 func latBin(d time.Duration) int {

@@ -1,0 +1,424 @@
+package main
+
+// Flow-sharded dumping (--workers N). One goroutine reads the capture and
+// hands frames out in chunks; each of N shards owns the flows whose
+// 4-tuple hashes to it (reassembly.Shard) with its own Assembler, Tracker
+// and printer; a outMerger writes the shards' output back in frame order.
+//
+// The output is the one of a single shard, octet for octet:
+//   - every shard sees every frame: it reassembles the frames it owns and
+//     only advances its clock on the others (Assembler.Advance), so idle
+//     flows expire at the same frame; what expiring connections print is
+//     cut into blocks (Config.Removing) that the merger orders as one
+//     Assembler would, least recently active first;
+//   - a shard numbers its connections by itself; it leaves a place for the
+//     connection number in what it prints and reports the frame at which
+//     each connection started (Config.Started). The outMerger, reading frames
+//     in order, numbers connections as a single Assembler would;
+//   - at the end, each connection's last events are cut into blocks that
+//     the outMerger orders as one Assembler's Flush (most recently active
+//     first) and one Tracker's Finish (by connection number) would.
+//
+// What stays per shard: the flow-table and memory budgets of reassembly and
+// the connection limits of track, which act only under memory pressure.
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"sort"
+	"strconv"
+	"sync"
+
+	"github.com/iwkit/iwkit/pcap"
+	"github.com/iwkit/iwkit/reassembly"
+	"github.com/iwkit/iwkit/track"
+)
+
+const (
+	chunkFrames = 1024    // frames per chunk handed to the shards
+	chunkArena  = 4 << 20 // octets of frame data per chunk
+	maxInArena  = 1 << 18 // frames larger than this get their own buffer
+)
+
+// connPatch is a place in a shard's output where a connection number goes.
+type connPatch struct {
+	off   int    // offset in shardOut.buf
+	local uint64 // the shard's number for the connection
+}
+
+// connStart tells that frame (an index in the chunk) started a connection.
+type connStart struct {
+	frame int
+	local uint64
+}
+
+// Block phases at the end of the capture, in output order.
+const (
+	phaseFlush  = iota // Assembler.Flush: key is the connection's last frame
+	phaseFinish        // Tracker.Finish: key is the connection (shard's number)
+)
+
+// endBlock is what one connection printed as it expired or at the end
+// of the capture.
+type endBlock struct {
+	frame      int // expiry: index in the chunk of the frame at hand
+	phase      int // end of capture: phaseFlush or phaseFinish
+	key        int64
+	start, end int // in shardOut.buf; end -1 while open
+	p0         int // first patch of the block
+}
+
+// shardOut is what one shard printed for one chunk (or at the end).
+type shardOut struct {
+	buf     []byte
+	ends    []int // ends[i]: end of the output for the chunk's frame i
+	patches []connPatch
+	starts  []connStart
+	blocks  []endBlock // connections expired (in a chunk), or ended (at the end)
+}
+
+func (o *shardOut) reset() {
+	o.buf, o.ends, o.patches, o.starts, o.blocks = o.buf[:0], o.ends[:0], o.patches[:0], o.starts[:0], o.blocks[:0]
+}
+
+// cut ends the open block and starts one.
+func (o *shardOut) cut(b endBlock) {
+	o.close()
+	b.start, b.end, b.p0 = len(o.buf), -1, len(o.patches)
+	o.blocks = append(o.blocks, b)
+}
+
+// close ends the open block, if any.
+func (o *shardOut) close() {
+	if n := len(o.blocks); n > 0 && o.blocks[n-1].end < 0 {
+		o.blocks[n-1].end = len(o.buf)
+	}
+}
+
+// chunk is a run of consecutive frames, seen by every shard.
+type chunk struct {
+	frames []pcap.Frame
+	owner  []int32 // shard owning each frame
+	arena  []byte  // the frames' data
+	out    []shardOut
+	wg     sync.WaitGroup // one per shard
+}
+
+func (c *chunk) reset() {
+	c.frames, c.owner, c.arena = c.frames[:0], c.owner[:0], c.arena[:0]
+}
+
+// add copies fr into the chunk; it reports whether the chunk is full.
+func (c *chunk) add(fr *pcap.Frame, owner int) bool {
+	f := *fr
+	if len(f.Data) > maxInArena {
+		f.Data = append([]byte(nil), f.Data...)
+	} else {
+		n := len(c.arena)
+		c.arena = append(c.arena, f.Data...)
+		f.Data = c.arena[n:len(c.arena):len(c.arena)]
+	}
+	c.frames = append(c.frames, f)
+	c.owner = append(c.owner, int32(owner))
+	return len(c.frames) == chunkFrames || cap(c.arena)-len(c.arena) < maxInArena
+}
+
+// shard owns the flows that hash to it.
+type shard struct {
+	id  int
+	h   *handler
+	cur *shardOut
+	idx int // index in the chunk of the frame at hand
+	end shardOut
+}
+
+func newShard(id int, o *options) *shard {
+	s := &shard{id: id}
+	s.h = newHandler(&printer{o: o, worst: -1})
+	s.h.asm = reassembly.New(reassembly.Config{Ports: o.ports, Started: func(c *reassembly.Conn) {
+		s.cur.starts = append(s.cur.starts, connStart{frame: s.idx, local: c.ID})
+	}, Removing: s.removing}, s.h)
+	return s
+}
+
+// removing cuts what a connection prints as it expires or ends into a
+// block of its own.
+func (s *shard) removing(c *reassembly.Conn, reason reassembly.CloseReason) {
+	switch reason {
+	case reassembly.CloseIdle:
+		s.cur.cut(endBlock{frame: s.idx, key: int64(c.LastFrame)})
+	case reassembly.CloseEnd:
+		s.cur.cut(endBlock{phase: phaseFlush, key: int64(c.LastFrame)})
+	}
+}
+
+func (s *shard) use(out *shardOut) {
+	s.cur, s.h.out.sink = out, out
+}
+
+// run processes chunks until in is closed, then the end of the capture.
+func (s *shard) run(in <-chan *chunk, done *sync.WaitGroup) {
+	defer done.Done()
+	h, a, seen := s.h, s.h.asm, false
+	for c := range in {
+		out := &c.out[s.id]
+		out.reset()
+		s.use(out)
+		for i := range c.frames {
+			fr := &c.frames[i]
+			s.idx = i
+			if !seen {
+				h.first, seen = fr.Timestamp, true
+			}
+			h.last = fr.Timestamp
+			h.plots.frame(fr)
+			a.Advance(fr.Timestamp) // expiry first, as Feed would
+			out.close()
+			if int(c.owner[i]) == s.id {
+				if err := a.FeedFrame(fr); err != nil && !errors.Is(err, pcap.ErrNotTCP) {
+					h.out.note(fr, fr.Timestamp.Sub(h.first), "undecodable frame: "+err.Error())
+				}
+			}
+			out.ends = append(out.ends, len(out.buf))
+		}
+		c.wg.Done()
+	}
+	// The end of the capture, cut into blocks per connection.
+	out := &s.end
+	s.use(out)
+	a.Flush()
+	last := -1
+	h.beforeFinding = func(conn int) {
+		if conn != last {
+			out.cut(endBlock{phase: phaseFinish, key: int64(conn)})
+			last = conn
+		}
+	}
+	h.t.Finish()
+	h.beforeFinding = nil
+	out.close()
+}
+
+// outMerger writes the shards' output in frame order with global connection
+// numbers.
+type outMerger struct {
+	w    *bufio.Writer
+	ids  map[[2]uint64]uint64 // {shard, shard's number} -> global number
+	next uint64
+	num  []byte
+	refs []blockRef
+}
+
+func (m *outMerger) global(shard int, local uint64) uint64 {
+	return m.ids[[2]uint64{uint64(shard), local}]
+}
+
+// emit writes o.buf[from:to] with the connection numbers patched in,
+// starting at patch *pi.
+func (m *outMerger) emit(o *shardOut, shard, from, to int, pi *int) {
+	for *pi < len(o.patches) && o.patches[*pi].off < to {
+		p := o.patches[*pi]
+		m.w.Write(o.buf[from:p.off])
+		m.num = strconv.AppendUint(m.num[:0], m.global(shard, p.local), 10)
+		m.w.Write(m.num)
+		from = p.off
+		*pi++
+	}
+	m.w.Write(o.buf[from:to])
+}
+
+// blockRef is a block of one shard in the merger's order.
+type blockRef struct {
+	shard int
+	b     endBlock
+	key   int64
+}
+
+// chunk writes one chunk's output once every shard is done with it.
+func (m *outMerger) chunk(c *chunk) {
+	c.wg.Wait()
+	n := len(c.out)
+	var from, pi, si, bi [maxWorkers]int
+	for i := range c.frames {
+		own := int(c.owner[i])
+		o := &c.out[own]
+		for ; si[own] < len(o.starts) && o.starts[si[own]].frame == i; si[own]++ {
+			m.next++
+			m.ids[[2]uint64{uint64(own), o.starts[si[own]].local}] = m.next
+		}
+		// Connections that expired at this frame, least recently active
+		// first, then what the owner printed for the frame.
+		m.refs = m.refs[:0]
+		for s := 0; s < n; s++ {
+			for o := &c.out[s]; bi[s] < len(o.blocks) && o.blocks[bi[s]].frame == i; bi[s]++ {
+				m.refs = append(m.refs, blockRef{shard: s, b: o.blocks[bi[s]], key: o.blocks[bi[s]].key})
+			}
+		}
+		if len(m.refs) > 1 {
+			sortRefs(m.refs, func(a, b *blockRef) bool { return a.key < b.key })
+		}
+		for _, r := range m.refs {
+			m.emit(&c.out[r.shard], r.shard, r.b.start, r.b.end, &pi[r.shard])
+			from[r.shard] = r.b.end
+		}
+		for s := 0; s < n; s++ {
+			o := &c.out[s]
+			if end := o.ends[i]; end > from[s] {
+				m.emit(o, s, from[s], end, &pi[s])
+				from[s] = end
+			}
+		}
+	}
+}
+
+func sortRefs(refs []blockRef, less func(a, b *blockRef) bool) {
+	sort.SliceStable(refs, func(i, j int) bool { return less(&refs[i], &refs[j]) })
+}
+
+// end writes the shards' end-of-capture blocks in one Assembler's and one
+// Tracker's order.
+func (m *outMerger) end(shards []*shard) {
+	var refs []blockRef
+	for _, s := range shards {
+		for _, b := range s.end.blocks {
+			r := blockRef{shard: s.id, b: b, key: -b.key} // Flush: most recent first
+			if b.phase == phaseFinish {
+				r.key = int64(m.global(s.id, uint64(b.key)))
+			}
+			refs = append(refs, r)
+		}
+	}
+	sortRefs(refs, func(a, b *blockRef) bool {
+		if a.b.phase != b.b.phase {
+			return a.b.phase < b.b.phase
+		}
+		return a.key < b.key
+	})
+	for _, r := range refs {
+		pi := r.b.p0
+		m.emit(&shards[r.shard].end, r.shard, r.b.start, r.b.end, &pi)
+	}
+}
+
+// maxWorkers bounds --workers (the outMerger's per-chunk bookkeeping).
+const maxWorkers = 64
+
+// dumpSharded is dump over n shards; it returns what the -z tables and
+// --plot need, merged, and the worst severity printed.
+func dumpSharded(src frameSource, o *options, n int, prog *progress, w *bufio.Writer) (*report, *plots, int, error) {
+	shards := make([]*shard, n)
+	ins := make([]chan *chunk, n)
+	var shardsDone sync.WaitGroup
+	maxChunks := 2*n + 2 // bounds memory: chunks in flight
+	for i := range shards {
+		shards[i] = newShard(i, o)
+		ins[i] = make(chan *chunk, maxChunks)
+		shardsDone.Add(1)
+		go shards[i].run(ins[i], &shardsDone)
+	}
+	free := make(chan *chunk, maxChunks)
+	merge := make(chan *chunk, maxChunks)
+	m := &outMerger{w: w, ids: map[[2]uint64]uint64{}}
+	merged := make(chan struct{})
+	go func() {
+		for c := range merge {
+			m.chunk(c)
+			free <- c
+		}
+		close(merged)
+	}()
+
+	var pkt pcap.Packet
+	var fr pcap.Frame
+	var derr error
+	allocated, frames := 0, 0
+	for done := false; !done; {
+		var c *chunk
+		select {
+		case c = <-free:
+		default:
+			if allocated < maxChunks {
+				c = &chunk{arena: make([]byte, 0, chunkArena), out: make([]shardOut, n)}
+				allocated++
+			} else {
+				c = <-free
+			}
+		}
+		c.reset()
+		for full := false; !full; {
+			if o.count > 0 && frames >= o.count {
+				done = true
+				break
+			}
+			err := src.Next(&fr)
+			if err != nil {
+				if err != io.EOF {
+					derr = err
+				}
+				done = true
+				break
+			}
+			frames++
+			prog.add(fr.CapLen + 16)
+			owner := 0 // frames without a TCP segment: shard 0 notes them
+			if pcap.DecodeTCP(fr.LinkType, fr.Data, &pkt) == nil {
+				owner = reassembly.Shard(&pkt, n)
+			}
+			full = c.add(&fr, owner)
+		}
+		if len(c.frames) == 0 {
+			free <- c
+			continue
+		}
+		c.wg.Add(n)
+		for _, in := range ins {
+			in <- c
+		}
+		merge <- c
+	}
+	for _, in := range ins {
+		close(in)
+	}
+	close(merge)
+	<-merged
+	shardsDone.Wait()
+	m.end(shards)
+	return m.report(shards), mergePlots(shards), worstOf(shards), derr
+}
+
+func worstOf(shards []*shard) int {
+	w := -1
+	for _, s := range shards {
+		w = max(w, s.h.out.worst)
+	}
+	return w
+}
+
+func mergePlots(shards []*shard) *plots {
+	p := &shards[0].h.plots
+	for _, s := range shards[1:] {
+		p.merge(&s.h.plots)
+	}
+	return p
+}
+
+// report merges the shards' tables under the global connection numbers.
+func (m *outMerger) report(shards []*shard) *report {
+	r := &report{conns: map[int]*reassembly.Conn{}}
+	trackers := make([]*track.Tracker, len(shards))
+	for i, s := range shards {
+		for id, c := range s.h.conns {
+			r.conns[int(m.global(i, uint64(id)))] = c
+		}
+		for _, cs := range s.h.t.AllConnStats() {
+			cs.Conn = int(m.global(i, uint64(cs.Conn)))
+			r.cs = append(r.cs, cs)
+		}
+		r.asm.Add(s.h.asm.Stats())
+		trackers[i] = s.h.t
+	}
+	sort.Slice(r.cs, func(i, j int) bool { return r.cs[i].Conn < r.cs[j].Conn })
+	r.all = track.MergedStats(trackers...)
+	return r
+}
