@@ -36,8 +36,8 @@ import (
 )
 
 const (
-	chunkFrames = 1024    // frames per chunk handed to the shards
-	chunkArena  = 4 << 20 // octets of frame data per chunk
+	chunkFrames = 256     // frames per chunk handed to the shards
+	chunkArena  = 1 << 20 // octets of frame data per chunk
 	maxInArena  = 1 << 18 // frames larger than this get their own buffer
 )
 
