@@ -197,3 +197,34 @@ func firstDiff(got, want []byte) string {
 	}
 	return "(equal)"
 }
+
+// FuzzWorkers runs whole captures (any octets as a pcap or pcapng file)
+// through iwdump with one and with two workers: no input may panic it, and
+// the two must print the same octets and exit alike. Seeds: the heads of
+// the committed captures.
+func FuzzWorkers(f *testing.F) {
+	for _, c := range []string{"siw/rping.pcap", "siw/crc_rping.pcap", "siw/term_read_badstag.pcap", "gen/impaired/hostile.pcapng"} {
+		b, err := os.ReadFile(filepath.Join("../../testdata", c))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b[:min(len(b), 16<<10)])
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(dir, "in.pcap")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var outs [2][]byte
+		var codes [2]int
+		for i, w := range []string{"1", "2"} {
+			var out, errb bytes.Buffer
+			codes[i] = run([]string{"-r", path, "-T", "json", "--workers", w, "-z", "conv"}, &out, &errb)
+			outs[i] = out.Bytes()
+		}
+		if codes[0] != codes[1] || !bytes.Equal(outs[0], outs[1]) {
+			t.Fatalf("--workers 2 (exit %d) differs from --workers 1 (exit %d) at %s", codes[1], codes[0], firstDiff(outs[1], outs[0]))
+		}
+	})
+}
