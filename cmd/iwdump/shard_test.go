@@ -18,7 +18,30 @@ import (
 // --workers.
 var shardModes = [][]string{
 	nil, {"-V"}, {"-x"}, {"-T", "json"}, {"-Y", "finding"},
-	{"-q", "-z", "conv,ops,findings,latency"},
+	{"-q", "-z", "conv,ops,findings,latency"}, {"-c", "300", "-z", "conv"},
+}
+
+// TestWorkersSamePlot: the merged I/O graph and latency histogram draw the
+// same picture.
+func TestWorkersSamePlot(t *testing.T) {
+	dir := t.TempDir()
+	in := writeGen(t, dir, "read-heavy", gen.Params{Seed: 9, Count: 40, Conns: 6}, gen.Rates{Drop: 0.01}, time.Time{}, 0)
+	var svg [2][]byte
+	for i, w := range []string{"1", "3"} {
+		out := filepath.Join(dir, "plot"+w+".svg")
+		var o, e bytes.Buffer
+		if code := run([]string{"-r", in, "-q", "--plot", out, "--workers", w}, &o, &e); code != exitOK {
+			t.Fatalf("exit %d: %s", code, e.String())
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		svg[i] = b
+	}
+	if !bytes.Equal(svg[0], svg[1]) {
+		t.Errorf("--plot differs between --workers 1 and 3")
+	}
 }
 
 // writeGen writes a built-in scenario with random impairments to dir.
