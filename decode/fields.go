@@ -182,24 +182,82 @@ var condFuncs = [numConds]func(p *PDU) bool{
 // Mask is the set of conditions a PDU meets (see Present).
 type Mask uint32
 
-// Present evaluates once which groups of fields p carries.
+// Present evaluates once which groups of fields p carries. It decides the
+// conditions directly rather than through condFuncs: that loop re-tests
+// hasDDP and the opcode for every condition, and Present runs once per PDU
+// on every output path (tests check both agree).
 func Present(p *PDU) Mask {
-	var m Mask
 	if p.IsMPAFrame {
-		m = 1 << cMPA
-		if hasV2(p) {
+		m := Mask(1 << cMPA)
+		if p.MPA.HasV2 {
 			m |= 1 << cV2
 		}
-		if hasRev1(p) {
+		if p.MPA.Rev1IRDORD {
 			m |= 1 << cRev1
 		}
 		return m
 	}
-	m = 1 << cFPDU
+	m := Mask(1 << cFPDU)
 	if !hasDDP(p) {
 		return m
 	}
-	for c := cDDP; c < numConds; c++ {
+	m |= 1 << cDDP
+	if p.Seg.DDP.Tagged {
+		m |= 1 << cTagged
+	} else {
+		m |= 1 << cUntagged
+	}
+	if p.SegErr != nil {
+		return m
+	}
+	return m | 1<<cSegOK | opConds(p)
+}
+
+// opConds is the part of the Present mask that depends on the RDMAP
+// opcode of a segment that decoded whole.
+func opConds(p *PDU) Mask {
+	switch p.Seg.RDMAP.Opcode {
+	case OpSendInv, OpSendSEInv:
+		return 1 << cSendInv
+	case OpReadRequest:
+		return 1 << cReadReq
+	case OpImmData, OpImmDataSE:
+		return 1 << cImm
+	case OpAtomicRequest:
+		return 1 << cAtomicReq
+	case OpAtomicResponse:
+		return 1 << cAtomicResp
+	case OpTerminate:
+		return termConds(&p.Seg.Terminate)
+	}
+	return 0
+}
+
+// termConds is the Present mask of a Terminate message.
+func termConds(t *Terminate) Mask {
+	m := Mask(1 << cTerm)
+	if t.HasSegLen {
+		m |= 1 << cTermSegLen
+	}
+	if t.HasDDP {
+		m |= 1 << cTermDDP
+		if t.TermDDP.Tagged {
+			m |= 1 << cTermTagged
+		} else {
+			m |= 1 << cTermUntag
+		}
+	}
+	if t.HasRDMA {
+		m |= 1 << cTermRDMA
+	}
+	return m
+}
+
+// presentSlow is Present by definition: every condition function in turn.
+// Tests hold Present to it.
+func presentSlow(p *PDU) Mask {
+	var m Mask
+	for c := cond(0); c < numConds; c++ {
 		if condFuncs[c](p) {
 			m |= 1 << c
 		}
@@ -207,10 +265,15 @@ func Present(p *PDU) Mask {
 	return m
 }
 
+// In reports whether a PDU whose Present mask is m carries the field:
+// what a writer that lays out its output once per mask needs, without a
+// PDU at hand.
+func (f *Field) In(m Mask) bool { return m&(1<<f.cond) != 0 }
+
 // GetIn returns the field's value in p given p's Present mask: the cheap
 // path for walking the whole table over one PDU.
 func (f *Field) GetIn(p *PDU, m Mask) (Value, bool) {
-	if m&(1<<f.cond) == 0 {
+	if !f.In(m) {
 		return Value{}, false
 	}
 	return f.val(p), true
