@@ -3,6 +3,7 @@ package main
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/iwkit/iwkit/decode"
 )
@@ -143,7 +144,7 @@ func appendJSONFields(b []byte, pdu *decode.PDU, numeric bool) []byte {
 			b = append(b, v.S...)
 			b = append(b, '"')
 		case decode.KindString:
-			b = strconv.AppendQuote(b, v.S)
+			b = appendJSONString(b, v.S)
 		case decode.KindBytes:
 			b = append(b, '"')
 			b = jf.f.AppendValue(b, v)
@@ -151,6 +152,55 @@ func appendJSONFields(b []byte, pdu *decode.PDU, numeric bool) []byte {
 		}
 	}
 	return append(b, pl.end...)
+}
+
+// appendJSONString appends s as a JSON string (RFC 8259 §7). Unlike
+// strconv.Quote, whose \x, \a and \U escapes JSON does not have, it
+// escapes only what JSON requires: the quote, the backslash and the
+// control characters. Octets that are not UTF-8 become \ufffd, one per
+// octet, as ranging over the string decodes them.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0 // s[start:i] is still to be copied
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r != utf8.RuneError || size > 1 { // valid, U+FFFD included
+				i += size
+				continue
+			}
+		}
+		b = append(b, s[start:i]...)
+		b = appendJSONEscape(b, c)
+		i++
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendJSONEscape appends the escape for an octet appendJSONString does
+// not copy: a quote, a backslash, a control character or a stray octet.
+func appendJSONEscape(b []byte, c byte) []byte {
+	const hexDigits = "0123456789abcdef"
+	switch {
+	case c == '"' || c == '\\':
+		return append(b, '\\', c)
+	case c == '\n':
+		return append(b, `\n`...)
+	case c == '\r':
+		return append(b, `\r`...)
+	case c == '\t':
+		return append(b, `\t`...)
+	case c < 0x20:
+		return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+	}
+	return append(b, `\ufffd`...)
 }
 
 // encloses reports whether object anc is obj or one of its ancestors.
