@@ -3,6 +3,8 @@ package main
 import (
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/iwkit/iwkit/decode"
@@ -69,19 +71,56 @@ type jsonPlan struct {
 }
 
 // jsonPlans caches the plans by mask; there are a few dozen kinds of PDU.
-var jsonPlans = map[decode.Mask]*jsonPlan{}
+// Printers may encode concurrently (one per shard with --workers), so a
+// published map is never changed: a new plan goes into a copy (once per
+// kind of PDU), and a lookup is an atomic load and a map read.
+var (
+	jsonPlans   atomic.Pointer[map[decode.Mask]*jsonPlan]
+	jsonPlansMu sync.Mutex // serializes the copies
+)
 
-func planFor(pdu *decode.PDU, m decode.Mask) *jsonPlan {
-	if pl, ok := jsonPlans[m]; ok {
+func planFor(m decode.Mask) *jsonPlan {
+	if plans := jsonPlans.Load(); plans != nil {
+		if pl, ok := (*plans)[m]; ok {
+			return pl
+		}
+	}
+	return addPlan(m)
+}
+
+// addPlan builds the plan for m and publishes it in a copy of the cache.
+func addPlan(m decode.Mask) *jsonPlan {
+	jsonPlansMu.Lock()
+	defer jsonPlansMu.Unlock()
+	var plans map[decode.Mask]*jsonPlan
+	if p := jsonPlans.Load(); p != nil {
+		plans = *p
+	}
+	if pl, ok := plans[m]; ok {
 		return pl
 	}
+	pl := buildPlan(m)
+	if len(plans) >= 4096 { // masks are bounded; this only guards memory
+		return pl
+	}
+	next := make(map[decode.Mask]*jsonPlan, len(plans)+1)
+	for k, v := range plans {
+		next[k] = v
+	}
+	next[m] = pl
+	jsonPlans.Store(&next)
+	return pl
+}
+
+// buildPlan lays out the fields a PDU with mask m carries.
+func buildPlan(m decode.Mask) *jsonPlan {
 	pl := &jsonPlan{}
 	cur := -1 // innermost open object
 	var chain [8]int
 	first := false // the next member is the first of its object
 	for i := range jsonFields {
 		jf := &jsonFields[i]
-		if _, ok := jf.f.GetIn(pdu, m); !ok {
+		if !jf.f.In(m) {
 			continue
 		}
 		var b []byte
@@ -113,16 +152,13 @@ func planFor(pdu *decode.PDU, m decode.Mask) *jsonPlan {
 	for ; cur != -1; cur = jsonObjs[cur].parent {
 		pl.end = append(pl.end, '}')
 	}
-	if len(jsonPlans) < 4096 { // masks are bounded; this only guards memory
-		jsonPlans[m] = pl
-	}
 	return pl
 }
 
 // appendJSONFields writes the fields p carries as nested members.
 func appendJSONFields(b []byte, pdu *decode.PDU, numeric bool) []byte {
 	m := decode.Present(pdu)
-	pl := planFor(pdu, m)
+	pl := planFor(m)
 	for k, i := range pl.fields {
 		jf := &jsonFields[i]
 		v, _ := jf.f.GetIn(pdu, m)
