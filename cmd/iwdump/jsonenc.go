@@ -63,11 +63,15 @@ var jsonObjs, jsonFields = func() ([]jsonObj, []jsonField) {
 // decode.Mask): for each field, the octets that go before its value
 // (closing and opening objects, comma, key), and what closes the last
 // object. PDUs of one kind share a plan, so the per-PDU work is appending
-// those octets and the values.
+// those octets and the values. A plan whose fields the specialized
+// encoder covers (jsonenc_fast.go) also holds its groups.
 type jsonPlan struct {
-	fields []int32  // indexes into jsonFields
-	pre    [][]byte // octets before each field's value
-	end    []byte   // closing braces
+	fields []int32     // indexes into jsonFields
+	pre    [][]byte    // octets before each field's value
+	end    []byte      // closing braces
+	fast   []fastStep  // nil: the generic walk
+	keys   []jsonChunk // pre as chunks, for the fast path
+	room   int         // octets the fast path reserves
 }
 
 // jsonPlans caches the plans by mask; there are a few dozen kinds of PDU.
@@ -152,13 +156,36 @@ func buildPlan(m decode.Mask) *jsonPlan {
 	for ; cur != -1; cur = jsonObjs[cur].parent {
 		pl.end = append(pl.end, '}')
 	}
+	pl.fast = fastGroupsFor(pl)
 	return pl
 }
 
-// appendJSONFields writes the fields p carries as nested members.
+// appendJSONFields writes the fields p carries as nested members: with
+// the specialized encoder where it covers the PDU's kind, else by walking
+// the field table.
 func appendJSONFields(b []byte, pdu *decode.PDU, numeric bool) []byte {
 	m := decode.Present(pdu)
 	pl := planFor(m)
+	if pl.fast != nil {
+		b = pl.appendFast(b, pdu, numeric)
+	} else {
+		b = pl.appendGeneric(b, pdu, m, numeric)
+	}
+	return append(b, pl.end...)
+}
+
+// appendJSONFieldsGeneric is appendJSONFields always walking the table:
+// the reference the specialized encoder is tested and benchmarked
+// against.
+func appendJSONFieldsGeneric(b []byte, pdu *decode.PDU, numeric bool) []byte {
+	m := decode.Present(pdu)
+	pl := planFor(m)
+	b = pl.appendGeneric(b, pdu, m, numeric)
+	return append(b, pl.end...)
+}
+
+// appendGeneric writes the plan's fields through the table's getters.
+func (pl *jsonPlan) appendGeneric(b []byte, pdu *decode.PDU, m decode.Mask, numeric bool) []byte {
 	for k, i := range pl.fields {
 		jf := &jsonFields[i]
 		v, _ := jf.f.GetIn(pdu, m)
@@ -168,11 +195,7 @@ func appendJSONFields(b []byte, pdu *decode.PDU, numeric bool) []byte {
 		}
 		switch v.Kind {
 		case decode.KindBool:
-			if v.U != 0 {
-				b = append(b, "true"...)
-			} else {
-				b = append(b, "false"...)
-			}
+			b = appendJSONBool(b, v.U != 0)
 		case decode.KindUint:
 			b = strconv.AppendUint(b, v.U, 10)
 		case decode.KindEnum: // static names: plain ASCII, nothing to escape
@@ -187,7 +210,14 @@ func appendJSONFields(b []byte, pdu *decode.PDU, numeric bool) []byte {
 			b = append(b, '"')
 		}
 	}
-	return append(b, pl.end...)
+	return b
+}
+
+func appendJSONBool(b []byte, x bool) []byte {
+	if x {
+		return append(b, "true"...)
+	}
+	return append(b, "false"...)
 }
 
 // appendJSONString appends s as a JSON string (RFC 8259 §7). Unlike

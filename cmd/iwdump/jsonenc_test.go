@@ -1,11 +1,153 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/gen"
 )
+
+// checkFastPDU compares the specialized encoder with the table walk on
+// one PDU, with named and numeric values, and reports whether the fast
+// path took it.
+func checkFastPDU(t *testing.T, what string, p *decode.PDU) bool {
+	t.Helper()
+	for _, numeric := range []bool{false, true} {
+		fast := appendJSONFields([]byte(`{"x":0`), p, numeric)
+		generic := appendJSONFieldsGeneric([]byte(`{"x":0`), p, numeric)
+		if !bytes.Equal(fast, generic) {
+			t.Fatalf("%s (numeric %v):\n fast    %s\n generic %s", what, numeric, fast, generic)
+		}
+		if obj := append(fast, '}'); !json.Valid(obj) {
+			t.Fatalf("%s (numeric %v): invalid JSON %s", what, numeric, obj)
+		}
+	}
+	return planFor(decode.Present(p)).fast != nil
+}
+
+// checkFastPDUs runs checkFastPDU over a capture's PDUs and checks the
+// fast path covers all but MPA frames and Terminates.
+func checkFastPDUs(t *testing.T, pdus []decode.PDU) {
+	t.Helper()
+	if len(pdus) == 0 {
+		t.Fatal("no PDUs")
+	}
+	fast := 0
+	for i := range pdus {
+		p := &pdus[i]
+		if checkFastPDU(t, "PDU "+strconv.Itoa(i), p) {
+			fast++
+		} else if !p.IsMPAFrame && !carries(p, "rdmap.term.layer") {
+			t.Errorf("PDU %d (%s) takes the generic walk", i, p.AppendSummary(nil))
+		}
+	}
+	t.Logf("%d PDUs, %d on the fast path", len(pdus), fast)
+}
+
+// carries reports whether p has the named field.
+func carries(p *decode.PDU, name string) bool {
+	f, ok := decode.FieldByName(name)
+	return ok && f.In(decode.Present(p))
+}
+
+// Every PDU of every committed capture.
+func TestJSONFastMatchesGeneric(t *testing.T) {
+	for _, name := range testdataCaptures(t) {
+		t.Run(strings.TrimPrefix(name, "../../testdata/"), func(t *testing.T) {
+			f, err := os.Open(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			checkFastPDUs(t, readPDUs(t, f))
+		})
+	}
+}
+
+// Every PDU of every built-in iwgen scenario: all opcodes, every
+// Terminate cause, impairments.
+func TestJSONFastMatchesGenericGenerated(t *testing.T) {
+	for _, b := range gen.Builtins() {
+		t.Run(b[0], func(t *testing.T) {
+			checkFastPDUs(t, readPDUs(t, generatedCapture(t, b[0], gen.Params{Count: 3, Seed: 7})))
+		})
+	}
+}
+
+// FuzzJSONFast decodes octets as a DDP segment in an FPDU, with a CRC
+// verdict and markers, and compares the encoders: arbitrary header values
+// and opcodes in either buffer model, and cut segments.
+func FuzzJSONFast(f *testing.F) {
+	f.Add([]byte{0xc1, 0x40, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}, uint8(2), uint8(0))
+	f.Add([]byte{0x41, 0x41, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, uint8(3), uint8(1))
+	f.Add([]byte{0x41, 0x4a, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0}, uint8(0), uint8(0))
+	f.Add([]byte{0x41}, uint8(1), uint8(2))
+	f.Fuzz(func(t *testing.T, seg []byte, crc, markers uint8) {
+		var p decode.PDU
+		p.FPDU.ULPDU = seg
+		p.FPDU.ULPDULength = uint16(len(seg))
+		p.FPDU.Pad = seg[:min(len(seg), int(markers%4))]
+		p.FPDU.CRC, p.ComputedCRC = uint32(len(seg))*0x01000193, uint32(crc)<<24
+		p.CRCStatus = decode.CRCStatus(crc % 5)
+		p.Markers = make([]decode.MarkerAt, markers%3)
+		p.SegErr = decode.ParseSegment(seg, &p.Seg)
+		checkFastPDU(t, "fuzzed PDU", &p)
+	})
+}
+
+// Printers of several shards encode at once; with -race this checks the
+// plan cache, starting empty so that the goroutines add plans together.
+func TestJSONFieldsConcurrent(t *testing.T) {
+	pdus := readPDUs(t, generatedCapture(t, "mixed", gen.Params{Count: 2, Seed: 3}))
+	saved := jsonPlans.Load()
+	jsonPlans.Store(nil)
+	defer jsonPlans.Store(saved)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var b []byte
+			for i := range pdus {
+				p := &pdus[(i+g*7)%len(pdus)]
+				b = appendJSONFields(b[:0], p, g%2 == 1)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// Every group of the specialized encoder names fields the table has.
+func TestJSONFastGroupsResolve(t *testing.T) {
+	for _, g := range fastGroups {
+		if g.fields == nil {
+			t.Errorf("fast group %v names a field the table does not have", g.names)
+		}
+	}
+}
+
+// The names the specialized encoder writes fit a chunk, as the room it
+// reserves assumes.
+func TestJSONFastNamesFit(t *testing.T) {
+	for i := range 256 {
+		for _, name := range []string{decode.Opcode(i).String(), decode.CRCStatus(i).String(), decode.AtomicOp(i).String()} {
+			if len(name)+2 > jsonChunkLen {
+				t.Errorf("name %q is longer than a chunk", name)
+			}
+		}
+	}
+	if len(opcodeNames) != 16 || len(crcStatusNames) != 4 {
+		t.Errorf("%d opcode names, %d CRC status names prepared, want 16, 4", len(opcodeNames), len(crcStatusNames))
+	}
+}
 
 func TestAppendJSONString(t *testing.T) {
 	for _, c := range []struct{ in, want string }{

@@ -1,0 +1,434 @@
+package main
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"math/bits"
+	"slices"
+
+	"github.com/iwkit/iwkit/decode"
+)
+
+// The specialized NDJSON encoder. The generic walk (appendGeneric) calls a
+// getter per field and switches on the kind of the value it returns; for
+// the FPDUs that make up bulk traffic that is most of iwdump -T json's
+// time. Here the common field groups are written by straight-line code
+// that reads the decode.PDU directly, into room reserved once per PDU, so
+// that keys, booleans and names are fixed-size stores rather than
+// appends (each a growth check and a memmove call) and numbers are
+// formatted in place. The names still come from the field table: a group
+// lists the fields it writes, the plan supplies their keys, and a plan
+// uses the fast path only if its fields are exactly a sequence of groups.
+// TestJSONFastMatchesGeneric holds every group to the table's getters.
+
+// A fastGroup is a run of fields, in table order, that one function
+// writes. All of a group's fields share one presence condition, so a PDU
+// carries all of them or none.
+type fastGroup struct {
+	names  []string
+	fields []int32 // indexes into jsonFields; nil if a name is missing
+	write  fastWriter
+}
+
+// fastGroups are in field-table order. MPA Request/Reply frames and
+// Terminates (a few per connection) are left to the generic walk.
+var fastGroups = resolveFastGroups([]fastGroup{
+	{names: []string{"mpa.ulpdu_length", "mpa.pad", "mpa.crc", "mpa.crc_computed", "mpa.crc_status", "mpa.markers"}, write: fastFPDU},
+	{names: []string{"ddp.tagged", "ddp.last", "ddp.rsvd", "ddp.dv"}, write: fastDDP},
+	{names: []string{"ddp.stag", "ddp.to"}, write: fastTagged},
+	{names: []string{"ddp.rsvdulp", "ddp.qn", "ddp.msn", "ddp.mo"}, write: fastUntagged},
+	{names: []string{"ddp.payload_length"}, write: fastPayloadLen},
+	{names: []string{"rdmap.rv", "rdmap.rsv", "rdmap.opcode"}, write: fastRDMAP},
+	{names: []string{"rdmap.inval_stag"}, write: fastInvalSTag},
+	{names: []string{"rdmap.sink_stag", "rdmap.sink_to", "rdmap.read_size", "rdmap.src_stag", "rdmap.src_to"}, write: fastReadReq},
+	{names: []string{"rdmap.imm_data"}, write: fastImmData},
+	{names: []string{"rdmap.atomic.opcode", "rdmap.atomic.request_id", "rdmap.atomic.remote_stag", "rdmap.atomic.remote_to",
+		"rdmap.atomic.add_swap_data", "rdmap.atomic.add_swap_mask", "rdmap.atomic.compare_data", "rdmap.atomic.compare_mask"}, write: fastAtomicReq},
+	{names: []string{"rdmap.atomic.orig_request_id", "rdmap.atomic.orig_value"}, write: fastAtomicResp},
+	{names: []string{"rdmap.pre_ietf", "rdmap.extension"}, write: fastRDMAPTail},
+})
+
+// resolveFastGroups looks the groups' names up among jsonFields. A name
+// the table no longer has disables its group (its PDUs take the generic
+// walk) rather than the program; TestJSONFastGroupsResolve notices.
+func resolveFastGroups(groups []fastGroup) []fastGroup {
+	index := map[string]int32{}
+	for i := range jsonFields {
+		index[jsonFields[i].f.Name] = int32(i)
+	}
+	for g := range groups {
+		fields := make([]int32, 0, len(groups[g].names))
+		for _, name := range groups[g].names {
+			i, ok := index[name]
+			if !ok {
+				fields = nil
+				break
+			}
+			fields = append(fields, i)
+		}
+		groups[g].fields = fields
+	}
+	return groups
+}
+
+// fastGroupsFor returns the steps that write exactly the plan's fields,
+// or nil when they are not a sequence of groups or a key does not fit a
+// chunk. It also fills the plan's keys and room.
+func fastGroupsFor(pl *jsonPlan) []fastStep {
+	var steps []fastStep
+	rest := pl.fields
+	for _, g := range fastGroups {
+		if g.fields != nil && fieldsHavePrefix(rest, g.fields) {
+			steps = append(steps, fastStep{write: g.write, n: len(g.fields)})
+			rest = rest[len(g.fields):]
+		}
+	}
+	if len(rest) > 0 || len(steps) == 0 {
+		return nil
+	}
+	keys := make([]jsonChunk, len(pl.pre))
+	for k, pre := range pl.pre {
+		var ok bool
+		if keys[k], ok = jsonChunkOf(string(pre)); !ok {
+			return nil
+		}
+	}
+	pl.keys = keys
+	// Each field writes its key as a chunk, then a number of at most 20
+	// digits, a name (a chunk, or by putEnum at most jsonChunkLen octets:
+	// TestJSONFastNamesFit) or hex (Immediate Data: 18 octets; PAD is
+	// added per PDU). Room for two chunks and 20 octets a field leaves
+	// every chunk store its full length.
+	pl.room = len(pl.fields) * (2*jsonChunkLen + 20)
+	return steps
+}
+
+func fieldsHavePrefix(s, prefix []int32) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := range prefix {
+		if s[i] != prefix[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// appendFast writes the plan's fields with its groups' writers into room
+// reserved up front: the writers store at b[n:] without growth checks
+// (the slice bounds checks still guard against a short reservation).
+func (pl *jsonPlan) appendFast(b []byte, p *decode.PDU, numeric bool) []byte {
+	n := len(b)
+	b = slices.Grow(b, pl.room+2*len(p.FPDU.Pad)) // PAD is 0-3 octets from ParseFPDU
+	b = b[:cap(b)]
+	keys := pl.keys
+	for _, s := range pl.fast {
+		n = s.write(b, n, p, keys[:s.n], numeric)
+		keys = keys[s.n:]
+	}
+	return b[:n]
+}
+
+// A fastWriter writes the values of its group's fields at b[n:], each
+// after its key (the plan's octets for that field: separators and key),
+// and returns the new end.
+type fastWriter func(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric bool) int
+
+// A fastStep is a group as a plan runs it.
+type fastStep struct {
+	write fastWriter
+	n     int // fields
+}
+
+// jsonChunkLen bounds the keys and names written as one fixed-size store.
+const jsonChunkLen = 48
+
+// A jsonChunk (a chunk) is up to jsonChunkLen octets padded to
+// jsonChunkLen: copying it is a few vector moves, whatever its length.
+type jsonChunk struct {
+	b [jsonChunkLen]byte
+	n int
+}
+
+func jsonChunkOf(s string) (jsonChunk, bool) {
+	var c jsonChunk
+	c.n = copy(c.b[:], s)
+	return c, len(s) <= jsonChunkLen
+}
+
+// The put functions write a value at b[n:] and return the new end. b has
+// room for a whole chunk past n; a chunk's padding is overwritten by what
+// follows.
+
+func putChunk(b []byte, n int, c *jsonChunk) int {
+	*(*[jsonChunkLen]byte)(b[n : n+jsonChunkLen]) = c.b
+	return n + c.n
+}
+
+func putBool(b []byte, n int, x bool) int {
+	if x {
+		*(*[4]byte)(b[n : n+4]) = [4]byte{'t', 'r', 'u', 'e'}
+		return n + 4
+	}
+	*(*[5]byte)(b[n : n+5]) = [5]byte{'f', 'a', 'l', 's', 'e'}
+	return n + 5
+}
+
+// putUint writes x in decimal. Most values are a single digit, written
+// inline; see putDigits for the rest.
+func putUint(b []byte, n int, x uint64) int {
+	if x < 10 {
+		b[n] = '0' + byte(x)
+		return n + 1
+	}
+	return putDigits(b, n, x)
+}
+
+// putDigits writes x >= 10 in decimal. strconv.AppendUint formats into
+// a zeroed buffer on its stack and copies the digits out; here they go
+// straight to their place, back to front from the end the digit count
+// gives, two at a time.
+func putDigits(b []byte, n int, x uint64) int {
+	end := n + decimalLen(x)
+	i := end
+	for x >= 1e8 { // 32-bit arithmetic for all but the top 8 digits
+		put8(b, i-8, uint32(x%1e8))
+		x /= 1e8
+		i -= 8
+	}
+	lo := uint32(x)
+	for lo >= 100 {
+		i -= 2
+		binary.LittleEndian.PutUint16(b[i:], digitPairs[lo%100])
+		lo /= 100
+	}
+	if lo >= 10 {
+		binary.LittleEndian.PutUint16(b[i-2:], digitPairs[lo])
+	} else {
+		b[i-1] = '0' + byte(lo)
+	}
+	return end
+}
+
+// put8 writes x < 1e8 as exactly 8 digits at b[i:].
+func put8(b []byte, i int, x uint32) {
+	hi, lo := x/10000, x%10000
+	b = b[i : i+8]
+	binary.LittleEndian.PutUint16(b[0:], digitPairs[hi/100])
+	binary.LittleEndian.PutUint16(b[2:], digitPairs[hi%100])
+	binary.LittleEndian.PutUint16(b[4:], digitPairs[lo/100])
+	binary.LittleEndian.PutUint16(b[6:], digitPairs[lo%100])
+}
+
+// digitPairs holds "00" to "99", each as the octets of a little-endian
+// uint16.
+var digitPairs = func() (t [100]uint16) {
+	for i := range t {
+		t[i] = uint16('0'+i/10) | uint16('0'+i%10)<<8
+	}
+	return t
+}()
+
+// uint64Pow10 are the powers of ten a uint64 can hold.
+var uint64Pow10 = [20]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9,
+	1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
+
+// decimalLen is the number of decimal digits of x > 0: log10(2) is about
+// 1233/4096, which from the bit length gives the count or one less.
+func decimalLen(x uint64) int {
+	d := bits.Len64(x) * 1233 >> 12
+	if x >= uint64Pow10[d] {
+		d++
+	}
+	return d
+}
+
+// putHex writes x as a JSON string of hex digits.
+func putHex(b []byte, n int, x []byte) int {
+	b[n] = '"'
+	n += 1 + hex.Encode(b[n+1:], x)
+	b[n] = '"'
+	return n + 1
+}
+
+// A named value (KindEnum) is written from a table of its quoted names
+// when there is one for it, else by putEnum.
+
+// nameChunk returns x's quoted name from names, or nil when it is not
+// there or -n wants numbers.
+func nameChunk(names []jsonChunk, x uint64, numeric bool) *jsonChunk {
+	if numeric || x >= uint64(len(names)) {
+		return nil
+	}
+	return &names[x]
+}
+
+// putEnum writes a named value: its name or, with -n, its number. Names
+// are static ASCII with nothing to escape.
+func putEnum(b []byte, n int, x uint64, name string, numeric bool) int {
+	if numeric {
+		return putUint(b, n, x)
+	}
+	b[n] = '"'
+	n += 1 + copy(b[n+1:n+1+len(name)], name) // out of room: a panic, not a cut name
+	b[n] = '"'
+	return n + 1
+}
+
+// quotedNames are the JSON forms of the names String gives the values
+// 0 to n-1 of a named type, worked out once.
+func quotedNames(n int, name func(i int) string) []jsonChunk {
+	names := make([]jsonChunk, 0, n)
+	for i := range n {
+		c, ok := jsonChunkOf(`"` + name(i) + `"`)
+		if !ok { // too long for a chunk: from here on, written by putEnum
+			break
+		}
+		names = append(names, c)
+	}
+	return names
+}
+
+var (
+	opcodeNames    = quotedNames(16, func(i int) string { return decode.Opcode(i).String() })
+	crcStatusNames = quotedNames(4, func(i int) string { return decode.CRCStatus(i).String() })
+)
+
+// Group writers, one per fastGroups entry, values in the order of names.
+
+func fastFPDU(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric bool) int {
+	_ = keys[5]
+	n = putChunk(b, n, &keys[0])
+	n = putUint(b, n, uint64(p.FPDU.ULPDULength))
+	n = putChunk(b, n, &keys[1])
+	n = putHex(b, n, p.FPDU.Pad)
+	n = putChunk(b, n, &keys[2])
+	n = putUint(b, n, uint64(p.FPDU.CRC))
+	n = putChunk(b, n, &keys[3])
+	n = putUint(b, n, uint64(p.ComputedCRC))
+	n = putChunk(b, n, &keys[4])
+	if c := nameChunk(crcStatusNames, uint64(p.CRCStatus), numeric); c != nil {
+		n = putChunk(b, n, c)
+	} else {
+		n = putEnum(b, n, uint64(p.CRCStatus), p.CRCStatus.String(), numeric)
+	}
+	n = putChunk(b, n, &keys[5])
+	return putUint(b, n, uint64(len(p.Markers)))
+}
+
+func fastDDP(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
+	_ = keys[3]
+	h := &p.Seg.DDP
+	n = putChunk(b, n, &keys[0])
+	n = putBool(b, n, h.Tagged)
+	n = putChunk(b, n, &keys[1])
+	n = putBool(b, n, h.Last)
+	n = putChunk(b, n, &keys[2])
+	n = putUint(b, n, uint64(h.Rsvd))
+	n = putChunk(b, n, &keys[3])
+	return putUint(b, n, uint64(h.DV))
+}
+
+func fastTagged(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
+	_ = keys[1]
+	n = putChunk(b, n, &keys[0])
+	n = putUint(b, n, uint64(p.Seg.DDP.STag))
+	n = putChunk(b, n, &keys[1])
+	return putUint(b, n, p.Seg.DDP.TO)
+}
+
+func fastUntagged(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
+	_ = keys[3]
+	h := &p.Seg.DDP
+	n = putChunk(b, n, &keys[0])
+	n = putUint(b, n, uint64(h.RsvdULP2))
+	n = putChunk(b, n, &keys[1])
+	n = putUint(b, n, uint64(h.QN))
+	n = putChunk(b, n, &keys[2])
+	n = putUint(b, n, uint64(h.MSN))
+	n = putChunk(b, n, &keys[3])
+	return putUint(b, n, uint64(h.MO))
+}
+
+func fastPayloadLen(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
+	n = putChunk(b, n, &keys[0])
+	return putUint(b, n, uint64(len(p.Seg.Payload)))
+}
+
+func fastRDMAP(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric bool) int {
+	_ = keys[2]
+	c := &p.Seg.RDMAP
+	n = putChunk(b, n, &keys[0])
+	n = putUint(b, n, uint64(c.RV))
+	n = putChunk(b, n, &keys[1])
+	n = putUint(b, n, uint64(c.Rsv))
+	n = putChunk(b, n, &keys[2])
+	if name := nameChunk(opcodeNames, uint64(c.Opcode), numeric); name != nil {
+		return putChunk(b, n, name)
+	}
+	return putEnum(b, n, uint64(c.Opcode), c.Opcode.String(), numeric)
+}
+
+func fastInvalSTag(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
+	n = putChunk(b, n, &keys[0])
+	return putUint(b, n, uint64(p.Seg.InvalidateSTag))
+}
+
+func fastReadReq(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
+	_ = keys[4]
+	r := &p.Seg.ReadRequest
+	n = putChunk(b, n, &keys[0])
+	n = putUint(b, n, uint64(r.SinkSTag))
+	n = putChunk(b, n, &keys[1])
+	n = putUint(b, n, r.SinkTO)
+	n = putChunk(b, n, &keys[2])
+	n = putUint(b, n, uint64(r.Size))
+	n = putChunk(b, n, &keys[3])
+	n = putUint(b, n, uint64(r.SrcSTag))
+	n = putChunk(b, n, &keys[4])
+	return putUint(b, n, r.SrcTO)
+}
+
+func fastImmData(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
+	n = putChunk(b, n, &keys[0])
+	return putHex(b, n, p.Seg.ImmData[:])
+}
+
+func fastAtomicReq(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric bool) int {
+	_ = keys[7]
+	r := &p.Seg.AtomicRequest
+	n = putChunk(b, n, &keys[0])
+	n = putEnum(b, n, uint64(r.AOpCode), r.AOpCode.String(), numeric)
+	n = putChunk(b, n, &keys[1])
+	n = putUint(b, n, uint64(r.RequestID))
+	n = putChunk(b, n, &keys[2])
+	n = putUint(b, n, uint64(r.RemoteSTag))
+	n = putChunk(b, n, &keys[3])
+	n = putUint(b, n, r.RemoteTO)
+	n = putChunk(b, n, &keys[4])
+	n = putUint(b, n, r.AddSwapData)
+	n = putChunk(b, n, &keys[5])
+	n = putUint(b, n, r.AddSwapMask)
+	n = putChunk(b, n, &keys[6])
+	n = putUint(b, n, r.CompareData)
+	n = putChunk(b, n, &keys[7])
+	return putUint(b, n, r.CompareMask)
+}
+
+func fastAtomicResp(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
+	_ = keys[1]
+	r := &p.Seg.AtomicResponse
+	n = putChunk(b, n, &keys[0])
+	n = putUint(b, n, uint64(r.OrigRequestID))
+	n = putChunk(b, n, &keys[1])
+	return putUint(b, n, r.OrigValue)
+}
+
+func fastRDMAPTail(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
+	_ = keys[1]
+	n = putChunk(b, n, &keys[0])
+	n = putBool(b, n, p.Seg.DDP.DV == 0 || p.Seg.RDMAP.RV == 0)
+	n = putChunk(b, n, &keys[1])
+	return putBool(b, n, p.Seg.RDMAP.Opcode.Extension())
+}
