@@ -148,11 +148,11 @@ func (p *printer) emitFinding(frame int, rel time.Duration, c *reassembly.Conn, 
 			b = strconv.AppendInt(b, int64(frame), 10)
 		}
 		b = append(b, `,"finding":{"severity":`...)
-		b = strconv.AppendQuote(b, severity)
+		b = appendJSONString(b, severity)
 		b = append(b, `,"code":`...)
-		b = strconv.AppendQuote(b, code)
+		b = appendJSONString(b, code)
 		b = append(b, `,"message":`...)
-		b = strconv.AppendQuote(b, msg)
+		b = appendJSONString(b, msg)
 		b = append(b, "}}\n"...)
 	} else {
 		b = p.head(b, frame, rel, src, dst)
@@ -176,7 +176,7 @@ func (p *printer) note(fr *pcap.Frame, rel time.Duration, msg string) {
 		b := append(p.buf[:0], `{"frame":`...)
 		b = strconv.AppendInt(b, int64(fr.Number), 10)
 		b = append(b, `,"note":`...)
-		b = strconv.AppendQuote(b, msg)
+		b = appendJSONString(b, msg)
 		b = append(b, "}\n"...)
 		p.write(b)
 		return
