@@ -45,8 +45,24 @@ func (p *printer) appendConn(b []byte, id uint64) []byte {
 	return strconv.AppendUint(b, id, 10)
 }
 
+// appendSeconds writes d in seconds with 6 decimals, as
+// strconv.AppendFloat(b, d.Seconds(), 'f', 6, 64) does, in integers: the
+// float path costs ~5% of a run. Exact ties (500 ns past a microsecond)
+// and values the float cannot hold to the nanosecond take the float path,
+// whose rounding they follow.
 func appendSeconds(b []byte, d time.Duration) []byte {
-	return strconv.AppendFloat(b, d.Seconds(), 'f', 6, 64)
+	const limit = 1e6 * time.Second
+	us, rem := d/time.Microsecond, d%time.Microsecond
+	if d < 0 || d >= limit || rem == 500 {
+		return strconv.AppendFloat(b, d.Seconds(), 'f', 6, 64)
+	}
+	if rem > 500 {
+		us++
+	}
+	b = strconv.AppendInt(b, int64(us/1e6), 10)
+	frac := int64(us % 1e6)
+	b = append(b, '.', '0'+byte(frac/1e5), '0'+byte(frac/1e4%10), '0'+byte(frac/1e3%10), '0'+byte(frac/100%10), '0'+byte(frac/10%10), '0'+byte(frac%10))
+	return b
 }
 
 // head appends the fields every line starts with: frame, time, addresses.
