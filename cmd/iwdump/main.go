@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,22 +29,23 @@ const (
 )
 
 type options struct {
-	files    []string
-	count    int
-	verbose  bool
-	hex      bool
-	format   string
-	numeric  bool
-	quiet    bool
-	display  string
-	ports    []uint16
-	stats    []string
-	plot     string
-	failOn   string
-	progress string
-	workers  int
-	filter   *filter.Filter[*record]
-	live     liveOptions // -i, capture filter, -w and their flags (live.go)
+	files      []string
+	count      int
+	verbose    bool
+	hex        bool
+	format     string
+	numeric    bool
+	quiet      bool
+	display    string
+	ports      []uint16
+	stats      []string
+	plot       string
+	failOn     string
+	progress   string
+	workers    int
+	timeFormat string
+	filter     *filter.Filter[*record]
+	live       liveOptions // -i, capture filter, -w and their flags (live.go)
 }
 
 func main() {
@@ -85,10 +87,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.failOn, "fail-on", "", "exit with status 2 when a finding of `SEVERITY` (error, warning, note) or worse was raised")
 	fs.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto (large files, stderr a terminal), always, never")
 	fs.IntVar(&o.workers, "workers", 0, "reassemble and decode on `N` goroutines, flows sharded by their addresses (0: one per core, up to 4, for files of 64 MiB or more; 1 otherwise); the output does not depend on N")
+	fs.StringVar(&o.timeFormat, "t", "r", "time `format` of text lines: r (seconds since the first frame), a (time of day, UTC), ad (date and time, UTC), e (seconds since the epoch)")
 	fs.StringVar(&o.format, "T", "text", "output `format`: text or json (NDJSON, one object per PDU or finding)")
 	liveFlags(fs, &o) // live.go
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: iwdump {-r FILE [-r FILE]... | -i IFACE [-w FILE]} [-c N] [-n] [-q] [-V] [-x] [-Y FILTER] [-T text|json] [-z STAT] [--plot FILE] [--fail-on SEVERITY] [capture filter]\n")
+		fmt.Fprintf(stderr, "usage: iwdump {-r FILE [-r FILE]... | -i IFACE [-w FILE]} [-c N] [-n] [-q] [-V] [-x] [-t r|a|ad|e] [-Y FILTER] [-T text|json] [-z STAT] [--plot FILE] [--fail-on SEVERITY] [--workers N] [capture filter]\n")
 		fs.PrintDefaults()
 	}
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to `FILE` (for performance work)")
@@ -123,6 +126,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return usage(fmt.Sprintf("--fail-on takes error, warning or note, not %q", o.failOn))
 	case o.progress != "auto" && o.progress != "always" && o.progress != "never":
 		return usage(fmt.Sprintf("--progress takes auto, always or never, not %q", o.progress))
+	case !slices.Contains(timeFormats, o.timeFormat):
+		return usage(fmt.Sprintf("-t takes %s, not %q", strings.Join(timeFormats, ", "), o.timeFormat))
 	case o.workers < 0 || o.workers > maxWorkers:
 		return usage(fmt.Sprintf("--workers takes 0 to %d, not %d", maxWorkers, o.workers))
 	case o.plot != "" && !strings.HasSuffix(o.plot, ".svg") && !strings.HasSuffix(o.plot, ".png"):
@@ -232,7 +237,7 @@ func dump(src frameSource, h *handler, o *options, prog *progress) error {
 			return err
 		}
 		if n == 0 {
-			h.first = fr.Timestamp
+			h.start(fr.Timestamp)
 		}
 		h.last = fr.Timestamp
 		prog.add(fr.CapLen + 16)

@@ -22,7 +22,8 @@ type printer struct {
 	sink  *shardOut
 	o     *options
 	buf   []byte
-	worst int // highest severity rank of the findings raised (-1: none)
+	worst int       // highest severity rank of the findings raised (-1: none)
+	base  time.Time // timestamp of the first frame (-t a, ad, e)
 }
 
 // write emits a finished record.
@@ -65,11 +66,31 @@ func appendSeconds(b []byte, d time.Duration) []byte {
 	return b
 }
 
+// Time formats of -t, as tshark's: seconds since the first frame, time of
+// day, date and time (both UTC), seconds since the epoch.
+var timeFormats = []string{"r", "a", "ad", "e"}
+
+// appendTime writes the time of a text line, rel after the first frame.
+func (p *printer) appendTime(b []byte, rel time.Duration) []byte {
+	switch p.o.timeFormat {
+	case "a":
+		return p.base.Add(rel).UTC().AppendFormat(b, "15:04:05.000000")
+	case "ad":
+		return p.base.Add(rel).UTC().AppendFormat(b, "2006-01-02 15:04:05.000000")
+	case "e":
+		t := p.base.Add(rel).Round(time.Microsecond)
+		b = strconv.AppendInt(b, t.Unix(), 10)
+		us := t.Nanosecond() / 1000
+		return append(b, '.', '0'+byte(us/1e5), '0'+byte(us/1e4%10), '0'+byte(us/1e3%10), '0'+byte(us/100%10), '0'+byte(us/10%10), '0'+byte(us%10))
+	}
+	return appendSeconds(b, rel)
+}
+
 // head appends the fields every line starts with: frame, time, addresses.
 func (p *printer) head(b []byte, frame int, rel time.Duration, src, dst endpoint) []byte {
 	b = strconv.AppendInt(b, int64(frame), 10)
 	b = append(b, ' ')
-	b = appendSeconds(b, rel)
+	b = p.appendTime(b, rel)
 	b = append(b, ' ')
 	b = src.AppendTo(b)
 	b = append(b, " > "...)
@@ -199,7 +220,7 @@ func (p *printer) note(fr *pcap.Frame, rel time.Duration, msg string) {
 	}
 	b := strconv.AppendInt(p.buf[:0], int64(fr.Number), 10)
 	b = append(b, ' ')
-	b = appendSeconds(b, rel)
+	b = p.appendTime(b, rel)
 	b = append(b, " ["...)
 	b = append(b, msg...)
 	b = append(b, "]\n"...)

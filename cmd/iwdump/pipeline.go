@@ -96,6 +96,9 @@ func (h *handler) onFinding(f *track.Finding) {
 
 func (h *handler) rel(t time.Time) time.Duration { return t.Sub(h.first) }
 
+// start takes ts, the first frame's time, as the origin of output times.
+func (h *handler) start(ts time.Time) { h.first, h.out.base = ts, ts }
+
 func (h *handler) Opened(c *reassembly.Conn) {
 	cp := *c // the assembler reuses c after Closed; findings may come later
 	h.conns[int(c.ID)] = &cp

@@ -169,7 +169,8 @@ func (s *shard) run(in <-chan *chunk, done *sync.WaitGroup) {
 			fr := &c.frames[i]
 			s.idx = i
 			if !seen {
-				h.first, seen = fr.Timestamp, true
+				h.start(fr.Timestamp)
+				seen = true
 			}
 			h.last = fr.Timestamp
 			h.plots.frame(fr)

@@ -18,7 +18,7 @@ import (
 // --workers.
 var shardModes = [][]string{
 	nil, {"-V"}, {"-x"}, {"-T", "json"}, {"-Y", "finding"},
-	{"-q", "-z", "conv,ops,findings,latency"}, {"-c", "300", "-z", "conv"},
+	{"-q", "-z", "conv,ops,findings,latency"}, {"-c", "300", "-z", "conv"}, {"-t", "ad"},
 }
 
 // TestWorkersSamePlot: the merged I/O graph and latency histogram draw the
