@@ -99,18 +99,22 @@ func (o *shardOut) close() {
 // chunk is a run of consecutive frames, seen by every shard.
 type chunk struct {
 	frames []pcap.Frame
-	owner  []int32 // shard owning each frame
-	arena  []byte  // the frames' data
+	pkts   []pcap.Packet // their TCP segments, decoded by the reader
+	errs   []error       // or why they hold none
+	owner  []int32       // shard owning each frame
+	arena  []byte        // the frames' data
 	out    []shardOut
 	wg     sync.WaitGroup // one per shard
 }
 
 func (c *chunk) reset() {
-	c.frames, c.owner, c.arena = c.frames[:0], c.owner[:0], c.arena[:0]
+	c.frames, c.pkts, c.errs, c.owner, c.arena = c.frames[:0], c.pkts[:0], c.errs[:0], c.owner[:0], c.arena[:0]
 }
 
-// add copies fr into the chunk; it reports whether the chunk is full.
-func (c *chunk) add(fr *pcap.Frame, owner int) bool {
+// add copies fr into the chunk and decodes its TCP segment, which tells
+// the shard that owns it (frames without one go to shard 0, which notes
+// the damaged ones). It reports whether the chunk is full.
+func (c *chunk) add(fr *pcap.Frame, shards int) bool {
 	f := *fr
 	if len(f.Data) > maxInArena {
 		f.Data = append([]byte(nil), f.Data...)
@@ -120,6 +124,14 @@ func (c *chunk) add(fr *pcap.Frame, owner int) bool {
 		f.Data = c.arena[n:len(c.arena):len(c.arena)]
 	}
 	c.frames = append(c.frames, f)
+	c.pkts = append(c.pkts, pcap.Packet{})
+	p := &c.pkts[len(c.pkts)-1]
+	err := pcap.DecodeTCP(f.LinkType, f.Data, p)
+	owner := 0
+	if err == nil {
+		owner = reassembly.Shard(p, shards)
+	}
+	c.errs = append(c.errs, err)
 	c.owner = append(c.owner, int32(owner))
 	return len(c.frames) == chunkFrames || cap(c.arena)-len(c.arena) < maxInArena
 }
@@ -177,7 +189,9 @@ func (s *shard) run(in <-chan *chunk, done *sync.WaitGroup) {
 			a.Advance(fr.Timestamp) // expiry first, as Feed would
 			out.close()
 			if int(c.owner[i]) == s.id {
-				if err := a.FeedFrame(fr); err != nil && !errors.Is(err, pcap.ErrNotTCP) {
+				if err := c.errs[i]; err == nil {
+					a.Feed(fr.Number, fr.Timestamp, &c.pkts[i])
+				} else if !errors.Is(err, pcap.ErrNotTCP) {
 					h.out.note(fr, fr.Timestamp.Sub(h.first), "undecodable frame: "+err.Error())
 				}
 			}
@@ -330,7 +344,6 @@ func dumpSharded(src frameSource, o *options, n int, prog *progress, w *bufio.Wr
 		close(merged)
 	}()
 
-	var pkt pcap.Packet
 	var fr pcap.Frame
 	var derr error
 	allocated, frames := 0, 0
@@ -362,11 +375,7 @@ func dumpSharded(src frameSource, o *options, n int, prog *progress, w *bufio.Wr
 			}
 			frames++
 			prog.add(fr.CapLen + 16)
-			owner := 0 // frames without a TCP segment: shard 0 notes them
-			if pcap.DecodeTCP(fr.LinkType, fr.Data, &pkt) == nil {
-				owner = reassembly.Shard(&pkt, n)
-			}
-			full = c.add(&fr, owner)
+			full = c.add(&fr, n)
 		}
 		if len(c.frames) == 0 {
 			free <- c
