@@ -1,6 +1,7 @@
-// Package pcap reads and writes capture files (pcap and pcapng, through
-// gopacket's pcapgo) and takes frames apart down to their TCP segment. It
-// knows nothing of iWARP.
+// Package pcap reads and writes capture files (pcapng through gopacket's
+// pcapgo; classic pcap read by our own zero-copy reader, held to pcapgo's
+// by tests) and takes frames apart down to their TCP segment. It knows
+// nothing of iWARP.
 package pcap
 
 import (
@@ -42,7 +43,7 @@ const (
 // Reader reads frames from a pcap or pcapng file, plain or gzip-compressed.
 type Reader struct {
 	format Format
-	pcap   *pcapgo.Reader
+	pcap   *classicReader
 	ng     *pcapgo.NgReader
 	n      int
 	closer io.Closer
@@ -115,7 +116,7 @@ func NewReader(r io.Reader) (*Reader, error) {
 		}
 		rd.ng, rd.format = ng, FormatPcapNG
 	case isPcapMagic(head):
-		p, err := pcapgo.NewReader(br)
+		p, err := newClassicReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("pcap: %w", err)
 		}
@@ -160,13 +161,8 @@ func (r *Reader) Next(f *Frame) error {
 			}
 		}
 	} else {
-		d, c, e := r.pcap.ZeroCopyReadPacketData()
-		data, err = d, e
-		if err == nil {
-			f.Timestamp = c.Timestamp
-			f.CapLen, f.OrigLen = c.CaptureLength, c.Length
-			lt = r.pcap.LinkType()
-		}
+		err = r.pcap.next(f)
+		data, lt = f.Data, f.LinkType
 	}
 	if err != nil {
 		if err == io.EOF {
