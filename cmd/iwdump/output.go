@@ -24,6 +24,14 @@ type printer struct {
 	buf   []byte
 	worst int       // highest severity rank of the findings raised (-1: none)
 	base  time.Time // timestamp of the first frame (-t a, ad, e)
+	addrs [2]addrText
+}
+
+// addrText caches "src > dst: " of a direction: lines of one connection
+// follow each other, and formatting addresses is a tenth of a text line.
+type addrText struct {
+	src, dst endpoint
+	text     []byte
 }
 
 // write emits a finished record.
@@ -92,10 +100,19 @@ func (p *printer) head(b []byte, frame int, rel time.Duration, src, dst endpoint
 	b = append(b, ' ')
 	b = p.appendTime(b, rel)
 	b = append(b, ' ')
-	b = src.AppendTo(b)
-	b = append(b, " > "...)
-	b = dst.AppendTo(b)
-	return append(b, ": "...)
+	for i := range p.addrs {
+		if a := &p.addrs[i]; a.src == src && a.dst == dst && a.text != nil {
+			return append(b, a.text...)
+		}
+	}
+	p.addrs[0], p.addrs[1] = p.addrs[1], p.addrs[0] // the older entry goes
+	a := &p.addrs[0]
+	a.src, a.dst = src, dst
+	a.text = src.AppendTo(a.text[:0])
+	a.text = append(a.text, " > "...)
+	a.text = dst.AppendTo(a.text)
+	a.text = append(a.text, ": "...)
+	return append(b, a.text...)
 }
 
 // jsonHead opens an NDJSON object with the keys every object has.
