@@ -219,11 +219,31 @@ func (l *Live) openSocket(o LiveOptions, prog []bpf.RawInstruction) error {
 		eh.Close()
 		return err
 	}
+	// Frames queued before the filter is attached would come out
+	// unfiltered, and timestamps cannot tell them apart here (when no
+	// socket asked for timestamps as they arrived, the kernel stamps a
+	// frame as it is read). As libpcap does: attach a filter that takes
+	// nothing, read off what is queued, then attach the real filter.
+	l.ehFile = ethernetHandleFile(eh)
+	if l.ehFile != nil {
+		if err := eh.SetBPF([]bpf.RawInstruction{{Op: 0x6, K: 0}}); err != nil { // ret #0
+			eh.Close()
+			return fmt.Errorf("attaching the capture filter: %w", err)
+		}
+		// A deadline already past would fail the reads before they
+		// look at the queue: give them a millisecond.
+		l.ehFile.SetReadDeadline(time.Now().Add(time.Millisecond))
+		for {
+			if _, _, err := eh.ZeroCopyReadPacketData(); err != nil {
+				break
+			}
+		}
+		l.ehFile.SetReadDeadline(time.Time{})
+	}
 	if err := eh.SetBPF(prog); err != nil {
 		eh.Close()
 		return fmt.Errorf("attaching the capture filter: %w", err)
 	}
-	l.since = time.Now()
 	if o.Promisc && !l.loopback {
 		if err := eh.SetPromiscuous(true); err != nil {
 			eh.Close()
@@ -232,7 +252,6 @@ func (l *Live) openSocket(o LiveOptions, prog []bpf.RawInstruction) error {
 	}
 	l.eh = eh
 	l.method = "AF_PACKET socket"
-	l.ehFile = ethernetHandleFile(eh)
 	if l.ehFile != nil {
 		// The socket's receive buffer is the only buffer this method
 		// has: give it the size asked for (SO_RCVBUFFORCE passes the
@@ -248,21 +267,6 @@ func (l *Live) openSocket(o LiveOptions, prog []bpf.RawInstruction) error {
 				}
 			})
 		}
-	}
-	if l.ehFile != nil {
-		// Frames let in before the filter was attached are still
-		// queued: read them off (libpcap does the same). Timestamps
-		// cannot tell them apart here: when no socket had asked for
-		// timestamps as they arrived, the kernel stamps a frame as it
-		// is read.
-		l.ehFile.SetReadDeadline(time.Now())
-		for {
-			if _, _, err := eh.ZeroCopyReadPacketData(); err != nil {
-				break
-			}
-		}
-		l.ehFile.SetReadDeadline(time.Time{})
-		l.since = time.Time{}
 	}
 	if s, err := eh.Stats(); err == nil {
 		_ = s // clears the counters: frames before the filter do not count

@@ -453,3 +453,60 @@ func TestLiveVLANKernel(t *testing.T) {
 		}
 	}
 }
+
+// Frames the kernel queued before the capture filter was attached must not
+// come out: other traffic on lo while the capture opens (here a steady
+// stream to another port) never reaches Next.
+func TestLiveNothingBeforeFilter(t *testing.T) {
+	for _, m := range []CaptureMethod{MethodRing, MethodSocket} {
+		noise, noisePort := udpSink(t)
+		defer noise.Close()
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: noisePort})
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					c.Write([]byte("noise"))
+				}
+			}
+		}()
+		time.Sleep(20 * time.Millisecond)
+		sink, port := udpSink(t)
+		defer sink.Close()
+		l := openLoopback(t, fmt.Sprintf("udp dst port %d", port), LiveOptions{Method: m, BlockTimeout: 200 * time.Millisecond})
+		defer l.Close()
+		close(stop)
+		<-done
+		const n = 100
+		sendSeq(t, port, n, 100)
+		l.Stop()
+		got, other := 0, 0
+		var f Frame
+		for {
+			err := l.Next(&f)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := seqOf(t, &f, port); ok {
+				got++
+			} else {
+				other++
+			}
+		}
+		if got != n || other != 0 {
+			t.Errorf("%s: %d frames to the filtered port (want %d) and %d others (want 0)", l.Method(), got, n, other)
+		}
+	}
+}
