@@ -96,6 +96,11 @@ type Config struct {
 	// shards flows over several Assemblers uses it to number connections
 	// globally, in the order a single Assembler would have.
 	Started func(c *Conn)
+	// Ended, when set, is called when a connection ends (FIN, RST, reuse
+	// of its 4-tuple, or removal from the table), iWARP or not, after its
+	// last event. With Started it lets a sharding program forget
+	// connections that printed nothing.
+	Ended func(c *Conn)
 	// Removing, when set, is called before a connection leaves the table
 	// for reason (CloseIdle, CloseEvicted, CloseEnd), ahead of the events
 	// its closing raises. Idle connections go least recently active first,

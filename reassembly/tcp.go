@@ -627,6 +627,9 @@ func (fl *flow) close(reason CloseReason, frame int) {
 		a.evClose = CloseEvent{Reason: reason, Frame: frame, Time: fl.c.LastTime}
 		a.h.Closed(&fl.c, &a.evClose)
 	}
+	if a.cfg.Ended != nil {
+		a.cfg.Ended(&fl.c)
+	}
 	for d := range fl.s {
 		s := &fl.s[d]
 		for i := range s.ooo {

@@ -47,8 +47,9 @@ type connPatch struct {
 	local uint64 // the shard's number for the connection
 }
 
-// connStart tells that frame (an index in the chunk) started a connection.
-type connStart struct {
+// connEvent tells that at frame (an index in the chunk) a connection
+// started, was taken for iWARP or ended.
+type connEvent struct {
 	frame int
 	local uint64
 }
@@ -74,12 +75,15 @@ type shardOut struct {
 	buf     []byte
 	ends    []int // ends[i]: end of the output for the chunk's frame i
 	patches []connPatch
-	starts  []connStart
+	starts  []connEvent
+	opened  []connEvent
+	ended   []connEvent
 	blocks  []endBlock // connections expired (in a chunk), or ended (at the end)
 }
 
 func (o *shardOut) reset() {
-	o.buf, o.ends, o.patches, o.starts, o.blocks = o.buf[:0], o.ends[:0], o.patches[:0], o.starts[:0], o.blocks[:0]
+	o.buf, o.ends, o.patches, o.blocks = o.buf[:0], o.ends[:0], o.patches[:0], o.blocks[:0]
+	o.starts, o.opened, o.ended = o.starts[:0], o.opened[:0], o.ended[:0]
 }
 
 // cut ends the open block and starts one.
@@ -148,10 +152,26 @@ type shard struct {
 func newShard(id int, o *options) *shard {
 	s := &shard{id: id}
 	s.h = newHandler(&printer{o: o, worst: -1})
-	s.h.asm = reassembly.New(reassembly.Config{Ports: o.ports, Started: func(c *reassembly.Conn) {
-		s.cur.starts = append(s.cur.starts, connStart{frame: s.idx, local: c.ID})
-	}, Removing: s.removing}, s.h)
+	s.h.asm = reassembly.New(reassembly.Config{Ports: o.ports,
+		Started:  func(c *reassembly.Conn) { s.cur.starts = append(s.cur.starts, s.event(c)) },
+		Ended:    func(c *reassembly.Conn) { s.cur.ended = append(s.cur.ended, s.event(c)) },
+		Removing: s.removing,
+	}, shardHandler{s.h, s})
 	return s
+}
+
+func (s *shard) event(c *reassembly.Conn) connEvent { return connEvent{frame: s.idx, local: c.ID} }
+
+// shardHandler is the shard's handler, telling the merger of the
+// connections taken for iWARP.
+type shardHandler struct {
+	*handler
+	s *shard
+}
+
+func (h shardHandler) Opened(c *reassembly.Conn) {
+	h.s.cur.opened = append(h.s.cur.opened, h.s.event(c))
+	h.handler.Opened(c)
 }
 
 // removing cuts what a connection prints as it expires or ends into a
@@ -218,15 +238,27 @@ func (s *shard) run(in <-chan *chunk, done *sync.WaitGroup) {
 // outMerger writes the shards' output in frame order with global connection
 // numbers.
 type outMerger struct {
-	w    *bufio.Writer
-	ids  map[[2]uint64]uint64 // {shard, shard's number} -> global number
-	next uint64
-	num  []byte
-	refs []blockRef
+	w       *bufio.Writer
+	iwarp   map[[2]uint64]uint64 // {shard, shard's number} -> global number
+	pending map[[2]uint64]uint64 // the same for the others, while they last
+	next    uint64
+	num     []byte
+	refs    []blockRef
 }
 
 func (m *outMerger) global(shard int, local uint64) uint64 {
-	return m.ids[[2]uint64{uint64(shard), local}]
+	k := [2]uint64{uint64(shard), local}
+	if g, ok := m.iwarp[k]; ok {
+		return g
+	}
+	return m.pending[k]
+}
+
+// events applies the connection events of shard s at frame i, from *at on.
+func (m *outMerger) events(evs []connEvent, s, i int, at *int, apply func(k [2]uint64)) {
+	for ; *at < len(evs) && evs[*at].frame == i; *at++ {
+		apply([2]uint64{uint64(s), evs[*at].local})
+	}
 }
 
 // emit writes o.buf[from:to] with the connection numbers patched in,
@@ -254,14 +286,18 @@ type blockRef struct {
 func (m *outMerger) chunk(c *chunk) {
 	c.wg.Wait()
 	n := len(c.out)
-	var from, pi, si, bi [maxWorkers]int
+	var from, pi, si, oi, ei, bi [maxWorkers]int
 	for i := range c.frames {
 		own := int(c.owner[i])
 		o := &c.out[own]
-		for ; si[own] < len(o.starts) && o.starts[si[own]].frame == i; si[own]++ {
+		m.events(o.starts, own, i, &si[own], func(k [2]uint64) {
 			m.next++
-			m.ids[[2]uint64{uint64(own), o.starts[si[own]].local}] = m.next
-		}
+			m.pending[k] = m.next
+		})
+		m.events(o.opened, own, i, &oi[own], func(k [2]uint64) {
+			m.iwarp[k] = m.pending[k]
+			delete(m.pending, k)
+		})
 		// Connections that expired at this frame, least recently active
 		// first, then what the owner printed for the frame.
 		m.refs = m.refs[:0]
@@ -283,6 +319,8 @@ func (m *outMerger) chunk(c *chunk) {
 				m.emit(o, s, from[s], end, &pi[s])
 				from[s] = end
 			}
+			// After the frame's output: connections that ended here.
+			m.events(o.ended, s, i, &ei[s], func(k [2]uint64) { delete(m.pending, k) })
 		}
 	}
 }
@@ -316,6 +354,9 @@ func (m *outMerger) end(shards []*shard) {
 	}
 }
 
+// mergerDone, set by tests, sees the merger at the end.
+var mergerDone func(*outMerger)
+
 // maxWorkers bounds --workers (the outMerger's per-chunk bookkeeping).
 const maxWorkers = 64
 
@@ -334,7 +375,7 @@ func dumpSharded(src frameSource, o *options, n int, prog *progress, w *bufio.Wr
 	}
 	free := make(chan *chunk, maxChunks)
 	merge := make(chan *chunk, maxChunks)
-	m := &outMerger{w: w, ids: map[[2]uint64]uint64{}}
+	m := &outMerger{w: w, iwarp: map[[2]uint64]uint64{}, pending: map[[2]uint64]uint64{}}
 	merged := make(chan struct{})
 	go func() {
 		for c := range merge {
@@ -394,6 +435,9 @@ func dumpSharded(src frameSource, o *options, n int, prog *progress, w *bufio.Wr
 	<-merged
 	shardsDone.Wait()
 	m.end(shards)
+	if mergerDone != nil {
+		mergerDone(m)
+	}
 	return m.report(shards), mergePlots(shards), worstOf(shards), derr
 }
 
