@@ -32,8 +32,9 @@ type Live struct {
 	loopback bool
 	method   string
 
-	tp *afpacket.TPacket
-	eh *pcapgo.EthernetHandle
+	tp  *afpacket.TPacket
+	eh  *pcapgo.EthernetHandle
+	any *anySocket // "any": all interfaces, cooked frames (live_any_linux.go)
 
 	// since: frames the kernel stamped before the filter was attached
 	// were let in unfiltered between bind and attach; they are dropped.
@@ -75,7 +76,13 @@ const (
 // InterfaceLinkType is the link type frames of iface carry on a packet
 // socket: Ethernet (also for loopback, which gets an all-zero Ethernet
 // header), or raw IP for devices without a link header (tun, WireGuard).
+//
+// "any" (AnyInterface), unless an interface has that name, is every
+// interface at once: frames carry a Linux cooked header (LINUX_SLL).
 func InterfaceLinkType(iface string) (layers.LinkType, error) {
+	if iface == AnyInterface && !interfaceExists(iface) {
+		return layers.LinkTypeLinuxSLL, nil
+	}
 	b, err := os.ReadFile("/sys/class/net/" + iface + "/type")
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -96,7 +103,13 @@ func InterfaceLinkType(iface string) (layers.LinkType, error) {
 	return 0, fmt.Errorf("%s: capture on device type %d (ARPHRD) is not supported", iface, t)
 }
 
-// Interfaces lists the network interfaces.
+func interfaceExists(iface string) bool {
+	_, err := os.Stat("/sys/class/net/" + iface)
+	return err == nil
+}
+
+// Interfaces lists the network interfaces, and "any" (all of them) last,
+// as tcpdump -D does.
 func Interfaces() ([]Interface, error) {
 	ifs, err := net.Interfaces()
 	if err != nil {
@@ -113,11 +126,20 @@ func Interfaces() ([]Interface, error) {
 		}
 		out = append(out, it)
 	}
+	if !interfaceExists(AnyInterface) {
+		out = append(out, Interface{Name: AnyInterface, Flags: net.FlagUp | net.FlagRunning, LinkType: layers.LinkTypeLinuxSLL})
+	}
 	return out, nil
 }
 
-// OpenLive starts capturing on iface.
+// OpenLive starts capturing on iface. On "any" (AnyInterface) it captures
+// on every interface with a plain AF_PACKET socket (no ring): o.Filter is
+// then a program for LINUX_SLL frames compiled without the kernel form,
+// run in user space, and Promisc is ignored.
 func OpenLive(iface string, o LiveOptions) (*Live, error) {
+	if iface == AnyInterface && !interfaceExists(iface) {
+		return openAnyLive(o)
+	}
 	ifc, err := net.InterfaceByName(iface)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrNoSuchInterface, iface)
@@ -170,6 +192,29 @@ func OpenLive(iface string, o LiveOptions) (*Live, error) {
 	}
 	if ringErr != nil {
 		l.method = fmt.Sprintf("AF_PACKET socket (no ring: %v)", ringErr)
+	}
+	return l, nil
+}
+
+func openAnyLive(o LiveOptions) (*Live, error) {
+	if o.Method == MethodRing {
+		return nil, fmt.Errorf("%s: the TPACKET_V3 ring is not used on %q: it captures with a plain socket", AnyInterface, AnyInterface)
+	}
+	snap := o.Snaplen
+	if snap <= 0 || snap > MaxSnaplen {
+		snap = MaxSnaplen
+	}
+	if len(o.Filter) > 0 {
+		if err := checkProgram(o.Filter); err != nil {
+			return nil, fmt.Errorf("capture filter: %w", err)
+		}
+	}
+	l := &Live{iface: AnyInterface, lt: layers.LinkTypeLinuxSLL, snaplen: snap, blockTimeout: defaultBlockTimeout}
+	if err := l.openAny(o, o.Filter); err != nil {
+		if errors.Is(err, os.ErrPermission) {
+			return nil, &PermissionError{Iface: AnyInterface, Err: err}
+		}
+		return nil, fmt.Errorf("%s: %w", AnyInterface, err)
 	}
 	return l, nil
 }
@@ -325,6 +370,9 @@ func (l *Live) stopped(now time.Time) bool {
 // socket buffer and is valid until the next call. After Stop, Next returns
 // the frames captured before it and then io.EOF.
 func (l *Live) Next(f *Frame) error {
+	if l.any != nil {
+		return l.nextAny(f)
+	}
 	for {
 		var (
 			data []byte
@@ -385,6 +433,9 @@ func (l *Live) Next(f *Frame) error {
 
 // kernelStats reads the kernel's counters (cumulative).
 func (l *Live) kernelStats() (LiveStats, error) {
+	if l.any != nil {
+		return l.any.kernelStats()
+	}
 	if l.tp != nil {
 		_, v3, err := l.tp.SocketStats()
 		if err != nil {
@@ -420,6 +471,9 @@ func (l *Live) Stats() (LiveStats, error) {
 // Close releases the socket (and the ring). Not to be called while Next
 // runs.
 func (l *Live) Close() error {
+	if l.any != nil {
+		return l.any.close()
+	}
 	if l.tp != nil {
 		l.tp.Close()
 		l.tp = nil

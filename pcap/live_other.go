@@ -11,6 +11,10 @@ import (
 // ErrLiveUnsupported: live capture is implemented for Linux only.
 var ErrLiveUnsupported = errors.New("live capture is supported on Linux only")
 
+// AnyInterface is the pseudo-interface that captures on all interfaces
+// (Linux only).
+const AnyInterface = "any"
+
 // Live is a capture on one interface (Linux only).
 type Live struct{}
 

@@ -1,0 +1,307 @@
+//go:build linux
+
+package pcap
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+)
+
+// openAnyT opens "any" with filter (compiled for LINUX_SLL, user-space
+// form), or skips the test saying why when the process may not capture.
+func openAnyT(t testing.TB, filter string, o LiveOptions) *Live {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("live capture needs root or CAP_NET_RAW; not root")
+	}
+	if filter != "" {
+		prog, err := CompileFilter(filter, layers.LinkTypeLinuxSLL, FilterOptions{Snaplen: o.Snaplen})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Filter = prog
+	}
+	l, err := OpenLive(AnyInterface, o)
+	var pe *PermissionError
+	if errors.As(err, &pe) {
+		t.Skipf("no CAP_NET_RAW: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// cookedSeq returns the sequence number in a captured cooked frame of a
+// datagram to port, checking the cooked header of a loopback packet.
+func cookedSeq(t testing.TB, f *Frame, port int) (int, bool) {
+	t.Helper()
+	d := f.Data
+	if f.LinkType != layers.LinkTypeLinuxSLL || len(d) < 16+20+8+4 {
+		t.Errorf("frame %d: link type %v, %d octets", f.Number, f.LinkType, len(d))
+		return 0, false
+	}
+	// Packet type PACKET_HOST (the outgoing copy is dropped), ARPHRD_LOOPBACK,
+	// a 6-octet all-zero address, IPv4.
+	want := []byte{0, 0, 0x03, 0x04, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0x08, 0x00}
+	if !bytes.Equal(d[:16], want) {
+		t.Errorf("frame %d: cooked header % x, want % x", f.Number, d[:16], want)
+		return 0, false
+	}
+	ip := d[16:]
+	if ip[9] != 17 {
+		return 0, false
+	}
+	u := ip[int(ip[0]&0xf)*4:]
+	if int(binary.BigEndian.Uint16(u[2:])) != port {
+		t.Errorf("frame %d: port %d passed the filter 'udp dst port %d'", f.Number, binary.BigEndian.Uint16(u[2:]), port)
+		return 0, false
+	}
+	return int(binary.BigEndian.Uint32(u[8:])), true
+}
+
+// Datagrams on lo captured on "any": each once (the outgoing copy is
+// dropped), with the cooked header, the capture filter applied, kernel
+// timestamps, and the statistics.
+func TestLiveAnyLoopbackEachPacketOnce(t *testing.T) {
+	sink, port := udpSink(t)
+	defer sink.Close()
+	noise, noisePort := udpSink(t)
+	defer noise.Close()
+	l := openAnyT(t, fmt.Sprintf("udp dst port %d", port), LiveOptions{})
+	defer l.Close()
+	if l.LinkType() != layers.LinkTypeLinuxSLL || l.Interface() != "any" {
+		t.Fatalf("link type %v, interface %q", l.LinkType(), l.Interface())
+	}
+	const n = 2000
+	before := time.Now()
+	go func() {
+		sendSeq(t, noisePort, 100, 50) // the filter keeps these out
+		sendSeq(t, port, n, 200)
+		time.Sleep(100 * time.Millisecond)
+		l.Stop()
+	}()
+	seen := make([]int, n)
+	var f Frame
+	for {
+		err := l.Next(&f)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := cookedSeq(t, &f, port); ok && s < n {
+			seen[s]++
+		}
+		if f.CapLen != len(f.Data) || f.OrigLen != f.CapLen || f.CapLen != 16+20+8+200 {
+			t.Errorf("frame %d: caplen %d origlen %d data %d", f.Number, f.CapLen, f.OrigLen, len(f.Data))
+		}
+		if f.Timestamp.Before(before.Add(-time.Second)) || f.Timestamp.After(time.Now()) {
+			t.Errorf("frame %d: timestamp %v not during the test", f.Number, f.Timestamp)
+		}
+	}
+	for i, c := range seen {
+		if c != 1 {
+			t.Errorf("datagram %d captured %d times, want once", i, c)
+			if i > 10 {
+				break
+			}
+		}
+	}
+	st, err := l.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %+v", l.Method(), st)
+	if st.Captured != n || st.Dropped != 0 || st.Received < n+100 {
+		t.Errorf("stats %+v, want %d captured, none dropped, at least %d received", st, n, n+100)
+	}
+}
+
+// Stop right after the traffic: every frame queued before Stop comes out.
+func TestLiveAnyStopDrains(t *testing.T) {
+	sink, port := udpSink(t)
+	defer sink.Close()
+	l := openAnyT(t, fmt.Sprintf("udp dst port %d", port), LiveOptions{})
+	defer l.Close()
+	const n = 300
+	sendSeq(t, port, n, 100)
+	l.Stop()
+	got := 0
+	var f Frame
+	for {
+		err := l.Next(&f)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got++
+	}
+	if got != n {
+		t.Errorf("%d frames after Stop, want %d", got, n)
+	}
+	// Next keeps saying io.EOF.
+	if err := l.Next(&f); err != io.EOF {
+		t.Errorf("Next after the end: %v", err)
+	}
+}
+
+// Snaplen counts the cooked header; OrigLen is the length on the wire.
+func TestLiveAnySnaplen(t *testing.T) {
+	sink, port := udpSink(t)
+	defer sink.Close()
+	l := openAnyT(t, fmt.Sprintf("udp dst port %d", port), LiveOptions{Snaplen: 64})
+	defer l.Close()
+	go func() {
+		sendSeq(t, port, 10, 1000)
+		time.Sleep(100 * time.Millisecond)
+		l.Stop()
+	}()
+	var f Frame
+	n := 0
+	for l.Next(&f) == nil {
+		n++
+		if f.CapLen != 64 || len(f.Data) != 64 || f.OrigLen != 16+20+8+1000 || !f.Truncated() {
+			t.Errorf("frame %d: caplen %d origlen %d", f.Number, f.CapLen, f.OrigLen)
+		}
+	}
+	if n != 10 {
+		t.Errorf("%d frames, want 10", n)
+	}
+}
+
+func TestLiveAnyOpen(t *testing.T) {
+	lt, err := InterfaceLinkType("any")
+	if err != nil || lt != layers.LinkTypeLinuxSLL {
+		t.Errorf("InterfaceLinkType(any) = %v, %v", lt, err)
+	}
+	ifs, err := Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := ifs[len(ifs)-1]; last.Name != "any" || last.LinkType != layers.LinkTypeLinuxSLL {
+		t.Errorf("Interfaces does not end with any: %+v", last)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("not root")
+	}
+	if _, err := OpenLive("any", LiveOptions{Method: MethodRing}); err == nil {
+		t.Error("any with the ring: no error")
+	}
+	// A kernel-form program (-F) reads packet metadata: it cannot run in
+	// user space.
+	prog, err := CompileFilter("vlan 100", layers.LinkTypeEthernet, FilterOptions{Kernel: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenLive("any", LiveOptions{Filter: prog}); err == nil {
+		t.Error("kernel-form filter on any: no error")
+	}
+}
+
+// The cooked headers (and the rest) of the same datagrams captured by
+// tcpdump -i any -y LINUX_SLL and by OpenLive("any") are the same octets.
+func TestLiveAnyCookedMatchesTcpdump(t *testing.T) {
+	tcpdump, err := exec.LookPath("tcpdump")
+	if err != nil {
+		t.Skip("tcpdump not installed")
+	}
+	sink, port := udpSink(t)
+	defer sink.Close()
+	l := openAnyT(t, fmt.Sprintf("udp dst port %d", port), LiveOptions{})
+	defer l.Close()
+	file := filepath.Join(t.TempDir(), "any.pcap")
+	cmd := exec.Command(tcpdump, "-i", "any", "-y", "LINUX_SLL", "-U", "-w", file, "-c", "20", fmt.Sprintf("udp dst port %d", port))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Skipf("tcpdump: %v", err)
+	}
+	// tcpdump says "listening" once its filter is on.
+	for i := 0; i < 100 && !bytes.Contains(stderr.Bytes(), []byte("listening")); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	const n = 20
+	sendSeq(t, port, n, 64)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("tcpdump: %v: %s", err, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("tcpdump did not capture %d frames: %s", n, stderr.String())
+	}
+	l.Stop()
+	var ours [][]byte
+	var f Frame
+	for l.Next(&f) == nil {
+		ours = append(ours, append([]byte(nil), f.Data...))
+	}
+	r, err := Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var theirs [][]byte
+	for r.Next(&f) == nil {
+		if f.LinkType != layers.LinkTypeLinuxSLL {
+			t.Fatalf("tcpdump wrote link type %v", f.LinkType)
+		}
+		theirs = append(theirs, append([]byte(nil), f.Data...))
+	}
+	if len(ours) != n || len(theirs) != n {
+		t.Fatalf("%d frames captured here, %d by tcpdump, want %d each", len(ours), len(theirs), n)
+	}
+	for i := range ours {
+		if !bytes.Equal(ours[i], theirs[i]) {
+			t.Errorf("datagram %d:\n here    % x\n tcpdump % x", i, ours[i][:min(len(ours[i]), 40)], theirs[i][:min(len(theirs[i]), 40)])
+		}
+	}
+}
+
+// BenchmarkLiveAnyLoopback: frames/s the "any" socket delivers on lo while
+// a sender blasts 1448-octet UDP datagrams, with the capture filter in user
+// space.
+func BenchmarkLiveAnyLoopback(b *testing.B) {
+	sink, port := udpSink(b)
+	defer sink.Close()
+	l := openAnyT(b, fmt.Sprintf("udp dst port %d", port), LiveOptions{})
+	defer l.Close()
+	b.ResetTimer()
+	start := time.Now()
+	go func() {
+		sendSeq(b, port, b.N, 1448)
+		time.Sleep(50 * time.Millisecond)
+		l.Stop()
+	}()
+	var f Frame
+	n, octets := 0, 0
+	for l.Next(&f) == nil {
+		n++
+		octets += f.CapLen
+	}
+	el := time.Since(start).Seconds()
+	b.StopTimer()
+	st, _ := l.Stats()
+	b.ReportMetric(float64(n)/el, "frames/s")
+	b.ReportMetric(float64(octets)*8/el/1e9, "Gbit/s")
+	b.ReportMetric(float64(st.Dropped), "drops")
+	b.ReportMetric(float64(b.N-n), "lost")
+}
