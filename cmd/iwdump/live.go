@@ -51,7 +51,7 @@ type liveOptions struct {
 // liveFlags registers the flags of live capture, capture filters and -w.
 func liveFlags(fs *flag.FlagSet, o *options) {
 	l := &o.live
-	fs.StringVar(&l.iface, "i", "", "capture live from network interface `IFACE` (Linux; needs CAP_NET_RAW; -D lists them)")
+	fs.StringVar(&l.iface, "i", "", "capture live from network interface `IFACE` (Linux; needs CAP_NET_RAW; -D lists them; any: all interfaces, Linux cooked frames)")
 	fs.BoolVar(&l.list, "D", false, "list the network interfaces -i can capture on, and exit")
 	fs.IntVar(&l.snaplen, "s", 0, "keep at most `SNAPLEN` octets of each captured frame (0: 262144)")
 	fs.BoolVar(&l.noPromisc, "p", false, "do not put the interface into promiscuous mode")
@@ -193,10 +193,15 @@ func (l *liveOptions) program() ([]bpf.RawInstruction, error) {
 		if lt, err = pcap.InterfaceLinkType(l.iface); err != nil {
 			return nil, err
 		}
-		kernel = true
+		kernel = kernelFilter(l.iface)
 	}
 	return pcap.CompileFilter(l.expr, lt, pcap.FilterOptions{Kernel: kernel, Snaplen: l.snaplen})
 }
+
+// kernelFilter says whether the capture filter of iface runs in the
+// kernel (and is compiled in the kernel form). On "any" it runs in user
+// space, on the cooked frames.
+func kernelFilter(iface string) bool { return iface != pcap.AnyInterface }
 
 // filterMessage words a capture filter error for the user; for syntax the
 // compiler does not cover it says how to use tcpdump's compiler instead.
@@ -226,6 +231,11 @@ func listInterfaces(w io.Writer) error {
 		note := ""
 		if it.LinkType == 0 {
 			note = " (link type not supported)"
+		}
+		if it.Name == pcap.AnyInterface && it.Index == 0 {
+			note = " (Pseudo-device that captures on all interfaces)" + note
+			fmt.Fprintf(w, "%d.%s%s %s\n", i+1, it.Name, note, it.Description())
+			continue
 		}
 		fmt.Fprintf(w, "%d.%s %s%s\n", i+1, it.Name, it.Description(), note)
 	}
@@ -384,7 +394,7 @@ func startLive(o *options, stderr io.Writer) (*liveSource, error) {
 	}
 	prog := l.prog
 	if prog == nil && l.expr != "" {
-		if prog, err = pcap.CompileFilter(l.expr, lt, pcap.FilterOptions{Kernel: true, Snaplen: l.snaplen}); err != nil {
+		if prog, err = pcap.CompileFilter(l.expr, lt, pcap.FilterOptions{Kernel: kernelFilter(l.iface), Snaplen: l.snaplen}); err != nil {
 			return nil, err
 		}
 	}
@@ -429,6 +439,8 @@ func linkTypeName(lt layers.LinkType) string {
 		return "EN10MB (Ethernet)"
 	case layers.LinkTypeRaw:
 		return "RAW (Raw IP)"
+	case layers.LinkTypeLinuxSLL:
+		return "LINUX_SLL (Linux cooked v1)"
 	}
 	return lt.String()
 }
