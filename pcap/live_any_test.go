@@ -3,18 +3,23 @@
 package pcap
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
+	"golang.org/x/sys/unix"
 )
 
 // openAnyT opens "any" with filter (compiled for LINUX_SLL, user-space
@@ -224,30 +229,11 @@ func TestLiveAnyCookedMatchesTcpdump(t *testing.T) {
 	l := openAnyT(t, fmt.Sprintf("udp dst port %d", port), LiveOptions{})
 	defer l.Close()
 	file := filepath.Join(t.TempDir(), "any.pcap")
-	cmd := exec.Command(tcpdump, "-i", "any", "-y", "LINUX_SLL", "-U", "-w", file, "-c", "20", fmt.Sprintf("udp dst port %d", port))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Skipf("tcpdump: %v", err)
-	}
-	// tcpdump says "listening" once its filter is on.
-	for i := 0; i < 100 && !bytes.Contains(stderr.Bytes(), []byte("listening")); i++ {
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond)
+	stopTcpdump := startTcpdump(t, tcpdump, file, fmt.Sprintf("udp dst port %d", port))
 	const n = 20
 	sendSeq(t, port, n, 64)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("tcpdump: %v: %s", err, stderr.String())
-		}
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("tcpdump did not capture %d frames: %s", n, stderr.String())
-	}
+	time.Sleep(200 * time.Millisecond)
+	stderr := stopTcpdump()
 	l.Stop()
 	var ours [][]byte
 	var f Frame
@@ -267,12 +253,66 @@ func TestLiveAnyCookedMatchesTcpdump(t *testing.T) {
 		theirs = append(theirs, append([]byte(nil), f.Data...))
 	}
 	if len(ours) != n || len(theirs) != n {
-		t.Fatalf("%d frames captured here, %d by tcpdump, want %d each", len(ours), len(theirs), n)
+		t.Fatalf("%d frames captured here, %d by tcpdump, want %d each (tcpdump: %s)", len(ours), len(theirs), n, stderr)
 	}
 	for i := range ours {
 		if !bytes.Equal(ours[i], theirs[i]) {
 			t.Errorf("datagram %d:\n here    % x\n tcpdump % x", i, ours[i][:min(len(ours[i]), 40)], theirs[i][:min(len(theirs[i]), 40)])
 		}
+	}
+}
+
+// startTcpdump runs tcpdump -i any -y LINUX_SLL -w file [filter] and
+// returns once it listens (its filter is attached); stop ends it with
+// SIGINT and returns what it said.
+func startTcpdump(t *testing.T, tcpdump, file string, filter ...string) (stop func() string) {
+	t.Helper()
+	// A small snaplen: in immediate mode libpcap gives each frame of its
+	// ring a slot of snaplen octets, and its ring holds few of 256 KiB.
+	args := append([]string{"-i", "any", "-y", "LINUX_SLL", "--immediate-mode", "-s", "2048", "-U", "-w", file}, filter...)
+	cmd := exec.Command(tcpdump, args...)
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("tcpdump: %v", err)
+	}
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var said []string
+	timeout := time.After(10 * time.Second)
+wait:
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				cmd.Wait()
+				t.Fatalf("tcpdump ended: %s", strings.Join(said, "\n"))
+			}
+			said = append(said, line)
+			if strings.Contains(line, "listening on") {
+				break wait
+			}
+		case <-timeout:
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("tcpdump does not listen: %s", strings.Join(said, "\n"))
+		}
+	}
+	return func() string {
+		cmd.Process.Signal(os.Interrupt)
+		for line := range lines {
+			said = append(said, line)
+		}
+		cmd.Wait()
+		return strings.Join(said, "\n")
 	}
 }
 
@@ -304,4 +344,79 @@ func BenchmarkLiveAnyLoopback(b *testing.B) {
 	b.ReportMetric(float64(octets)*8/el/1e9, "Gbit/s")
 	b.ReportMetric(float64(st.Dropped), "drops")
 	b.ReportMetric(float64(b.N-n), "lost")
+}
+
+// VLAN tags the kernel took out of packets are put back after the cooked
+// header as libpcap does: tagged frames written on one end of a veth pair
+// (seen leaving there and arriving, with the tag in metadata, on the
+// peer) come out of "any" with the same octets as out of tcpdump -i any
+// -y LINUX_SLL.
+func TestLiveAnyVLANMatchesTcpdump(t *testing.T) {
+	tcpdump, err := exec.LookPath("tcpdump")
+	if err != nil {
+		t.Skip("tcpdump not installed")
+	}
+	a, _ := veth(t)
+	l := openAnyT(t, "", LiveOptions{})
+	defer l.Close()
+	file := filepath.Join(t.TempDir(), "vlan.pcap")
+	stopTcpdump := startTcpdump(t, tcpdump, file)
+	payload := []byte("iwkit any vlan test")
+	base := ether(macB, macA, 0x0800, ipv4("10.9.0.1", "10.9.0.2", 17, nil, 0, udpHdr(40000, 7777, payload)))
+	frames := [][]byte{
+		withVLAN(base, [2]uint16{0x8100, 0x2064}),
+		withVLAN(base, [2]uint16{0x88a8, 100}, [2]uint16{0x8100, 300}),
+		base,
+	}
+	ifc, err := net.InterfaceByName(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
+	if err != nil {
+		t.Skipf("raw socket: %v", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifc.Index}); err != nil {
+		t.Fatal(err)
+	}
+	for _, fr := range frames {
+		if _, err := unix.Write(fd, fr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	stderr := stopTcpdump()
+	l.Stop()
+	pick := func(next func(*Frame) error) []string {
+		var out []string
+		var f Frame
+		for next(&f) == nil {
+			if bytes.Contains(f.Data, payload) {
+				out = append(out, fmt.Sprintf("% x", f.Data))
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	ours := pick(l.Next)
+	r, err := Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	theirs := pick(r.Next)
+	if len(theirs) != 2*len(frames) {
+		t.Logf("tcpdump: %s", stderr)
+	}
+	if strings.Join(ours, "\n") != strings.Join(theirs, "\n") {
+		t.Errorf("frames differ:\n here\n  %s\n tcpdump\n  %s", strings.Join(ours, "\n  "), strings.Join(theirs, "\n  "))
+	}
+	tagged := 0
+	for _, s := range ours {
+		if strings.HasPrefix(s[14*3:], "81 00") {
+			tagged++
+		}
+	}
+	t.Logf("%d frames, %d with the tag after the cooked header", len(ours), tagged)
 }
