@@ -377,6 +377,7 @@ type liveSource struct {
 	captured  atomic.Uint64
 	undecoded atomic.Uint64
 	done      chan struct{} // closed when the capture loop has ended
+	lagDone   chan struct{} // closed when watchLag has ended (it writes to stderr)
 	err       error         // why the capture loop ended, when not Stop
 	finished  sync.Once
 	summary   string
@@ -404,7 +405,7 @@ func startLive(o *options, stderr io.Writer) (*liveSource, error) {
 		return nil, err
 	}
 	s := &liveSource{l: lc, o: o, stderr: stderr, ch: make(chan *liveFrame, liveQueueFrames),
-		done: make(chan struct{}), decode: l.write != "-"}
+		done: make(chan struct{}), lagDone: make(chan struct{}), decode: l.write != "-"}
 	if l.write != "" {
 		s.w, err = pcap.CreateRotating(l.write, l.rotateOptions(lc.LinkType(), lc.Snaplen()))
 		if err != nil {
@@ -504,6 +505,7 @@ func (s *liveSource) enqueue(fr *pcap.Frame) {
 
 // watchLag reports, at most once a second, that decoding fell behind.
 func (s *liveSource) watchLag() {
+	defer close(s.lagDone)
 	t := time.NewTicker(lagReportEvery)
 	defer t.Stop()
 	var reported uint64
@@ -562,6 +564,7 @@ func (s *liveSource) finish() string {
 		for range s.ch { // the decoder has stopped reading (-c): let the loop end
 		}
 		<-s.done
+		<-s.lagDone // its last report comes before the summary
 		signal.Stop(s.sig)
 		if s.w != nil {
 			if err := s.w.Close(); err != nil {
