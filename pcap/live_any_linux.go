@@ -38,8 +38,16 @@ import (
 // the filter looks at the link-layer header).
 //
 // VLAN tags the kernel took out of a packet are put back after the cooked
-// header, as libpcap does: protocol 0x8100, then the tag, then the inner
-// protocol.
+// header, as libpcap does: protocol 0x8100 (or the TPID the kernel
+// reports), then the tag, then the inner protocol.
+//
+// Stats: Received counts what the kernel program kept, that is every packet
+// of every interface but the outgoing loopback copies, before the capture
+// filter; Dropped, those lost for lack of socket buffer. Since the filter
+// runs in user space, a busy host fills the buffer with traffic the filter
+// then discards: -B matters more than on one interface. The reader takes
+// one recvmsg per frame (no ring): about 400k frames/s on the test VM
+// (BenchmarkLiveAnyDrain) against 14M for the TPACKET_V3 ring.
 
 // AnyInterface is the pseudo-interface that captures on all interfaces.
 const AnyInterface = "any"
