@@ -8,18 +8,11 @@ import (
 func (c *conn) gap(at *At, octets, fpdus int) {
 	dir := at.Dir & 1
 	st := &c.st.Dir[dir]
-	d := &c.d[dir]
 	c.observe(at)
 	if fpdus > 0 {
 		st.FPDUsLost += uint64(fpdus)
 	}
 	c.lose(dir)
-	if d.ackedLost > 0 && octets > 0 && uint64(octets) <= d.ackedLost {
-		// Already noticed from the peer's ACK (observe).
-		d.ackedLost -= uint64(octets)
-		return
-	}
-	d.ackedLost = 0
 	st.Gaps++
 	if octets > 0 {
 		st.GapOctets += uint64(octets)

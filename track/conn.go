@@ -110,11 +110,9 @@ type dirState struct {
 	sends uint64 // Send-type messages started (possible STag advertisements)
 
 	// seenEnd is the end of the octets seen in this direction (TCP
-	// sequence numbers); ackedLost counts octets the peer acknowledged
-	// beyond them, which the framer has not reported as a gap yet.
-	endKnown  bool
-	seenEnd   uint32
-	ackedLost uint64
+	// sequence numbers), or acknowledged by the peer.
+	endKnown bool
+	seenEnd  uint32
 
 	// the last segment on an invalid QN, to report each message once
 	badQNValid      bool

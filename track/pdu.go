@@ -419,23 +419,19 @@ func (c *conn) stray(at *At, p *decode.PDU, dir Dir) {
 }
 
 // observe follows the TCP sequence space each direction has shown. An ACK
-// beyond the octets the capture holds of the other direction means the
-// capture lost them (the receiver got them): the framer may report that
-// gap only later, so the affected queues become uncertain now, before a
-// response to a lost request looks unmatched.
+// beyond the octets the capture holds of the other direction means either
+// that the capture lost them or that it shows them after the ACK (a capture
+// point that reorders the two directions, as a multi-CPU host does on lo).
+// The framer tells which, and reports a real loss as a gap (Gap); until it
+// does, the other direction's queues become uncertain, silently, so that a
+// response to a request the capture lost does not look unmatched.
 func (c *conn) observe(at *At) {
 	dir := at.Dir & 1
 	if at.HasAck && !c.hs.rejected {
 		o := &c.d[dir^1]
 		if o.endKnown && int32(at.Ack-o.seenEnd) > 0 {
-			n := at.Ack - o.seenEnd
 			o.seenEnd = at.Ack
-			o.ackedLost += uint64(n)
-			st := &c.st.Dir[dir^1]
-			st.Gaps++
-			st.GapOctets += uint64(n)
 			c.lose(dir ^ 1)
-			c.finding(CodeUncertainAfterGap, dir^1, at, 0, "the %s acknowledges %d octets from the %s that the capture does not hold: checks on the %s's queues and on Read/Atomic matching are relaxed until they resynchronise", dir.Sender(), n, dir.Other().Sender(), dir.Other().Sender())
 		}
 	}
 	if at.HasSeq {
