@@ -320,30 +320,9 @@ wait:
 // a sender blasts 1448-octet UDP datagrams, with the capture filter in user
 // space.
 func BenchmarkLiveAnyLoopback(b *testing.B) {
-	sink, port := udpSink(b)
-	defer sink.Close()
-	l := openAnyT(b, fmt.Sprintf("udp dst port %d", port), LiveOptions{})
-	defer l.Close()
-	b.ResetTimer()
-	start := time.Now()
-	go func() {
-		sendSeq(b, port, b.N, 1448)
-		time.Sleep(50 * time.Millisecond)
-		l.Stop()
-	}()
-	var f Frame
-	n, octets := 0, 0
-	for l.Next(&f) == nil {
-		n++
-		octets += f.CapLen
-	}
-	el := time.Since(start).Seconds()
-	b.StopTimer()
-	st, _ := l.Stats()
-	b.ReportMetric(float64(n)/el, "frames/s")
-	b.ReportMetric(float64(octets)*8/el/1e9, "Gbit/s")
-	b.ReportMetric(float64(st.Dropped), "drops")
-	b.ReportMetric(float64(b.N-n), "lost")
+	benchBlast(b, func(port int) *Live {
+		return openAnyT(b, fmt.Sprintf("udp dst port %d", port), LiveOptions{})
+	})
 }
 
 // VLAN tags the kernel took out of packets are put back after the cooked
