@@ -97,16 +97,8 @@ func TestLiveAnyLoopbackEachPacketOnce(t *testing.T) {
 		l.Stop()
 	}()
 	seen := make([]int, n)
-	var f Frame
-	for {
-		err := l.Next(&f)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s, ok := cookedSeq(t, &f, port); ok && s < n {
+	readLive(t, l, func(f *Frame) {
+		if s, ok := cookedSeq(t, f, port); ok && s < n {
 			seen[s]++
 		}
 		if f.CapLen != len(f.Data) || f.OrigLen != f.CapLen || f.CapLen != 16+20+8+200 {
@@ -115,7 +107,7 @@ func TestLiveAnyLoopbackEachPacketOnce(t *testing.T) {
 		if f.Timestamp.Before(before.Add(-time.Second)) || f.Timestamp.After(time.Now()) {
 			t.Errorf("frame %d: timestamp %v not during the test", f.Number, f.Timestamp)
 		}
-	}
+	})
 	for i, c := range seen {
 		if c != 1 {
 			t.Errorf("datagram %d captured %d times, want once", i, c)
@@ -144,22 +136,14 @@ func TestLiveAnyStopDrains(t *testing.T) {
 	sendSeq(t, port, n, 100)
 	l.Stop()
 	got := 0
-	var f Frame
-	for {
-		err := l.Next(&f)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	readLive(t, l, func(f *Frame) {
 		got++
-	}
+	})
 	if got != n {
 		t.Errorf("%d frames after Stop, want %d", got, n)
 	}
 	// Next keeps saying io.EOF.
-	if err := l.Next(&f); err != io.EOF {
+	if err := l.Next(new(Frame)); err != io.EOF {
 		t.Errorf("Next after the end: %v", err)
 	}
 }

@@ -82,6 +82,22 @@ func sendSeq(t testing.TB, port, n, size int) {
 	}
 }
 
+// readLive reads frames from l until io.EOF, handing each to fn.
+func readLive(t testing.TB, l *Live, fn func(f *Frame)) {
+	t.Helper()
+	var f Frame
+	for {
+		err := l.Next(&f)
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(&f)
+	}
+}
+
 // seqOf returns the sequence number in a captured datagram to port.
 func seqOf(t testing.TB, f *Frame, port int) (int, bool) {
 	var p Packet
@@ -126,22 +142,14 @@ func TestLiveLoopbackEachPacketOnce(t *testing.T) {
 				l.Stop()
 			}()
 			seen := make([]int, n)
-			var f Frame
-			for {
-				err := l.Next(&f)
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				if s, ok := seqOf(t, &f, port); ok && s < n {
+			readLive(t, l, func(f *Frame) {
+				if s, ok := seqOf(t, f, port); ok && s < n {
 					seen[s]++
 				}
 				if f.CapLen != len(f.Data) || f.OrigLen != f.CapLen {
 					t.Errorf("frame %d: caplen %d origlen %d data %d", f.Number, f.CapLen, f.OrigLen, len(f.Data))
 				}
-			}
+			})
 			for i, c := range seen {
 				if c != 1 {
 					t.Errorf("datagram %d captured %d times, want once", i, c)
@@ -174,17 +182,9 @@ func TestLiveStopDrains(t *testing.T) {
 		sendSeq(t, port, n, 100)
 		l.Stop() // the ring's last block is still open in the kernel
 		got := 0
-		var f Frame
-		for {
-			err := l.Next(&f)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		readLive(t, l, func(f *Frame) {
 			got++
-		}
+		})
 		if got != n {
 			t.Errorf("%s: %d frames after Stop, want %d", l.Method(), got, n)
 		}
@@ -499,21 +499,13 @@ func TestLiveNothingBeforeFilter(t *testing.T) {
 		sendSeq(t, port, n, 100)
 		l.Stop()
 		got, other := 0, 0
-		var f Frame
-		for {
-			err := l.Next(&f)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, ok := seqOf(t, &f, port); ok {
+		readLive(t, l, func(f *Frame) {
+			if _, ok := seqOf(t, f, port); ok {
 				got++
 			} else {
 				other++
 			}
-		}
+		})
 		if got != n || other != 0 {
 			t.Errorf("%s: %d frames to the filtered port (want %d) and %d others (want 0)", l.Method(), got, n, other)
 		}

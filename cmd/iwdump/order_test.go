@@ -17,6 +17,7 @@ import (
 type capFrame struct {
 	ts   time.Time
 	data []byte
+	orig int // length on the wire
 }
 
 // writeFrames writes frames to a pcap file in dir.
@@ -33,7 +34,7 @@ func writeFrames(t *testing.T, dir, name string, frames []capFrame) string {
 		t.Fatal(err)
 	}
 	for _, fr := range frames {
-		if err := w.WriteFrame(fr.ts, fr.data, len(fr.data)); err != nil {
+		if err := w.WriteFrame(fr.ts, fr.data, fr.orig); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,8 +46,8 @@ func writeFrames(t *testing.T, dir, name string, frames []capFrame) string {
 
 type frameList []capFrame
 
-func (l *frameList) WriteFrame(ts time.Time, data []byte, _ int) error {
-	*l = append(*l, capFrame{ts, bytes.Clone(data)})
+func (l *frameList) WriteFrame(ts time.Time, data []byte, orig int) error {
+	*l = append(*l, capFrame{ts, bytes.Clone(data), max(orig, len(data))})
 	return nil
 }
 
@@ -76,6 +77,7 @@ func TestCaptureOrderInversion(t *testing.T) {
 			b.SrcPort == a.DstPort && b.DstPort == a.SrcPort && b.Flags&pcap.TCPAck != 0 &&
 			int32(b.Ack-(a.Seq+uint32(len(a.Payload)))) >= 0 {
 			swapped[i].data, swapped[i+1].data = swapped[i+1].data, swapped[i].data
+			swapped[i].orig, swapped[i+1].orig = swapped[i+1].orig, swapped[i].orig
 			inverted++
 			if inverted == 5 { // the twin: that data segment never captured
 				dropped = append(dropped, swapped[i])

@@ -59,35 +59,22 @@ func writeGen(t *testing.T, dir, name string, p gen.Params, rates gen.Rates, sta
 	if !start.IsZero() {
 		sc.Start = start
 	}
-	path := filepath.Join(dir, name+"-"+strconv.Itoa(p.Conns)+"-"+strconv.FormatInt(start.Unix(), 10)+".pcap")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w, err := pcap.NewWriter(f, pcap.FormatPcap, layers.LinkTypeEthernet, 65535)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &cutSink{w: w, keep: keep}
+	sink := &cutSink{keep: keep}
 	if _, err := gen.Run(sc, sink, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeFrames(t, dir, name+"-"+strconv.Itoa(p.Conns)+"-"+strconv.FormatInt(start.Unix(), 10)+".pcap", sink.frames)
 }
 
 // cutSink keeps, of the k-th connection (in order of appearance), its
 // first keep+11k frames (all when keep is 0): connections then stop
 // without FIN, each at a different point, as if the capture had lost them.
 type cutSink struct {
-	w     *pcap.Writer
-	keep  int
-	pkt   pcap.Packet
-	conns map[[2]uint16]int // ports, low first -> {index, frames}
-	seen  map[[2]uint16]int
+	frames frameList
+	keep   int
+	pkt    pcap.Packet
+	conns  map[[2]uint16]int // ports, low first -> {index, frames}
+	seen   map[[2]uint16]int
 }
 
 func (s *cutSink) WriteFrame(ts time.Time, data []byte, origLen int) error {
@@ -106,7 +93,7 @@ func (s *cutSink) WriteFrame(ts time.Time, data []byte, origLen int) error {
 			return nil
 		}
 	}
-	return s.w.WriteFrame(ts, data, origLen)
+	return s.frames.WriteFrame(ts, data, origLen)
 }
 
 // TestWorkersSameOutput: sharded runs print what one shard prints, octet
