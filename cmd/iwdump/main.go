@@ -5,7 +5,6 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -236,14 +235,10 @@ func dump(src frameSource, h *handler, o *options, prog *progress) error {
 		if err != nil {
 			return err
 		}
-		if n == 0 {
-			h.start(fr.Timestamp)
-		}
-		h.last = fr.Timestamp
 		prog.add(fr.CapLen + 16)
-		h.plots.frame(&fr)
-		if err := a.FeedFrame(&fr); err != nil && !errors.Is(err, pcap.ErrNotTCP) {
-			h.out.note(&fr, fr.Timestamp.Sub(h.first), "undecodable frame: "+err.Error())
+		h.frame(&fr)
+		if err := a.FeedFrame(&fr); err != nil {
+			h.undecodable(&fr, err)
 		}
 	}
 	return nil

@@ -69,9 +69,12 @@ func appendSeconds(b []byte, d time.Duration) []byte {
 		us++
 	}
 	b = strconv.AppendInt(b, int64(us/1e6), 10)
-	frac := int64(us % 1e6)
-	b = append(b, '.', '0'+byte(frac/1e5), '0'+byte(frac/1e4%10), '0'+byte(frac/1e3%10), '0'+byte(frac/100%10), '0'+byte(frac/10%10), '0'+byte(frac%10))
-	return b
+	return appendMicros(b, int(us%1e6))
+}
+
+// appendMicros appends the 6-digit fraction of a second: ".000123".
+func appendMicros(b []byte, us int) []byte {
+	return append(b, '.', '0'+byte(us/1e5), '0'+byte(us/1e4%10), '0'+byte(us/1e3%10), '0'+byte(us/100%10), '0'+byte(us/10%10), '0'+byte(us%10))
 }
 
 // Time formats of -t, as tshark's: seconds since the first frame, time of
@@ -87,9 +90,7 @@ func (p *printer) appendTime(b []byte, rel time.Duration) []byte {
 		return p.base.Add(rel).UTC().AppendFormat(b, "2006-01-02 15:04:05.000000")
 	case "e":
 		t := p.base.Add(rel).Round(time.Microsecond)
-		b = strconv.AppendInt(b, t.Unix(), 10)
-		us := t.Nanosecond() / 1000
-		return append(b, '.', '0'+byte(us/1e5), '0'+byte(us/1e4%10), '0'+byte(us/1e3%10), '0'+byte(us/100%10), '0'+byte(us/10%10), '0'+byte(us%10))
+		return appendMicros(strconv.AppendInt(b, t.Unix(), 10), t.Nanosecond()/1000)
 	}
 	return appendSeconds(b, rel)
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"time"
 
+	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
 	"github.com/iwkit/iwkit/track"
 )
@@ -36,6 +38,7 @@ type handler struct {
 	asm   *reassembly.Assembler
 	first time.Time // timestamp of the first frame: output times count from it
 	last  time.Time // timestamp of the latest frame
+	seen  bool      // a frame was seen: first is set
 	conns map[int]*reassembly.Conn
 	plots plots
 	// beforeFinding, when set, hears of each tracker finding's connection
@@ -96,8 +99,23 @@ func (h *handler) onFinding(f *track.Finding) {
 
 func (h *handler) rel(t time.Time) time.Duration { return t.Sub(h.first) }
 
-// start takes ts, the first frame's time, as the origin of output times.
-func (h *handler) start(ts time.Time) { h.first, h.out.base = ts, ts }
+// frame takes note of a frame before it is fed: the first one's time is
+// the origin of output times; the I/O graph counts every frame.
+func (h *handler) frame(fr *pcap.Frame) {
+	if !h.seen {
+		h.first, h.out.base, h.seen = fr.Timestamp, fr.Timestamp, true
+	}
+	h.last = fr.Timestamp
+	h.plots.frame(fr)
+}
+
+// undecodable notes a frame whose TCP segment could not be decoded;
+// frames that hold none (pcap.ErrNotTCP) are not news.
+func (h *handler) undecodable(fr *pcap.Frame, err error) {
+	if !errors.Is(err, pcap.ErrNotTCP) {
+		h.out.note(fr, fr.Timestamp.Sub(h.first), "undecodable frame: "+err.Error())
+	}
+}
 
 func (h *handler) Opened(c *reassembly.Conn) {
 	cp := *c // the assembler reuses c after Closed; findings may come later

@@ -3,7 +3,8 @@ package main
 // Flow-sharded dumping (--workers N). One goroutine reads the capture and
 // hands frames out in chunks; each of N shards owns the flows whose
 // 4-tuple hashes to it (reassembly.Shard) with its own Assembler, Tracker
-// and printer; a outMerger writes the shards' output back in frame order.
+// and printer; a merger (outMerger) writes the shards' output back in frame
+// order.
 //
 // The output is the one of a single shard, octet for octet:
 //   - every shard sees every frame: it reassembles the frames it owns and
@@ -13,10 +14,14 @@ package main
 //     Assembler would, least recently active first;
 //   - a shard numbers its connections by itself; it leaves a place for the
 //     connection number in what it prints and reports the frame at which
-//     each connection started (Config.Started). The outMerger, reading frames
-//     in order, numbers connections as a single Assembler would;
+//     each connection started, was taken for iWARP and ended
+//     (Config.Started, Handler.Opened, Config.Ended). The merger, reading
+//     frames in order, numbers connections as a single Assembler would,
+//     keeps the numbers of iWARP connections (the -z tables list them) and
+//     forgets the others when they end, so that its memory follows the
+//     flows in the table, not all the flows of the capture;
 //   - at the end, each connection's last events are cut into blocks that
-//     the outMerger orders as one Assembler's Flush (most recently active
+//     the merger orders as one Assembler's Flush (most recently active
 //     first) and one Tracker's Finish (by connection number) would.
 //
 // What stays per shard: the flow-table and memory budgets of reassembly and
@@ -24,7 +29,6 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"io"
 	"sort"
 	"strconv"
@@ -192,7 +196,7 @@ func (s *shard) use(out *shardOut) {
 // run processes chunks until in is closed, then the end of the capture.
 func (s *shard) run(in <-chan *chunk, done *sync.WaitGroup) {
 	defer done.Done()
-	h, a, seen := s.h, s.h.asm, false
+	h, a := s.h, s.h.asm
 	for c := range in {
 		out := &c.out[s.id]
 		out.reset()
@@ -200,19 +204,14 @@ func (s *shard) run(in <-chan *chunk, done *sync.WaitGroup) {
 		for i := range c.frames {
 			fr := &c.frames[i]
 			s.idx = i
-			if !seen {
-				h.start(fr.Timestamp)
-				seen = true
-			}
-			h.last = fr.Timestamp
-			h.plots.frame(fr)
+			h.frame(fr)
 			a.Advance(fr.Timestamp) // expiry first, as Feed would
 			out.close()
 			if int(c.owner[i]) == s.id {
 				if err := c.errs[i]; err == nil {
 					a.Feed(fr.Number, fr.Timestamp, &c.pkts[i])
-				} else if !errors.Is(err, pcap.ErrNotTCP) {
-					h.out.note(fr, fr.Timestamp.Sub(h.first), "undecodable frame: "+err.Error())
+				} else {
+					h.undecodable(fr, err)
 				}
 			}
 			out.ends = append(out.ends, len(out.buf))
