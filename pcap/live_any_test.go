@@ -389,33 +389,7 @@ func TestLiveAnyVLANMatchesTcpdump(t *testing.T) {
 // the capacity of the reader (a recvmsg, the cooked header and the
 // user-space filter per frame), without a sender sharing the CPU.
 func BenchmarkLiveAnyDrain(b *testing.B) {
-	sink, port := udpSink(b)
-	defer sink.Close()
-	l := openAnyT(b, fmt.Sprintf("udp dst port %d", port), LiveOptions{BufferSize: 256 << 20})
-	defer l.Close()
-	const batch = 20000
-	var f Frame
-	total, octets := 0, 0
-	var el time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i += batch {
-		b.StopTimer()
-		sendSeq(b, port, batch, 1448)
-		time.Sleep(20 * time.Millisecond)
-		b.StartTimer()
-		start := time.Now()
-		for got := 0; got < batch; got++ {
-			if err := l.Next(&f); err != nil {
-				b.Fatal(err)
-			}
-			octets += f.CapLen
-		}
-		el += time.Since(start)
-		total += batch
-	}
-	b.StopTimer()
-	st, _ := l.Stats()
-	b.ReportMetric(float64(total)/el.Seconds(), "frames/s")
-	b.ReportMetric(float64(octets)*8/el.Seconds()/1e9, "Gbit/s")
-	b.ReportMetric(float64(st.Dropped), "drops")
+	benchDrain(b, func(port int) *Live {
+		return openAnyT(b, fmt.Sprintf("udp dst port %d", port), LiveOptions{BufferSize: 256 << 20})
+	})
 }

@@ -196,6 +196,22 @@ func checkEachOnce(t testing.TB, seen map[pduKey]int, mpa, n int) {
 	}
 }
 
+// framesIn counts the frames of a capture file.
+func framesIn(t *testing.T, file string) int {
+	t.Helper()
+	r, err := pcap.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := 0
+	var f pcap.Frame
+	for r.Next(&f) == nil {
+		n++
+	}
+	return n
+}
+
 // runLive runs iwdump with args while the test traffic flows, ending the
 // capture with SIGINT as Ctrl-C would.
 func runLive(t *testing.T, args []string, traffic func()) (stdout, stderr string, code int) {
@@ -334,16 +350,7 @@ func TestLiveCount(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("-c 10 did not end the capture")
 	}
-	r, err := pcap.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	n := 0
-	var f pcap.Frame
-	for r.Next(&f) == nil {
-		n++
-	}
+	n := framesIn(t, file)
 	if n != 10 || !strings.Contains(errb.String(), "10 packets captured") {
 		t.Errorf("%d frames written; stderr:\n%s", n, errb.String())
 	}
@@ -650,16 +657,7 @@ func TestLiveDecoderBehind(t *testing.T) {
 	if undecoded == 0 || !strings.Contains(stderr, "decoding is behind the capture") || !strings.Contains(stderr, "0 packets dropped by kernel") {
 		t.Fatalf("no lag reported:\n%s", stderr)
 	}
-	r, err := pcap.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	n := 0
-	var f pcap.Frame
-	for r.Next(&f) == nil {
-		n++
-	}
+	n := framesIn(t, file)
 	if n != captured || n < 300 {
 		t.Errorf("%d frames in -w, %d captured (want every frame of 300+ written)", n, captured)
 	}
