@@ -192,9 +192,19 @@ func TestLiveStopDrains(t *testing.T) {
 }
 
 func TestLiveSnaplen(t *testing.T) {
+	checkSnaplen(t, 14, func(port int) *Live {
+		return openLoopback(t, fmt.Sprintf("udp dst port %d", port), LiveOptions{Snaplen: 64})
+	})
+}
+
+// checkSnaplen: ten 1000-octet datagrams captured with snaplen 64 (by the
+// capture open returns, its filter keeping port) come out cut at 64
+// octets, with their length on the wire (a link header of hdr octets).
+func checkSnaplen(t *testing.T, hdr int, open func(port int) *Live) {
+	t.Helper()
 	sink, port := udpSink(t)
 	defer sink.Close()
-	l := openLoopback(t, fmt.Sprintf("udp dst port %d", port), LiveOptions{Snaplen: 64})
+	l := open(port)
 	defer l.Close()
 	go func() {
 		sendSeq(t, port, 10, 1000)
@@ -205,7 +215,7 @@ func TestLiveSnaplen(t *testing.T) {
 	n := 0
 	for l.Next(&f) == nil {
 		n++
-		if f.CapLen != 64 || f.OrigLen != 14+20+8+1000 || !f.Truncated() {
+		if f.CapLen != 64 || len(f.Data) != 64 || f.OrigLen != hdr+20+8+1000 || !f.Truncated() {
 			t.Errorf("frame %d: caplen %d origlen %d", f.Number, f.CapLen, f.OrigLen)
 		}
 	}
