@@ -254,13 +254,17 @@ func (t *Tracker) Stats() Stats {
 	return s
 }
 
+// newLatencyHist makes the capture-wide read-latency histogram: 1 ns to
+// an hour, 3 significant digits.
+func newLatencyHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, int64(time.Hour), 3) }
+
 // MergedStats returns the statistics of several Trackers together, as one
 // Tracker that saw all their connections would give them: a program that
 // shards connections over Trackers (one per goroutine) reports with it.
 // The read latency percentiles come from the merged histograms.
 func MergedStats(ts ...*Tracker) Stats {
 	var s Stats
-	lat := hdrhistogram.New(1, int64(time.Hour), 3)
+	lat := newLatencyHist()
 	for _, t := range ts {
 		x := t.Stats()
 		s.Conns += x.Conns

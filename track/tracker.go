@@ -191,7 +191,7 @@ type Tracker struct {
 func New(cfg Config) *Tracker {
 	t := &Tracker{cfg: cfg, lim: cfg.Limits.withDefaults()}
 	t.conns = make(map[int]*conn)
-	t.latency = hdrhistogram.New(1, int64(time.Hour), 3)
+	t.latency = newLatencyHist()
 	return t
 }
 
