@@ -30,10 +30,6 @@ const (
 	magicNanos  = 0xa1b23c4d
 )
 
-// maxEager is libpcap's MAXIMUM_SNAPLEN: records up to it are allowed
-// whatever the snaplen the file header announces.
-const maxEager = 262144
-
 func newClassicReader(br *bufio.Reader) (*classicReader, error) {
 	var h [24]byte
 	if _, err := io.ReadFull(br, h[:]); err != nil {
@@ -80,7 +76,9 @@ func (r *classicReader) next(f *Frame) error {
 	f.CapLen = int(r.order.Uint32(h[8:12]))
 	f.OrigLen = int(r.order.Uint32(h[12:16]))
 	f.LinkType = r.linkType
-	if f.CapLen > max(int(r.snaplen), maxEager) {
+	// Records up to libpcap's MAXIMUM_SNAPLEN are allowed whatever snaplen
+	// the file header announces.
+	if f.CapLen > max(int(r.snaplen), MaxSnaplen) {
 		return fmt.Errorf("capture length exceeds snap length: %d > %d", f.CapLen, r.snaplen)
 	}
 	if f.CapLen > f.OrigLen {

@@ -32,7 +32,7 @@ func FormatForName(name string) Format {
 // NewWriter writes a file header for link type lt and snaplen to w.
 func NewWriter(w io.Writer, format Format, lt layers.LinkType, snaplen uint32) (*Writer, error) {
 	if snaplen == 0 {
-		snaplen = 262144
+		snaplen = MaxSnaplen
 	}
 	switch format {
 	case FormatPcapNG:
