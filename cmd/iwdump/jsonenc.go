@@ -16,7 +16,6 @@ import (
 // jsonObj is an object of the nested JSON: "mpa", "rdmap.term", ...
 type jsonObj struct {
 	parent int    // index of the enclosing object; -1 for top level
-	depth  int    // 1 for "mpa"
 	open   string // `,"name":{`
 }
 
@@ -43,7 +42,7 @@ var jsonObjs, jsonFields = func() ([]jsonObj, []jsonField) {
 			return id
 		}
 		parent := obj(path[:len(path)-1])
-		objs = append(objs, jsonObj{parent: parent, depth: len(path), open: `,"` + path[len(path)-1] + `":{`})
+		objs = append(objs, jsonObj{parent: parent, open: `,"` + path[len(path)-1] + `":{`})
 		ids[name] = len(objs) - 1
 		return len(objs) - 1
 	}
