@@ -205,6 +205,25 @@ func (p *peer) send(se bool) error {
 	return err
 }
 
+// done tells the server the client is done (a Send with Solicited
+// Event) and waits for its answer, the server's solicited Send, reposting
+// the receives that come before it.
+func (p *peer) done(ctx context.Context) error {
+	if err := p.send(true); err != nil {
+		return err
+	}
+	for {
+		wc, err := p.waitRecv(ctx)
+		if err != nil {
+			return err
+		}
+		p.repost(wc)
+		if wc.Solicited {
+			return nil
+		}
+	}
+}
+
 func checkOpts(o *Options) error {
 	found := false
 	for _, t := range Tests {
@@ -328,18 +347,8 @@ func Client(ctx context.Context, addr string, o Options) (Result, error) {
 				sent++
 			}
 			if !more(sent, start) {
-				if err := p.send(true); err != nil {
+				if err := p.done(ctx); err != nil {
 					return res, err
-				}
-				for {
-					wc, err := p.waitRecv(ctx)
-					if err != nil {
-						return res, err
-					}
-					p.repost(wc)
-					if wc.Solicited {
-						break
-					}
 				}
 				credited = sent
 				break
@@ -378,18 +387,8 @@ func Client(ctx context.Context, addr string, o Options) (Result, error) {
 			lat = append(lat, time.Since(t0)/2)
 		}
 		res.Iters = n
-		if err := p.send(true); err != nil {
+		if err := p.done(ctx); err != nil {
 			return res, err
-		}
-		for {
-			wc, err := p.waitRecv(ctx)
-			if err != nil {
-				return res, err
-			}
-			p.repost(wc)
-			if wc.Solicited {
-				break
-			}
 		}
 	}
 	res.Elapsed = time.Since(start)
