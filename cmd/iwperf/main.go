@@ -101,6 +101,15 @@ func run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	// listen opens the server's listener, saying why it cannot (nil then).
+	listen := func() *endpoint.Listener {
+		l, err := endpoint.Listen(ctx, "tcp", net.JoinHostPort(*addr, strconv.Itoa(*port)), &cfg)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "iwperf:", err)
+			return nil
+		}
+		return l
+	}
 
 	if *test == "rping" {
 		o := rping.Options{Size: *size, Count: *count, Validate: *validate, Config: cfg, Timeout: *timeout, IRD: *ird, ORD: *ord}
@@ -111,9 +120,8 @@ func run(args []string) int {
 			o.Verbose = os.Stdout
 		}
 		if *server {
-			l, err := endpoint.Listen(ctx, "tcp", net.JoinHostPort(*addr, strconv.Itoa(*port)), &cfg)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "iwperf:", err)
+			l := listen()
+			if l == nil {
 				return 1
 			}
 			defer l.Close()
@@ -131,9 +139,8 @@ func run(args []string) int {
 		o.Size = 65536
 	}
 	if *server {
-		l, err := endpoint.Listen(ctx, "tcp", net.JoinHostPort(*addr, strconv.Itoa(*port)), &cfg)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "iwperf:", err)
+		l := listen()
+		if l == nil {
 			return 1
 		}
 		defer l.Close()
