@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -70,17 +71,27 @@ type anySocket struct {
 	iov    unix.Iovec
 	msg    unix.Msghdr
 	stats  LiveStats
+	mu     sync.Mutex // Stop (any goroutine) against Close
 	closed bool
-	opened time.Time
 }
 
-// timestampSettle: SO_TIMESTAMPNS has the kernel stamp packets as they
-// arrive, but it turns that on from a workqueue, a moment after the
-// setsockopt; packets queued before then are stamped as they are read. So
-// a timestamp after Stop means a packet that arrived after it only once
-// the capture has run this long; before, Stop takes what is queued until
-// the socket is empty (at most drainWindow).
-const timestampSettle = 100 * time.Millisecond
+// rejectAll is a kernel program that takes no packet: attached before
+// bind, so that nothing comes in unfiltered, and at Stop, so that what is
+// queued then is exactly what was captured before it. (Timestamps cannot
+// tell: SO_TIMESTAMPNS turns arrival stamping on from a workqueue, a moment
+// after the setsockopt, and packets queued before then are stamped as they
+// are read.)
+var rejectAll = []bpf.RawInstruction{{Op: opRET | retK, K: 0}}
+
+// stop ends the intake of the "any" socket: Next drains the queue, then
+// says io.EOF.
+func (a *anySocket) stop() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.closed { // a closed descriptor's number may be another file's now
+		attachFilter(a.fd, rejectAll)
+	}
+}
 
 // anyKernelProgram drops outgoing packets of loopback interfaces and keeps
 // keep octets of the others (counted from the network header: SOCK_DGRAM).
@@ -127,7 +138,7 @@ func (l *Live) openAny(o LiveOptions, filter []bpf.RawInstruction) error {
 		unix.Close(fd)
 		return fmt.Errorf("%s: %w", what, os.NewSyscallError("setsockopt", err))
 	}
-	if err := attachFilter(fd, []bpf.RawInstruction{{Op: opRET | retK, K: 0}}); err != nil {
+	if err := attachFilter(fd, rejectAll); err != nil {
 		return fail("attaching the capture filter", err)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: 0}); err != nil {
@@ -167,7 +178,6 @@ func (l *Live) openAny(o LiveOptions, filter []bpf.RawInstruction) error {
 	unix.GetsockoptTpacketStats(fd, unix.SOL_PACKET, unix.PACKET_STATISTICS) // reset the counters
 	a.buf = make([]byte, vlanTagLen+cookedLen+keep)
 	a.oob = make([]byte, unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{})))+unix.CmsgSpace(int(unsafe.Sizeof(unix.TpacketAuxdata{}))))
-	a.opened = time.Now()
 	l.any = a
 	l.method = "AF_PACKET socket (cooked, all interfaces; capture filter in user space)"
 	return nil
@@ -235,9 +245,6 @@ func (l *Live) nextAny(f *Frame) error {
 				continue
 			}
 			return fmt.Errorf("%s: %w", l.iface, os.NewSyscallError("recvmsg", err))
-		}
-		if s := l.stopAt.Load(); s != 0 && ts.UnixNano() > s && s-a.opened.UnixNano() > int64(timestampSettle) {
-			return io.EOF // arrived after Stop
 		}
 		if a.sa.Pkttype == unix.PACKET_OUTGOING && a.sa.Hatype == arphrdLoopback {
 			continue // the kernel program drops these; in case it did not
@@ -314,6 +321,8 @@ func (a *anySocket) kernelStats() (LiveStats, error) {
 }
 
 func (a *anySocket) close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.closed {
 		return nil
 	}

@@ -349,6 +349,9 @@ func (l *Live) Stop() {
 	if !l.stopAt.CompareAndSwap(0, time.Now().UnixNano()) {
 		return
 	}
+	if l.any != nil {
+		l.any.stop()
+	}
 	if l.eh != nil {
 		// The socket read blocks with no timeout of its own. A deadline
 		// lets what is queued drain and then ends the read; without
