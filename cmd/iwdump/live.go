@@ -1,12 +1,9 @@
 package main
 
-// Live capture (-i), capture filters (a pcap-filter expression after the
-// flags, or -F FILE) and writing what passes them (-w, with tcpdump's
-// rotation -C/-G/-W). The capture loop runs on its own goroutine: it reads
-// the kernel ring, writes every frame to -w at once, and hands a copy to the
-// decoder (dump, on the caller's goroutine) through a buffered channel. A
-// slow decoder or terminal never stalls the ring: when the channel is full
-// the frame is still written but not decoded, and the lag is reported.
+// The flags of live capture (-i), capture filters (a pcap-filter expression
+// after the flags, or -F FILE) and writing what passes them (-w, with
+// tcpdump's rotation -C/-G/-W). The sources themselves are analyze's
+// (analyze.OpenLive, analyze.Filtered).
 
 import (
 	"bufio"
@@ -15,14 +12,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
+	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/pcap"
 	"golang.org/x/net/bpf"
 )
@@ -45,7 +39,6 @@ type liveOptions struct {
 
 	expr string               // the capture filter expression (arguments after the flags)
 	prog []bpf.RawInstruction // or a program read with -F
-	out  *bufio.Writer        // the decoder's output, flushed while the capture is idle
 }
 
 // liveFlags registers the flags of live capture, capture filters and -w.
@@ -127,7 +120,7 @@ func liveSetup(o *options, args []string, stdout, stderr io.Writer) (code int, d
 		}
 	}
 	if l.write == "-" {
-		o.quiet = true // standard output carries the capture file
+		o.print.Quiet = true // standard output carries the capture file
 	}
 	if l.printProg || l.printDDD {
 		prog, err := l.program()
@@ -242,11 +235,13 @@ func listInterfaces(w io.Writer) error {
 	return nil
 }
 
-// openInput opens what -r or -i names, with the capture filter and -w.
-func openInput(o *options, stderr io.Writer) (frameSource, int64, error) {
+// openInput opens what -r or -i names, with the capture filter and -w;
+// out is flushed while a live capture is idle.
+func openInput(o *options, out *bufio.Writer, stderr io.Writer) (analyze.Source, int64, error) {
 	l := &o.live
+	tee := analyze.Tee{Path: l.write, Rotate: l.rotateOptions(), Stderr: stderr}
 	if l.iface != "" {
-		src, err := startLive(o, stderr)
+		src, err := startLive(o, tee, out, stderr)
 		if err != nil {
 			return nil, 0, errors.New(filterMessage(err))
 		}
@@ -263,19 +258,16 @@ func openInput(o *options, stderr io.Writer) (frameSource, int64, error) {
 	if err != nil {
 		return nil, 0, errors.New(filterMessage(err))
 	}
-	src, total, err := openSources(o.files)
+	src, total, err := analyze.OpenFiles(o.files)
 	if err != nil {
 		return nil, 0, err
 	}
-	if ff == nil && l.write == "" {
-		return src, total, nil
-	}
-	return &filteredSource{src: src, ff: ff, opts: o, first: true, stderr: stderr}, total, nil
+	return analyze.Filtered(src, ff, tee), total, nil
 }
 
-// rotateOptions are -w's file options for frames of link type lt.
-func (l *liveOptions) rotateOptions(lt layers.LinkType, snaplen int) pcap.RotateOptions {
-	ro := pcap.RotateOptions{Format: pcap.Format(l.wformat), LinkType: lt, Snaplen: uint32(snaplen),
+// rotateOptions are -w's file options.
+func (l *liveOptions) rotateOptions() pcap.RotateOptions {
+	ro := pcap.RotateOptions{Format: pcap.Format(l.wformat),
 		Interval: time.Duration(l.rotateSecs) * time.Second, MaxFiles: l.maxFiles}
 	if l.rotateSize != "" {
 		ro.FileSize, _ = pcap.ParseFileSize(l.rotateSize)
@@ -283,111 +275,17 @@ func (l *liveOptions) rotateOptions(lt layers.LinkType, snaplen int) pcap.Rotate
 	return ro
 }
 
-// filteredSource applies the capture filter to frames read from files and
-// writes those that pass to -w. Frames keep their numbers in the file.
-type filteredSource struct {
-	src    frameSource
-	ff     *pcap.FrameFilter
-	w      *pcap.RotatingWriter
-	opts   *options
-	first  bool
-	done   bool
-	stderr io.Writer
-}
-
-func (s *filteredSource) Next(f *pcap.Frame) error {
-	if s.done {
-		return io.EOF
-	}
-	for {
-		if err := s.src.Next(f); err != nil {
-			return err
-		}
-		if s.ff != nil {
-			ok, err := s.ff.Match(f)
-			if err != nil {
-				return errors.New(filterMessage(err))
-			}
-			if !ok {
-				continue
-			}
-		}
-		if s.first && s.opts.live.write != "" {
-			// The file's link type is known with its first frame.
-			s.first = false
-			w, err := pcap.CreateRotating(s.opts.live.write, s.opts.live.rotateOptions(f.LinkType, pcap.MaxSnaplen))
-			if err != nil {
-				return fmt.Errorf("-w: %w", err)
-			}
-			s.w = w
-		}
-		if s.w != nil {
-			if err := s.w.WriteFrame(f.Timestamp, f.Data, f.OrigLen); err != nil {
-				if errors.Is(err, pcap.ErrFileLimit) {
-					fmt.Fprintf(s.stderr, "iwdump: -w: maximum file limit reached: %d\n", s.opts.live.maxFiles)
-					s.done = true
-					return io.EOF
-				}
-				return fmt.Errorf("-w: %w", err)
-			}
-		}
-		return nil
-	}
-}
-
-func (s *filteredSource) Close() error {
-	var err error
-	if s.w != nil {
-		if err = s.w.Close(); err != nil {
-			fmt.Fprintf(s.stderr, "iwdump: -w: %v\n", err)
-		}
-	}
-	s.src.Close()
-	return err
-}
-
-// --- live ---
-
-// Bounds of the queue between capture and decoder: beyond either, frames
-// are written to -w but not decoded. (Variables for tests.)
+// Live capture tuning, for tests: the queue between capture and decoder
+// (0: analyze's defaults), how often lag is reported, and a hook that sees
+// the capture once it runs.
 var (
-	liveQueueFrames       = 1 << 15
-	liveQueueOctets int64 = 128 << 20
-	lagReportEvery        = time.Second
+	liveQueueFrames int
+	liveQueueOctets int64
+	lagReportEvery  time.Duration
+	liveHook        func(*pcap.Live)
 )
 
-// liveFrame is a captured frame copied out of the kernel ring.
-type liveFrame struct {
-	fr  pcap.Frame
-	buf []byte
-}
-
-// liveSource is the decoder's end of a live capture.
-type liveSource struct {
-	l      *pcap.Live
-	o      *options
-	stderr io.Writer
-	ch     chan *liveFrame
-	pool   sync.Pool
-	cur    *liveFrame
-	queued atomic.Int64 // octets in the channel
-	w      *pcap.RotatingWriter
-	sig    chan os.Signal
-
-	captured  atomic.Uint64
-	undecoded atomic.Uint64
-	done      chan struct{} // closed when the capture loop has ended
-	lagDone   chan struct{} // closed when watchLag has ended (it writes to stderr)
-	err       error         // why the capture loop ended, when not Stop
-	finished  sync.Once
-	summary   string
-	decode    bool
-}
-
-// liveHook, when set (tests), is called once the capture runs.
-var liveHook func(*pcap.Live)
-
-func startLive(o *options, stderr io.Writer) (*liveSource, error) {
+func startLive(o *options, tee analyze.Tee, out *bufio.Writer, stderr io.Writer) (*analyze.Live, error) {
 	l := &o.live
 	lt, err := pcap.InterfaceLinkType(l.iface)
 	if err != nil {
@@ -399,39 +297,17 @@ func startLive(o *options, stderr io.Writer) (*liveSource, error) {
 			return nil, err
 		}
 	}
-	lc, err := pcap.OpenLive(l.iface, pcap.LiveOptions{Snaplen: l.snaplen, Promisc: !l.noPromisc,
-		BufferSize: l.bufferKiB << 10, Filter: prog})
+	src, err := analyze.OpenLive(analyze.LiveConfig{Iface: l.iface, Snaplen: l.snaplen, Promisc: !l.noPromisc,
+		BufferSize: l.bufferKiB << 10, Filter: prog, Tee: tee, Decode: l.write != "-", Count: o.count,
+		Stderr: stderr, Idle: func() { out.Flush() },
+		QueueFrames: liveQueueFrames, QueueOctets: liveQueueOctets, LagEvery: lagReportEvery, Started: liveHook})
 	if err != nil {
 		return nil, err
 	}
-	s := &liveSource{l: lc, o: o, stderr: stderr, ch: make(chan *liveFrame, liveQueueFrames),
-		done: make(chan struct{}), lagDone: make(chan struct{}), decode: l.write != "-"}
-	if l.write != "" {
-		s.w, err = pcap.CreateRotating(l.write, l.rotateOptions(lc.LinkType(), lc.Snaplen()))
-		if err != nil {
-			lc.Close()
-			return nil, fmt.Errorf("-w: %w", err)
-		}
-	}
+	lc := src.Capture()
 	fmt.Fprintf(stderr, "iwdump: listening on %s, link-type %s, snapshot length %d bytes, %s\n",
 		l.iface, linkTypeName(lc.LinkType()), lc.Snaplen(), lc.Method())
-	// Ctrl-C (or SIGTERM) ends the capture cleanly: what the kernel has
-	// is drained, written and decoded, then the summary is printed.
-	s.sig = make(chan os.Signal, 1)
-	signal.Notify(s.sig, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		select {
-		case <-s.sig:
-			lc.Stop()
-		case <-s.done:
-		}
-	}()
-	go s.capture()
-	go s.watchLag()
-	if liveHook != nil {
-		liveHook(lc)
-	}
-	return s, nil
+	return src, nil
 }
 
 func linkTypeName(lt layers.LinkType) string {
@@ -444,170 +320,4 @@ func linkTypeName(lt layers.LinkType) string {
 		return "LINUX_SLL (Linux cooked v1)"
 	}
 	return lt.String()
-}
-
-// capture is the capture loop: kernel → -w → decoder queue.
-func (s *liveSource) capture() {
-	defer close(s.done)
-	defer close(s.ch)
-	count := uint64(s.o.count)
-	var fr pcap.Frame
-	for {
-		err := s.l.Next(&fr)
-		if err == io.EOF {
-			return
-		}
-		if err != nil {
-			s.err = err
-			return
-		}
-		if s.w != nil {
-			if err := s.w.WriteFrame(fr.Timestamp, fr.Data, fr.OrigLen); err != nil {
-				if errors.Is(err, pcap.ErrFileLimit) {
-					fmt.Fprintf(s.stderr, "iwdump: -w: maximum file limit reached: %d\n", s.o.live.maxFiles)
-				} else {
-					s.err = fmt.Errorf("-w: %w", err)
-				}
-				s.l.Stop()
-				return
-			}
-		}
-		n := s.captured.Add(1)
-		if s.decode {
-			s.enqueue(&fr)
-		}
-		if count > 0 && n >= count {
-			s.l.Stop()
-			return
-		}
-	}
-}
-
-// enqueue hands a copy of fr to the decoder, unless the queue is full.
-func (s *liveSource) enqueue(fr *pcap.Frame) {
-	if len(s.ch) == cap(s.ch) || s.queued.Load()+int64(len(fr.Data)) > liveQueueOctets {
-		s.undecoded.Add(1)
-		return
-	}
-	lf, _ := s.pool.Get().(*liveFrame)
-	if lf == nil {
-		lf = &liveFrame{}
-	}
-	if cap(lf.buf) < len(fr.Data) {
-		lf.buf = make([]byte, len(fr.Data), max(len(fr.Data), 2048))
-	}
-	lf.buf = append(lf.buf[:0], fr.Data...)
-	lf.fr = *fr
-	lf.fr.Data = lf.buf
-	s.queued.Add(int64(len(lf.buf)))
-	s.ch <- lf // cannot block: this goroutine is the only sender
-}
-
-// watchLag reports, at most once a second, that decoding fell behind.
-func (s *liveSource) watchLag() {
-	defer close(s.lagDone)
-	t := time.NewTicker(lagReportEvery)
-	defer t.Stop()
-	var reported uint64
-	for {
-		select {
-		case <-s.done:
-			return
-		case <-t.C:
-			if n := s.undecoded.Load(); n > reported {
-				where := ""
-				if s.w != nil {
-					where = "; all are in " + s.o.live.write
-				}
-				fmt.Fprintf(s.stderr, "iwdump: decoding is behind the capture: %d frames not decoded so far%s\n", n, where)
-				reported = n
-			}
-		}
-	}
-}
-
-// Next gives the decoder the next captured frame; while none is waiting
-// the decoder's output is flushed, so a quiet link shows what it had.
-func (s *liveSource) Next(f *pcap.Frame) error {
-	if s.cur != nil {
-		s.queued.Add(-int64(len(s.cur.buf)))
-		s.pool.Put(s.cur)
-		s.cur = nil
-	}
-	var lf *liveFrame
-	select {
-	case lf = <-s.ch:
-	default:
-		if s.o.live.out != nil {
-			s.o.live.out.Flush()
-		}
-		lf = <-s.ch
-	}
-	if lf == nil {
-		<-s.done
-		if s.err != nil {
-			return s.err
-		}
-		return io.EOF
-	}
-	s.cur = lf
-	*f = lf.fr
-	return nil
-}
-
-// finish stops the capture (if it still runs), waits for the loop, closes
-// -w and the socket, prints tcpdump's summary on stderr and returns the
-// statistics line for -z.
-func (s *liveSource) finish() string {
-	s.finished.Do(func() {
-		s.l.Stop()
-		for range s.ch { // the decoder has stopped reading (-c): let the loop end
-		}
-		<-s.done
-		<-s.lagDone // its last report comes before the summary
-		signal.Stop(s.sig)
-		if s.w != nil {
-			if err := s.w.Close(); err != nil {
-				fmt.Fprintf(s.stderr, "iwdump: -w: %v\n", err)
-			}
-		}
-		st, err := s.l.Stats()
-		s.l.Close()
-		var b strings.Builder
-		fmt.Fprintf(&b, "%d packets captured\n", st.Captured)
-		if err == nil {
-			fmt.Fprintf(&b, "%d packets received by filter\n%d packets dropped by kernel\n", st.Received, st.Dropped)
-		}
-		if n := s.undecoded.Load(); n > 0 {
-			fmt.Fprintf(&b, "%d packets not decoded: the decoder fell behind", n)
-			if s.w != nil {
-				fmt.Fprintf(&b, " (all are in %s)", s.o.live.write)
-			}
-			b.WriteString("\n")
-		}
-		fmt.Fprint(s.stderr, b.String())
-		s.summary = fmt.Sprintf("live capture on %s (%s): %d frames captured, %d received by filter, %d dropped by kernel, %d not decoded",
-			s.o.live.iface, s.l.Method(), st.Captured, st.Received, st.Dropped, s.undecoded.Load())
-		if s.w != nil {
-			s.summary += fmt.Sprintf(", %d written to %d file(s)", s.w.Written(), s.w.Files())
-		}
-	})
-	return s.summary
-}
-
-func (s *liveSource) Close() error {
-	s.finish()
-	if s.err != nil {
-		return s.err
-	}
-	return nil
-}
-
-// captureReport ends a live capture and returns its statistics line for
-// the -z tables ("" for files).
-func captureReport(src frameSource) string {
-	if s, ok := src.(*liveSource); ok {
-		return s.finish()
-	}
-	return ""
 }

@@ -9,15 +9,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/iwkit/iwkit/filter"
-	"github.com/iwkit/iwkit/pcap"
-	"github.com/iwkit/iwkit/reassembly"
+	"github.com/iwkit/iwkit/analyze"
+	"github.com/iwkit/iwkit/render"
 )
 
 // Exit codes are a contract (README).
@@ -28,23 +26,17 @@ const (
 )
 
 type options struct {
-	files      []string
-	count      int
-	verbose    bool
-	hex        bool
-	format     string
-	numeric    bool
-	quiet      bool
-	display    string
-	ports      []uint16
-	stats      []string
-	plot       string
-	failOn     string
-	progress   string
-	workers    int
-	timeFormat string
-	filter     *filter.Filter[*record]
-	live       liveOptions // -i, capture filter, -w and their flags (live.go)
+	files    []string
+	count    int
+	display  string
+	ports    []uint16
+	stats    []string
+	plot     string
+	failOn   string
+	progress string
+	workers  int
+	print    render.Options
+	live     liveOptions // -i, capture filter, -w and their flags (live.go)
 }
 
 func main() {
@@ -60,10 +52,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return nil
 	})
 	fs.IntVar(&o.count, "c", 0, "stop after `N` frames")
-	fs.BoolVar(&o.verbose, "V", false, "print the full field tree of every PDU")
-	fs.BoolVar(&o.hex, "x", false, "print the PDU's octets in hex")
-	fs.BoolVar(&o.numeric, "n", false, "print named values (opcodes, Terminate causes, ...) as numbers")
-	fs.BoolVar(&o.quiet, "q", false, "print no PDUs or findings, only the -z tables")
+	fs.BoolVar(&o.print.Verbose, "V", false, "print the full field tree of every PDU")
+	fs.BoolVar(&o.print.Hex, "x", false, "print the PDU's octets in hex")
+	fs.BoolVar(&o.print.Numeric, "n", false, "print named values (opcodes, Terminate causes, ...) as numbers")
+	fs.BoolVar(&o.print.Quiet, "q", false, "print no PDUs or findings, only the -z tables")
 	fs.StringVar(&o.display, "Y", "", "display only PDUs and findings matching the display `filter`, e.g. 'rdmap.opcode == \"RDMA Read Request\" && rdmap.sink_stag == 0x1234'")
 	fs.Func("decode-as", "treat TCP `PORT` as iWARP even where content detection hesitates (repeatable)", func(v string) error {
 		p, err := strconv.ParseUint(v, 10, 16)
@@ -75,8 +67,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	})
 	fs.Func("z", "print statistics `STAT` at the end: conv, ops, findings, latency (repeatable)", func(v string) error {
 		for _, s := range strings.Split(v, ",") {
-			if !validStat(s) {
-				return fmt.Errorf("unknown statistic %q (want one of %s)", s, strings.Join(statNames, ", "))
+			if !render.ValidStat(s) {
+				return fmt.Errorf("unknown statistic %q (want one of %s)", s, strings.Join(render.StatNames, ", "))
 			}
 			o.stats = append(o.stats, s)
 		}
@@ -86,8 +78,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.failOn, "fail-on", "", "exit with status 2 when a finding of `SEVERITY` (error, warning, note) or worse was raised")
 	fs.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto (large files, stderr a terminal), always, never")
 	fs.IntVar(&o.workers, "workers", 0, "reassemble and decode on `N` goroutines, flows sharded by their addresses (0: one per core, up to 4, for files of 64 MiB or more; 1 otherwise); the output does not depend on N")
-	fs.StringVar(&o.timeFormat, "t", "r", "time `format` of text lines: r (seconds since the first frame), a (time of day, UTC), ad (date and time, UTC), e (seconds since the epoch)")
-	fs.StringVar(&o.format, "T", "text", "output `format`: text or json (NDJSON, one object per PDU or finding)")
+	fs.StringVar(&o.print.TimeFormat, "t", "r", "time `format` of text lines: r (seconds since the first frame), a (time of day, UTC), ad (date and time, UTC), e (seconds since the epoch)")
+	fs.StringVar(&o.print.Format, "T", "text", "output `format`: text or json (NDJSON, one object per PDU or finding)")
 	liveFlags(fs, &o) // live.go
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: iwdump {-r FILE [-r FILE]... | -i IFACE [-w FILE]} [-c N] [-n] [-q] [-V] [-x] [-t r|a|ad|e] [-Y FILTER] [-T text|json] [-z STAT] [--plot FILE] [--fail-on SEVERITY] [--workers N] [capture filter]\n")
@@ -119,64 +111,65 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(o.files) == 0 && o.live.iface == "":
 		return usage("no input: give -r FILE or -i IFACE")
-	case o.format != "text" && o.format != "json":
-		return usage(fmt.Sprintf("unknown output format %q", o.format))
-	case o.failOn != "" && severityRank(o.failOn) < 0:
+	case o.print.Format != "text" && o.print.Format != "json":
+		return usage(fmt.Sprintf("unknown output format %q", o.print.Format))
+	case o.failOn != "" && analyze.SeverityRank(o.failOn) < 0:
 		return usage(fmt.Sprintf("--fail-on takes error, warning or note, not %q", o.failOn))
 	case o.progress != "auto" && o.progress != "always" && o.progress != "never":
 		return usage(fmt.Sprintf("--progress takes auto, always or never, not %q", o.progress))
-	case !slices.Contains(timeFormats, o.timeFormat):
-		return usage(fmt.Sprintf("-t takes %s, not %q", strings.Join(timeFormats, ", "), o.timeFormat))
-	case o.workers < 0 || o.workers > maxWorkers:
-		return usage(fmt.Sprintf("--workers takes 0 to %d, not %d", maxWorkers, o.workers))
+	case !slices.Contains(render.TimeFormats, o.print.TimeFormat):
+		return usage(fmt.Sprintf("-t takes %s, not %q", strings.Join(render.TimeFormats, ", "), o.print.TimeFormat))
+	case o.workers < 0 || o.workers > analyze.MaxWorkers:
+		return usage(fmt.Sprintf("--workers takes 0 to %d, not %d", analyze.MaxWorkers, o.workers))
 	case o.plot != "" && !strings.HasSuffix(o.plot, ".svg") && !strings.HasSuffix(o.plot, ".png"):
 		return usage("--plot FILE must end in .svg or .png")
 	}
 	if o.display != "" {
-		f, err := filter.Compile(o.display, resolveField)
+		f, err := analyze.CompileFilter(o.display)
 		if err != nil {
 			fmt.Fprintf(stderr, "iwdump: -Y: %v\n", err)
 			return exitError
 		}
-		o.filter = f
+		o.print.Filter = f
 	}
-	src, total, err := openInput(&o, stderr) // files or -i, capture filter, -w (live.go)
+	w := bufio.NewWriterSize(stdout, 1<<16)
+	defer w.Flush()
+	src, total, err := openInput(&o, w, stderr) // files or -i, capture filter, -w (live.go)
 	if err != nil {
 		fmt.Fprintf(stderr, "iwdump: %v\n", err)
 		return exitError
 	}
 	defer src.Close()
-	w := bufio.NewWriterSize(stdout, 1<<16)
-	defer w.Flush()
-	o.live.out = w // flushed while a live capture is idle
 	prog := newProgress(stderr, o.progress, total)
-	var (
-		rep   *report
-		plt   *plots
-		worst int
-		derr  error
-	)
-	if n := workersFor(&o, total); n > 1 {
-		rep, plt, worst, derr = dumpSharded(src, &o, n, prog, w)
-	} else {
-		out := &printer{w: w, o: &o, worst: -1}
-		h := newHandler(out)
-		derr = dump(src, h, &o, prog)
-		rep, plt = h.report(), &h.plots
-		worst = out.worst
+	cfg := analyze.Config{Ports: o.ports, Count: o.count, Workers: o.workers, InputSize: total, Progress: prog.add}
+	if o.live.iface != "" {
+		cfg.Workers = 1 // frames come as they are captured: no chunks to shard
 	}
+	var shardPlots []*plots
+	rep, derr := analyze.Run(src, cfg, w, func(_ int, out *analyze.Out) analyze.Consumer {
+		p := render.New(out, &o.print)
+		if o.plot == "" {
+			return p
+		}
+		pc := &plotConsumer{Printer: p, plots: &plots{}}
+		shardPlots = append(shardPlots, pc.plots)
+		return pc
+	})
 	prog.finish()
 	if derr != nil {
 		// Everything before the damage is printed first.
 		w.Flush()
-		fmt.Fprintf(stderr, "iwdump: %v\n", derr)
+		fmt.Fprintf(stderr, "iwdump: %s\n", filterMessage(derr))
 	}
-	rep.live = captureReport(src) // ends a live capture: its statistics
+	live := ""
+	if l, ok := src.(*analyze.Live); ok {
+		live = l.Finish() // ends a live capture: its statistics
+	}
 	for _, s := range o.stats {
-		rep.write(w, s)
+		render.WriteStat(w, rep, live, s)
 	}
 	if o.plot != "" {
-		if err := plt.write(o.plot); err != nil {
+		if err := mergePlots(shardPlots).write(o.plot); err != nil {
 			fmt.Fprintf(stderr, "iwdump: --plot: %v\n", err)
 			return exitError
 		}
@@ -184,62 +177,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if derr != nil {
 		return exitError
 	}
-	if o.failOn != "" && worst >= severityRank(o.failOn) {
+	if o.failOn != "" && rep.Worst >= analyze.SeverityRank(o.failOn) {
 		return exitFindings
 	}
 	return exitOK
-}
-
-// workersFor picks the number of shards: --workers, or by default one per
-// core (up to 4) for files large enough to gain from it. A live capture
-// has its own pipeline (live.go) and stays on one.
-func workersFor(o *options, total int64) int {
-	switch {
-	case o.live.iface != "":
-		return 1
-	case o.workers > 0:
-		return o.workers
-	case total >= 64<<20:
-		return min(runtime.GOMAXPROCS(0), 4)
-	}
-	return 1
-}
-
-// severityRank orders severities: note 0, warning 1, error 2; -1 unknown.
-func severityRank(s string) int {
-	switch s {
-	case "note":
-		return 0
-	case "warning":
-		return 1
-	case "error":
-		return 2
-	}
-	return -1
-}
-
-// dump feeds every frame through the reassembler and the tracker.
-func dump(src frameSource, h *handler, o *options, prog *progress) error {
-	a := reassembly.New(reassembly.Config{Ports: o.ports}, h)
-	h.asm = a
-	var fr pcap.Frame
-	defer func() {
-		a.Flush()
-		h.t.Finish()
-	}()
-	for n := 0; o.count == 0 || n < o.count; n++ {
-		err := src.Next(&fr)
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		prog.add(fr.CapLen + 16)
-		h.frame(&fr)
-		if err := a.FeedFrame(&fr); err != nil {
-			h.undecodable(&fr, err)
-		}
-	}
-	return nil
 }

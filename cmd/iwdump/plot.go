@@ -6,7 +6,10 @@ import (
 	"math"
 	"time"
 
+	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/pcap"
+	"github.com/iwkit/iwkit/render"
+	"github.com/iwkit/iwkit/track"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -18,12 +21,11 @@ import (
 // (iWARP payload octets per time bucket and direction) and the RDMA Read
 // latency distribution.
 type plots struct {
-	enabled bool
-	start   time.Time
-	bucket  time.Duration // doubles when the series would grow past maxBuckets
-	io      [2][]float64  // octets per bucket, per direction (i2r, r2i)
-	lat     [latBins]uint64
-	frames  uint64
+	start  time.Time
+	bucket time.Duration // doubles when the series would grow past maxBuckets
+	io     [2][]float64  // octets per bucket, per direction (i2r, r2i)
+	lat    [latBins]uint64
+	frames uint64
 }
 
 const (
@@ -31,10 +33,37 @@ const (
 	latBins    = 120 // log-spaced from 100 ns, 12 bins per decade: up to 1000 s
 )
 
-func (p *plots) frame(f *pcap.Frame) {
-	if !p.enabled {
-		return
+// plotConsumer prints records and collects the plots of one shard.
+type plotConsumer struct {
+	*render.Printer
+	plots *plots
+}
+
+func (c *plotConsumer) Frame(fr *pcap.Frame) { c.plots.frame(fr) }
+
+func (c *plotConsumer) Record(r *analyze.Record) {
+	c.Printer.Record(r)
+	switch r.Kind {
+	case analyze.KindPDU:
+		if e := r.PDU; !e.PDU.IsMPAFrame && e.PDU.SegErr == nil {
+			c.plots.octets(int(analyze.TrackDir(r.Conn, r.Dir)), e.LastTime, len(e.PDU.Seg.Payload))
+		}
+	case analyze.KindOperation:
+		if r.Op.Kind == track.OpRead && r.Op.Status == track.OpOK {
+			c.plots.latency(r.Op.Latency)
+		}
 	}
+}
+
+// mergePlots adds up what the shards collected.
+func mergePlots(ps []*plots) *plots {
+	for _, o := range ps[1:] {
+		ps[0].merge(o)
+	}
+	return ps[0]
+}
+
+func (p *plots) frame(f *pcap.Frame) {
 	if p.frames == 0 {
 		p.start, p.bucket = f.Timestamp, time.Millisecond
 	}
@@ -43,7 +72,7 @@ func (p *plots) frame(f *pcap.Frame) {
 
 // octets adds ULP octets sent in direction d at time t.
 func (p *plots) octets(d int, t time.Time, n int) {
-	if !p.enabled || p.frames == 0 {
+	if p.frames == 0 {
 		return
 	}
 	i := int(t.Sub(p.start) / p.bucket)
@@ -79,7 +108,7 @@ func (p *plots) coarsen() {
 // merge adds what another shard collected; both saw every frame, so they
 // share start and frame count.
 func (p *plots) merge(o *plots) {
-	if !p.enabled || o.frames == 0 {
+	if o.frames == 0 {
 		return
 	}
 	for p.bucket < o.bucket {
@@ -112,9 +141,7 @@ func latBin(d time.Duration) int {
 func binLow(i int) time.Duration { return time.Duration(100 * math.Pow(10, float64(i)/12)) }
 
 func (p *plots) latency(d time.Duration) {
-	if p.enabled {
-		p.lat[latBin(d)]++
-	}
+	p.lat[latBin(d)]++
 }
 
 func (p *plots) write(name string) error {

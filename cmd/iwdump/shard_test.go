@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/iwkit/iwkit/gen"
@@ -238,70 +237,4 @@ func FuzzWorkers(f *testing.F) {
 			t.Fatalf("--workers 2 (exit %d) differs from --workers 1 (exit %d) at %s", codes[1], codes[0], firstDiff(outs[1], outs[0]))
 		}
 	})
-}
-
-// The merger forgets the numbers of connections that end without being
-// taken for iWARP: on a capture of many short plain TCP connections (and
-// a few iWARP ones) it holds only the iWARP ones at the end, and the
-// output matches --workers 1.
-func TestWorkersForgetPlainTCP(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "plain.pcap")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pcap.NewWriter(f, pcap.FormatPcap, layers.LinkTypeEthernet, 65535)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	const flows = 3000
-	for i := 0; i < flows; i++ {
-		src := [4]byte{10, 9, byte(i >> 8), byte(i)}
-		for k, flags := range []string{"S", "P", "R"} {
-			ts = ts.Add(time.Microsecond)
-			if err := w.WriteFrame(ts, tcpFrame(t, src, uint16(30000+i%20000), flags, uint32(1000+k), []byte("plain TCP, not iWARP")), 0); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	w.Flush()
-	f.Close()
-	iw := writeGen(t, dir, "rping", gen.Params{Seed: 2, Count: 3, Conns: 3}, gen.Rates{}, time.Time{}, 0)
-	var held [2]int
-	mergerDone = func(m *outMerger) { held = [2]int{len(m.iwarp), len(m.pending)} }
-	defer func() { mergerDone = nil }()
-	var outs [2][]byte
-	for i, wk := range []string{"1", "2"} {
-		var out, errb bytes.Buffer
-		if code := run([]string{"-r", path, "-r", iw, "--workers", wk, "-T", "json", "-z", "conv"}, &out, &errb); code != exitOK {
-			t.Fatalf("exit %d: %s", code, errb.String())
-		}
-		outs[i] = out.Bytes()
-	}
-	if !bytes.Equal(outs[0], outs[1]) {
-		t.Fatalf("--workers 2 differs: %s", firstDiff(outs[1], outs[0]))
-	}
-	if held != [2]int{3, 0} {
-		t.Errorf("merger holds %d iWARP and %d other connection numbers at the end, want 3 and 0", held[0], held[1])
-	}
-}
-
-// tcpFrame builds an Ethernet/IPv4/TCP frame from src:port to 10.9.255.1:80.
-func tcpFrame(t *testing.T, src [4]byte, port uint16, flags string, seq uint32, payload []byte) []byte {
-	eth := &layers.Ethernet{SrcMAC: []byte{2, 0, 0, 0, 0, 1}, DstMAC: []byte{2, 0, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv4}
-	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolTCP, SrcIP: src[:], DstIP: []byte{10, 9, 255, 1}}
-	tcp := &layers.TCP{SrcPort: layers.TCPPort(port), DstPort: 80, Seq: seq, Window: 65535,
-		SYN: flags == "S", PSH: flags == "P", ACK: flags == "P", RST: flags == "R"}
-	tcp.SetNetworkLayerForChecksum(ip)
-	buf := gopacket.NewSerializeBuffer()
-	var pl []byte
-	if flags == "P" {
-		pl = payload
-	}
-	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, eth, ip, tcp, gopacket.Payload(pl)); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }

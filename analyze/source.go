@@ -1,4 +1,4 @@
-package main
+package analyze
 
 import (
 	"errors"
@@ -9,18 +9,17 @@ import (
 	"github.com/iwkit/iwkit/pcap"
 )
 
-// frameSource yields frames in order; Next's frame data is valid until the
-// next call.
-type frameSource interface {
+// Source yields frames in order; Next's frame data is valid until the
+// next call. Next returns io.EOF at the end.
+type Source interface {
 	Next(f *pcap.Frame) error
 	Close() error
 }
 
-// openSources opens every file; several are merged in time order. total is
-// the sum of the file sizes (0 when unknown: stdin, gzip), for the progress
-// bar.
-func openSources(files []string) (frameSource, int64, error) {
-	var total int64
+// OpenFiles opens capture files (pcap or pcapng, plain or gzip; "-" is
+// standard input); several are merged in time order. total is the sum of
+// the file sizes (0 when unknown: stdin), for progress bars.
+func OpenFiles(files []string) (src Source, total int64, err error) {
 	var rs []*pcap.Reader
 	closeAll := func() {
 		for _, r := range rs {

@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/reassembly"
 	"github.com/iwkit/iwkit/track"
@@ -16,10 +17,12 @@ import (
 // The -z tables, in tshark's habit: printed after the PDUs (or alone with
 // -q), one table per statistic, a row per connection.
 
-var statNames = []string{"conv", "ops", "findings", "latency"}
+// StatNames are the tables WriteStat knows.
+var StatNames = []string{"conv", "ops", "findings", "latency"}
 
-func validStat(s string) bool {
-	for _, n := range statNames {
+// ValidStat says whether WriteStat knows table s.
+func ValidStat(s string) bool {
+	for _, n := range StatNames {
 		if s == n {
 			return true
 		}
@@ -27,13 +30,21 @@ func validStat(s string) bool {
 	return false
 }
 
-// report holds what the tables need once the capture is read.
+// report is what the tables are drawn from.
 type report struct {
 	conns map[int]*reassembly.Conn
 	cs    []track.ConnStats
 	all   track.Stats
 	asm   reassembly.Stats
 	live  string // capture statistics line of a live capture, if any
+}
+
+// WriteStat writes the statistics table stat (one of StatNames) of what a
+// run found. live is the capture statistics line of a live capture ("" for
+// files), shown under the conv table.
+func WriteStat(w io.Writer, rep *analyze.Report, live, stat string) {
+	r := &report{conns: rep.Conns, cs: rep.ConnStats, all: rep.Stats, asm: rep.Asm, live: live}
+	r.write(w, stat)
 }
 
 func dur(d time.Duration) string {

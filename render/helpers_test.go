@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"bytes"
@@ -74,7 +74,7 @@ func readPDUs(t testing.TB, r io.Reader) []decode.PDU {
 func testdataCaptures(t testing.TB) []string {
 	t.Helper()
 	var names []string
-	err := filepath.WalkDir("../../testdata", func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir("../testdata", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

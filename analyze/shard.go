@@ -1,9 +1,9 @@
-package main
+package analyze
 
-// Flow-sharded dumping (--workers N). One goroutine reads the capture and
+// The flow-sharded engine (Config.Workers > 1). One goroutine reads the capture and
 // hands frames out in chunks; each of N shards owns the flows whose
 // 4-tuple hashes to it (reassembly.Shard) with its own Assembler, Tracker
-// and printer; a merger (outMerger) writes the shards' output back in frame
+// and consumer; a merger (outMerger) writes the shards' output back in frame
 // order.
 //
 // The output is the one of a single shard, octet for octet:
@@ -148,15 +148,16 @@ func (c *chunk) add(fr *pcap.Frame, shards int) bool {
 type shard struct {
 	id  int
 	h   *handler
-	cur *shardOut
-	idx int // index in the chunk of the frame at hand
+	out Out       // the consumer's output; its sink is cur
+	cur *shardOut // the output of the chunk at hand
+	idx int       // index in the chunk of the frame at hand
 	end shardOut
 }
 
-func newShard(id int, o *options) *shard {
+func newShard(id int, cfg *Config, newConsumer func(int, *Out) Consumer) *shard {
 	s := &shard{id: id}
-	s.h = newHandler(&printer{o: o, worst: -1})
-	s.h.asm = reassembly.New(reassembly.Config{Ports: o.ports,
+	s.h = newHandler(newConsumer(id, &s.out))
+	s.h.asm = reassembly.New(reassembly.Config{Ports: cfg.Ports,
 		Started:  func(c *reassembly.Conn) { s.cur.starts = append(s.cur.starts, s.event(c)) },
 		Ended:    func(c *reassembly.Conn) { s.cur.ended = append(s.cur.ended, s.event(c)) },
 		Removing: s.removing,
@@ -190,7 +191,7 @@ func (s *shard) removing(c *reassembly.Conn, reason reassembly.CloseReason) {
 }
 
 func (s *shard) use(out *shardOut) {
-	s.cur, s.h.out.sink = out, out
+	s.cur, s.out.sink = out, out
 }
 
 // run processes chunks until in is closed, then the end of the capture.
@@ -266,7 +267,7 @@ func (m *outMerger) emit(o *shardOut, shard, from, to int, pi *int) {
 	for *pi < len(o.patches) && o.patches[*pi].off < to {
 		p := o.patches[*pi]
 		m.w.Write(o.buf[from:p.off])
-		m.num = strconv.AppendUint(m.num[:0], m.global(shard, p.local), 10)
+		m.num = appendUint(m.num[:0], m.global(shard, p.local))
 		m.w.Write(m.num)
 		from = p.off
 		*pi++
@@ -285,7 +286,7 @@ type blockRef struct {
 func (m *outMerger) chunk(c *chunk) {
 	c.wg.Wait()
 	n := len(c.out)
-	var from, pi, si, oi, ei, bi [maxWorkers]int
+	var from, pi, si, oi, ei, bi [MaxWorkers]int
 	for i := range c.frames {
 		own := int(c.owner[i])
 		o := &c.out[own]
@@ -356,18 +357,14 @@ func (m *outMerger) end(shards []*shard) {
 // mergerDone, set by tests, sees the merger at the end.
 var mergerDone func(*outMerger)
 
-// maxWorkers bounds --workers (the outMerger's per-chunk bookkeeping).
-const maxWorkers = 64
-
-// dumpSharded is dump over n shards; it returns what the -z tables and
-// --plot need, merged, and the worst severity printed.
-func dumpSharded(src frameSource, o *options, n int, prog *progress, w *bufio.Writer) (*report, *plots, int, error) {
+// runSharded is Run over n shards.
+func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer func(int, *Out) Consumer) (*Report, error) {
 	shards := make([]*shard, n)
 	ins := make([]chan *chunk, n)
 	var shardsDone sync.WaitGroup
 	maxChunks := 2*n + 2 // bounds memory: chunks in flight
 	for i := range shards {
-		shards[i] = newShard(i, o)
+		shards[i] = newShard(i, cfg, newConsumer)
 		ins[i] = make(chan *chunk, maxChunks)
 		shardsDone.Add(1)
 		go shards[i].run(ins[i], &shardsDone)
@@ -401,7 +398,7 @@ func dumpSharded(src frameSource, o *options, n int, prog *progress, w *bufio.Wr
 		}
 		c.reset()
 		for full := false; !full; {
-			if o.count > 0 && frames >= o.count {
+			if cfg.Count > 0 && frames >= cfg.Count {
 				done = true
 				break
 			}
@@ -414,7 +411,9 @@ func dumpSharded(src frameSource, o *options, n int, prog *progress, w *bufio.Wr
 				break
 			}
 			frames++
-			prog.add(fr.CapLen + 16)
+			if cfg.Progress != nil {
+				cfg.Progress(fr.CapLen + 16)
+			}
 			full = c.add(&fr, n)
 		}
 		if len(c.frames) == 0 {
@@ -437,41 +436,28 @@ func dumpSharded(src frameSource, o *options, n int, prog *progress, w *bufio.Wr
 	if mergerDone != nil {
 		mergerDone(m)
 	}
-	return m.report(shards), mergePlots(shards), worstOf(shards), derr
-}
-
-func worstOf(shards []*shard) int {
-	w := -1
-	for _, s := range shards {
-		w = max(w, s.h.out.worst)
-	}
-	return w
-}
-
-func mergePlots(shards []*shard) *plots {
-	p := &shards[0].h.plots
-	for _, s := range shards[1:] {
-		p.merge(&s.h.plots)
-	}
-	return p
+	return m.report(shards), derr
 }
 
 // report merges the shards' tables under the global connection numbers.
-func (m *outMerger) report(shards []*shard) *report {
-	r := &report{conns: map[int]*reassembly.Conn{}}
+func (m *outMerger) report(shards []*shard) *Report {
+	r := &Report{Conns: map[int]*reassembly.Conn{}, Worst: -1}
 	trackers := make([]*track.Tracker, len(shards))
 	for i, s := range shards {
 		for id, c := range s.h.conns {
-			r.conns[int(m.global(i, uint64(id)))] = c
+			r.Conns[int(m.global(i, uint64(id)))] = c
 		}
 		for _, cs := range s.h.t.AllConnStats() {
 			cs.Conn = int(m.global(i, uint64(cs.Conn)))
-			r.cs = append(r.cs, cs)
+			r.ConnStats = append(r.ConnStats, cs)
 		}
-		r.asm.Add(s.h.asm.Stats())
+		r.Asm.Add(s.h.asm.Stats())
+		r.Worst = max(r.Worst, s.h.worst)
 		trackers[i] = s.h.t
 	}
-	sort.Slice(r.cs, func(i, j int) bool { return r.cs[i].Conn < r.cs[j].Conn })
-	r.all = track.MergedStats(trackers...)
+	sort.Slice(r.ConnStats, func(i, j int) bool { return r.ConnStats[i].Conn < r.ConnStats[j].Conn })
+	r.Stats = track.MergedStats(trackers...)
 	return r
 }
+
+func appendUint(b []byte, x uint64) []byte { return strconv.AppendUint(b, x, 10) }

@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"os"
@@ -19,7 +19,7 @@ type benchSet struct {
 func benchPDUs(b *testing.B) []benchSet {
 	var sets []benchSet
 	for _, name := range []string{"rping", "crc_ib_read_bw_4096", "mtu1500_ib_send_bw_32768", "mtu1500gso_ib_write_bw_32768"} {
-		f, err := os.Open("../../testdata/siw/" + name + ".pcap")
+		f, err := os.Open("../testdata/siw/" + name + ".pcap")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -46,12 +46,12 @@ func samplePDUs(pdus []decode.PDU) []decode.PDU {
 }
 
 // BenchmarkJSONFields times the NDJSON field encoder per PDU: the
-// table walk (generic) against appendJSONFields (fast where the
+// table walk (generic) against AppendJSONFields (fast where the
 // specialized encoder covers the PDU).
 func BenchmarkJSONFields(b *testing.B) {
 	for _, set := range benchPDUs(b) {
 		b.Run(set.name+"/generic", func(b *testing.B) { benchEncoder(b, set.pdus, appendJSONFieldsGeneric) })
-		b.Run(set.name+"/fast", func(b *testing.B) { benchEncoder(b, set.pdus, appendJSONFields) })
+		b.Run(set.name+"/fast", func(b *testing.B) { benchEncoder(b, set.pdus, AppendJSONFields) })
 	}
 }
 

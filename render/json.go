@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"strconv"
@@ -159,10 +159,10 @@ func buildPlan(m decode.Mask) *jsonPlan {
 	return pl
 }
 
-// appendJSONFields writes the fields p carries as nested members: with
+// AppendJSONFields writes the fields p carries as nested members: with
 // the specialized encoder where it covers the PDU's kind, else by walking
 // the field table.
-func appendJSONFields(b []byte, pdu *decode.PDU, numeric bool) []byte {
+func AppendJSONFields(b []byte, pdu *decode.PDU, numeric bool) []byte {
 	m := decode.Present(pdu)
 	pl := planFor(m)
 	if pl.fast != nil {
@@ -173,7 +173,7 @@ func appendJSONFields(b []byte, pdu *decode.PDU, numeric bool) []byte {
 	return append(b, pl.end...)
 }
 
-// appendJSONFieldsGeneric is appendJSONFields always walking the table:
+// appendJSONFieldsGeneric is AppendJSONFields always walking the table:
 // the reference the specialized encoder is tested and benchmarked
 // against.
 func appendJSONFieldsGeneric(b []byte, pdu *decode.PDU, numeric bool) []byte {
@@ -202,7 +202,7 @@ func (pl *jsonPlan) appendGeneric(b []byte, pdu *decode.PDU, m decode.Mask, nume
 			b = append(b, v.S...)
 			b = append(b, '"')
 		case decode.KindString:
-			b = appendJSONString(b, v.S)
+			b = AppendJSONString(b, v.S)
 		case decode.KindBytes:
 			b = append(b, '"')
 			b = jf.f.AppendValue(b, v)
@@ -219,12 +219,12 @@ func appendJSONBool(b []byte, x bool) []byte {
 	return append(b, "false"...)
 }
 
-// appendJSONString appends s as a JSON string (RFC 8259 §7). Unlike
+// AppendJSONString appends s as a JSON string (RFC 8259 §7). Unlike
 // strconv.Quote, whose \x, \a and \U escapes JSON does not have, it
 // escapes only what JSON requires: the quote, the backslash and the
 // control characters. Octets that are not UTF-8 become \ufffd, one per
 // octet, as ranging over the string decodes them.
-func appendJSONString(b []byte, s string) []byte {
+func AppendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0 // s[start:i] is still to be copied
 	for i := 0; i < len(s); {
@@ -249,7 +249,7 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// appendJSONEscape appends the escape for an octet appendJSONString does
+// appendJSONEscape appends the escape for an octet AppendJSONString does
 // not copy: a quote, a backslash, a control character or a stray octet.
 func appendJSONEscape(b []byte, c byte) []byte {
 	const hexDigits = "0123456789abcdef"

@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 func checkFastPDU(t *testing.T, what string, p *decode.PDU) bool {
 	t.Helper()
 	for _, numeric := range []bool{false, true} {
-		fast := appendJSONFields([]byte(`{"x":0`), p, numeric)
+		fast := AppendJSONFields([]byte(`{"x":0`), p, numeric)
 		generic := appendJSONFieldsGeneric([]byte(`{"x":0`), p, numeric)
 		if !bytes.Equal(fast, generic) {
 			t.Fatalf("%s (numeric %v):\n fast    %s\n generic %s", what, numeric, fast, generic)
@@ -61,7 +61,7 @@ func carries(p *decode.PDU, name string) bool {
 // Every PDU of every committed capture.
 func TestJSONFastMatchesGeneric(t *testing.T) {
 	for _, name := range testdataCaptures(t) {
-		t.Run(strings.TrimPrefix(name, "../../testdata/"), func(t *testing.T) {
+		t.Run(strings.TrimPrefix(name, "../testdata/"), func(t *testing.T) {
 			f, err := os.Open(name)
 			if err != nil {
 				t.Fatal(err)
@@ -118,7 +118,7 @@ func TestJSONFieldsConcurrent(t *testing.T) {
 			var b []byte
 			for i := range pdus {
 				p := &pdus[(i+g*7)%len(pdus)]
-				b = appendJSONFields(b[:0], p, g%2 == 1)
+				b = AppendJSONFields(b[:0], p, g%2 == 1)
 			}
 		}()
 	}
@@ -163,8 +163,8 @@ func TestAppendJSONString(t *testing.T) {
 		{"surrogate \xed\xa0\x80", `"surrogate \ufffd\ufffd\ufffd"`},
 		{"\u2028", "\"\u2028\""},
 	} {
-		if got := string(appendJSONString([]byte("x"), c.in)); got != "x"+c.want {
-			t.Errorf("appendJSONString(%q) = %s, want %s", c.in, got[1:], c.want)
+		if got := string(AppendJSONString([]byte("x"), c.in)); got != "x"+c.want {
+			t.Errorf("AppendJSONString(%q) = %s, want %s", c.in, got[1:], c.want)
 		}
 	}
 }
@@ -173,20 +173,20 @@ func TestAppendJSONString(t *testing.T) {
 // octet that is not UTF-8 read as U+FFFD (as ranging over s does).
 func checkJSONString(t *testing.T, s string) {
 	t.Helper()
-	b := appendJSONString(nil, s)
+	b := AppendJSONString(nil, s)
 	if !json.Valid(b) {
-		t.Fatalf("appendJSONString(%q) = %s: not valid JSON", s, b)
+		t.Fatalf("AppendJSONString(%q) = %s: not valid JSON", s, b)
 	}
 	var got string
 	if err := json.Unmarshal(b, &got); err != nil {
-		t.Fatalf("appendJSONString(%q) = %s: %v", s, b, err)
+		t.Fatalf("AppendJSONString(%q) = %s: %v", s, b, err)
 	}
 	want := s
 	if !utf8.ValidString(s) {
 		want = string([]rune(s))
 	}
 	if got != want {
-		t.Fatalf("appendJSONString(%q) = %s decodes to %q", s, b, got)
+		t.Fatalf("AppendJSONString(%q) = %s decodes to %q", s, b, got)
 	}
 }
 

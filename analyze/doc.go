@@ -1,0 +1,29 @@
+// Package analyze is the analysis pipeline as a library: the one place
+// that wires the stages together.
+//
+//	Source ──► reassembly ──► decode ──► track ──► Record stream ──► Consumer
+//	(files merged in time order, stdin, live with a -w tee)
+//
+// A Source yields frames (OpenFiles, Filtered, OpenLive). Run passes them
+// through the TCP reassembly and MPA framer (package reassembly), the
+// decoders (decode) and the per-connection tracker (track), and hands out
+// one ordered stream of Records: connection opened, MPA parameters
+// negotiated, PDU, finding (gaps, resyncs, framing and receiver-check
+// findings), operation completed, connection closed, note. Each record
+// says where its octets are (frame numbers, TCP sequence range), so a
+// consumer can re-read one PDU later without running the capture again.
+// At the end Run returns a Report with the statistics.
+//
+// With Config.Workers > 1 the flow-sharded engine (shard.go) runs behind
+// the same API: shards own the flows that hash to them, and what their
+// consumers write to their Out is merged back in frame order, octet for
+// octet what one worker would write.
+//
+// Front ends (iwdump, iwtui, the export, stateful replay) are consumers;
+// package render turns records into iwdump's text and NDJSON.
+//
+// Rules: analyze does the wiring and nothing else. It draws no screen and
+// formats no output (render does); the stages below it keep their own
+// rules (decode imports nothing of ours and does no I/O; reassembly knows
+// no RDMA state; track does no I/O).
+package analyze

@@ -1,0 +1,424 @@
+package analyze
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"time"
+
+	"github.com/iwkit/iwkit/pcap"
+	"github.com/iwkit/iwkit/reassembly"
+	"github.com/iwkit/iwkit/track"
+)
+
+// Config is what Run needs besides the frames.
+type Config struct {
+	// Ports are TCP ports taken for iWARP even where content detection
+	// hesitates (iwdump --decode-as).
+	Ports []uint16
+	// Count stops after that many frames (0: all).
+	Count int
+	// Workers is the number of shards (see Run); 0 picks by InputSize.
+	Workers int
+	// InputSize is the size of the input in octets, when known (0
+	// otherwise); with Workers 0, large inputs are sharded.
+	InputSize int64
+	// Progress, when set, hears of the octets read (frame and record
+	// header) as frames are read.
+	Progress func(octets int)
+}
+
+// MaxWorkers bounds Config.Workers (the merger's per-chunk bookkeeping).
+const MaxWorkers = 64
+
+// Workers is the number of shards Run uses for c: Config.Workers, or by
+// default one per core (up to 4) for inputs of 64 MiB or more, else 1.
+func (c *Config) workers() int {
+	switch {
+	case c.Workers > 0:
+		return min(c.Workers, MaxWorkers)
+	case c.InputSize >= 64<<20:
+		return min(runtime.GOMAXPROCS(0), 4)
+	}
+	return 1
+}
+
+// A Consumer takes the records of one shard, in order. With one worker
+// there is one consumer and it sees every record of the capture in order.
+// With Config.Workers > 1 each shard has its own consumer, called on the
+// shard's goroutine with the records of the flows it owns; what a consumer
+// writes to its Out comes out in the order one consumer would have written
+// it (octet for octet), whatever the number of workers.
+type Consumer interface {
+	Record(r *Record)
+}
+
+// A FrameConsumer also sees every frame before it is fed to the
+// reassembly (in every shard: each shard sees every frame).
+type FrameConsumer interface {
+	Consumer
+	Frame(fr *pcap.Frame)
+}
+
+// Out is where a consumer writes what must come out in capture order.
+type Out struct {
+	w    *bufio.Writer
+	sink *shardOut // with Workers > 1: the shard's output for the chunk
+}
+
+// Write appends b to the output.
+func (o *Out) Write(b []byte) {
+	if o.sink != nil {
+		o.sink.buf = append(o.sink.buf, b...)
+		return
+	}
+	o.w.Write(b)
+}
+
+// AppendConn appends the decimal number of connection id (Record.Conn.ID)
+// to b, which the consumer then passes to Write whole. A shard knows only
+// its own numbering: it leaves a place the merger fills with the global
+// number.
+func (o *Out) AppendConn(b []byte, id uint64) []byte {
+	if o.sink != nil {
+		o.sink.patches = append(o.sink.patches, connPatch{off: len(o.sink.buf) + len(b), local: id})
+		return b
+	}
+	return appendUint(b, id)
+}
+
+// Report is what the capture held, for the statistics tables.
+type Report struct {
+	Conns     map[int]*reassembly.Conn // iWARP connections by number
+	ConnStats []track.ConnStats        // per connection, by number
+	Stats     track.Stats              // the whole capture
+	Asm       reassembly.Stats
+	Worst     int // highest severity rank of the findings raised (-1: none)
+}
+
+// Run reads src to its end (or Config.Count frames), passes every frame
+// through the TCP reassembly, the MPA framer, the decoders and the
+// tracker, and hands the records to the consumers that newConsumer makes,
+// one per shard. What the consumers write to their Out goes to w, in
+// order. An error reading src ends the run; everything before it has been
+// handed out, and Run returns the report with the error.
+//
+// With more than one worker, one goroutine reads and hands out frames in
+// chunks, shards own the flows that hash to them, and a merger writes
+// their output back in frame order (shard.go).
+func Run(src Source, cfg Config, w *bufio.Writer, newConsumer func(shard int, out *Out) Consumer) (*Report, error) {
+	if n := cfg.workers(); n > 1 {
+		return runSharded(src, &cfg, n, w, newConsumer)
+	}
+	out := &Out{w: w}
+	h := newHandler(newConsumer(0, out))
+	err := h.run(src, &cfg)
+	return h.report(), err
+}
+
+// run feeds every frame through the reassembler and the tracker.
+func (h *handler) run(src Source, cfg *Config) error {
+	a := reassembly.New(reassembly.Config{Ports: cfg.Ports}, h)
+	h.asm = a
+	var fr pcap.Frame
+	defer func() {
+		a.Flush()
+		h.t.Finish()
+	}()
+	for n := 0; cfg.Count == 0 || n < cfg.Count; n++ {
+		err := src.Next(&fr)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if cfg.Progress != nil {
+			cfg.Progress(fr.CapLen + 16)
+		}
+		h.frame(&fr)
+		if err := a.FeedFrame(&fr); err != nil {
+			h.undecodable(&fr, err)
+		}
+	}
+	return nil
+}
+
+// DirName names a direction of an iWARP connection for output: "i2r" from
+// the MPA initiator (the Request's sender, RFC 5044 §7.1), "r2i" towards it.
+// Before a Request is seen, the TCP client stands in for the initiator.
+func DirName(c *reassembly.Conn, d reassembly.Dir) string {
+	init := reassembly.DirAB
+	if c.Initiator >= 0 {
+		init = reassembly.Dir(c.Initiator)
+	}
+	if d == init {
+		return "i2r"
+	}
+	return "r2i"
+}
+
+// TrackDir maps a reassembly direction to the MPA roles track uses.
+func TrackDir(c *reassembly.Conn, d reassembly.Dir) track.Dir {
+	if DirName(c, d) == "i2r" {
+		return track.I2R
+	}
+	return track.R2I
+}
+
+// handler turns reassembly events into records and feeds the tracker,
+// whose findings and operations come back as records too.
+type handler struct {
+	c     Consumer
+	fc    FrameConsumer // c, when it wants frames
+	t     *track.Tracker
+	asm   *reassembly.Assembler
+	first time.Time // timestamp of the first frame: Rel counts from it
+	last  time.Time // timestamp of the latest frame
+	seen  bool      // a frame was seen: first is set
+	conns map[int]*reassembly.Conn
+	worst int
+	rec   Record
+	// beforeFinding, when set, hears of each tracker finding's connection
+	// before it is handed out (shard.go cuts the end of the capture by it).
+	beforeFinding func(conn int)
+}
+
+func newHandler(c Consumer) *handler {
+	h := &handler{c: c, conns: map[int]*reassembly.Conn{}, worst: -1}
+	h.fc, _ = c.(FrameConsumer)
+	h.t = track.New(track.Config{OnFinding: h.onFinding, OnOperation: h.onOperation})
+	return h
+}
+
+// report gathers what the statistics tables need; call it after run.
+func (h *handler) report() *Report {
+	r := &Report{Conns: h.conns, ConnStats: h.t.AllConnStats(), Stats: h.t.Stats(), Worst: h.worst}
+	if h.asm != nil {
+		r.Asm = h.asm.Stats()
+	}
+	return r
+}
+
+// emit hands out h.rec, filled by the caller from reset's zero state.
+func (h *handler) emit() {
+	if h.rec.Kind == KindFinding {
+		h.worst = max(h.worst, SeverityRank(h.rec.Finding.Severity))
+	}
+	h.c.Record(&h.rec)
+}
+
+// reset starts a record of kind k at frame, time t.
+func (h *handler) reset(k Kind, frame int, t time.Time) *Record {
+	h.rec = Record{Kind: k, Frame: frame, Time: t, Rel: t.Sub(h.first), FirstFrame: frame, LastFrame: frame}
+	return &h.rec
+}
+
+// onConn fills the connection part of a record.
+func (r *Record) onConn(c *reassembly.Conn, d reassembly.Dir) {
+	r.Conn, r.Dir = c, d
+	r.Src, r.Dst = c.Addr[d], c.Addr[d.Other()]
+}
+
+func (h *handler) at(c *reassembly.Conn, d reassembly.Dir, first, last int, ts time.Time) track.At {
+	return track.At{Conn: int(c.ID), Dir: TrackDir(c, d), Frame: first, LastFrame: last, Time: ts}
+}
+
+func (h *handler) onOperation(op *track.Operation) {
+	t := op.End
+	if t.IsZero() {
+		t = h.last
+	}
+	r := h.reset(KindOperation, max(op.ResponseLastFrame, op.LastRequestFrame), t)
+	r.FirstFrame = op.RequestFrame
+	r.Op = op
+	if c := h.conns[op.Conn]; c != nil {
+		d := reassembly.DirAB
+		if TrackDir(c, reassembly.DirBA) == op.Dir {
+			d = reassembly.DirBA
+		}
+		r.onConn(c, d)
+	}
+	h.emit()
+}
+
+// onFinding hands out a tracker finding. The connection may already be
+// gone (findings raised at Finish), so addresses come from what was kept.
+func (h *handler) onFinding(f *track.Finding) {
+	if h.beforeFinding != nil {
+		h.beforeFinding(f.Conn)
+	}
+	frame := 0
+	if len(f.Frames) > 0 {
+		frame = f.Frames[0]
+	}
+	t := f.Time
+	if t.IsZero() { // raised at the end, not by a unit
+		t = h.last
+	}
+	r := h.reset(KindFinding, frame, t)
+	if n := len(f.Frames); n > 0 {
+		r.LastFrame = f.Frames[n-1]
+	}
+	r.Finding = Finding{Severity: f.Severity.String(), Code: f.Code.String(), Message: f.Message, Track: f}
+	if c := h.conns[f.Conn]; c != nil {
+		d := reassembly.DirAB
+		if TrackDir(c, reassembly.DirBA) == f.Dir {
+			d = reassembly.DirBA
+		}
+		r.onConn(c, d)
+	}
+	h.emit()
+}
+
+// finding hands out a finding of the framer or the TCP reassembly.
+func (h *handler) finding(c *reassembly.Conn, d reassembly.Dir, frame int, t time.Time, severity, code, msg string) *Record {
+	r := h.reset(KindFinding, frame, t)
+	r.onConn(c, d)
+	r.Finding = Finding{Severity: severity, Code: code, Message: msg}
+	return r
+}
+
+// frame takes note of a frame before it is fed: the first one's time is
+// the origin of Rel.
+func (h *handler) frame(fr *pcap.Frame) {
+	if !h.seen {
+		h.first, h.seen = fr.Timestamp, true
+	}
+	h.last = fr.Timestamp
+	if h.fc != nil {
+		h.fc.Frame(fr)
+	}
+}
+
+// undecodable notes a frame whose TCP segment could not be decoded;
+// frames that hold none (pcap.ErrNotTCP) are not news.
+func (h *handler) undecodable(fr *pcap.Frame, err error) {
+	if !errors.Is(err, pcap.ErrNotTCP) {
+		r := h.reset(KindNote, fr.Number, fr.Timestamp)
+		r.Note = "undecodable frame: " + err.Error()
+		h.emit()
+	}
+}
+
+func (h *handler) Opened(c *reassembly.Conn) {
+	cp := *c // the assembler reuses c after Closed; findings may come later
+	h.conns[int(c.ID)] = &cp
+	r := h.reset(KindOpened, c.LastFrame, c.LastTime)
+	r.onConn(&cp, reassembly.DirAB)
+	h.emit()
+}
+
+func (h *handler) Negotiated(c *reassembly.Conn, d reassembly.Dir) {
+	r := h.reset(KindNegotiated, c.LastFrame, c.LastTime)
+	r.onConn(c, d)
+	h.emit()
+	p := &c.Params[d]
+	if p.CRCSource == reassembly.SourceInferred || p.MarkersSource == reassembly.SourceInferred {
+		h.finding(c, d, c.LastFrame, c.LastTime, "note", "mpa.params_inferred",
+			fmt.Sprintf("no handshake seen: markers %v (%s), CRC %v (%s)", p.Markers, p.MarkersSource, p.CRC, p.CRCSource))
+		h.emit()
+	}
+}
+
+func (h *handler) PDU(c *reassembly.Conn, e *reassembly.PDUEvent) {
+	if e.Err != nil {
+		h.finding(c, e.Dir, e.LastFrame, e.LastTime, "error", "mpa.bad_frame", "MPA frame does not decode: "+e.Err.Error())
+		h.emit()
+		return
+	}
+	if cp := h.conns[int(c.ID)]; cp != nil {
+		cp.Initiator = c.Initiator
+	}
+	r := h.reset(KindPDU, e.LastFrame, e.LastTime)
+	r.onConn(c, e.Dir)
+	r.FirstFrame = e.FirstFrame
+	r.HasSeq, r.Seq, r.End = true, e.Seq, e.Seq+uint32(e.Len)
+	r.PDU = e
+	h.emit()
+	at := h.at(c, e.Dir, e.FirstFrame, e.LastFrame, e.LastTime)
+	at.HasSeq, at.Seq, at.End = true, e.Seq, e.Seq+uint32(e.Len)
+	at.HasAck, at.Ack = e.HasAck, e.Ack
+	at.Missing = e.Missing // a partial FPDU: the tracker sizes it by ULPDU_Length
+	if e.PDU.IsMPAFrame {
+		h.t.Handshake(at, &e.PDU.MPA)
+	} else {
+		h.t.PDU(at, &e.PDU)
+	}
+}
+
+func (h *handler) Gap(c *reassembly.Conn, e *reassembly.GapEvent) {
+	code, sev := "tcp.gap", "warning"
+	if e.Reason == reassembly.GapSkipped {
+		code = "mpa.skipped"
+	}
+	msg := fmt.Sprintf("%d octets missing at seq %d (%s)", e.Len, e.Seq, e.Reason)
+	if e.Reason == reassembly.GapSkipped {
+		msg = fmt.Sprintf("%d octets at seq %d skipped while looking for an FPDU boundary", e.Len, e.Seq)
+	}
+	if e.FPDUsLost > 0 {
+		msg += fmt.Sprintf(", about %d FPDUs lost", e.FPDUsLost)
+	}
+	r := h.finding(c, e.Dir, e.Frame, c.LastTime, sev, code, msg)
+	r.HasSeq, r.Seq, r.End, r.Gap = true, e.Seq, e.Seq+uint32(min(e.Len, 1<<32-1)), e
+	h.emit()
+	h.t.Gap(h.at(c, e.Dir, e.Frame, e.Frame, c.LastTime), int(min(e.Len, 1<<31)), e.FPDUsLost)
+}
+
+func (h *handler) Resync(c *reassembly.Conn, e *reassembly.ResyncEvent) {
+	if e.How == reassembly.ResyncStart {
+		return
+	}
+	r := h.finding(c, e.Dir, e.Frame, c.LastTime, "note", "mpa.resync",
+		fmt.Sprintf("FPDU boundary found at seq %d by %s (%d FPDUs validated)", e.Seq, e.How, e.Chain))
+	r.HasSeq, r.Seq, r.End, r.Resync = true, e.Seq, e.Seq, e
+	h.emit()
+}
+
+func (h *handler) Retransmission(c *reassembly.Conn, e *reassembly.RetransEvent) {
+	r := h.finding(c, e.Dir, e.Frame, c.LastTime, "warning", "tcp.retrans_inconsistent",
+		fmt.Sprintf("retransmitted octets at seq %d differ from the first copy (%d octets compared)", e.Seq, e.Len))
+	r.HasSeq, r.Seq, r.End = true, e.Seq, e.Seq+uint32(e.Len)
+	h.emit()
+	h.t.Retransmission(h.at(c, e.Dir, e.Frame, e.Frame, c.LastTime), e.Len)
+}
+
+var framingFindings = map[reassembly.FindingCode][3]string{
+	reassembly.FindingBadMPAFrame:     {"error", "mpa.bad_frame", "MPA key followed by a frame that does not decode (RFC 5044 §7.1.1)"},
+	reassembly.FindingFramingLost:     {"error", "mpa.framing_lost", "FPDU with an impossible ULPDU_Length or DDP/RDMAP header: looking for the next boundary"},
+	reassembly.FindingDataAfterReject: {"warning", "mpa.data_after_reject", "octets after a rejecting MPA Reply (ULP streaming mode, RFC 5044 §7.1.2)"},
+	reassembly.FindingLateData:        {"note", "tcp.late_data", "octets arrived for a hole already reported as a gap"},
+}
+
+func (h *handler) Finding(c *reassembly.Conn, e *reassembly.FindingEvent) {
+	f := framingFindings[e.Code]
+	r := h.finding(c, e.Dir, e.Frame, c.LastTime, f[0], f[1], fmt.Sprintf("%s (seq %d, %d octets)", f[2], e.Seq, e.Len))
+	r.HasSeq, r.Seq, r.End = true, e.Seq, e.Seq+uint32(e.Len)
+	h.emit()
+}
+
+func (h *handler) Closed(c *reassembly.Conn, e *reassembly.CloseEvent) {
+	if !c.IWARP {
+		return
+	}
+	r := h.reset(KindClosed, e.Frame, e.Time)
+	r.onConn(c, reassembly.DirAB)
+	r.Close = e
+	h.emit()
+	var kind track.CloseKind
+	switch e.Reason {
+	case reassembly.CloseFIN:
+		kind = track.CloseFIN
+	case reassembly.CloseRST:
+		kind = track.CloseRST
+	default:
+		return // idle, end of capture, eviction: nothing the peers did
+	}
+	// The assembler reports the connection's end, not which side closed
+	// first: tell the tracker both directions ended.
+	for d := reassembly.DirAB; d <= reassembly.DirBA; d++ {
+		h.t.Close(h.at(c, d, e.Frame, e.Frame, e.Time), kind)
+	}
+}

@@ -1,0 +1,383 @@
+package analyze
+
+// Sources with a capture filter and a -w tee: frames read from files and
+// filtered (Filtered), and live capture (OpenLive). The live capture loop
+// runs on its own goroutine: it reads the kernel ring, writes every frame
+// to the tee at once, and hands a copy to the decoder (Run, on the
+// caller's goroutine) through a bounded queue. A slow decoder or terminal
+// never stalls the ring: when the queue is full the frame is still written
+// but not decoded, and the lag is reported.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+	"github.com/iwkit/iwkit/pcap"
+	"golang.org/x/net/bpf"
+)
+
+// Tee is where a source writes the frames that pass its capture filter
+// (iwdump -w, with tcpdump's rotation).
+type Tee struct {
+	Path   string             // file name ("-": standard output); "" writes nothing
+	Rotate pcap.RotateOptions // LinkType and Snaplen are set when the tee opens
+	// Stderr hears that the file limit was reached (-W).
+	Stderr io.Writer
+}
+
+func (t *Tee) open(lt layers.LinkType, snaplen int) (*pcap.RotatingWriter, error) {
+	ro := t.Rotate
+	ro.LinkType, ro.Snaplen = lt, uint32(snaplen)
+	w, err := pcap.CreateRotating(t.Path, ro)
+	if err != nil {
+		return nil, fmt.Errorf("-w: %w", err)
+	}
+	return w, nil
+}
+
+func (t *Tee) limitReached() {
+	if t.Stderr != nil {
+		fmt.Fprintf(t.Stderr, "iwdump: -w: maximum file limit reached: %d\n", t.Rotate.MaxFiles)
+	}
+}
+
+// Filtered applies a capture filter (nil: none) to frames read from src
+// and writes those that pass to tee (Path "": nowhere). Frames keep their
+// numbers in src.
+func Filtered(src Source, ff *pcap.FrameFilter, tee Tee) Source {
+	if ff == nil && tee.Path == "" {
+		return src
+	}
+	return &filteredSource{src: src, ff: ff, tee: tee, first: true}
+}
+
+type filteredSource struct {
+	src   Source
+	ff    *pcap.FrameFilter
+	tee   Tee
+	w     *pcap.RotatingWriter
+	first bool
+	done  bool
+}
+
+func (s *filteredSource) Next(f *pcap.Frame) error {
+	if s.done {
+		return io.EOF
+	}
+	for {
+		if err := s.src.Next(f); err != nil {
+			return err
+		}
+		if s.ff != nil {
+			ok, err := s.ff.Match(f)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+		}
+		if s.first && s.tee.Path != "" {
+			// The file's link type is known with its first frame.
+			s.first = false
+			w, err := s.tee.open(f.LinkType, pcap.MaxSnaplen)
+			if err != nil {
+				return err
+			}
+			s.w = w
+		}
+		if s.w != nil {
+			if err := s.w.WriteFrame(f.Timestamp, f.Data, f.OrigLen); err != nil {
+				if errors.Is(err, pcap.ErrFileLimit) {
+					s.tee.limitReached()
+					s.done = true
+					return io.EOF
+				}
+				return fmt.Errorf("-w: %w", err)
+			}
+		}
+		return nil
+	}
+}
+
+func (s *filteredSource) Close() error {
+	var err error
+	if s.w != nil {
+		if err = s.w.Close(); err != nil && s.tee.Stderr != nil {
+			fmt.Fprintf(s.tee.Stderr, "iwdump: -w: %v\n", err)
+		}
+	}
+	s.src.Close()
+	return err
+}
+
+// LiveConfig is what OpenLive needs.
+type LiveConfig struct {
+	Iface      string
+	Snaplen    int  // 0: pcap.MaxSnaplen
+	Promisc    bool // put the interface into promiscuous mode
+	BufferSize int  // kernel buffer, octets
+	// Filter is the compiled capture filter (nil: everything).
+	Filter []bpf.RawInstruction
+	Tee    Tee
+	// Decode false only writes the tee (iwdump -w -): Next sees no frame.
+	Decode bool
+	// Count stops the capture after that many frames (0: no limit).
+	Count int
+	// Stderr hears of lag and gets tcpdump's summary at the end.
+	Stderr io.Writer
+	// Idle, when set, is called when the decoder has caught up with the
+	// capture, before it waits: flush output there, so a quiet link shows
+	// what it had.
+	Idle func()
+	// Queue bounds between capture and decoder (0: 32768 frames, 128 MiB);
+	// beyond either, frames are written to the tee but not decoded.
+	QueueFrames int
+	QueueOctets int64
+	// LagEvery is how often the lag is reported at most (0: a second).
+	LagEvery time.Duration
+	// Started, when set, is called once the capture runs (tests).
+	Started func(*pcap.Live)
+}
+
+// Live is a live capture as a Source.
+type Live struct {
+	l      *pcap.Live
+	cfg    LiveConfig
+	ch     chan *liveFrame
+	pool   sync.Pool
+	cur    *liveFrame
+	queued atomic.Int64 // octets in the channel
+	w      *pcap.RotatingWriter
+	sig    chan os.Signal
+
+	captured  atomic.Uint64
+	undecoded atomic.Uint64
+	done      chan struct{} // closed when the capture loop has ended
+	lagDone   chan struct{} // closed when watchLag has ended (it writes to Stderr)
+	err       error         // why the capture loop ended, when not Stop
+	finished  sync.Once
+	summary   string
+}
+
+// liveFrame is a captured frame copied out of the kernel ring.
+type liveFrame struct {
+	fr  pcap.Frame
+	buf []byte
+}
+
+// OpenLive starts capturing. Ctrl-C (or SIGTERM) ends the capture
+// cleanly: what the kernel has is drained, written and decoded, then
+// Next returns io.EOF.
+func OpenLive(cfg LiveConfig) (*Live, error) {
+	if cfg.QueueFrames <= 0 {
+		cfg.QueueFrames = 1 << 15
+	}
+	if cfg.QueueOctets <= 0 {
+		cfg.QueueOctets = 128 << 20
+	}
+	if cfg.LagEvery <= 0 {
+		cfg.LagEvery = time.Second
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = io.Discard
+	}
+	lc, err := pcap.OpenLive(cfg.Iface, pcap.LiveOptions{Snaplen: cfg.Snaplen, Promisc: cfg.Promisc,
+		BufferSize: cfg.BufferSize, Filter: cfg.Filter})
+	if err != nil {
+		return nil, err
+	}
+	s := &Live{l: lc, cfg: cfg, ch: make(chan *liveFrame, cfg.QueueFrames),
+		done: make(chan struct{}), lagDone: make(chan struct{})}
+	if cfg.Tee.Path != "" {
+		if s.w, err = cfg.Tee.open(lc.LinkType(), lc.Snaplen()); err != nil {
+			lc.Close()
+			return nil, err
+		}
+	}
+	s.sig = make(chan os.Signal, 1)
+	signal.Notify(s.sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-s.sig:
+			lc.Stop()
+		case <-s.done:
+		}
+	}()
+	go s.capture()
+	go s.watchLag()
+	if cfg.Started != nil {
+		cfg.Started(lc)
+	}
+	return s, nil
+}
+
+// Capture is the underlying capture (link type, snaplen, method).
+func (s *Live) Capture() *pcap.Live { return s.l }
+
+// Stop ends the capture: what was queued is still decoded.
+func (s *Live) Stop() { s.l.Stop() }
+
+// capture is the capture loop: kernel → tee → decoder queue.
+func (s *Live) capture() {
+	defer close(s.done)
+	defer close(s.ch)
+	count := uint64(s.cfg.Count)
+	var fr pcap.Frame
+	for {
+		err := s.l.Next(&fr)
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			s.err = err
+			return
+		}
+		if s.w != nil {
+			if err := s.w.WriteFrame(fr.Timestamp, fr.Data, fr.OrigLen); err != nil {
+				if errors.Is(err, pcap.ErrFileLimit) {
+					s.cfg.Tee.limitReached()
+				} else {
+					s.err = fmt.Errorf("-w: %w", err)
+				}
+				s.l.Stop()
+				return
+			}
+		}
+		n := s.captured.Add(1)
+		if s.cfg.Decode {
+			s.enqueue(&fr)
+		}
+		if count > 0 && n >= count {
+			s.l.Stop()
+			return
+		}
+	}
+}
+
+// enqueue hands a copy of fr to the decoder, unless the queue is full.
+func (s *Live) enqueue(fr *pcap.Frame) {
+	if len(s.ch) == cap(s.ch) || s.queued.Load()+int64(len(fr.Data)) > s.cfg.QueueOctets {
+		s.undecoded.Add(1)
+		return
+	}
+	lf, _ := s.pool.Get().(*liveFrame)
+	if lf == nil {
+		lf = &liveFrame{}
+	}
+	if cap(lf.buf) < len(fr.Data) {
+		lf.buf = make([]byte, len(fr.Data), max(len(fr.Data), 2048))
+	}
+	lf.buf = append(lf.buf[:0], fr.Data...)
+	lf.fr = *fr
+	lf.fr.Data = lf.buf
+	s.queued.Add(int64(len(lf.buf)))
+	s.ch <- lf // cannot block: this goroutine is the only sender
+}
+
+// watchLag reports, at most once per LagEvery, that decoding fell behind.
+func (s *Live) watchLag() {
+	defer close(s.lagDone)
+	t := time.NewTicker(s.cfg.LagEvery)
+	defer t.Stop()
+	var reported uint64
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+			if n := s.undecoded.Load(); n > reported {
+				where := ""
+				if s.w != nil {
+					where = "; all are in " + s.cfg.Tee.Path
+				}
+				fmt.Fprintf(s.cfg.Stderr, "iwdump: decoding is behind the capture: %d frames not decoded so far%s\n", n, where)
+				reported = n
+			}
+		}
+	}
+}
+
+// Next gives the decoder the next captured frame.
+func (s *Live) Next(f *pcap.Frame) error {
+	if s.cur != nil {
+		s.queued.Add(-int64(len(s.cur.buf)))
+		s.pool.Put(s.cur)
+		s.cur = nil
+	}
+	var lf *liveFrame
+	select {
+	case lf = <-s.ch:
+	default:
+		if s.cfg.Idle != nil {
+			s.cfg.Idle()
+		}
+		lf = <-s.ch
+	}
+	if lf == nil {
+		<-s.done
+		if s.err != nil {
+			return s.err
+		}
+		return io.EOF
+	}
+	s.cur = lf
+	*f = lf.fr
+	return nil
+}
+
+// Finish stops the capture (if it still runs), waits for the loop, closes
+// the tee and the socket, prints tcpdump's summary on Stderr and returns
+// the statistics line for the -z tables. It may be called more than once.
+func (s *Live) Finish() string {
+	s.finished.Do(func() {
+		s.l.Stop()
+		for range s.ch { // the decoder has stopped reading (-c): let the loop end
+		}
+		<-s.done
+		<-s.lagDone // its last report comes before the summary
+		signal.Stop(s.sig)
+		if s.w != nil {
+			if err := s.w.Close(); err != nil {
+				fmt.Fprintf(s.cfg.Stderr, "iwdump: -w: %v\n", err)
+			}
+		}
+		st, err := s.l.Stats()
+		s.l.Close()
+		var b strings.Builder
+		fmt.Fprintf(&b, "%d packets captured\n", st.Captured)
+		if err == nil {
+			fmt.Fprintf(&b, "%d packets received by filter\n%d packets dropped by kernel\n", st.Received, st.Dropped)
+		}
+		if n := s.undecoded.Load(); n > 0 {
+			fmt.Fprintf(&b, "%d packets not decoded: the decoder fell behind", n)
+			if s.w != nil {
+				fmt.Fprintf(&b, " (all are in %s)", s.cfg.Tee.Path)
+			}
+			b.WriteString("\n")
+		}
+		fmt.Fprint(s.cfg.Stderr, b.String())
+		s.summary = fmt.Sprintf("live capture on %s (%s): %d frames captured, %d received by filter, %d dropped by kernel, %d not decoded",
+			s.cfg.Iface, s.l.Method(), st.Captured, st.Received, st.Dropped, s.undecoded.Load())
+		if s.w != nil {
+			s.summary += fmt.Sprintf(", %d written to %d file(s)", s.w.Written(), s.w.Files())
+		}
+	})
+	return s.summary
+}
+
+// Close ends the capture (Finish) and reports why the capture loop ended,
+// when it was not stopped.
+func (s *Live) Close() error {
+	s.Finish()
+	return s.err
+}

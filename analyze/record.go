@@ -1,0 +1,170 @@
+package analyze
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/filter"
+	"github.com/iwkit/iwkit/reassembly"
+	"github.com/iwkit/iwkit/track"
+)
+
+// Kind says what a Record reports.
+type Kind uint8
+
+const (
+	// KindPDU: an MPA frame or an FPDU, decoded (Record.PDU).
+	KindPDU Kind = iota + 1
+	// KindFinding: something a receiver check, the framer or the TCP
+	// reassembly found (Record.Finding). Gaps and resynchronisations are
+	// findings too (codes tcp.gap, mpa.skipped, mpa.resync); Record.Gap
+	// and Record.Resync carry their details.
+	KindFinding
+	// KindNote: a frame that holds no decodable TCP segment (Record.Note).
+	KindNote
+	// KindOpened: a connection was taken for iWARP (an MPA key, or an
+	// FPDU chain mid-stream). Record.Conn holds what is known of it.
+	KindOpened
+	// KindNegotiated: the MPA parameters of direction Record.Dir are known
+	// (Record.Conn.Params[Dir]): from the handshake, or inferred.
+	KindNegotiated
+	// KindOperation: an RDMA operation completed or ended (Record.Op): a
+	// message reassembled, a Read or Atomic matched with its latency.
+	KindOperation
+	// KindClosed: the connection ended (Record.Close: FIN, RST, idle,
+	// end of capture, eviction).
+	KindClosed
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindPDU:
+		return "pdu"
+	case KindFinding:
+		return "finding"
+	case KindNote:
+		return "note"
+	case KindOpened:
+		return "opened"
+	case KindNegotiated:
+		return "negotiated"
+	case KindOperation:
+		return "operation"
+	case KindClosed:
+		return "closed"
+	}
+	return "unknown"
+}
+
+// Record is one item of the pipeline's ordered output. It and everything
+// it points to are valid only during the Consumer's call: the reassembly
+// buffers behind a PDU are reused afterwards. A consumer that keeps a
+// record copies what it needs.
+//
+// Where a record's octets are: Frame is the frame it is reported at (for a
+// PDU the frame holding its last octet); FirstFrame..LastFrame and the TCP
+// sequence range Seq..End (of direction Dir of Conn's 4-tuple) locate
+// them, so a consumer can re-read one PDU from the source later without
+// running the capture again. Frame numbers are those of the Source (for
+// several files merged: in merged order).
+type Record struct {
+	Kind  Kind
+	Frame int
+	Time  time.Time     // capture time of the record
+	Rel   time.Duration // since the first frame of the capture
+
+	// Conn is the connection (nil when unknown: a note, or a finding of a
+	// connection already forgotten). With Config.Workers > 1, Conn.ID is
+	// the number a shard gave it; Out.AppendConn writes the global one.
+	Conn     *reassembly.Conn
+	Dir      reassembly.Dir
+	Src, Dst netip.AddrPort
+
+	FirstFrame, LastFrame int
+	HasSeq                bool
+	Seq, End              uint32 // TCP sequence range [Seq, End) of the PDU or gap
+
+	PDU     *reassembly.PDUEvent // KindPDU
+	Finding Finding              // KindFinding
+	Op      *track.Operation     // KindOperation
+	Close   *reassembly.CloseEvent
+	Gap     *reassembly.GapEvent    // a tcp.gap or mpa.skipped finding
+	Resync  *reassembly.ResyncEvent // an mpa.resync finding
+	Note    string                  // KindNote
+}
+
+// Finding is what a KindFinding record reports.
+type Finding struct {
+	Severity string // note, warning, error
+	Code     string // the stable code, e.g. ddp.msn_gap
+	Message  string
+	// Track is the tracker's finding (receiver checks, with every frame it
+	// names), nil for findings of the framer and the TCP reassembly.
+	Track *track.Finding
+}
+
+// SeverityRank orders severities: note 0, warning 1, error 2; -1 unknown.
+func SeverityRank(s string) int {
+	switch s {
+	case "note":
+		return 0
+	case "warning":
+		return 1
+	case "error":
+		return 2
+	}
+	return -1
+}
+
+// findingFields are the filter fields of findings.
+var findingFields = map[string]filter.Getter[*Record]{
+	"finding.severity": func(r *Record) (decode.Value, bool) {
+		if r.Kind != KindFinding {
+			return decode.Value{}, false
+		}
+		return decode.Value{Kind: decode.KindString, S: r.Finding.Severity}, true
+	},
+	"finding.code": func(r *Record) (decode.Value, bool) {
+		if r.Kind != KindFinding {
+			return decode.Value{}, false
+		}
+		return decode.Value{Kind: decode.KindString, S: r.Finding.Code}, true
+	},
+	"finding.message": func(r *Record) (decode.Value, bool) {
+		if r.Kind != KindFinding {
+			return decode.Value{}, false
+		}
+		return decode.Value{Kind: decode.KindString, S: r.Finding.Message}, true
+	},
+	"finding": func(r *Record) (decode.Value, bool) {
+		return decode.Value{Kind: decode.KindBool, U: 1}, r.Kind == KindFinding
+	},
+}
+
+// ResolveField serves display filters (package filter) over records: the
+// decode field table for PDUs and the finding.* fields for findings.
+func ResolveField(name string) (filter.Getter[*Record], decode.FieldKind, bool) {
+	if g, ok := findingFields[name]; ok {
+		kind := decode.KindString
+		if name == "finding" {
+			kind = decode.KindBool
+		}
+		return g, kind, true
+	}
+	f, ok := decode.FieldByName(name)
+	if !ok {
+		return nil, 0, false
+	}
+	return func(r *Record) (decode.Value, bool) {
+		if r.Kind != KindPDU {
+			return decode.Value{}, false
+		}
+		return f.Get(&r.PDU.PDU)
+	}, f.Kind, true
+}
+
+// CompileFilter compiles a display filter (iwdump -Y) over records.
+func CompileFilter(expr string) (*filter.Filter[*Record], error) {
+	return filter.Compile(expr, ResolveField)
+}
