@@ -147,26 +147,11 @@ func (h *handler) run(src Source, cfg *Config) error {
 }
 
 // DirName names a direction of an iWARP connection for output: "i2r" from
-// the MPA initiator (the Request's sender, RFC 5044 §7.1), "r2i" towards it.
-// Before a Request is seen, the TCP client stands in for the initiator.
-func DirName(c *reassembly.Conn, d reassembly.Dir) string {
-	init := reassembly.DirAB
-	if c.Initiator >= 0 {
-		init = reassembly.Dir(c.Initiator)
-	}
-	if d == init {
-		return "i2r"
-	}
-	return "r2i"
-}
+// the MPA initiator, "r2i" towards it (track.DirOf).
+func DirName(c *reassembly.Conn, d reassembly.Dir) string { return track.DirOf(c, d).String() }
 
 // TrackDir maps a reassembly direction to the MPA roles track uses.
-func TrackDir(c *reassembly.Conn, d reassembly.Dir) track.Dir {
-	if DirName(c, d) == "i2r" {
-		return track.I2R
-	}
-	return track.R2I
-}
+func TrackDir(c *reassembly.Conn, d reassembly.Dir) track.Dir { return track.DirOf(c, d) }
 
 // handler turns reassembly events into records and feeds the tracker,
 // whose findings and operations come back as records too.
@@ -174,6 +159,7 @@ type handler struct {
 	c     Consumer
 	fc    FrameConsumer // c, when it wants frames
 	t     *track.Tracker
+	feed  track.Feed // reassembly events → t
 	asm   *reassembly.Assembler
 	first time.Time // timestamp of the first frame: Rel counts from it
 	last  time.Time // timestamp of the latest frame
@@ -190,6 +176,7 @@ func newHandler(c Consumer) *handler {
 	h := &handler{c: c, conns: map[int]*reassembly.Conn{}, worst: -1}
 	h.fc, _ = c.(FrameConsumer)
 	h.t = track.New(track.Config{OnFinding: h.onFinding, OnOperation: h.onOperation})
+	h.feed = track.Feed{T: h.t}
 	return h
 }
 
@@ -220,10 +207,6 @@ func (h *handler) reset(k Kind, frame int, t time.Time) *Record {
 func (r *Record) onConn(c *reassembly.Conn, d reassembly.Dir) {
 	r.Conn, r.Dir = c, d
 	r.Src, r.Dst = c.Addr[d], c.Addr[d.Other()]
-}
-
-func (h *handler) at(c *reassembly.Conn, d reassembly.Dir, first, last int, ts time.Time) track.At {
-	return track.At{Conn: int(c.ID), Dir: TrackDir(c, d), Frame: first, LastFrame: last, Time: ts}
 }
 
 func (h *handler) onOperation(op *track.Operation) {
@@ -338,15 +321,7 @@ func (h *handler) PDU(c *reassembly.Conn, e *reassembly.PDUEvent) {
 	r.HasSeq, r.Seq, r.End = true, e.Seq, e.Seq+uint32(e.Len)
 	r.PDU = e
 	h.emit()
-	at := h.at(c, e.Dir, e.FirstFrame, e.LastFrame, e.LastTime)
-	at.HasSeq, at.Seq, at.End = true, e.Seq, e.Seq+uint32(e.Len)
-	at.HasAck, at.Ack = e.HasAck, e.Ack
-	at.Missing = e.Missing // a partial FPDU: the tracker sizes it by ULPDU_Length
-	if e.PDU.IsMPAFrame {
-		h.t.Handshake(at, &e.PDU.MPA)
-	} else {
-		h.t.PDU(at, &e.PDU)
-	}
+	h.feed.PDU(c, e)
 }
 
 func (h *handler) Gap(c *reassembly.Conn, e *reassembly.GapEvent) {
@@ -364,7 +339,7 @@ func (h *handler) Gap(c *reassembly.Conn, e *reassembly.GapEvent) {
 	r := h.finding(c, e.Dir, e.Frame, c.LastTime, sev, code, msg)
 	r.HasSeq, r.Seq, r.End, r.Gap = true, e.Seq, e.Seq+uint32(min(e.Len, 1<<32-1)), e
 	h.emit()
-	h.t.Gap(h.at(c, e.Dir, e.Frame, e.Frame, c.LastTime), int(min(e.Len, 1<<31)), e.FPDUsLost)
+	h.feed.Gap(c, e)
 }
 
 func (h *handler) Resync(c *reassembly.Conn, e *reassembly.ResyncEvent) {
@@ -382,7 +357,7 @@ func (h *handler) Retransmission(c *reassembly.Conn, e *reassembly.RetransEvent)
 		fmt.Sprintf("retransmitted octets at seq %d differ from the first copy (%d octets compared)", e.Seq, e.Len))
 	r.HasSeq, r.Seq, r.End = true, e.Seq, e.Seq+uint32(e.Len)
 	h.emit()
-	h.t.Retransmission(h.at(c, e.Dir, e.Frame, e.Frame, c.LastTime), e.Len)
+	h.feed.Retransmission(c, e)
 }
 
 var framingFindings = map[reassembly.FindingCode][3]string{
@@ -407,18 +382,5 @@ func (h *handler) Closed(c *reassembly.Conn, e *reassembly.CloseEvent) {
 	r.onConn(c, reassembly.DirAB)
 	r.Close = e
 	h.emit()
-	var kind track.CloseKind
-	switch e.Reason {
-	case reassembly.CloseFIN:
-		kind = track.CloseFIN
-	case reassembly.CloseRST:
-		kind = track.CloseRST
-	default:
-		return // idle, end of capture, eviction: nothing the peers did
-	}
-	// The assembler reports the connection's end, not which side closed
-	// first: tell the tracker both directions ended.
-	for d := reassembly.DirAB; d <= reassembly.DirBA; d++ {
-		h.t.Close(h.at(c, d, e.Frame, e.Frame, e.Time), kind)
-	}
+	h.feed.Closed(c, e)
 }
