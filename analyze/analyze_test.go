@@ -293,4 +293,3 @@ func tcpFrame(t *testing.T, src [4]byte, port uint16, flags string, seq uint32, 
 	}
 	return buf.Bytes()
 }
-
