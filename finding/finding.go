@@ -129,10 +129,14 @@ func init() {
 	for c := Code(1); c < numCodes; c++ {
 		infos[c].Code = c
 		byName[infos[c].Name] = c
+		checksText[c] = infos[c].ChecksText()
 	}
 }
 
-var byName = make(map[string]Code, numCodes)
+var (
+	byName     = make(map[string]Code, numCodes)
+	checksText [numCodes]string
+)
 
 // Valid reports whether c is a declared code.
 func (c Code) Valid() bool { return c > none && c < numCodes }
@@ -172,6 +176,14 @@ func (c Code) Severity() Severity {
 		return Note
 	}
 	return infos[c].Severity
+}
+
+// ChecksText is Info().ChecksText() without allocating.
+func (c Code) ChecksText() string {
+	if !c.Valid() {
+		return ""
+	}
+	return checksText[c]
 }
 
 // Fatal reports whether c is an error after which a receiver treats the

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/iwkit/iwkit/filter"
+	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
 )
@@ -207,13 +208,8 @@ func workersFor(o *options, total int64) int {
 
 // severityRank orders severities: note 0, warning 1, error 2; -1 unknown.
 func severityRank(s string) int {
-	switch s {
-	case "note":
-		return 0
-	case "warning":
-		return 1
-	case "error":
-		return 2
+	if v, ok := finding.ParseSeverity(s); ok {
+		return int(v)
 	}
 	return -1
 }

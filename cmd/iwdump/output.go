@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
 	"github.com/iwkit/iwkit/track"
@@ -168,7 +169,7 @@ func (p *printer) pdu(frame int, rel time.Duration, c *reassembly.Conn, d reasse
 
 // finding prints a tracker finding; c is nil when the connection is unknown.
 func (p *printer) finding(frame int, rel time.Duration, f *track.Finding, c *reassembly.Conn) {
-	p.worst = max(p.worst, severityRank(f.Severity.String()))
+	p.worst = max(p.worst, int(f.Severity))
 	if p.o.quiet || p.o.filter != nil && !p.o.filter.Match(&record{finding: f}) {
 		return
 	}
@@ -183,14 +184,15 @@ func (p *printer) finding(frame int, rel time.Duration, f *track.Finding, c *rea
 	p.emitFinding(frame, rel, c, d, src, dst, f.Severity.String(), f.Code.String(), f.Message)
 }
 
-// event prints a finding (or another non-PDU event) of a connection:
-// kind "finding" with severity, code and message.
-func (p *printer) event(frame int, rel time.Duration, c *reassembly.Conn, d reassembly.Dir, src, dst endpoint, kind, severity, code, msg string) {
-	p.worst = max(p.worst, severityRank(severity))
-	if p.o.quiet || p.o.filter != nil && !p.o.filter.Match(&record{finding: &track.Finding{Message: msg}, sev: severity, code: code}) {
+// event prints a finding of a connection that the reassembler raised,
+// with the catalogue's severity for its code.
+func (p *printer) event(frame int, rel time.Duration, c *reassembly.Conn, d reassembly.Dir, src, dst endpoint, code finding.Code, msg string) {
+	sev := code.Severity()
+	p.worst = max(p.worst, int(sev))
+	if p.o.quiet || p.o.filter != nil && !p.o.filter.Match(&record{finding: &track.Finding{Severity: sev, Code: code, Message: msg}}) {
 		return
 	}
-	p.emitFinding(frame, rel, c, d, src, dst, severity, code, msg)
+	p.emitFinding(frame, rel, c, d, src, dst, sev.String(), code.String(), msg)
 }
 
 func (p *printer) emitFinding(frame int, rel time.Duration, c *reassembly.Conn, d reassembly.Dir, src, dst endpoint, severity, code, msg string) {

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
 	"github.com/iwkit/iwkit/track"
@@ -109,8 +110,9 @@ func (h *handler) frame(fr *pcap.Frame) {
 	h.plots.frame(fr)
 }
 
-// undecodable notes a frame whose TCP segment could not be decoded;
-// frames that hold none (pcap.ErrNotTCP) are not news.
+// undecodable notes a frame whose TCP segment could not be decoded
+// (finding.FrameUndecodable, printed as a note without its code); frames
+// that hold none (pcap.ErrNotTCP) are not news.
 func (h *handler) undecodable(fr *pcap.Frame, err error) {
 	if !errors.Is(err, pcap.ErrNotTCP) {
 		h.out.note(fr, fr.Timestamp.Sub(h.first), "undecodable frame: "+err.Error())
@@ -126,7 +128,7 @@ func (h *handler) Negotiated(c *reassembly.Conn, d reassembly.Dir) {
 	p := &c.Params[d]
 	if p.CRCSource == reassembly.SourceInferred || p.MarkersSource == reassembly.SourceInferred {
 		src, dst := ends(c, d)
-		h.out.event(c.LastFrame, h.rel(c.LastTime), c, d, src, dst, "inferred", "note", "mpa.params_inferred",
+		h.out.event(c.LastFrame, h.rel(c.LastTime), c, d, src, dst, finding.MPAParamsInferred,
 			fmt.Sprintf("no handshake seen: markers %v (%s), CRC %v (%s)", p.Markers, p.MarkersSource, p.CRC, p.CRCSource))
 	}
 }
@@ -134,7 +136,7 @@ func (h *handler) Negotiated(c *reassembly.Conn, d reassembly.Dir) {
 func (h *handler) PDU(c *reassembly.Conn, e *reassembly.PDUEvent) {
 	src, dst := ends(c, e.Dir)
 	if e.Err != nil {
-		h.out.event(e.LastFrame, h.rel(e.LastTime), c, e.Dir, src, dst, "finding", "error", "mpa.bad_frame", "MPA frame does not decode: "+e.Err.Error())
+		h.out.event(e.LastFrame, h.rel(e.LastTime), c, e.Dir, src, dst, finding.MPABadFrame, "MPA frame does not decode: "+e.Err.Error())
 		return
 	}
 	if cp := h.conns[int(c.ID)]; cp != nil {
@@ -157,9 +159,9 @@ func (h *handler) PDU(c *reassembly.Conn, e *reassembly.PDUEvent) {
 
 func (h *handler) Gap(c *reassembly.Conn, e *reassembly.GapEvent) {
 	src, dst := ends(c, e.Dir)
-	code, sev := "tcp.gap", "warning"
+	code := finding.TCPGap
 	if e.Reason == reassembly.GapSkipped {
-		code = "mpa.skipped"
+		code = finding.MPASkipped
 	}
 	msg := fmt.Sprintf("%d octets missing at seq %d (%s)", e.Len, e.Seq, e.Reason)
 	if e.Reason == reassembly.GapSkipped {
@@ -168,7 +170,7 @@ func (h *handler) Gap(c *reassembly.Conn, e *reassembly.GapEvent) {
 	if e.FPDUsLost > 0 {
 		msg += fmt.Sprintf(", about %d FPDUs lost", e.FPDUsLost)
 	}
-	h.out.event(e.Frame, h.rel(c.LastTime), c, e.Dir, src, dst, "finding", sev, code, msg)
+	h.out.event(e.Frame, h.rel(c.LastTime), c, e.Dir, src, dst, code, msg)
 	h.t.Gap(h.at(c, e.Dir, e.Frame, e.Frame, c.LastTime), int(min(e.Len, 1<<31)), e.FPDUsLost)
 }
 
@@ -177,28 +179,22 @@ func (h *handler) Resync(c *reassembly.Conn, e *reassembly.ResyncEvent) {
 		return
 	}
 	src, dst := ends(c, e.Dir)
-	h.out.event(e.Frame, h.rel(c.LastTime), c, e.Dir, src, dst, "finding", "note", "mpa.resync",
+	h.out.event(e.Frame, h.rel(c.LastTime), c, e.Dir, src, dst, finding.MPAResync,
 		fmt.Sprintf("FPDU boundary found at seq %d by %s (%d FPDUs validated)", e.Seq, e.How, e.Chain))
 }
 
 func (h *handler) Retransmission(c *reassembly.Conn, e *reassembly.RetransEvent) {
 	src, dst := ends(c, e.Dir)
-	h.out.event(e.Frame, h.rel(c.LastTime), c, e.Dir, src, dst, "finding", "warning", "tcp.retrans_inconsistent",
+	h.out.event(e.Frame, h.rel(c.LastTime), c, e.Dir, src, dst, finding.TCPRetransInconsistent,
 		fmt.Sprintf("retransmitted octets at seq %d differ from the first copy (%d octets compared)", e.Seq, e.Len))
 	h.t.Retransmission(h.at(c, e.Dir, e.Frame, e.Frame, c.LastTime), e.Len)
 }
 
-var framingFindings = map[reassembly.FindingCode][3]string{
-	reassembly.FindingBadMPAFrame:     {"error", "mpa.bad_frame", "MPA key followed by a frame that does not decode (RFC 5044 §7.1.1)"},
-	reassembly.FindingFramingLost:     {"error", "mpa.framing_lost", "FPDU with an impossible ULPDU_Length or DDP/RDMAP header: looking for the next boundary"},
-	reassembly.FindingDataAfterReject: {"warning", "mpa.data_after_reject", "octets after a rejecting MPA Reply (ULP streaming mode, RFC 5044 §7.1.2)"},
-	reassembly.FindingLateData:        {"note", "tcp.late_data", "octets arrived for a hole already reported as a gap"},
-}
-
+// Finding prints a framing finding: the catalogue's summary of its code
+// is the message.
 func (h *handler) Finding(c *reassembly.Conn, e *reassembly.FindingEvent) {
 	src, dst := ends(c, e.Dir)
-	f := framingFindings[e.Code]
-	h.out.event(e.Frame, h.rel(c.LastTime), c, e.Dir, src, dst, "finding", f[0], f[1], fmt.Sprintf("%s (seq %d, %d octets)", f[2], e.Seq, e.Len))
+	h.out.event(e.Frame, h.rel(c.LastTime), c, e.Dir, src, dst, e.Code, fmt.Sprintf("%s (seq %d, %d octets)", e.Code.Info().Summary, e.Seq, e.Len))
 }
 
 func (h *handler) Closed(c *reassembly.Conn, e *reassembly.CloseEvent) {

@@ -7,25 +7,10 @@ import (
 )
 
 // record is what the display filter sees: a PDU, or a finding (from the
-// tracker, or from the reassembler with its severity and code as strings).
+// tracker or the reassembler).
 type record struct {
-	pdu       *decode.PDU
-	finding   *track.Finding
-	sev, code string // for reassembler findings, which have no track.Code
-}
-
-func (r *record) severity() string {
-	if r.sev != "" {
-		return r.sev
-	}
-	return r.finding.Severity.String()
-}
-
-func (r *record) codeName() string {
-	if r.code != "" {
-		return r.code
-	}
-	return r.finding.Code.String()
+	pdu     *decode.PDU
+	finding *track.Finding
 }
 
 // findingFields are the filter fields of findings.
@@ -34,13 +19,13 @@ var findingFields = map[string]filter.Getter[*record]{
 		if r.finding == nil {
 			return decode.Value{}, false
 		}
-		return decode.Value{Kind: decode.KindString, S: r.severity()}, true
+		return decode.Value{Kind: decode.KindString, S: r.finding.Severity.String()}, true
 	},
 	"finding.code": func(r *record) (decode.Value, bool) {
 		if r.finding == nil {
 			return decode.Value{}, false
 		}
-		return decode.Value{Kind: decode.KindString, S: r.codeName()}, true
+		return decode.Value{Kind: decode.KindString, S: r.finding.Code.String()}, true
 	},
 	"finding.message": func(r *record) (decode.Value, bool) {
 		if r.finding == nil {
