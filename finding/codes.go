@@ -133,7 +133,7 @@ const NumCodes = int(numCodes)
 // infos describes every code; the index is the Code.
 var infos = [numCodes]Info{
 
-	FrameUndecodable: {Name: "frame.undecodable", Severity: Note, Stage: StageCapture, Ref: "analyzer", Summary: "undecodable frame: its TCP segment does not decode (printed as a note without a code)"},
+	FrameUndecodable: {Name: "frame.undecodable", Severity: Note, Stage: StageCapture, Ref: "analyzer", Summary: "frame whose TCP segment does not decode (iwdump prints it as a note, without the code)"},
 
 	TCPGap:                 {Name: "tcp.gap", Severity: Warning, Stage: StageReassembly, Ref: "analyzer", Summary: "octets of a direction missing from the capture"},
 	TCPLateData:            {Name: "tcp.late_data", Severity: Note, Stage: StageReassembly, Ref: "analyzer", Summary: "octets arrived for a hole already reported as a gap"},
