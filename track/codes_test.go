@@ -1180,6 +1180,9 @@ func TestFindingCodes(t *testing.T) {
 	for i := range codeCases {
 		tc := &codeCases[i]
 		covered[tc.code] = true
+		if st := tc.code.Info().Stage; st != finding.StageTrack {
+			t.Errorf("case %q: %s is raised by the %s stage, not by track", tc.name, tc.code, st)
+		}
 		t.Run(fmt.Sprintf("%s/%s", tc.code, tc.name), func(t *testing.T) {
 			clean := runCase(t, tc, false)
 			got := codesOf(clean.fs)
