@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
 	"github.com/iwkit/iwkit/track"
@@ -257,10 +258,10 @@ func (h *handler) onFinding(f *track.Finding) {
 }
 
 // finding hands out a finding of the framer or the TCP reassembly.
-func (h *handler) finding(c *reassembly.Conn, d reassembly.Dir, frame int, t time.Time, severity, code, msg string) *Record {
+func (h *handler) finding(c *reassembly.Conn, d reassembly.Dir, frame int, t time.Time, code finding.Code, msg string) *Record {
 	r := h.reset(KindFinding, frame, t)
 	r.onConn(c, d)
-	r.Finding = Finding{Severity: severity, Code: code, Message: msg}
+	r.Finding = Finding{Severity: code.Severity().String(), Code: code.String(), Message: msg}
 	return r
 }
 
@@ -276,8 +277,9 @@ func (h *handler) frame(fr *pcap.Frame) {
 	}
 }
 
-// undecodable notes a frame whose TCP segment could not be decoded;
-// frames that hold none (pcap.ErrNotTCP) are not news.
+// undecodable notes a frame whose TCP segment could not be decoded
+// (finding.FrameUndecodable, reported as a note without its code); frames
+// that hold none (pcap.ErrNotTCP) are not news.
 func (h *handler) undecodable(fr *pcap.Frame, err error) {
 	if !errors.Is(err, pcap.ErrNotTCP) {
 		r := h.reset(KindNote, fr.Number, fr.Timestamp)
@@ -300,7 +302,7 @@ func (h *handler) Negotiated(c *reassembly.Conn, d reassembly.Dir) {
 	h.emit()
 	p := &c.Params[d]
 	if p.CRCSource == reassembly.SourceInferred || p.MarkersSource == reassembly.SourceInferred {
-		h.finding(c, d, c.LastFrame, c.LastTime, "note", "mpa.params_inferred",
+		h.finding(c, d, c.LastFrame, c.LastTime, finding.MPAParamsInferred,
 			fmt.Sprintf("no handshake seen: markers %v (%s), CRC %v (%s)", p.Markers, p.MarkersSource, p.CRC, p.CRCSource))
 		h.emit()
 	}
@@ -308,7 +310,7 @@ func (h *handler) Negotiated(c *reassembly.Conn, d reassembly.Dir) {
 
 func (h *handler) PDU(c *reassembly.Conn, e *reassembly.PDUEvent) {
 	if e.Err != nil {
-		h.finding(c, e.Dir, e.LastFrame, e.LastTime, "error", "mpa.bad_frame", "MPA frame does not decode: "+e.Err.Error())
+		h.finding(c, e.Dir, e.LastFrame, e.LastTime, finding.MPABadFrame, "MPA frame does not decode: "+e.Err.Error())
 		h.emit()
 		return
 	}
@@ -325,9 +327,9 @@ func (h *handler) PDU(c *reassembly.Conn, e *reassembly.PDUEvent) {
 }
 
 func (h *handler) Gap(c *reassembly.Conn, e *reassembly.GapEvent) {
-	code, sev := "tcp.gap", "warning"
+	code := finding.TCPGap
 	if e.Reason == reassembly.GapSkipped {
-		code = "mpa.skipped"
+		code = finding.MPASkipped
 	}
 	msg := fmt.Sprintf("%d octets missing at seq %d (%s)", e.Len, e.Seq, e.Reason)
 	if e.Reason == reassembly.GapSkipped {
@@ -336,7 +338,7 @@ func (h *handler) Gap(c *reassembly.Conn, e *reassembly.GapEvent) {
 	if e.FPDUsLost > 0 {
 		msg += fmt.Sprintf(", about %d FPDUs lost", e.FPDUsLost)
 	}
-	r := h.finding(c, e.Dir, e.Frame, c.LastTime, sev, code, msg)
+	r := h.finding(c, e.Dir, e.Frame, c.LastTime, code, msg)
 	r.HasSeq, r.Seq, r.End, r.Gap = true, e.Seq, e.Seq+uint32(min(e.Len, 1<<32-1)), e
 	h.emit()
 	h.feed.Gap(c, e)
@@ -346,30 +348,24 @@ func (h *handler) Resync(c *reassembly.Conn, e *reassembly.ResyncEvent) {
 	if e.How == reassembly.ResyncStart {
 		return
 	}
-	r := h.finding(c, e.Dir, e.Frame, c.LastTime, "note", "mpa.resync",
+	r := h.finding(c, e.Dir, e.Frame, c.LastTime, finding.MPAResync,
 		fmt.Sprintf("FPDU boundary found at seq %d by %s (%d FPDUs validated)", e.Seq, e.How, e.Chain))
 	r.HasSeq, r.Seq, r.End, r.Resync = true, e.Seq, e.Seq, e
 	h.emit()
 }
 
 func (h *handler) Retransmission(c *reassembly.Conn, e *reassembly.RetransEvent) {
-	r := h.finding(c, e.Dir, e.Frame, c.LastTime, "warning", "tcp.retrans_inconsistent",
+	r := h.finding(c, e.Dir, e.Frame, c.LastTime, finding.TCPRetransInconsistent,
 		fmt.Sprintf("retransmitted octets at seq %d differ from the first copy (%d octets compared)", e.Seq, e.Len))
 	r.HasSeq, r.Seq, r.End = true, e.Seq, e.Seq+uint32(e.Len)
 	h.emit()
 	h.feed.Retransmission(c, e)
 }
 
-var framingFindings = map[reassembly.FindingCode][3]string{
-	reassembly.FindingBadMPAFrame:     {"error", "mpa.bad_frame", "MPA key followed by a frame that does not decode (RFC 5044 §7.1.1)"},
-	reassembly.FindingFramingLost:     {"error", "mpa.framing_lost", "FPDU with an impossible ULPDU_Length or DDP/RDMAP header: looking for the next boundary"},
-	reassembly.FindingDataAfterReject: {"warning", "mpa.data_after_reject", "octets after a rejecting MPA Reply (ULP streaming mode, RFC 5044 §7.1.2)"},
-	reassembly.FindingLateData:        {"note", "tcp.late_data", "octets arrived for a hole already reported as a gap"},
-}
-
+// Finding reports a framing finding: the catalogue's summary of its code
+// is the message.
 func (h *handler) Finding(c *reassembly.Conn, e *reassembly.FindingEvent) {
-	f := framingFindings[e.Code]
-	r := h.finding(c, e.Dir, e.Frame, c.LastTime, f[0], f[1], fmt.Sprintf("%s (seq %d, %d octets)", f[2], e.Seq, e.Len))
+	r := h.finding(c, e.Dir, e.Frame, c.LastTime, e.Code, fmt.Sprintf("%s (seq %d, %d octets)", e.Code.Info().Summary, e.Seq, e.Len))
 	r.HasSeq, r.Seq, r.End = true, e.Seq, e.Seq+uint32(e.Len)
 	h.emit()
 }

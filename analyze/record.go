@@ -6,6 +6,7 @@ import (
 
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/filter"
+	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/reassembly"
 	"github.com/iwkit/iwkit/track"
 )
@@ -106,13 +107,8 @@ type Finding struct {
 
 // SeverityRank orders severities: note 0, warning 1, error 2; -1 unknown.
 func SeverityRank(s string) int {
-	switch s {
-	case "note":
-		return 0
-	case "warning":
-		return 1
-	case "error":
-		return 2
+	if v, ok := finding.ParseSeverity(s); ok {
+		return int(v)
 	}
 	return -1
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/pcap"
 )
 
@@ -587,8 +588,8 @@ func checkFindings(t *testing.T, g *generated, c *capture, byDir map[[2]int][]*F
 }
 
 // findingCodes counts the findings by code.
-func findingCodes(tr *Truth) map[string]int {
-	m := map[string]int{}
+func findingCodes(tr *Truth) map[finding.Code]int {
+	m := map[finding.Code]int{}
 	for _, f := range tr.Findings {
 		m[f.Code]++
 	}

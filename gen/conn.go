@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 )
 
 // Packing modes (Connection.Packing).
@@ -289,7 +290,7 @@ func (c *conn) open() error {
 	}
 	if c.cfg.MPA.Reject {
 		if c.g.track {
-			c.g.addFinding(sv, FindMPAReject, SevWarning, sv.lastDataFrame, 0, sv.isn+1, 0, "MPA Reply rejects the connection (R=1)")
+			c.g.addFinding(sv, finding.MPAReject, sv.lastDataFrame, 0, sv.isn+1, 0, "MPA Reply rejects the connection (R=1)")
 		}
 		return cl.pureACK()
 	}
@@ -374,10 +375,9 @@ func (c *conn) close() error {
 		_, err := cl.control(flagACK, cl.cut)
 		return err
 	case "rst":
-		frame, err := cl.control(flagRST|flagACK, cl.cut)
-		if err == nil && c.g.track {
-			c.g.addFinding(cl, FindTCPReset, SevWarning, frame, 0, cl.cut, 0, "connection reset by the client")
-		}
+		// No finding: an analyzer notes the RST as mpa.llp_closed, a
+		// note, as it does a FIN; the truth lists no notes.
+		_, err := cl.control(flagRST|flagACK, cl.cut)
 		return err
 	}
 	return c.ackIdle(-1)
@@ -655,7 +655,7 @@ func (c *conn) runOp(i int, op *Op) error {
 func (c *conn) countRead(h *half, m *message) {
 	h.reads++
 	if h.peerIRD >= 0 && h.peerIRD != decode.MPAv2NoNegotiation && h.reads > h.peerIRD {
-		m.finds = append(m.finds, pendingFinding{FindRDMAPIRDExceeded, SevError, 0,
+		m.finds = append(m.finds, pendingFinding{finding.RDMAPIRDExceeded, 0,
 			fmt.Sprintf("%d Read Requests outstanding, the responder's IRD is %d", h.reads, h.peerIRD)})
 	}
 }

@@ -33,7 +33,7 @@
 // constant memory. Alongside the frames, Run can report the ground truth to
 // a TruthSink: every FPDU with the frames that hold its octets, its TCP
 // sequence range and header values; every impairment exactly as applied;
-// and the findings an analyzer should raise (codes in findings.go).
+// and the findings an analyzer should raise (codes from package finding).
 // Collector gathers it into a Truth value; JSONTruthWriter streams the same
 // JSON to a file in constant memory.
 //

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/iwkit/iwkit/finding"
 )
 
 // FrameSink receives the generated frames in capture order. data holds the
@@ -271,7 +273,7 @@ func (g *generator) writeFrame(h *half, f *tcpFields, payload []byte, snap int) 
 	g.stats.Octets += int64(capLen)
 	frame := g.stats.Frames
 	if c.skipped && !c.seen && g.track {
-		g.addFinding(h, FindTCPMidstream, SevInfo, frame, 0, f.seq, c.midstreamID,
+		g.addFinding(h, finding.TrackNoHandshake, frame, 0, f.seq, c.midstreamID,
 			"capture starts inside the connection: no SYN, no MPA handshake")
 	}
 	c.seen = true
@@ -355,11 +357,11 @@ func (g *generator) finding(f *Finding) error {
 }
 
 // addFinding reports a finding tied to a frame that is known now.
-func (g *generator) addFinding(h *half, code, sev string, frame, fpdu int, seq uint32, imp int, msg string) {
+func (g *generator) addFinding(h *half, code finding.Code, frame, fpdu int, seq uint32, imp int, msg string) {
 	if !g.track {
 		return
 	}
-	f := Finding{Code: code, Severity: sev, Conn: h.c.idx, Dir: h.name, Frame: frame, FPDU: fpdu, Seq: seq, Impairment: imp, Message: msg}
+	f := Finding{Code: code, Severity: code.Severity(), Conn: h.c.idx, Dir: h.name, Frame: frame, FPDU: fpdu, Seq: seq, Impairment: imp, Message: msg}
 	if err := g.finding(&f); err != nil && g.err == nil {
 		g.err = err
 	}

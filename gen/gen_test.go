@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/pcap"
 )
 
@@ -55,9 +56,9 @@ func TestHostileFindings(t *testing.T) {
 		}
 	}
 	codes := findingCodes(g.truth)
-	for _, c := range []string{FindMPACRCBad, FindDDPMSNGap, FindDDPMSNRepeat, FindDDPQNInvalid, FindDDPDVInvalid, FindRDMAPRVInvalid,
-		FindDDPMOOutOfOrder, FindRDMAPSTagUnknown, FindRDMAPReadResponseMismatch, FindRDMAPReadResponseTooLong, FindTCPGap, FindTCPRetransInconsistent,
-		FindTCPRetransmission, FindTCPOutOfOrder, FindTCPMidstream, FindFrameTruncated} {
+	for _, c := range []finding.Code{finding.MPACRCBad, finding.DDPMSNGap, finding.DDPMSNRepeat, finding.DDPQNInvalid, finding.DDPDVInvalid,
+		finding.RDMAPRVInvalid, finding.DDPMOGap, finding.RDMAPReadResponseMismatch, finding.RDMAPReadResponseTooLong, finding.TCPGap,
+		finding.TCPRetransInconsistent, finding.TrackNoHandshake} {
 		if codes[c] == 0 {
 			t.Errorf("no %s finding", c)
 		}
@@ -91,7 +92,7 @@ func TestHeaderImpairmentValues(t *testing.T) {
 		t.Errorf("QNs %v", qns)
 	}
 	codes := findingCodes(g.truth)
-	if codes[FindDDPMSNGap] != 1 || codes[FindDDPQNInvalid] != 1 || len(g.truth.Findings) != 2 {
+	if codes[finding.DDPMSNGap] != 1 || codes[finding.DDPQNInvalid] != 1 || len(g.truth.Findings) != 2 {
 		t.Errorf("findings %+v", g.truth.Findings)
 	}
 }
@@ -402,7 +403,7 @@ func TestMPAFrames(t *testing.T) {
 		}
 		ct := g.truth.Connections[i]
 		if m.Reject {
-			if first[0] != nil || first[1] != nil || !ct.Rejected || findingCodes(g.truth)[FindMPAReject] != 1 {
+			if first[0] != nil || first[1] != nil || !ct.Rejected || findingCodes(g.truth)[finding.MPAReject] != 1 {
 				t.Errorf("conn %d: rejected, yet FPDUs %v %v", i, first[0], first[1])
 			}
 			continue
@@ -477,24 +478,24 @@ func TestTerminateHeaders(t *testing.T) {
 		n++
 	}
 	// Where the wire can show the cause, the blamed message has the fault.
-	fault := map[[3]uint8]string{
-		{0, 1, 0}: FindRDMAPSTagZero, {0, 1, 4}: FindRDMAPReadTOWrap, {0, 2, 5}: FindRDMAPRVInvalid,
-		{1, 1, 0}: FindDDPSTagZero, {1, 1, 3}: FindDDPTOWrap, {1, 1, 4}: FindDDPDVInvalid,
-		{1, 2, 1}: FindDDPQNInvalid, {1, 2, 3}: FindDDPMSNGap, {1, 2, 4}: FindDDPMOOutOfOrder, {1, 2, 6}: FindDDPDVInvalid,
+	fault := map[[3]uint8]finding.Code{
+		{0, 1, 0}: finding.RDMAPSTagZero, {0, 1, 4}: finding.RDMAPReadTOWrap, {0, 2, 5}: finding.RDMAPRVInvalid,
+		{1, 1, 0}: finding.DDPSTagZero, {1, 1, 3}: finding.DDPTOWrap, {1, 1, 4}: finding.DDPDVInvalid,
+		{1, 2, 1}: finding.DDPQNInvalid, {1, 2, 3}: finding.DDPMSNGap, {1, 2, 4}: finding.DDPMOGap, {1, 2, 6}: finding.DDPDVInvalid,
 	}
 	for i, tc := range causes {
 		want := fault[[3]uint8{tc.Layer, tc.EType, tc.Code}]
-		var got []string
+		var got []finding.Code
 		for _, f := range g.truth.Findings {
-			if f.Conn == i && f.Code != FindRDMAPTerminate {
+			if f.Conn == i && f.Code != finding.RDMAPTerminate {
 				got = append(got, f.Code)
 			}
 		}
-		if (want == "" && len(got) > 0) || (want != "" && fmt.Sprint(got) != "["+want+"]") {
-			t.Errorf("conn %d (%v): findings %v, want %q", i, tc, got, want)
+		if (want == 0 && len(got) > 0) || (want != 0 && (len(got) != 1 || got[0] != want)) {
+			t.Errorf("conn %d (%v): findings %v, want %v", i, tc, got, want)
 		}
 	}
-	if n != len(causes) || findingCodes(g.truth)[FindRDMAPTerminate] != n {
+	if n != len(causes) || findingCodes(g.truth)[finding.RDMAPTerminate] != n {
 		t.Errorf("%d Terminates, %d causes", n, len(causes))
 	}
 }
@@ -511,7 +512,7 @@ func TestIRDExceeded(t *testing.T) {
 	checkTruth(t, g)
 	var got []string
 	for _, f := range g.truth.Findings {
-		if f.Code == FindRDMAPIRDExceeded {
+		if f.Code == finding.RDMAPIRDExceeded {
 			got = append(got, fmt.Sprintf("%s#%d", f.Dir, f.FPDU))
 		}
 	}

@@ -2,6 +2,8 @@ package gen
 
 import (
 	"fmt"
+
+	"github.com/iwkit/iwkit/finding"
 )
 
 // half is one direction of a connection, seen from its sender: the octet
@@ -428,21 +430,13 @@ func (h *half) emit(rec *segRec, data []byte, psh bool, snap int, kind string, i
 				rit.Frames = append(rit.Frames, frame)
 			}
 		}
-		if it != nil {
-			switch kind {
-			case ImpDuplicate, ImpRetransmit:
-				g.addFinding(h, FindTCPRetransmission, SevWarning, frame, 0, rec.seq, it.ID, "retransmission of "+segDesc(rec))
-			case ImpRetransmitDiff:
-				g.addFinding(h, FindTCPRetransInconsistent, SevError, frame, 0, rec.seq, it.ID, "retransmission with different octets of "+segDesc(rec))
-			case ImpReorder:
-				g.addFinding(h, FindTCPOutOfOrder, SevWarning, frame, 0, rec.seq, it.ID, "out-of-order "+segDesc(rec))
-			case ImpDrop:
-				g.addFinding(h, FindTCPOutOfOrder, SevWarning, frame, 0, rec.seq, it.ID, "retransmission of lost "+segDesc(rec))
-			}
-		}
-		if frame > 0 && capPay < len(data) {
-			g.addFinding(h, FindFrameTruncated, SevWarning, frame, 0, rec.seq, rec.impOf(ImpSnaplen),
-				fmt.Sprintf("frame cut by the snaplen: %d of %d payload octets captured", capPay, len(data)))
+		// Duplicates, retransmissions and reordering are TCP doing its
+		// job: the analyzer delivers the stream in order and raises
+		// nothing (the impairments are in the truth). Only a copy with
+		// different octets is a finding. A frame cut by the snaplen is
+		// the tcp.gap that gap reports at the same frame.
+		if it != nil && kind == ImpRetransmitDiff {
+			g.addFinding(h, finding.TCPRetransInconsistent, frame, 0, rec.seq, it.ID, "retransmission with different octets of "+segDesc(rec))
 		}
 	}
 	return nil
@@ -493,7 +487,7 @@ func (h *half) gap(rec *segRec) {
 		imp = rec.impOf(ImpSnaplen)
 	}
 	seq := rec.seq + uint32(rec.bestCap)
-	f := Finding{Code: FindTCPGap, Severity: SevError, Conn: h.c.idx, Dir: h.name, Seq: seq, Impairment: imp,
+	f := Finding{Code: finding.TCPGap, Severity: finding.TCPGap.Severity(), Conn: h.c.idx, Dir: h.name, Seq: seq, Impairment: imp,
 		Message: fmt.Sprintf("%d octets at seq %d never captured (the receiver acknowledged them)", rec.n-rec.bestCap, seq)}
 	if rec.partFrame > 0 {
 		f.Frame = rec.partFrame

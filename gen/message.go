@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 )
 
 // Defaults of the header impairments.
@@ -67,9 +68,9 @@ func (h *half) sendMessage(m *message) error {
 			msn = nv
 			switch {
 			case int32(nv-m.msn) > 0:
-				finds = append(finds, pendingFinding{FindDDPMSNGap, SevError, 0, fmt.Sprintf("QN %d MSN %d, expected %d", m.qn, nv, m.msn)})
+				finds = append(finds, pendingFinding{finding.DDPMSNGap, 0, fmt.Sprintf("QN %d MSN %d, expected %d", m.qn, nv, m.msn)})
 			case nv != m.msn:
-				finds = append(finds, pendingFinding{FindDDPMSNRepeat, SevError, 0, fmt.Sprintf("QN %d MSN %d, expected %d", m.qn, nv, m.msn)})
+				finds = append(finds, pendingFinding{finding.DDPMSNRepeat, 0, fmt.Sprintf("QN %d MSN %d, expected %d", m.qn, nv, m.msn)})
 			}
 		case ImpWrongQN:
 			nv := uint32(v(defaultBadQN))
@@ -77,9 +78,9 @@ func (h *half) sendMessage(m *message) error {
 			it.Detail = fmt.Sprintf("QN %d instead of %d; the QN %d MSN count is not consumed", nv, m.qn, m.qn)
 			qn = nv
 			if nv > decode.QNAtomicResp {
-				finds = append(finds, pendingFinding{FindDDPQNInvalid, SevError, 0, fmt.Sprintf("QN %d is not an RDMAP queue", nv)})
+				finds = append(finds, pendingFinding{finding.DDPQNInvalid, 0, fmt.Sprintf("QN %d is not an RDMAP queue", nv)})
 			} else if nv != m.qn {
-				finds = append(finds, pendingFinding{FindRDMAPOpcodeMismatch, SevError, 0, fmt.Sprintf("%s on QN %d", m.opc, nv)})
+				finds = append(finds, pendingFinding{finding.RDMAPOpcodeMismatch, 0, fmt.Sprintf("%s on QN %d", m.opc, nv)})
 			}
 		case ImpBadDDPVersion:
 			nv := uint8(v(defaultBadVersion) & 3)
@@ -87,7 +88,7 @@ func (h *half) sendMessage(m *message) error {
 			it.Detail = fmt.Sprintf("DDP version %d on every segment of the message", nv)
 			dv = nv
 			if nv != h.dv {
-				finds = append(finds, pendingFinding{FindDDPDVInvalid, SevError, 0, fmt.Sprintf("DDP version %d, stream uses %d", nv, h.dv)})
+				finds = append(finds, pendingFinding{finding.DDPDVInvalid, 0, fmt.Sprintf("DDP version %d, stream uses %d", nv, h.dv)})
 			}
 		case ImpBadRDMAPVersion:
 			nv := uint8(v(defaultBadVersion) & 3)
@@ -95,7 +96,7 @@ func (h *half) sendMessage(m *message) error {
 			it.Detail = fmt.Sprintf("RDMAP version %d on every segment of the message", nv)
 			rv = nv
 			if nv != h.rv {
-				finds = append(finds, pendingFinding{FindRDMAPRVInvalid, SevError, 0, fmt.Sprintf("RDMAP version %d, stream uses %d", nv, h.rv)})
+				finds = append(finds, pendingFinding{finding.RDMAPRVInvalid, 0, fmt.Sprintf("RDMAP version %d, stream uses %d", nv, h.rv)})
 			}
 		case ImpMOOutOfOrder:
 			if nseg >= 2 {
@@ -108,19 +109,20 @@ func (h *half) sendMessage(m *message) error {
 				it.Field, it.Old, it.New = "ddp.mo", 0, uint64(nv)
 				it.Detail = fmt.Sprintf("single-segment message with MO %d", nv)
 			}
-			finds = append(finds, pendingFinding{FindDDPMOOutOfOrder, SevError, 0, "message does not start at MO 0"})
+			finds = append(finds, pendingFinding{finding.DDPMOGap, 0, "message does not start at MO 0"})
 		case ImpUnknownSTag:
 			nv := uint32(unknownSTagPattern | uint32(it.ID&0xFFFF))
 			it.Field, it.Old, it.New = "ddp.stag", uint64(m.stag), uint64(nv)
 			stag = nv
-			code, sev := FindRDMAPSTagUnknown, SevWarning
-			what := "RDMA Write to STag %#x that was never advertised"
 			if m.opc == decode.OpReadResponse {
-				code, sev = FindRDMAPReadResponseMismatch, SevError
-				what = "Read Response to STag %#x, not the Read Request's Data Sink STag"
+				it.Detail = fmt.Sprintf("Read Response to STag %#x, not the Read Request's Data Sink STag", nv)
+				finds = append(finds, pendingFinding{finding.RDMAPReadResponseMismatch, 0, it.Detail})
+			} else {
+				// No finding: an analyzer learns of advertised STags only
+				// through Read Requests, Send with Invalidate or a ULP
+				// (receiver-checks DDP-08: invisible without them).
+				it.Detail = fmt.Sprintf("RDMA Write to STag %#x that was never advertised", nv)
 			}
-			it.Detail = fmt.Sprintf(what, nv)
-			finds = append(finds, pendingFinding{code, sev, 0, fmt.Sprintf(what, nv)})
 		case ImpReadResponseTooLong:
 			over := int(min(v(defaultRespOver), 1<<20))
 			it.Field, it.Old, it.New = "rdmap.read_response_len", uint64(m.size), uint64(m.size+over)
@@ -184,25 +186,25 @@ func (h *half) sendMessage(m *message) error {
 	case decode.OpReadRequest:
 		rr := &m.read
 		if rr.Size > 0 && rr.SrcSTag == 0 {
-			finds = append(finds, pendingFinding{FindRDMAPSTagZero, SevError, 0, "Read Request from Data Source STag 0"})
+			finds = append(finds, pendingFinding{finding.RDMAPSTagZero, 0, "Read Request from Data Source STag 0"})
 		}
 		switch n := uint64(rr.Size); {
 		case n > 0 && rr.SrcTO+n-1 < rr.SrcTO:
-			finds = append(finds, pendingFinding{FindRDMAPReadTOWrap, SevError, 0, fmt.Sprintf("SrcTO %#x + %d octets wraps 2^64", rr.SrcTO, n)})
+			finds = append(finds, pendingFinding{finding.RDMAPReadTOWrap, 0, fmt.Sprintf("SrcTO %#x + %d octets wraps 2^64", rr.SrcTO, n)})
 		case n > 0 && rr.SinkTO+n-1 < rr.SinkTO:
-			finds = append(finds, pendingFinding{FindRDMAPReadTOWrap, SevError, 0, fmt.Sprintf("SinkTO %#x + %d octets wraps 2^64", rr.SinkTO, n)})
+			finds = append(finds, pendingFinding{finding.RDMAPReadTOWrap, 0, fmt.Sprintf("SinkTO %#x + %d octets wraps 2^64", rr.SinkTO, n)})
 		}
 	case decode.OpSendInv, decode.OpSendSEInv:
 		if m.inv == 0 {
-			finds = append(finds, pendingFinding{FindRDMAPSTagZero, SevError, 0, "Send with Invalidate of STag 0"})
+			finds = append(finds, pendingFinding{finding.RDMAPSTagZero, 0, "Send with Invalidate of STag 0"})
 		}
 	case decode.OpAtomicRequest:
 		if m.areq.RemoteSTag == 0 {
-			finds = append(finds, pendingFinding{FindRDMAPSTagZero, SevError, 0, "Atomic Request to STag 0"})
+			finds = append(finds, pendingFinding{finding.RDMAPSTagZero, 0, "Atomic Request to STag 0"})
 		}
 	case decode.OpWrite, decode.OpReadResponse:
 		if stag == 0 && size > 0 {
-			finds = append(finds, pendingFinding{FindDDPSTagZero, SevError, 0, fmt.Sprintf("%s of %d octets to STag 0", m.opc, size)})
+			finds = append(finds, pendingFinding{finding.DDPSTagZero, 0, fmt.Sprintf("%s of %d octets to STag 0", m.opc, size)})
 		}
 	}
 	for k := 0; k < nseg; k++ {
@@ -230,12 +232,12 @@ func (h *half) sendMessage(m *message) error {
 			fpduFinds = finds
 		}
 		if m.tagged && n > 0 && seg.DDP.TO+uint64(n)-1 < seg.DDP.TO {
-			fpduFinds = append(fpduFinds, pendingFinding{FindDDPTOWrap, SevError, 0,
+			fpduFinds = append(fpduFinds, pendingFinding{finding.DDPTOWrap, 0,
 				fmt.Sprintf("%s to STag %#x: TO %#x + %d octets wraps 2^64", m.opc, stag, seg.DDP.TO, n)})
 		}
 		if m.respOver > 0 && !overReported && off+n > respTotal {
 			overReported = true
-			fpduFinds = append(fpduFinds, pendingFinding{FindRDMAPReadResponseTooLong, SevError, m.respOverImp,
+			fpduFinds = append(fpduFinds, pendingFinding{finding.RDMAPReadResponseTooLong, m.respOverImp,
 				fmt.Sprintf("Read Response reaches %d octets, Read Request asked for %d", size, respTotal)})
 		}
 		if err := h.appendFPDU(&seg, m, fpduFinds, its); err != nil {
@@ -268,9 +270,9 @@ func eligible(kind string, m *message) bool {
 
 // pendingFinding is a finding waiting for its FPDU's frame.
 type pendingFinding struct {
-	code, sev string
-	imp       int
-	msg       string
+	code finding.Code
+	imp  int
+	msg  string
 }
 
 // payload returns n octets of m's payload at offset off.
@@ -399,14 +401,14 @@ func (h *half) appendFPDU(seg *decode.Segment, m *message, finds []pendingFindin
 			if imp == 0 && len(fs.t.Impairments) > 0 {
 				imp = fs.t.Impairments[0]
 			}
-			fs.finds = append(fs.finds, Finding{Code: pf.code, Severity: pf.sev, Conn: c.idx, Dir: h.name, FPDU: ord, Seq: pos, Impairment: imp, Message: pf.msg})
+			fs.finds = append(fs.finds, Finding{Code: pf.code, Severity: pf.code.Severity(), Conn: c.idx, Dir: h.name, FPDU: ord, Seq: pos, Impairment: imp, Message: pf.msg})
 		}
 		if corrupt && h.crc {
-			fs.finds = append(fs.finds, Finding{Code: FindMPACRCBad, Severity: SevError, Conn: c.idx, Dir: h.name, FPDU: ord, Seq: pos, Impairment: crcImp.ID,
+			fs.finds = append(fs.finds, Finding{Code: finding.MPACRCBad, Severity: finding.MPACRCBad.Severity(), Conn: c.idx, Dir: h.name, FPDU: ord, Seq: pos, Impairment: crcImp.ID,
 				Message: fmt.Sprintf("CRC %#08x, computed %#08x", crcVal, crcVal^1)})
 		}
 		if seg.RDMAP.Opcode == decode.OpTerminate && !seg.DDP.Tagged {
-			fs.finds = append(fs.finds, Finding{Code: FindRDMAPTerminate, Severity: SevError, Conn: c.idx, Dir: h.name, FPDU: ord, Seq: pos,
+			fs.finds = append(fs.finds, Finding{Code: finding.RDMAPTerminate, Severity: finding.RDMAPTerminate.Severity(), Conn: c.idx, Dir: h.name, FPDU: ord, Seq: pos,
 				Message: "Terminate: " + seg.Terminate.Cause().String()})
 		}
 		h.fpdus.push(fs)

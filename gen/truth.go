@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strconv"
+
+	"github.com/iwkit/iwkit/finding"
 )
 
 // Truth is everything the generator put on the wire that an analyzer should
@@ -207,12 +209,19 @@ type ImpairmentTruth struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// Finding is something an analyzer should report.
+// Finding is something an analyzer should report for what the generator
+// put on the wire, by the code and severity the analyzer raises (the
+// catalogue in package finding; JSON has their names). The truth lists the
+// errors and warnings the traffic causes, plus track.no_handshake for a
+// capture that starts mid-stream; it leaves out the notes an analyzer adds
+// besides (connection closed, extensions in use, resync) and what TCP
+// recovers without a trace (duplicates, retransmissions, reordering: the
+// impairments list has those).
 type Finding struct {
-	Code     string `json:"code"`
-	Severity string `json:"severity"`
-	Conn     int    `json:"conn"`
-	Dir      string `json:"dir"`
+	Code     finding.Code     `json:"code"`
+	Severity finding.Severity `json:"severity"`
+	Conn     int              `json:"conn"`
+	Dir      string           `json:"dir"`
 	// Frame is where the analyzer can raise it: the frame completing the
 	// offending FPDU, or the first frame after a gap (0: not in the
 	// capture).

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/internal/oracle"
 
 	"github.com/iwkit/iwkit/decode"
@@ -278,7 +279,7 @@ func TestTsharkBadCRC(t *testing.T) {
 	}
 	var want []string
 	for _, f := range g.truth.Findings {
-		if f.Code == FindMPACRCBad {
+		if f.Code == finding.MPACRCBad {
 			want = append(want, fmt.Sprint(f.Frame))
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 )
 
 // Dir names one direction of a connection: Dir(0) is what Conn.Addr[0]
@@ -302,43 +303,18 @@ type RetransEvent struct {
 	Frame  int
 }
 
-// FindingCode names a framing-level anomaly.
-type FindingCode uint8
-
-const (
-	// FindingBadMPAFrame: an MPA key was followed by a frame that does not
-	// decode (PD_Length > 512, RFC 5044 §7.1.1).
-	FindingBadMPAFrame FindingCode = iota + 1
-	// FindingFramingLost: in sync, an FPDU had an impossible ULPDU_Length or
-	// a DDP/RDMAP header that cannot be right; the framer looks for the next
-	// boundary.
-	FindingFramingLost
-	// FindingDataAfterReject: octets after a rejecting MPA Reply (streaming
-	// mode for the ULP; RFC 5044 §7.1.2 rule 6); they are not decoded.
-	FindingDataAfterReject
-	// FindingLateData: octets arrived for a hole that was already given up
-	// (reported as a gap); they are not delivered.
-	FindingLateData
-)
-
-func (c FindingCode) String() string {
-	switch c {
-	case FindingBadMPAFrame:
-		return "bad-mpa-frame"
-	case FindingFramingLost:
-		return "framing-lost"
-	case FindingDataAfterReject:
-		return "data-after-reject"
-	case FindingLateData:
-		return "late-data"
-	}
-	return "?"
-}
-
-// FindingEvent is a framing-level anomaly.
+// FindingEvent is a framing-level anomaly. Its Code is one of the
+// catalogue's (package finding) that the reassembler raises:
+// finding.MPABadFrame (an MPA key followed by a frame that does not decode,
+// PD_Length > 512, RFC 5044 §7.1.1), finding.MPAFramingLost (in sync, an
+// FPDU had an impossible ULPDU_Length or a DDP/RDMAP header that cannot be
+// right; the framer looks for the next boundary), finding.MPADataAfterReject
+// (octets after a rejecting MPA Reply, streaming mode for the ULP, RFC 5044
+// §7.1.2 rule 6; not decoded) and finding.TCPLateData (octets for a hole
+// already given up and reported as a gap; not delivered).
 type FindingEvent struct {
 	Dir    Dir
-	Code   FindingCode
+	Code   finding.Code
 	Seq    uint32
 	Len    int
 	Offset uint64

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 )
 
 // This file is the MPA framer of one direction: it finds the MPA
@@ -124,7 +125,7 @@ func (f *framer) data(b []byte, frame int, ts time.Time, ack uint32, hasAck bool
 		f.off += uint64(len(b))
 		if !f.toldULP {
 			f.toldULP = true
-			f.finding(FindingDataAfterReject, f.pos-uint32(len(b)), len(b), f.off-uint64(len(b)), frame)
+			f.finding(finding.MPADataAfterReject, f.pos-uint32(len(b)), len(b), f.off-uint64(len(b)), frame)
 		}
 	case stOff:
 		f.pos += uint32(len(b))
@@ -295,7 +296,7 @@ func (f *framer) reportGap(seq uint32, off uint64, n uint64, reason GapReason, f
 	a.h.Gap(&f.fl.c, &a.evGap)
 }
 
-func (f *framer) finding(code FindingCode, seq uint32, n int, off uint64, frame int) {
+func (f *framer) finding(code finding.Code, seq uint32, n int, off uint64, frame int) {
 	if !f.fl.c.IWARP {
 		return
 	}
@@ -472,7 +473,7 @@ func (f *framer) partialAcc(frame int, reason GapReason) {
 // lostSync: in sync, the FPDU at pos cannot be right. acc (or the caller's
 // data, passed on with data) is searched for the next boundary.
 func (f *framer) lostSync(frame int) {
-	f.finding(FindingFramingLost, f.pos, len(f.acc), f.off, frame)
+	f.finding(finding.MPAFramingLost, f.pos, len(f.acc), f.off, frame)
 	f.badPos, f.hasBad = f.pos, true
 	f.st = stHunt
 	f.anchor = false
@@ -659,7 +660,7 @@ func (f *framer) frameProgress(frame int) {
 		ev.PDU.IsMPAFrame = true
 		_, ev.Err = decode.ParseMPAFrame(f.acc, &ev.PDU.MPA)
 		a.h.PDU(&fl.c, ev)
-		f.finding(FindingBadMPAFrame, f.pos, decode.MPAFrameHdrLen, f.off, frame)
+		f.finding(finding.MPABadFrame, f.pos, decode.MPAFrameHdrLen, f.off, frame)
 		f.st = stDetect
 		f.dropFront(1) // not a key any more: the search goes on after it
 		f.replayFrom(0)
@@ -731,7 +732,7 @@ func (f *framer) frameDone(n int, frame int) {
 		f.dropFront(n)
 		if rest := len(f.acc); rest > 0 {
 			f.toldULP = true
-			f.finding(FindingDataAfterReject, f.pos, rest, f.off, frame)
+			f.finding(finding.MPADataAfterReject, f.pos, rest, f.off, frame)
 			f.dropFront(rest)
 		}
 		return

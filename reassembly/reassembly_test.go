@@ -1,6 +1,7 @@
 package reassembly
 
 import (
+	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/pcap"
 	"math/rand/v2"
 	"testing"
@@ -434,7 +435,7 @@ func TestRejectedReply(t *testing.T) {
 	}
 	n := 0
 	for _, f := range r.finds {
-		if f.Code == FindingDataAfterReject {
+		if f.Code == finding.MPADataAfterReject {
 			n++
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/pcap"
 )
 
@@ -546,7 +547,7 @@ func (fl *flow) retrans(d Dir, seq uint32, b []byte, frame int) {
 	if off := s.nextOff - uint64(s.next-seq); off < s.lastGap[1] && off+uint64(len(b)) > s.lastGap[0] {
 		// Octets for a hole already reported as a gap.
 		fl.a.stats.LateBytes += uint64(len(b))
-		fl.fr[d].finding(FindingLateData, seq, len(b), off, frame)
+		fl.fr[d].finding(finding.TCPLateData, seq, len(b), off, frame)
 		return
 	}
 	fl.a.stats.RetransBytes += uint64(len(b))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/reassembly"
 	"github.com/iwkit/iwkit/track"
 )
@@ -116,18 +117,18 @@ func (r *report) write(w io.Writer, stat string) {
 		fmt.Fprintln(w, "Findings by code")
 		fmt.Fprintln(tw, "severity\tcode\tcount\tchecks\tsummary\t")
 		type row struct {
-			info track.Info
+			info finding.Info
 			n    uint64
 		}
 		var rows []row
-		for _, info := range track.Codes() {
+		for _, info := range finding.All() {
 			if n := r.all.Findings[info.Code]; n > 0 {
 				rows = append(rows, row{info, n})
 			}
 		}
 		sort.SliceStable(rows, func(i, j int) bool { return rows[i].info.Severity > rows[j].info.Severity })
 		for _, x := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t\n", x.info.Severity, x.info.Name, x.n, x.info.Checks, x.info.Summary)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t\n", x.info.Severity, x.info.Name, x.n, x.info.ChecksText(), x.info.Summary)
 		}
 		a := r.asm
 		fmt.Fprintf(tw, "\treassembly: gaps\t%d\t%d octets\t\t\n", a.Gaps, a.GapBytes)

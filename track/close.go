@@ -2,6 +2,8 @@ package track
 
 import (
 	"fmt"
+
+	"github.com/iwkit/iwkit/finding"
 )
 
 // gap reports capture loss in dir.
@@ -26,7 +28,7 @@ func (c *conn) gap(at *At, octets, fpdus int) {
 	case fpdus > 0:
 		what = fmt.Sprintf("%d FPDUs", fpdus)
 	}
-	c.finding(CodeUncertainAfterGap, dir, at, 0, "capture lost %s from the %s: MSN/MO checks on its queues, TO continuity of its open tagged messages, Read/Atomic matching in both directions and IRD accounting are relaxed until they resynchronise", what, dir.Sender())
+	c.finding(finding.TrackUncertainAfterGap, dir, at, 0, "capture lost %s from the %s: MSN/MO checks on its queues, TO continuity of its open tagged messages, Read/Atomic matching in both directions and IRD accounting are relaxed until they resynchronise", what, dir.Sender())
 }
 
 // lose makes the state of dir uncertain: FPDUs were lost (a gap) or are
@@ -89,7 +91,7 @@ func (c *conn) close(at *At, kind CloseKind) {
 	} else if c.st.Closed == "" {
 		c.st.Closed = "FIN"
 	}
-	c.finding(CodeLLPClosed, dir, at, 0, "%s from the %s: MPA reports 'TCP connection closed, terminated or lost' (0x2/0x0/0x01) to DDP (RFC 5044 §8)", kind, dir.Sender())
+	c.finding(finding.MPALLPClosed, dir, at, 0, "%s from the %s: MPA reports 'TCP connection closed, terminated or lost' (0x2/0x0/0x01) to DDP (RFC 5044 §8)", kind, dir.Sender())
 }
 
 // finalize ends a connection: open messages end incomplete, requests never
@@ -140,18 +142,18 @@ func (c *conn) finalize() {
 		switch {
 		case beforeFIN > 0:
 			at := At{Conn: c.id, Dir: dir, Frame: fin.frame}
-			c.finding(CodeBadLLPClose, dir, &at, first, "the %s sent FIN with %d Read Request(s) unanswered (the oldest: frame %d): the peer's inbound Read queue was not empty, a 'Bad LLP Close' answered by Terminate 0x0/0x2/0x07 (V00 §6.2)", dir.Sender(), beforeFIN, first)
+			c.finding(finding.RDMAPBadLLPClose, dir, &at, first, "the %s sent FIN with %d Read Request(s) unanswered (the oldest: frame %d): the peer's inbound Read queue was not empty, a 'Bad LLP Close' answered by Terminate 0x0/0x2/0x07 (V00 §6.2)", dir.Sender(), beforeFIN, first)
 		case count > 0:
 			at := At{Conn: c.id, Dir: dir, Frame: first}
 			why := "every Read Request gets a Read Response (RFC 5040 §5.2.1)"
 			if zero > 0 {
 				why = fmt.Sprintf("%d of them of size 0, which still need a zero-length Read Response (RFC 5040 §5.2.1)", zero)
 			}
-			c.finding(CodeRequestUnanswered, dir, &at, 0, "%d Read Request(s) from the %s never answered in the capture (the oldest: frame %d); %s", count, dir.Sender(), first, why)
+			c.finding(finding.RDMAPRequestUnanswered, dir, &at, 0, "%d Read Request(s) from the %s never answered in the capture (the oldest: frame %d); %s", count, dir.Sender(), first, why)
 		}
 		if acount > 0 {
 			at := At{Conn: c.id, Dir: dir, Frame: afirst}
-			c.finding(CodeRequestUnanswered, dir, &at, 0, "%d Atomic Request(s) from the %s never answered in the capture (the oldest: frame %d): every valid request gets one response (RFC 7306 §5.2.1)", acount, dir.Sender(), afirst)
+			c.finding(finding.RDMAPRequestUnanswered, dir, &at, 0, "%d Atomic Request(s) from the %s never answered in the capture (the oldest: frame %d): every valid request gets one response (RFC 7306 §5.2.1)", acount, dir.Sender(), afirst)
 		}
 	}
 	if c.t.cfg.OnConnEnd != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 )
 
 // conn is the state of one connection.
@@ -35,12 +36,12 @@ type conn struct {
 	curRTR     bool // the PDU is the peer-to-peer RTR
 	curPartial bool // the PDU is a partial FPDU (At.Missing)
 	segActive  bool
-	segFlag    Code // first error raised on the segment being processed
+	segFlag    finding.Code // first error raised on the segment being processed
 
 	st        ConnStats
 	lat       *hdrhistogram.Histogram
-	codeCount [numCodes]uint32
-	onceBits  [3][2]uint64
+	codeCount [finding.NumCodes]uint32
+	onceBits  [3][(finding.NumCodes + 63) / 64]uint64
 	finalized bool
 	retired   bool
 }
@@ -195,7 +196,7 @@ type histEntry struct {
 	ulpdu   int
 	dlen    int // DDP payload (after the DDP header)
 	plen    int // ULP payload (after the RDMAP header)
-	flagged Code
+	flagged finding.Code
 }
 
 type termState struct {
@@ -251,7 +252,7 @@ func (c *conn) era() Era {
 		P2P:       c.hs.p2p,
 		Markers:   c.hs.markers,
 		CRC:       c.hs.crc,
-		Ext7306:   c.codeCount[CodeExtension] > 0,
+		Ext7306:   c.codeCount[finding.RDMAPExtension] > 0,
 	}
 	for i := range c.d {
 		e.DV[i], e.RV[i] = -1, -1

@@ -28,9 +28,10 @@
 // # Output
 //
 // Findings go to Config.OnFinding as they are raised, in input order (or
-// are kept for Findings). Each has a Severity, a stable Code ("ddp.msn_gap";
-// Codes lists them with the receiver-checks rows they implement), a
-// message citing the rule, the connection, direction and frames. Records go
+// are kept for Findings). Each has a Severity, a stable Code from the
+// catalogue in package finding ("ddp.msn_gap"; finding.All lists them with
+// the receiver-checks rows they implement), a message citing the rule, the
+// connection, direction and frames. Records go
 // to OnMessage (every DDP message: complete, incomplete or inconsistent,
 // with length and frame range), OnOperation (Writes, Sends, Reads with
 // latency, atomics, RTRs, Terminates) and OnTerminate (the Terminate's

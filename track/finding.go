@@ -3,36 +3,9 @@ package track
 import (
 	"fmt"
 	"time"
+
+	"github.com/iwkit/iwkit/finding"
 )
-
-// Severity ranks a finding, as Wireshark's expert info does.
-type Severity uint8
-
-const (
-	// Note is context: an era, an extension in use, an uncertainty.
-	Note Severity = iota
-	// Warning is a rule broken that receivers ignore or need not check,
-	// or a violation inferred with less than full certainty.
-	Warning
-	// Error is a protocol violation a conforming receiver would act on,
-	// or the peer's own verdict (a Terminate).
-	Error
-)
-
-func (s Severity) String() string {
-	switch s {
-	case Note:
-		return "note"
-	case Warning:
-		return "warning"
-	case Error:
-		return "error"
-	}
-	return fmt.Sprintf("severity(%d)", uint8(s))
-}
-
-// MarshalText makes a Severity print as its name in JSON.
-func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // Dir is a direction of an iWARP connection, named after the MPA roles
 // (RFC 5044 §7.1: the Initiator sends the MPA Request, whoever sent the
@@ -75,8 +48,8 @@ func (d Dir) Sender() string {
 // Finding is one expert-info item: a protocol violation, the peer's
 // verdict, or context the reader needs.
 type Finding struct {
-	Severity Severity
-	Code     Code
+	Severity finding.Severity
+	Code     finding.Code
 	// Checks names the receiver-checks.md rows behind the code.
 	Checks  string
 	Message string
@@ -98,16 +71,16 @@ func (f *Finding) String() string {
 // finding raises code on c. other, when non-zero, is a second frame
 // involved. Findings of a code beyond Limits.FindingsPerCode on one
 // connection are counted, not raised.
-func (c *conn) finding(code Code, dir Dir, at *At, other int, format string, args ...any) {
+func (c *conn) finding(code finding.Code, dir Dir, at *At, other int, format string, args ...any) {
 	t := c.t
-	inf := &infos[code]
-	if dir < NoDir && inf.fatal && inf.Severity == Error {
+	sev := code.Severity()
+	if dir < NoDir && code.Fatal() {
 		d := &c.d[dir]
 		if !d.afterError {
 			d.afterError, d.errorFrame = true, at.Frame
 		}
 	}
-	if c.segActive && c.segFlag == codeNone && inf.Severity == Error {
+	if c.segActive && c.segFlag == 0 && sev == finding.Error {
 		c.segFlag = code
 	}
 	c.codeCount[code]++
@@ -115,23 +88,23 @@ func (c *conn) finding(code Code, dir Dir, at *At, other int, format string, arg
 		t.suppressed++
 		c.st.FindingsSuppressed++
 		if c.codeCount[code] == uint32(t.lim.FindingsPerCode)+1 {
-			t.raise(c, CodeFindingsSuppressed, dir, at, 0, fmt.Sprintf("more than %d %s findings on this connection: the rest are only counted", t.lim.FindingsPerCode, code))
+			t.raise(c, finding.TrackFindingsSuppressed, dir, at, 0, fmt.Sprintf("more than %d %s findings on this connection: the rest are only counted", t.lim.FindingsPerCode, code))
 		}
 		return
 	}
 	t.raise(c, code, dir, at, other, fmt.Sprintf(format, args...))
 }
 
-func (t *Tracker) raise(c *conn, code Code, dir Dir, at *At, other int, msg string) {
+func (t *Tracker) raise(c *conn, code finding.Code, dir Dir, at *At, other int, msg string) {
 	frames := make([]int, 1, 2)
 	frames[0] = at.Frame
 	if other != 0 && other != at.Frame {
 		frames = append(frames, other)
 	}
 	f := Finding{
-		Severity: infos[code].Severity,
+		Severity: code.Severity(),
 		Code:     code,
-		Checks:   infos[code].Checks,
+		Checks:   code.ChecksText(),
 		Message:  msg,
 		Conn:     at.Conn,
 		Dir:      dir,
@@ -157,7 +130,7 @@ func (t *Tracker) raise(c *conn, code Code, dir Dir, at *At, other int, msg stri
 // once reports whether code has not yet been raised for dir on c, and
 // records that it now has. Stream properties (a DV, reserved bits) are
 // reported once per direction, not on every segment.
-func (c *conn) once(dir Dir, code Code) bool {
+func (c *conn) once(dir Dir, code finding.Code) bool {
 	i := int(dir)
 	if i > 2 {
 		i = 2

@@ -2,6 +2,7 @@ package track
 
 import (
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 )
 
 // untagged reassembles untagged messages by (QN, MSN) and MO and checks
@@ -16,7 +17,7 @@ func (c *conn) untagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mar
 	n := uint64(dlen)
 	end := mo + n
 	if end >= 1<<32 {
-		c.finding(CodeMOWrap, dir, at, 0, "QN %d MSN %d: MO %d + %d octets reaches 2^32: an untagged message is shorter than 2^32 octets (RFC 5041 §5.3)", h.QN, h.MSN, h.MO, dlen)
+		c.finding(finding.DDPMOWrap, dir, at, 0, "QN %d MSN %d: MO %d + %d octets reaches 2^32: an untagged message is shorter than 2^32 octets (RFC 5041 §5.3)", h.QN, h.MSN, h.MO, dlen)
 	}
 	if q.open {
 		m := &q.m
@@ -26,7 +27,7 @@ func (c *conn) untagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mar
 			if (h.RsvdULP != m.ctl || s.InvalidateSTag != m.inv) && !m.warnedInc {
 				m.warnedInc = true
 				m.state = MsgInconsistent
-				c.finding(CodeSegInconsistent, dir, at, m.first, "QN %d MSN %d: RsvdULP (RDMAP control 0x%02x, Invalidate STag 0x%x) differs from the message's first segment (frame %d: 0x%02x, 0x%x): it is the same in every segment (RFC 5041 §4.3)", h.QN, h.MSN, h.RsvdULP, s.InvalidateSTag, m.first, m.ctl, m.inv)
+				c.finding(finding.DDPSegmentInconsistent, dir, at, m.first, "QN %d MSN %d: RsvdULP (RDMAP control 0x%02x, Invalidate STag 0x%x) differs from the message's first segment (frame %d: 0x%02x, 0x%x): it is the same in every segment (RFC 5041 §4.3)", h.QN, h.MSN, h.RsvdULP, s.InvalidateSTag, m.first, m.ctl, m.inv)
 			}
 			switch {
 			case mo == m.nextMO:
@@ -40,11 +41,11 @@ func (c *conn) untagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mar
 			case mo > m.nextMO:
 				m.moFlag = true
 				m.state = MsgInconsistent
-				c.finding(CodeMOGap, dir, at, m.first, "QN %d MSN %d: segment at MO %d, but the message's octets end at %d: %d octets missing; segments are sent in MO order (RFC 5041 §5.3; Terminate 0x1/0x2/0x04)", h.QN, h.MSN, mo, m.nextMO, mo-m.nextMO)
+				c.finding(finding.DDPMOGap, dir, at, m.first, "QN %d MSN %d: segment at MO %d, but the message's octets end at %d: %d octets missing; segments are sent in MO order (RFC 5041 §5.3; Terminate 0x1/0x2/0x04)", h.QN, h.MSN, mo, m.nextMO, mo-m.nextMO)
 			default:
 				m.moFlag = true
 				m.state = MsgInconsistent
-				c.finding(CodeMOOverlap, dir, at, m.first, "QN %d MSN %d: segment at MO %d overlaps octets already sent (up to MO %d) (RFC 5041 §5.3)", h.QN, h.MSN, mo, m.nextMO)
+				c.finding(finding.DDPMOOverlap, dir, at, m.first, "QN %d MSN %d: segment at MO %d overlaps octets already sent (up to MO %d) (RFC 5041 §5.3)", h.QN, h.MSN, mo, m.nextMO)
 			}
 			if end > m.nextMO {
 				m.nextMO = end
@@ -61,7 +62,7 @@ func (c *conn) untagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mar
 			return mark
 		}
 		if !m.gapHit && !q.resync {
-			c.finding(CodeLMissing, dir, at, m.first, "QN %d: MSN %d starts while MSN %d (frames %d-%d) has no L segment: the L bit ends every message (RFC 5041 §4.1; V00 'No L bit' 0x0/0x2/0x07)", h.QN, h.MSN, m.msn, m.first, m.last)
+			c.finding(finding.DDPLMissing, dir, at, m.first, "QN %d: MSN %d starts while MSN %d (frames %d-%d) has no L segment: the L bit ends every message (RFC 5041 §4.1; V00 'No L bit' 0x0/0x2/0x07)", h.QN, h.MSN, m.msn, m.first, m.last)
 		}
 		c.endUntagged(at, dir, q, MsgIncomplete, "no L segment")
 	}
@@ -72,7 +73,7 @@ func (c *conn) untagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mar
 	if l := &q.last; l.valid && h.MSN == l.msn && end <= l.end && !(mo == 0 && h.Last) && !q.resync {
 		if !l.flagged {
 			l.flagged = true
-			c.finding(CodeMOGap, dir, at, l.first, "QN %d MSN %d: segment at MO %d after the message's L segment (frames %d-%d): the L segment is sent after all others (RFC 5041 §4.1, §5.3)", h.QN, h.MSN, mo, l.first, l.lastFrame)
+			c.finding(finding.DDPMOGap, dir, at, l.first, "QN %d MSN %d: segment at MO %d after the message's L segment (frames %d-%d): the L segment is sent after all others (RFC 5041 §4.1, §5.3)", h.QN, h.MSN, mo, l.first, l.lastFrame)
 		}
 		st := &c.st.Dir[dir]
 		st.InconsistentMessages++
@@ -102,14 +103,14 @@ func (c *conn) untagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mar
 		case diff == 0:
 			q.next++
 		case diff > 0:
-			c.finding(CodeMSNGap, dir, at, 0, "QN %d: MSN %d where %d was expected: %d message(s) missing; MSNs start at 1 and grow by one per message (RFC 5041 §5.1, §5.3; Terminate 0x1/0x2/0x03)", h.QN, h.MSN, q.next, uint32(diff))
+			c.finding(finding.DDPMSNGap, dir, at, 0, "QN %d: MSN %d where %d was expected: %d message(s) missing; MSNs start at 1 and grow by one per message (RFC 5041 §5.1, §5.3; Terminate 0x1/0x2/0x03)", h.QN, h.MSN, q.next, uint32(diff))
 			q.next = h.MSN + 1
 		default:
-			c.finding(CodeMSNRepeat, dir, at, 0, "QN %d: MSN %d again (expected %d): each message takes the next MSN (RFC 5041 §5.1, §5.3; Terminate 0x1/0x2/0x03)", h.QN, h.MSN, q.next)
+			c.finding(finding.DDPMSNRepeat, dir, at, 0, "QN %d: MSN %d again (expected %d): each message takes the next MSN (RFC 5041 §5.1, §5.3; Terminate 0x1/0x2/0x03)", h.QN, h.MSN, q.next)
 		}
 		if mo != 0 {
 			state, moFlag = MsgInconsistent, true
-			c.finding(CodeMOGap, dir, at, 0, "QN %d MSN %d starts at MO %d: a message's first segment has MO 0, segments go in MO order (RFC 5041 §5.3; Terminate 0x1/0x2/0x04)", h.QN, h.MSN, mo)
+			c.finding(finding.DDPMOGap, dir, at, 0, "QN %d MSN %d starts at MO %d: a message's first segment has MO 0, segments go in MO order (RFC 5041 §5.3; Terminate 0x1/0x2/0x04)", h.QN, h.MSN, mo)
 		}
 	}
 	// A Terminate may cut a message short: it goes out after the last
@@ -144,13 +145,13 @@ func (c *conn) checkInterleave(at *At, dir Dir, tagged bool, qn uint32, stag uin
 	}
 	for i := range d.q {
 		if m := &d.q[i]; m.open && !m.m.gapHit && (tagged || uint32(i) != qn) {
-			c.finding(CodeInterleaved, dir, at, m.m.first, "a new %s message starts while QN %d MSN %d (frame %d) has no L segment yet: messages are interleaved (RFC 5041 §5.3; implementations send one message at a time)", kindName(tagged), i, m.m.msn, m.m.first)
+			c.finding(finding.DDPInterleaved, dir, at, m.m.first, "a new %s message starts while QN %d MSN %d (frame %d) has no L segment yet: messages are interleaved (RFC 5041 §5.3; implementations send one message at a time)", kindName(tagged), i, m.m.msn, m.m.first)
 			return
 		}
 	}
 	for i := range d.tg {
 		if m := &d.tg[i]; m.active && !m.gapHit {
-			c.finding(CodeInterleaved, dir, at, m.first, "a new %s message starts while the tagged message to STag 0x%x (frame %d) has no L segment yet: messages are interleaved (RFC 5041 §5.3; implementations send one message at a time)", kindName(tagged), m.stag, m.first)
+			c.finding(finding.DDPInterleaved, dir, at, m.first, "a new %s message starts while the tagged message to STag 0x%x (frame %d) has no L segment yet: messages are interleaved (RFC 5041 §5.3; implementations send one message at a time)", kindName(tagged), m.stag, m.first)
 			return
 		}
 	}
@@ -223,7 +224,7 @@ func (c *conn) tagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mark 
 	n := uint64(dlen)
 	var mark Mark
 	if n > 0 && h.TO+n-1 < h.TO {
-		c.finding(CodeTOWrap, dir, at, 0, "%s to STag 0x%x: TO 0x%x + %d octets wraps 2^64; Terminate 0x1/0x1/0x03 (RFC 5041 §7.2)", s.RDMAP.Opcode, h.STag, h.TO, dlen)
+		c.finding(finding.DDPTOWrap, dir, at, 0, "%s to STag 0x%x: TO 0x%x + %d octets wraps 2^64; Terminate 0x1/0x1/0x03 (RFC 5041 §7.2)", s.RDMAP.Opcode, h.STag, h.TO, dlen)
 	}
 	var m *tmsg
 	if d.nOpenT > 0 {
@@ -244,11 +245,11 @@ func (c *conn) tagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mark 
 		if h.RsvdULP != m.ctl && !m.warnedInc {
 			m.warnedInc = true
 			m.state = MsgInconsistent
-			c.finding(CodeSegInconsistent, dir, at, m.first, "tagged message to STag 0x%x: RDMAP control 0x%02x differs from its first segment's 0x%02x (frame %d): RsvdULP is the same in every segment (RFC 5041 §4.2)", h.STag, h.RsvdULP, m.ctl, m.first)
+			c.finding(finding.DDPSegmentInconsistent, dir, at, m.first, "tagged message to STag 0x%x: RDMAP control 0x%02x differs from its first segment's 0x%02x (frame %d): RsvdULP is the same in every segment (RFC 5041 §4.2)", h.STag, h.RsvdULP, m.ctl, m.first)
 		}
 		if n > 0 && h.STag == 0 && !m.stagZero {
 			m.stagZero = true
-			c.finding(CodeSTagZero, dir, at, m.first, "%s of %d octets to STag 0: STag 0 is never remotely usable; Terminate 0x1/0x1/0x00 (V00 §7.2.1, RFC 5041 §7.2)", m.op, dlen)
+			c.finding(finding.DDPSTagZero, dir, at, m.first, "%s of %d octets to STag 0: STag 0 is never remotely usable; Terminate 0x1/0x1/0x00 (V00 §7.2.1, RFC 5041 §7.2)", m.op, dlen)
 		}
 		m.nextTO = h.TO + n
 		m.length += n
@@ -270,7 +271,7 @@ func (c *conn) tagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mark 
 		if x.active && x.stag == h.STag {
 			if !x.gapHit {
 				warned = true
-				c.finding(CodeInterleaved, dir, at, x.first, "STag 0x%x: segment at TO 0x%x while the open message (frames %d-%d) continues at TO 0x%x: TO discontinuity (RFC 5041 §5.2)", h.STag, h.TO, x.first, x.last, x.nextTO)
+				c.finding(finding.DDPInterleaved, dir, at, x.first, "STag 0x%x: segment at TO 0x%x while the open message (frames %d-%d) continues at TO 0x%x: TO discontinuity (RFC 5041 §5.2)", h.STag, h.TO, x.first, x.last, x.nextTO)
 			}
 			c.endTagged(at, dir, x, MsgIncomplete, "TO discontinuity")
 		}
@@ -288,7 +289,7 @@ func (c *conn) tagged(at *At, p *decode.PDU, dir Dir, opOK bool, dlen int) Mark 
 	}
 	if n > 0 && h.STag == 0 {
 		m.stagZero = true
-		c.finding(CodeSTagZero, dir, at, 0, "%s of %d octets to STag 0: STag 0 is never remotely usable; Terminate 0x1/0x1/0x00 (V00 §7.2.1, RFC 5041 §7.2)", s.RDMAP.Opcode, dlen)
+		c.finding(finding.DDPSTagZero, dir, at, 0, "%s of %d octets to STag 0: STag 0 is never remotely usable; Terminate 0x1/0x1/0x00 (V00 §7.2.1, RFC 5041 §7.2)", s.RDMAP.Opcode, dlen)
 	}
 	if opOK {
 		mark |= c.startTagged(at, dir, m, h.Last)
@@ -320,8 +321,8 @@ func (c *conn) tagSlot(at *At, dir Dir) *tmsg {
 		}
 	}
 	c.st.Overflow.OpenMessages++
-	if c.once(dir, CodeTableOverflow) {
-		c.finding(CodeTableOverflow, dir, at, oldest.first, "more than %d tagged messages open at once in the %s direction: the oldest (frame %d) is given up as incomplete (Limits.OpenTagged)", len(d.tg), dir, oldest.first)
+	if c.once(dir, finding.TrackTableOverflow) {
+		c.finding(finding.TrackTableOverflow, dir, at, oldest.first, "more than %d tagged messages open at once in the %s direction: the oldest (frame %d) is given up as incomplete (Limits.OpenTagged)", len(d.tg), dir, oldest.first)
 	}
 	c.endTagged(at, dir, oldest, MsgIncomplete, "open-message table full")
 	return oldest

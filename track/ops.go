@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 )
 
 // readReq is an outstanding RDMA Read Request.
@@ -162,7 +163,7 @@ func (c *conn) startUntagged(at *At, p *decode.PDU, dir Dir, q *queue) {
 	case decode.OpSend, decode.OpSendSE, decode.OpSendInv, decode.OpSendSEInv:
 		c.d[dir].sends++
 		if (s.RDMAP.Opcode == decode.OpSendInv || s.RDMAP.Opcode == decode.OpSendSEInv) && s.InvalidateSTag == 0 {
-			c.finding(CodeRDMAPSTagZero, dir, at, 0, "%s names STag 0: STag 0 cannot be invalidated; Terminate 0x0/0x1/0x09 (RFC 5040 §5.3, V00 §7.2.1)", s.RDMAP.Opcode)
+			c.finding(finding.RDMAPSTagZero, dir, at, 0, "%s names STag 0: STag 0 cannot be invalidated; Terminate 0x0/0x1/0x09 (RFC 5040 §5.3, V00 §7.2.1)", s.RDMAP.Opcode)
 		}
 	case decode.OpReadRequest:
 		c.readRequest(at, p, dir)
@@ -172,7 +173,7 @@ func (c *conn) startUntagged(at *At, p *decode.PDU, dir Dir, q *queue) {
 		c.atomicResponse(at, p, dir)
 	case decode.OpImmData, decode.OpImmDataSE:
 		if ulpduLen(p) != decode.DDPUntaggedHdrLen+decode.ImmDataLen || !h.Last || h.MO != 0 {
-			c.finding(CodeImmediateMalformed, dir, at, 0, "%s with ULPDU_Length %d, MO %d, L=%t: it is one segment of exactly 8 octets after the DDP header (ULPDU_Length 26, RFC 7306 §6.3)", s.RDMAP.Opcode, ulpduLen(p), h.MO, h.Last)
+			c.finding(finding.RDMAPImmediateMalformed, dir, at, 0, "%s with ULPDU_Length %d, MO %d, L=%t: it is one segment of exactly 8 octets after the DDP header (ULPDU_Length 26, RFC 7306 §6.3)", s.RDMAP.Opcode, ulpduLen(p), h.MO, h.Last)
 		}
 	case decode.OpTerminate:
 		c.terminate(at, p, dir)
@@ -280,7 +281,7 @@ func (c *conn) readRequest(at *At, p *decode.PDU, dir Dir) {
 		return
 	}
 	if p.SegErr != nil || !h.Last || h.MO != 0 || ulpduLen(p) != decode.DDPUntaggedHdrLen+decode.ReadReqHdrLen {
-		c.finding(CodeReadRequestMalformed, dir, at, 0, "Read Request with ULPDU_Length %d, MO %d, L=%t: it is one segment of exactly 18+28 octets (RFC 5040 §4.4, §5.2.1)", ulpduLen(p), h.MO, h.Last)
+		c.finding(finding.RDMAPReadRequestMalformed, dir, at, 0, "Read Request with ULPDU_Length %d, MO %d, L=%t: it is one segment of exactly 18+28 octets (RFC 5040 §4.4, §5.2.1)", ulpduLen(p), h.MO, h.Last)
 		if p.SegErr != nil || !h.Last || h.MO != 0 {
 			return
 		}
@@ -289,13 +290,13 @@ func (c *conn) readRequest(at *At, p *decode.PDU, dir Dir) {
 	o := dir.Other()
 	if rr.Size > 0 {
 		if rr.SrcSTag == 0 {
-			c.finding(CodeRDMAPSTagZero, dir, at, 0, "Read Request of %d octets from SrcSTag 0: STag 0 is never remotely usable; Terminate 0x0/0x1/0x00 (RFC 5040 §5.2.1, V00 §7.2.1)", rr.Size)
+			c.finding(finding.RDMAPSTagZero, dir, at, 0, "Read Request of %d octets from SrcSTag 0: STag 0 is never remotely usable; Terminate 0x0/0x1/0x00 (RFC 5040 §5.2.1, V00 §7.2.1)", rr.Size)
 		}
 		switch {
 		case rr.SrcTO+uint64(rr.Size)-1 < rr.SrcTO:
-			c.finding(CodeReadTOWrap, dir, at, 0, "Read Request: SrcTO 0x%x + %d octets wraps 2^64; Terminate 0x0/0x1/0x04 (RFC 5040 §5.2.1)", rr.SrcTO, rr.Size)
+			c.finding(finding.RDMAPReadTOWrap, dir, at, 0, "Read Request: SrcTO 0x%x + %d octets wraps 2^64; Terminate 0x0/0x1/0x04 (RFC 5040 §5.2.1)", rr.SrcTO, rr.Size)
 		case rr.SinkTO+uint64(rr.Size)-1 < rr.SinkTO:
-			c.finding(CodeReadTOWrap, dir, at, 0, "Read Request: SinkTO 0x%x + %d octets wraps 2^64: the Read Response would wrap its TO (RFC 5041 §7.2 0x1/0x1/0x03)", rr.SinkTO, rr.Size)
+			c.finding(finding.RDMAPReadTOWrap, dir, at, 0, "Read Request: SinkTO 0x%x + %d octets wraps 2^64: the Read Response would wrap its TO (RFC 5041 §7.2 0x1/0x1/0x03)", rr.SinkTO, rr.Size)
 		}
 		c.checkInvalidated(at, dir, o, rr.SrcSTag, "Read Request (SrcSTag)")
 		// The requester names its own sink: an advertisement of it.
@@ -316,8 +317,8 @@ func (c *conn) readRequest(at *At, p *decode.PDU, dir Dir) {
 	c.qn1Next[dir]++
 	if old, dropped := q.push(readReq{qn1: qn1, frame: at.Frame, time: at.Time, msn: h.MSN, rr: rr, rtr: c.curRTR}); dropped {
 		c.st.Overflow.Reads++
-		if c.once(dir, CodeTableOverflow) {
-			c.finding(CodeTableOverflow, dir, at, old.frame, "more than %d Read Requests outstanding from the %s: the oldest (frame %d) is dropped unanswered (Limits.OutstandingReads)", q.limit, dir.Sender(), old.frame)
+		if c.once(dir, finding.TrackTableOverflow) {
+			c.finding(finding.TrackTableOverflow, dir, at, old.frame, "more than %d Read Requests outstanding from the %s: the oldest (frame %d) is dropped unanswered (Limits.OutstandingReads)", q.limit, dir.Sender(), old.frame)
 		}
 		c.reqDone(dir, &old, OpIncomplete, at)
 		// The responder still answers the dropped request first: until a
@@ -329,7 +330,7 @@ func (c *conn) readRequest(at *At, p *decode.PDU, dir Dir) {
 		st.MaxOutstandingReads = out
 	}
 	if lim := c.hs.readLimit[dir]; lim >= 0 && out > lim && !q.respUncertain {
-		c.finding(CodeIRDExceeded, dir, at, 0, "%d Read Requests outstanding from the %s, but the responder's IRD is %d (RFC 6581 §9.1, RFC 5040 §6.1; V00 'too many RDMA Read Requests' 0x1/0x2/0x03)", out, dir.Sender(), lim)
+		c.finding(finding.RDMAPIRDExceeded, dir, at, 0, "%d Read Requests outstanding from the %s, but the responder's IRD is %d (RFC 6581 §9.1, RFC 5040 §6.1; V00 'too many RDMA Read Requests' 0x1/0x2/0x03)", out, dir.Sender(), lim)
 	}
 }
 
@@ -353,7 +354,7 @@ func (c *conn) bindResponse(at *At, dir Dir, m *tmsg, zero bool) Mark {
 			c.st.Dir[dir].UnmatchedUncertain++
 			return MarkUncertain
 		}
-		c.finding(CodeReadResponseUnmatched, dir, at, 0, "Read Response to STag 0x%x TO 0x%x, but no Read Request from the %s is outstanding (RFC 5040 §5.2.2)", m.stag, m.firstTO, rd.Sender())
+		c.finding(finding.RDMAPReadResponseUnmatched, dir, at, 0, "Read Response to STag 0x%x TO 0x%x, but no Read Request from the %s is outstanding (RFC 5040 §5.2.2)", m.stag, m.firstTO, rd.Sender())
 		return 0
 	}
 	r := q.at(i)
@@ -386,7 +387,7 @@ func (c *conn) bindResponse(at *At, dir Dir, m *tmsg, zero bool) Mark {
 				c.st.Dir[dir].UnmatchedUncertain++
 				return mark
 			}
-			c.finding(CodeReadResponseMismatch, dir, at, r.frame, "Read Response to STag 0x%x TO 0x%x does not answer the oldest outstanding Read Request (frame %d: SinkSTag 0x%x SinkTO 0x%x): responses return in request order (RFC 5040 §5.2.2)", m.stag, m.firstTO, r.frame, r.rr.SinkSTag, r.rr.SinkTO)
+			c.finding(finding.RDMAPReadResponseMismatch, dir, at, r.frame, "Read Response to STag 0x%x TO 0x%x does not answer the oldest outstanding Read Request (frame %d: SinkSTag 0x%x SinkTO 0x%x): responses return in request order (RFC 5040 §5.2.2)", m.stag, m.firstTO, r.frame, r.rr.SinkSTag, r.rr.SinkTO)
 			r.mismatch = true
 			break
 		}
@@ -399,7 +400,7 @@ func (c *conn) bindResponse(at *At, dir Dir, m *tmsg, zero bool) Mark {
 		r = q.at(j)
 		q.respUncertain = false
 	default:
-		c.finding(CodeReadResponseMismatch, dir, at, r.frame, "Read Response to STag 0x%x TO 0x%x does not answer the oldest outstanding Read Request (frame %d: SinkSTag 0x%x SinkTO 0x%x): responses return in request order (RFC 5040 §5.2.2)", m.stag, m.firstTO, r.frame, r.rr.SinkSTag, r.rr.SinkTO)
+		c.finding(finding.RDMAPReadResponseMismatch, dir, at, r.frame, "Read Response to STag 0x%x TO 0x%x does not answer the oldest outstanding Read Request (frame %d: SinkSTag 0x%x SinkTO 0x%x): responses return in request order (RFC 5040 §5.2.2)", m.stag, m.firstTO, r.frame, r.rr.SinkSTag, r.rr.SinkTO)
 		r.mismatch = true
 	}
 	r.bound = true
@@ -416,7 +417,7 @@ func (c *conn) bindResponse(at *At, dir Dir, m *tmsg, zero bool) Mark {
 	// their requests on QN 1.
 	a := &c.atomics[rd]
 	if a.n > 0 && a.at(0).qn1 < r.qn1 && !a.reqUncertain && !a.respUncertain {
-		c.finding(CodeResponseOrder, dir, at, a.at(0).frame, "Read Response for the Read Request of frame %d leaves before the Atomic Response to the earlier Atomic Request of frame %d: responses follow the QN 1 request order (RFC 7306 §5.4, §7)", r.frame, a.at(0).frame)
+		c.finding(finding.RDMAPResponseOrder, dir, at, a.at(0).frame, "Read Response for the Read Request of frame %d leaves before the Atomic Response to the earlier Atomic Request of frame %d: responses follow the QN 1 request order (RFC 7306 §5.4, §7)", r.frame, a.at(0).frame)
 	}
 	return mark
 }
@@ -434,7 +435,7 @@ func (c *conn) responseSegment(at *At, dir Dir, m *tmsg, n uint64) {
 	if r.respBytes > uint64(r.rr.Size) && !m.warnedLong {
 		m.warnedLong = true
 		r.mismatch = true
-		c.finding(CodeReadResponseTooLong, dir, at, r.frame, "Read Response carries %d octets so far, the Read Request (frame %d) asked for %d: a response stays within SinkTO..SinkTO+size (RFC 5040 §5.2.2; DDP base/bounds 0x1/0x1/0x01)", r.respBytes, r.frame, r.rr.Size)
+		c.finding(finding.RDMAPReadResponseTooLong, dir, at, r.frame, "Read Response carries %d octets so far, the Read Request (frame %d) asked for %d: a response stays within SinkTO..SinkTO+size (RFC 5040 §5.2.2; DDP base/bounds 0x1/0x1/0x01)", r.respBytes, r.frame, r.rr.Size)
 	}
 }
 
@@ -457,7 +458,7 @@ func (c *conn) endResponse(at *At, dir Dir, m *tmsg, state MsgState) {
 		status = OpIncomplete
 	case r.respBytes < uint64(r.rr.Size):
 		r.mismatch = true
-		c.finding(CodeReadResponseShort, dir, at, r.frame, "Read Response ends (L) after %d octets, the Read Request (frame %d) asked for %d (RFC 5040 §5.2.2)", r.respBytes, r.frame, r.rr.Size)
+		c.finding(finding.RDMAPReadResponseShort, dir, at, r.frame, "Read Response ends (L) after %d octets, the Read Request (frame %d) asked for %d (RFC 5040 §5.2.2)", r.respBytes, r.frame, r.rr.Size)
 	}
 	if r.mismatch && status == OpOK {
 		status = OpMismatch
@@ -514,7 +515,7 @@ func (c *conn) atomicRequest(at *At, p *decode.PDU, dir Dir) {
 		return
 	}
 	if p.SegErr != nil || !h.Last || h.MO != 0 || ulpduLen(p) != decode.DDPUntaggedHdrLen+decode.AtomicReqHdrLen {
-		c.finding(CodeAtomicMalformed, dir, at, 0, "Atomic Request with ULPDU_Length %d, MO %d, L=%t: it is one segment of exactly 18+52 octets (RFC 7306 §5.2.1)", ulpduLen(p), h.MO, h.Last)
+		c.finding(finding.RDMAPAtomicMalformed, dir, at, 0, "Atomic Request with ULPDU_Length %d, MO %d, L=%t: it is one segment of exactly 18+52 octets (RFC 7306 §5.2.1)", ulpduLen(p), h.MO, h.Last)
 		if p.SegErr != nil || !h.Last || h.MO != 0 {
 			return
 		}
@@ -522,17 +523,17 @@ func (c *conn) atomicRequest(at *At, p *decode.PDU, dir Dir) {
 	ar := s.AtomicRequest
 	switch {
 	case !ar.AOpCode.Known():
-		c.finding(CodeAtomicAOpInvalid, dir, at, 0, "Atomic Request AOpCode %d: only FetchAdd (0) and CmpSwap (2) exist, 1 is reserved; the responder must surface an error (RFC 7306 §5.2.1 rule 4)", uint8(ar.AOpCode))
+		c.finding(finding.RDMAPAtomicAOpCodeInvalid, dir, at, 0, "Atomic Request AOpCode %d: only FetchAdd (0) and CmpSwap (2) exist, 1 is reserved; the responder must surface an error (RFC 7306 §5.2.1 rule 4)", uint8(ar.AOpCode))
 	case ar.Reserved != 0:
-		c.finding(CodeAtomicFieldIgnored, dir, at, 0, "Atomic Request Reserved 0x%x: 0 on send, ignored on receipt (RFC 7306 §5.2.1)", ar.Reserved)
+		c.finding(finding.RDMAPAtomicFieldIgnored, dir, at, 0, "Atomic Request Reserved 0x%x: 0 on send, ignored on receipt (RFC 7306 §5.2.1)", ar.Reserved)
 	case ar.AOpCode == decode.AOpFetchAdd && (ar.CompareData != 0 || ar.CompareMask != ^uint64(0)):
-		c.finding(CodeAtomicFieldIgnored, dir, at, 0, "FetchAdd with Compare Data 0x%x and Compare Mask 0x%x: sent as 0 and all ones, ignored on receipt (RFC 7306 §5.2.1)", ar.CompareData, ar.CompareMask)
+		c.finding(finding.RDMAPAtomicFieldIgnored, dir, at, 0, "FetchAdd with Compare Data 0x%x and Compare Mask 0x%x: sent as 0 and all ones, ignored on receipt (RFC 7306 §5.2.1)", ar.CompareData, ar.CompareMask)
 	}
 	if ar.RemoteTO%8 != 0 {
-		c.finding(CodeAtomicMisaligned, dir, at, 0, "Atomic Request target TO 0x%x is not 8-octet aligned: a misaligned target is left unchanged and answered with Terminate 0x0/0x2/0x07 (RFC 7306 §5.1, §8.2; alignment of the buffer base is not visible)", ar.RemoteTO)
+		c.finding(finding.RDMAPAtomicMisaligned, dir, at, 0, "Atomic Request target TO 0x%x is not 8-octet aligned: a misaligned target is left unchanged and answered with Terminate 0x0/0x2/0x07 (RFC 7306 §5.1, §8.2; alignment of the buffer base is not visible)", ar.RemoteTO)
 	}
 	if ar.RemoteSTag == 0 {
-		c.finding(CodeRDMAPSTagZero, dir, at, 0, "Atomic Request to STag 0: STag 0 is never remotely usable (V00 §7.2.1)")
+		c.finding(finding.RDMAPSTagZero, dir, at, 0, "Atomic Request to STag 0: STag 0 is never remotely usable (V00 §7.2.1)")
 	}
 	o := dir.Other()
 	c.checkInvalidated(at, dir, o, ar.RemoteSTag, "Atomic Request")
@@ -544,8 +545,8 @@ func (c *conn) atomicRequest(at *At, p *decode.PDU, dir Dir) {
 	c.qn1Next[dir]++
 	if q.push(atomicReq{qn1: qn1, frame: at.Frame, time: at.Time, msn: h.MSN, ar: ar}) {
 		c.st.Overflow.Atomics++
-		if c.once(dir, CodeTableOverflow) {
-			c.finding(CodeTableOverflow, dir, at, 0, "more than %d Atomic Requests outstanding from the %s: the oldest is dropped (Limits.OutstandingAtomics)", q.limit, dir.Sender())
+		if c.once(dir, finding.TrackTableOverflow) {
+			c.finding(finding.TrackTableOverflow, dir, at, 0, "more than %d Atomic Requests outstanding from the %s: the oldest is dropped (Limits.OutstandingAtomics)", q.limit, dir.Sender())
 		}
 	}
 	if q.n > st.MaxOutstandingAtomics {
@@ -563,7 +564,7 @@ func (c *conn) atomicResponse(at *At, p *decode.PDU, dir Dir) {
 		return
 	}
 	if p.SegErr != nil || !h.Last || h.MO != 0 || ulpduLen(p) != decode.DDPUntaggedHdrLen+decode.AtomicRespHdrLen {
-		c.finding(CodeAtomicMalformed, dir, at, 0, "Atomic Response with ULPDU_Length %d, MO %d, L=%t: it is one segment of exactly 18+12 octets (RFC 7306 §5.2.2)", ulpduLen(p), h.MO, h.Last)
+		c.finding(finding.RDMAPAtomicMalformed, dir, at, 0, "Atomic Response with ULPDU_Length %d, MO %d, L=%t: it is one segment of exactly 18+12 octets (RFC 7306 §5.2.2)", ulpduLen(p), h.MO, h.Last)
 		if p.SegErr != nil || !h.Last || h.MO != 0 {
 			return
 		}
@@ -573,7 +574,7 @@ func (c *conn) atomicResponse(at *At, p *decode.PDU, dir Dir) {
 	q := &c.atomics[rd]
 	if q.n == 0 {
 		if !q.reqUncertain && !c.terminated {
-			c.finding(CodeAtomicRespUnmatched, dir, at, 0, "Atomic Response (Original Request Identifier 0x%x), but no Atomic Request from the %s is outstanding (RFC 7306 §5.2.2)", id, rd.Sender())
+			c.finding(finding.RDMAPAtomicResponseUnmatched, dir, at, 0, "Atomic Response (Original Request Identifier 0x%x), but no Atomic Request from the %s is outstanding (RFC 7306 §5.2.2)", id, rd.Sender())
 		} else {
 			c.st.Dir[dir].UnmatchedUncertain++
 		}
@@ -596,12 +597,12 @@ func (c *conn) atomicResponse(at *At, p *decode.PDU, dir Dir) {
 			j--
 		}
 	case j > 0:
-		c.finding(CodeAtomicRespMismatch, dir, at, q.at(0).frame, "Atomic Response answers the Atomic Request of frame %d (ID 0x%x) before the older one of frame %d (ID 0x%x): responses return in request order (RFC 7306 §5.2.2, §5.4)", q.at(j).frame, id, q.at(0).frame, q.at(0).ar.RequestID)
+		c.finding(finding.RDMAPAtomicResponseMismatch, dir, at, q.at(0).frame, "Atomic Response answers the Atomic Request of frame %d (ID 0x%x) before the older one of frame %d (ID 0x%x): responses return in request order (RFC 7306 §5.2.2, §5.4)", q.at(j).frame, id, q.at(0).frame, q.at(0).ar.RequestID)
 	case uncertain:
 		c.st.Dir[dir].UnmatchedUncertain++
 		return
 	default:
-		c.finding(CodeAtomicRespMismatch, dir, at, q.at(0).frame, "Atomic Response Original Request Identifier 0x%x matches no outstanding Atomic Request (oldest: frame %d, ID 0x%x) (RFC 7306 §5.2.2)", id, q.at(0).frame, q.at(0).ar.RequestID)
+		c.finding(finding.RDMAPAtomicResponseMismatch, dir, at, q.at(0).frame, "Atomic Response Original Request Identifier 0x%x matches no outstanding Atomic Request (oldest: frame %d, ID 0x%x) (RFC 7306 §5.2.2)", id, q.at(0).frame, q.at(0).ar.RequestID)
 		j = 0
 	}
 	r := q.at(j)
@@ -610,7 +611,7 @@ func (c *conn) atomicResponse(at *At, p *decode.PDU, dir Dir) {
 	if !rq.reqUncertain && !rq.respUncertain {
 		for k := 0; k < rq.n; k++ {
 			if x := rq.at(k); !x.done && !x.bound && x.qn1 < r.qn1 {
-				c.finding(CodeResponseOrder, dir, at, x.frame, "Atomic Response for the Atomic Request of frame %d leaves before the Read Response to the earlier Read Request of frame %d: responses follow the QN 1 request order (RFC 7306 §5.4, §7)", r.frame, x.frame)
+				c.finding(finding.RDMAPResponseOrder, dir, at, x.frame, "Atomic Response for the Atomic Request of frame %d leaves before the Read Response to the earlier Read Request of frame %d: responses follow the QN 1 request order (RFC 7306 §5.4, §7)", r.frame, x.frame)
 				break
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 )
 
 // pdu processes one FPDU. MPA-level checks come first, then DDP checks
@@ -36,10 +37,10 @@ func (c *conn) pdu(at *At, p *decode.PDU) Mark {
 
 	if !c.hs.sawReq && !c.hs.sawRep && !c.notedNoHS {
 		c.notedNoHS = true
-		c.finding(CodeNoHandshake, NoDir, at, 0, "FPDUs without an MPA Request/Reply: the capture started mid-stream or the peers started directly; MSNs and request matching start from what is seen (draft-differences.md §7)")
+		c.finding(finding.TrackNoHandshake, NoDir, at, 0, "FPDUs without an MPA Request/Reply: the capture started mid-stream or the peers started directly; MSNs and request matching start from what is seen (draft-differences.md §7)")
 	}
-	if c.hs.rejected && c.once(dir, CodeFPDUAfterReject) {
-		c.finding(CodeFPDUAfterReject, dir, at, c.hs.repFrame, "FPDU from the %s after the Reply (frame %d) rejected the connection: both ends leave MPA, the stream is the ULP's (RFC 5044 §7.1.2 rules 2-3)", dir.Sender(), c.hs.repFrame)
+	if c.hs.rejected && c.once(dir, finding.MPAFPDUAfterReject) {
+		c.finding(finding.MPAFPDUAfterReject, dir, at, c.hs.repFrame, "FPDU from the %s after the Reply (frame %d) rejected the connection: both ends leave MPA, the stream is the ULP's (RFC 5044 §7.1.2 rules 2-3)", dir.Sender(), c.hs.repFrame)
 	}
 	c.framing(at, p, dir, d, first)
 
@@ -51,7 +52,7 @@ func (c *conn) pdu(at *At, p *decode.PDU) Mark {
 	switch crc {
 	case decode.CRCBad:
 		st.CRCBad++
-		c.finding(CodeCRCBad, dir, at, 0, "MPA CRC 0x%08x on the wire, 0x%08x computed: the FPDU is invalid; MPA reports error 0x2/0x0/0x02 or drops it silently so that TCP retransmits (RFC 5044 §4.4, §8)", p.FPDU.CRC, p.ComputedCRC)
+		c.finding(finding.MPACRCBad, dir, at, 0, "MPA CRC 0x%08x on the wire, 0x%08x computed: the FPDU is invalid; MPA reports error 0x2/0x0/0x02 or drops it silently so that TCP retransmits (RFC 5044 §4.4, §8)", p.FPDU.CRC, p.ComputedCRC)
 		d.badCRC, d.badCRCValid, d.badCRCSeq, d.badCRCFrame = true, at.HasSeq, at.Seq, at.Frame
 		// Nothing in a corrupt FPDU can be trusted: treat it as lost.
 		c.loseN(dir, 1)
@@ -62,7 +63,7 @@ func (c *conn) pdu(at *At, p *decode.PDU) Mark {
 	if d.badCRC {
 		d.badCRC = false
 		if d.badCRCValid && at.HasSeq && at.Seq == d.badCRCSeq {
-			c.finding(CodeCRCRetransmitted, dir, at, d.badCRCFrame, "the FPDU that failed its CRC in frame %d was retransmitted with a good CRC: the receiver dropped it silently and TCP recovered (RFC 5044 §8)", d.badCRCFrame)
+			c.finding(finding.MPACRCRetransmitted, dir, at, d.badCRCFrame, "the FPDU that failed its CRC in frame %d was retransmitted with a good CRC: the receiver dropped it silently and TCP recovered (RFC 5044 §8)", d.badCRCFrame)
 			if d.afterError && d.errorFrame == d.badCRCFrame {
 				d.afterError = false
 			}
@@ -76,11 +77,11 @@ func (c *conn) pdu(at *At, p *decode.PDU) Mark {
 	}
 	o := dir.Other()
 	if at.HasAck {
-		if ts := &c.term[o]; ts.sent && ts.hasSeq && seqGE(at.Ack, ts.end) && !isTerm && c.once(dir, CodeSentAfterPeerTerm) {
-			c.finding(CodeSentAfterPeerTerm, dir, at, ts.frame, "the %s keeps sending after receiving the Terminate of frame %d (its ACK covers it): allowed, it MAY stop (RFC 5040 §5.4)", dir.Sender(), ts.frame)
+		if ts := &c.term[o]; ts.sent && ts.hasSeq && seqGE(at.Ack, ts.end) && !isTerm && c.once(dir, finding.RDMAPSentAfterPeerTerminate) {
+			c.finding(finding.RDMAPSentAfterPeerTerminate, dir, at, ts.frame, "the %s keeps sending after receiving the Terminate of frame %d (its ACK covers it): allowed, it MAY stop (RFC 5040 §5.4)", dir.Sender(), ts.frame)
 		}
-		if f := &c.fin[o]; f.seen && f.kind == CloseFIN && f.hasSeq && seqGE(at.Ack, f.seq+1) && !isTerm && c.once(dir, CodeDataAfterClose) {
-			c.finding(CodeDataAfterClose, dir, at, f.frame, "the %s sends data after receiving the FIN of frame %d (its ACK covers it): the closing side resets with 'Bad Close' (V00 §6.2, Closing state)", dir.Sender(), f.frame)
+		if f := &c.fin[o]; f.seen && f.kind == CloseFIN && f.hasSeq && seqGE(at.Ack, f.seq+1) && !isTerm && c.once(dir, finding.RDMAPDataAfterClose) {
+			c.finding(finding.RDMAPDataAfterClose, dir, at, f.frame, "the %s sends data after receiving the FIN of frame %d (its ACK covers it): the closing side resets with 'Bad Close' (V00 §6.2, Closing state)", dir.Sender(), f.frame)
 		}
 	}
 
@@ -102,7 +103,7 @@ func (c *conn) pdu(at *At, p *decode.PDU) Mark {
 			if len(p.FPDU.ULPDU) > 0 && p.FPDU.ULPDU[0]&decode.DDPFlagT != 0 {
 				hl = decode.DDPTaggedHdrLen
 			}
-			c.finding(CodeULPDUTooShort, dir, at, 0, "ULPDU_Length %d is shorter than the %d-octet DDP header (RFC 5041 §4; V00 'segment size invalid' 0x1/0x0/0x00)", ulpduLen(p), hl)
+			c.finding(finding.MPAULPDUTooShort, dir, at, 0, "ULPDU_Length %d is shorter than the %d-octet DDP header (RFC 5041 §4; V00 'segment size invalid' 0x1/0x0/0x00)", ulpduLen(p), hl)
 			return mark
 		}
 	}
@@ -118,8 +119,8 @@ func (c *conn) pdu(at *At, p *decode.PDU) Mark {
 func (c *conn) framing(at *At, p *decode.PDU, dir Dir, d *dirState, first bool) {
 	for _, b := range p.FPDU.Pad {
 		if b != 0 {
-			if c.once(dir, CodePadNonzero) {
-				c.finding(CodePadNonzero, dir, at, 0, "FPDU PAD holds % x: zero on send, ignored on receive except by the CRC (RFC 5044 §4.1)", p.FPDU.Pad)
+			if c.once(dir, finding.MPAPadNonzero) {
+				c.finding(finding.MPAPadNonzero, dir, at, 0, "FPDU PAD holds % x: zero on send, ignored on receive except by the CRC (RFC 5044 §4.1)", p.FPDU.Pad)
 			}
 			break
 		}
@@ -139,28 +140,28 @@ func (c *conn) framing(at *At, p *decode.PDU, dir Dir, d *dirState, first bool) 
 	s0 := d.s0
 	posKnown := at.HasSeq && d.s0Known
 	if len(p.Markers) > 0 {
-		if hs.sawReq && hs.sawRep && !hs.markers[dir] && c.once(dir, CodeMarkersUnexpected) {
-			c.finding(CodeMarkersUnexpected, dir, at, 0, "markers in FPDUs from the %s, whose peer did not ask for them (M=0): MPA must not add markers then (RFC 5044 §7.1.1)", dir.Sender())
+		if hs.sawReq && hs.sawRep && !hs.markers[dir] && c.once(dir, finding.MPAMarkersUnexpected) {
+			c.finding(finding.MPAMarkersUnexpected, dir, at, 0, "markers in FPDUs from the %s, whose peer did not ask for them (M=0): MPA must not add markers then (RFC 5044 §7.1.1)", dir.Sender())
 		}
 		for i := range p.Markers {
 			m := &p.Markers[i]
-			if m.Marker.Reserved != 0 && c.once(dir, CodeMarkerReserved) {
-				c.finding(CodeMarkerReserved, dir, at, 0, "marker at stream position %d has Reserved 0x%04x: zero on send, ignored on receive (RFC 5044 §4.2)", m.Pos, m.Marker.Reserved)
+			if m.Marker.Reserved != 0 && c.once(dir, finding.MPAMarkerReserved) {
+				c.finding(finding.MPAMarkerReserved, dir, at, 0, "marker at stream position %d has Reserved 0x%04x: zero on send, ignored on receive (RFC 5044 §4.2)", m.Pos, m.Marker.Reserved)
 			}
 			if posKnown {
 				if want := decode.ExpectedFPDUPTR(m.Pos, at.Seq, s0); m.Marker.FPDUPTR&^3 != want {
-					c.finding(CodeMarkerMismatch, dir, at, 0, "marker at stream position %d has FPDUPTR %d, but the FPDU starting at %d needs %d: MPA error 0x2/0x0/0x03 (RFC 5044 §4.2-4.3, §8)", m.Pos, m.Marker.FPDUPTR, at.Seq, want)
+					c.finding(finding.MPAMarkerMismatch, dir, at, 0, "marker at stream position %d has FPDUPTR %d, but the FPDU starting at %d needs %d: MPA error 0x2/0x0/0x03 (RFC 5044 §4.2-4.3, §8)", m.Pos, m.Marker.FPDUPTR, at.Seq, want)
 				}
 			}
 		}
 	} else if hs.markers[dir] && posKnown && at.End != at.Seq {
-		if next := decode.NextMarkerPos(at.Seq, s0); int32(next-at.End) < 0 && c.once(dir, CodeMarkersMissing) {
-			c.finding(CodeMarkersMissing, dir, at, 0, "no marker in the FPDU at %d..%d although the %s's peer asked for markers and one is due at %d (RFC 5044 §4.3, §7.1.1)", at.Seq, at.End, dir.Sender(), next)
+		if next := decode.NextMarkerPos(at.Seq, s0); int32(next-at.End) < 0 && c.once(dir, finding.MPAMarkersMissing) {
+			c.finding(finding.MPAMarkersMissing, dir, at, 0, "no marker in the FPDU at %d..%d although the %s's peer asked for markers and one is due at %d (RFC 5044 §4.3, §7.1.1)", at.Seq, at.End, dir.Sender(), next)
 		}
 	}
 	if mss := c.mss[dir]; mss > 0 && !hs.gso[dir] {
-		if lim := decode.MULPDU(mss, hs.markers[dir]); ulpduLen(p) > lim && c.once(dir, CodeULPDUTooLong) {
-			c.finding(CodeULPDUTooLong, dir, at, 0, "ULPDU of %d octets exceeds the MULPDU %d of an EMSS of %d (RFC 5044 §4.5): the FPDU cannot fit one TCP segment", ulpduLen(p), lim, mss)
+		if lim := decode.MULPDU(mss, hs.markers[dir]); ulpduLen(p) > lim && c.once(dir, finding.MPAULPDUExceedsMULPDU) {
+			c.finding(finding.MPAULPDUExceedsMULPDU, dir, at, 0, "ULPDU of %d octets exceeds the MULPDU %d of an EMSS of %d (RFC 5044 §4.5): the FPDU cannot fit one TCP segment", ulpduLen(p), lim, mss)
 		}
 	}
 }
@@ -175,9 +176,9 @@ func (c *conn) startup(at *At, p *decode.PDU, dir Dir, isTerm bool) {
 	if dir == I2R {
 		switch {
 		case !hs.sawRep:
-			c.finding(CodeFPDUBeforeReply, dir, at, hs.reqFrame, "the Initiator sent an FPDU before the MPA Reply was seen: it enters full operation only after receiving a valid Reply (RFC 5044 §7.1.2 rule 3)")
+			c.finding(finding.MPAFPDUBeforeReply, dir, at, hs.reqFrame, "the Initiator sent an FPDU before the MPA Reply was seen: it enters full operation only after receiving a valid Reply (RFC 5044 §7.1.2 rule 3)")
 		case at.HasAck && hs.repHasSeq && !seqGE(at.Ack, hs.repEnd):
-			c.finding(CodeFPDUBeforeReply, dir, at, hs.repFrame, "the Initiator sent its first FPDU with ACK %d, short of the end of the Reply (frame %d, %d): it had not received the Reply (RFC 5044 §7.1.2 rule 3)", at.Ack, hs.repFrame, hs.repEnd)
+			c.finding(finding.MPAFPDUBeforeReply, dir, at, hs.repFrame, "the Initiator sent its first FPDU with ACK %d, short of the end of the Reply (frame %d, %d): it had not received the Reply (RFC 5044 §7.1.2 rule 3)", at.Ack, hs.repFrame, hs.repEnd)
 		}
 		// A Terminate may replace the RTR (RFC 6581 §9.2-9.3: Insufficient
 		// IRD resources, no matching RTR).
@@ -187,10 +188,10 @@ func (c *conn) startup(at *At, p *decode.PDU, dir Dir, isTerm bool) {
 		return
 	}
 	i := &c.d[I2R]
-	code, what := CodeResponderFirst, "the Initiator's first FPDU"
+	code, what := finding.MPAResponderSentFirst, "the Initiator's first FPDU"
 	rule := "RFC 5044 §7.1.2 rule 4"
 	if hs.p2p {
-		code, what, rule = CodeFPDUBeforeRTR, "the Initiator's RTR", "RFC 5044 §7.1.2 rule 4, RFC 6581 §5"
+		code, what, rule = finding.MPAFPDUBeforeRTR, "the Initiator's RTR", "RFC 5044 §7.1.2 rule 4, RFC 6581 §5"
 	}
 	switch {
 	case !i.seen && !i.histGap:
@@ -217,7 +218,7 @@ func (c *conn) checkRTR(at *At, p *decode.PDU) {
 		kind = 2
 	}
 	if kind < 0 {
-		c.finding(CodeRTRMissing, I2R, at, c.hs.repFrame, "peer-to-peer: the Initiator's first FPDU is a %s of %d octets, not a zero-length RTR (Send QN 0 MSN 1, Write, or Read Request of size 0) (RFC 6581 §5, §9.3)", opName(p), dlen)
+		c.finding(finding.MPARTRMissing, I2R, at, c.hs.repFrame, "peer-to-peer: the Initiator's first FPDU is a %s of %d octets, not a zero-length RTR (Send QN 0 MSN 1, Write, or Read Request of size 0) (RFC 6581 §5, §9.3)", opName(p), dlen)
 		return
 	}
 	names := [3]string{"send", "write", "read"}
@@ -226,7 +227,7 @@ func (c *conn) checkRTR(at *At, p *decode.PDU) {
 	if !c.hs.rtrOK[kind] {
 		var b decode.MPAv2
 		b.ZeroLenSendRTR, b.ZeroLenWriteRTR, b.ZeroLenReadRTR = c.hs.rtrOK[0], c.hs.rtrOK[1], c.hs.rtrOK[2]
-		c.finding(CodeRTRTypeMismatch, I2R, at, c.hs.repFrame, "peer-to-peer: the Initiator sent a zero-length %s RTR, but the Reply (frame %d) accepts only %s (RFC 6581 §9.2)", names[kind], c.hs.repFrame, rtrTypes(b))
+		c.finding(finding.MPARTRTypeMismatch, I2R, at, c.hs.repFrame, "peer-to-peer: the Initiator sent a zero-length %s RTR, but the Reply (frame %d) accepts only %s (RFC 6581 §9.2)", names[kind], c.hs.repFrame, rtrTypes(b))
 	}
 }
 
@@ -250,16 +251,16 @@ func (c *conn) segment(at *At, p *decode.PDU, dir Dir) Mark {
 	st.Octets[opIndex(op)] += uint64(plen)
 	c.segActive, c.segFlag = true, 0
 
-	if ts := &c.term[dir]; ts.sent && !(op == decode.OpTerminate && !h.Tagged) && c.once(dir, CodeAfterTerminate) {
-		c.finding(CodeAfterTerminate, dir, at, ts.frame, "the %s sent a %s after its own Terminate (frame %d): after a Terminate nothing more is sent on the stream (RFC 5040 §5.4)", dir.Sender(), op, ts.frame)
+	if ts := &c.term[dir]; ts.sent && !(op == decode.OpTerminate && !h.Tagged) && c.once(dir, finding.RDMAPAfterTerminate) {
+		c.finding(finding.RDMAPAfterTerminate, dir, at, ts.frame, "the %s sent a %s after its own Terminate (frame %d): after a Terminate nothing more is sent on the stream (RFC 5040 §5.4)", dir.Sender(), op, ts.frame)
 	}
 	c.versions(at, dir, h.DV, s.RDMAP.RV)
 	c.d[dir].prevL = h.Last
-	if h.Rsvd != 0 && c.once(dir, CodeDDPRsvdNonzero) {
-		c.finding(CodeDDPRsvdNonzero, dir, at, 0, "DDP control Rsvd bits 0x%x set: 0 on send, not checked on receive (RFC 5041 §4.1)", h.Rsvd)
+	if h.Rsvd != 0 && c.once(dir, finding.DDPRsvdNonzero) {
+		c.finding(finding.DDPRsvdNonzero, dir, at, 0, "DDP control Rsvd bits 0x%x set: 0 on send, not checked on receive (RFC 5041 §4.1)", h.Rsvd)
 	}
-	if s.RDMAP.Rsv != 0 && c.once(dir, CodeRsvNonzero) {
-		c.finding(CodeRsvNonzero, dir, at, 0, "RDMAP control Rsv bits 0x%x set: 0 on send, ignored on receive (RFC 5040 §4.1)", s.RDMAP.Rsv)
+	if s.RDMAP.Rsv != 0 && c.once(dir, finding.RDMAPRsvNonzero) {
+		c.finding(finding.RDMAPRsvNonzero, dir, at, 0, "RDMAP control Rsv bits 0x%x set: 0 on send, ignored on receive (RFC 5040 §4.1)", s.RDMAP.Rsv)
 	}
 	opOK := true
 	switch {
@@ -268,17 +269,17 @@ func (c *conn) segment(at *At, p *decode.PDU, dir Dir) Mark {
 		if op == decode.OpExperimental {
 			what = "reserved for experimental use"
 		}
-		c.finding(CodeOpcodeUnexpected, dir, at, 0, "RDMAP opcode 0x%x is %s: the receiver answers Terminate 0x0/0x2/0x06 Unexpected OpCode (RFC 5040 §4.1, RFC 6580 §3.4)", uint8(op), what)
+		c.finding(finding.RDMAPOpcodeUnexpected, dir, at, 0, "RDMAP opcode 0x%x is %s: the receiver answers Terminate 0x0/0x2/0x06 Unexpected OpCode (RFC 5040 §4.1, RFC 6580 §3.4)", uint8(op), what)
 		opOK = false
 	case op.Extension():
-		if c.once(NoDir, CodeExtension) {
-			c.finding(CodeExtension, dir, at, 0, "RFC 7306 extension in use (%s): not negotiated on the wire; a peer without it answers Terminate 0x0/0x2/0x06 (RFC 7306 §1.1)", op)
+		if c.once(NoDir, finding.RDMAPExtension) {
+			c.finding(finding.RDMAPExtension, dir, at, 0, "RFC 7306 extension in use (%s): not negotiated on the wire; a peer without it answers Terminate 0x0/0x2/0x06 (RFC 7306 §1.1)", op)
 		}
 	}
 	var mark Mark
 	if h.Tagged {
 		if opOK && !op.Tagged() {
-			c.finding(CodeOpcodeMismatch, dir, at, 0, "%s in a tagged DDP segment (STag 0x%x): it is an untagged message (RFC 5040 §4.1 Fig. 4, RFC 7306 §4.1)", op, h.STag)
+			c.finding(finding.RDMAPOpcodeMismatch, dir, at, 0, "%s in a tagged DDP segment (STag 0x%x): it is an untagged message (RFC 5040 §4.1 Fig. 4, RFC 7306 §4.1)", op, h.STag)
 			opOK = false
 		}
 		mark = c.tagged(at, p, dir, opOK, dlen)
@@ -287,7 +288,7 @@ func (c *conn) segment(at *At, p *decode.PDU, dir Dir) Mark {
 			// once per message
 			d := &c.d[dir]
 			if !(d.badQNValid && d.badQN == h.QN && d.badQNMSN == h.MSN && h.MO != 0) {
-				c.finding(CodeQNInvalid, dir, at, 0, "untagged segment on QN %d: RDMAP uses QN 0 (Send), 1 (Read/Atomic Request), 2 (Terminate), 3 (Atomic Response); Terminate 0x1/0x2/0x01 (RFC 5040 §3.1, RFC 7306 §10.2)", h.QN)
+				c.finding(finding.DDPQNInvalid, dir, at, 0, "untagged segment on QN %d: RDMAP uses QN 0 (Send), 1 (Read/Atomic Request), 2 (Terminate), 3 (Atomic Response); Terminate 0x1/0x2/0x01 (RFC 5040 §3.1, RFC 7306 §10.2)", h.QN)
 			}
 			d.badQNValid, d.badQN, d.badQNMSN = true, h.QN, h.MSN
 			if opOK {
@@ -296,15 +297,15 @@ func (c *conn) segment(at *At, p *decode.PDU, dir Dir) Mark {
 		} else {
 			if opOK && (op.Tagged() || op.QN() != h.QN) {
 				if op.Tagged() {
-					c.finding(CodeOpcodeMismatch, dir, at, 0, "%s in an untagged DDP segment (QN %d): it is a tagged message (RFC 5040 §4.1 Fig. 4)", op, h.QN)
+					c.finding(finding.RDMAPOpcodeMismatch, dir, at, 0, "%s in an untagged DDP segment (QN %d): it is a tagged message (RFC 5040 §4.1 Fig. 4)", op, h.QN)
 				} else {
-					c.finding(CodeOpcodeMismatch, dir, at, 0, "%s on QN %d: it belongs on QN %d (RFC 5040 §4.1, RFC 7306 §4.1 Fig. 2)", op, h.QN, op.QN())
+					c.finding(finding.RDMAPOpcodeMismatch, dir, at, 0, "%s on QN %d: it belongs on QN %d (RFC 5040 §4.1, RFC 7306 §4.1 Fig. 2)", op, h.QN, op.QN())
 					c.stray(at, p, dir)
 				}
 				opOK = false
 			}
-			if opOK && op != decode.OpSendInv && op != decode.OpSendSEInv && s.InvalidateSTag != 0 && c.once(dir, CodeInvSTagNonzero) {
-				c.finding(CodeInvSTagNonzero, dir, at, 0, "%s carries Invalidate STag 0x%x: only Send with Invalidate uses the field; 0 on send, ignored on receive (RFC 5040 §4.1, RFC 7306 §4.1)", op, s.InvalidateSTag)
+			if opOK && op != decode.OpSendInv && op != decode.OpSendSEInv && s.InvalidateSTag != 0 && c.once(dir, finding.RDMAPInvSTagNonzero) {
+				c.finding(finding.RDMAPInvSTagNonzero, dir, at, 0, "%s carries Invalidate STag 0x%x: only Send with Invalidate uses the field; 0 on send, ignored on receive (RFC 5040 §4.1, RFC 7306 §4.1)", op, s.InvalidateSTag)
 			}
 			mark = c.untagged(at, p, dir, opOK, dlen)
 		}
@@ -329,12 +330,12 @@ func (c *conn) versions(at *At, dir Dir, dv, rv uint8) {
 	if d.verSet {
 		bad := dv != d.dv
 		if bad && (!d.inBadDV || starts) {
-			c.finding(CodeDVInvalid, dir, at, 0, "DDP Version %d where the stream uses %d: it is the same for every segment (RFC 5041 §4.1); Terminate 0x1/0x1/0x04 or 0x1/0x2/0x06", dv, d.dv)
+			c.finding(finding.DDPDVInvalid, dir, at, 0, "DDP Version %d where the stream uses %d: it is the same for every segment (RFC 5041 §4.1); Terminate 0x1/0x1/0x04 or 0x1/0x2/0x06", dv, d.dv)
 		}
 		d.inBadDV = bad
 		bad = rv != d.rv
 		if bad && (!d.inBadRV || starts) {
-			c.finding(CodeRVInvalid, dir, at, 0, "RDMAP Version %d where the stream uses %d (RFC 5040 §4.1); Terminate 0x0/0x2/0x05", rv, d.rv)
+			c.finding(finding.RDMAPRVInvalid, dir, at, 0, "RDMAP Version %d where the stream uses %d (RFC 5040 §4.1); Terminate 0x0/0x2/0x05", rv, d.rv)
 		}
 		d.inBadRV = bad
 		return
@@ -344,25 +345,25 @@ func (c *conn) versions(at *At, dir Dir, dv, rv uint8) {
 	d.verSet, d.dv, d.rv = true, dv, rv
 	switch {
 	case dv > 1:
-		c.finding(CodeDVInvalid, dir, at, 0, "DDP Version %d: only 1 (RFC 5041) and 0 (RDMA Consortium) exist; Terminate 0x1/0x1/0x04 or 0x1/0x2/0x06 (RFC 5041 §4.1, §7.2)", dv)
+		c.finding(finding.DDPDVInvalid, dir, at, 0, "DDP Version %d: only 1 (RFC 5041) and 0 (RDMA Consortium) exist; Terminate 0x1/0x1/0x04 or 0x1/0x2/0x06 (RFC 5041 §4.1, §7.2)", dv)
 		d.dv = 1
 	case dv == 0 && ietf:
-		c.finding(CodeDVInvalid, dir, at, 0, "DDP Version 0 (RDMA Consortium) after an MPA Rev %d/%d exchange: RFC 5041 §4.1 requires 1 (draft-differences §7)", hs.req.rev, hs.rep.rev)
+		c.finding(finding.DDPDVInvalid, dir, at, 0, "DDP Version 0 (RDMA Consortium) after an MPA Rev %d/%d exchange: RFC 5041 §4.1 requires 1 (draft-differences §7)", hs.req.rev, hs.rep.rev)
 		d.dv = 1
 	default:
 		if o := &c.d[dir^1]; o.verSet && dv != o.dv {
-			c.finding(CodeDVInvalid, dir, at, o.firstFrame, "DDP Version %d here but %d in the other direction: both directions use one version (RFC 5041 §4.1, RFC 5044 App. C)", dv, o.dv)
+			c.finding(finding.DDPDVInvalid, dir, at, o.firstFrame, "DDP Version %d here but %d in the other direction: both directions use one version (RFC 5041 §4.1, RFC 5044 App. C)", dv, o.dv)
 		}
 	}
 	switch {
 	case rv > 1:
-		c.finding(CodeRVInvalid, dir, at, 0, "RDMAP Version %d: only 01b (RFC 5040) and 00b (RDMA Consortium) exist; Terminate 0x0/0x2/0x05 (RFC 5040 §4.1, §7.2)", rv)
+		c.finding(finding.RDMAPRVInvalid, dir, at, 0, "RDMAP Version %d: only 01b (RFC 5040) and 00b (RDMA Consortium) exist; Terminate 0x0/0x2/0x05 (RFC 5040 §4.1, §7.2)", rv)
 		d.rv = 1
 	case rv == 0 && ietf:
-		c.finding(CodeRVInvalid, dir, at, 0, "RDMAP Version 00b (RDMA Consortium) after an MPA Rev %d/%d exchange; Terminate 0x0/0x2/0x05 (draft-differences §7)", hs.req.rev, hs.rep.rev)
+		c.finding(finding.RDMAPRVInvalid, dir, at, 0, "RDMAP Version 00b (RDMA Consortium) after an MPA Rev %d/%d exchange; Terminate 0x0/0x2/0x05 (draft-differences §7)", hs.req.rev, hs.rep.rev)
 		d.rv = 1
 	case dv <= 1 && rv != dv:
-		c.finding(CodeRVInvalid, dir, at, 0, "RDMAP Version %d with DDP Version %d: the two versions switch together (RFC 5044 App. C, draft-differences §7)", rv, dv)
+		c.finding(finding.RDMAPRVInvalid, dir, at, 0, "RDMAP Version %d with DDP Version %d: the two versions switch together (RFC 5044 App. C, draft-differences §7)", rv, dv)
 	}
 	d.inBadDV, d.inBadRV = dv != d.dv, rv != d.rv
 }

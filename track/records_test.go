@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 )
 
 func TestRecordsAndStats(t *testing.T) {
@@ -126,7 +127,7 @@ func TestStatsCountsImpairments(t *testing.T) {
 	if d.CRCGood != 1 || d.CRCBad != 1 || d.Gaps != 1 || d.GapOctets != 100 || d.FPDUsLost != 2 || cs.Dir[R2I].RetransOctets != 40 {
 		t.Errorf("impairments %+v", d)
 	}
-	if cs.Findings[CodeCRCBad] != 1 || cs.Findings[CodeUncertainAfterGap] != 1 {
+	if cs.Findings[finding.MPACRCBad] != 1 || cs.Findings[finding.TrackUncertainAfterGap] != 1 {
 		t.Errorf("findings by code: %v", codesOf(s.fs))
 	}
 }
@@ -154,7 +155,7 @@ func TestGapMakesChecksUncertain(t *testing.T) {
 	s.seg(I2R, send(4, 16))
 	s.finish()
 	for _, f := range s.fs {
-		if f.Code != CodeUncertainAfterGap {
+		if f.Code != finding.TrackUncertainAfterGap {
 			t.Errorf("unexpected %s", f.String())
 		}
 	}
@@ -194,7 +195,7 @@ func TestCrossingTerminates(t *testing.T) {
 	s.seg(I2R, terminate(decode.Terminate{}))
 	s.finish()
 	got := codesOf(s.fs)
-	if len(got) != 2 || got[0] != CodeTerminate || got[1] != CodeTerminate {
+	if len(got) != 2 || got[0] != finding.RDMAPTerminate || got[1] != finding.RDMAPTerminate {
 		t.Errorf("findings %v, want two Terminates", got)
 	}
 }
@@ -218,7 +219,7 @@ func TestSiwReadTerminate(t *testing.T) {
 	})
 	s.finish()
 	got := codesOf(s.fs)
-	if len(got) != 2 || got[0] != CodeSiwTermEncoding || got[1] != CodeTerminate {
+	if len(got) != 2 || got[0] != finding.MPASiwTerminateEncoding || got[1] != finding.RDMAPTerminate {
 		t.Fatalf("findings:\n%s", dumpFindings(s.fs))
 	}
 	if len(s.terms) != 1 {

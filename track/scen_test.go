@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 )
 
 // scen builds the input of one connection for tests: MPA frames and FPDUs
@@ -190,8 +191,8 @@ func aresp(msn, id uint32) decode.Segment {
 }
 
 // codesOf lists the codes of fs.
-func codesOf(fs []Finding) []Code {
-	out := make([]Code, len(fs))
+func codesOf(fs []Finding) []finding.Code {
+	out := make([]finding.Code, len(fs))
 	for i := range fs {
 		out[i] = fs[i].Code
 	}

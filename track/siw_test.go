@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/iwkit/iwkit/finding"
 )
 
 // siwCaptures returns the real captures between two Linux siw endpoints
@@ -105,10 +107,10 @@ func TestSiwCaptures(t *testing.T) {
 			nterm := 0
 			for _, f := range fs {
 				t.Logf("%s", f.String())
-				if f.Severity != Error {
+				if f.Severity != finding.Error {
 					continue
 				}
-				if isTerm && f.Code == CodeTerminate {
+				if isTerm && f.Code == finding.RDMAPTerminate {
 					nterm++
 					continue
 				}

@@ -2,6 +2,8 @@ package track
 
 import (
 	"sort"
+
+	"github.com/iwkit/iwkit/finding"
 )
 
 // Role says how an STag was used.
@@ -130,8 +132,8 @@ func (c *conn) useSTag(at *At, owner Dir, stag uint32, role Role, to, n uint64) 
 	e, ev := c.stags.get(stagKey(owner, stag))
 	if ev {
 		c.st.Overflow.STags++
-		if c.once(NoDir, CodeTableOverflow) {
-			c.finding(CodeTableOverflow, NoDir, at, 0, "more than %d STags on this connection: the oldest entries are dropped (Limits.STags)", c.stags.limit)
+		if c.once(NoDir, finding.TrackTableOverflow) {
+			c.finding(finding.TrackTableOverflow, NoDir, at, 0, "more than %d STags on this connection: the oldest entries are dropped (Limits.STags)", c.stags.limit)
 		}
 	}
 	in := &e.info
@@ -171,7 +173,7 @@ func (c *conn) checkInvalidated(at *At, dir, owner Dir, stag uint32, what string
 		e.info.Invalidated = false
 		return
 	}
-	c.finding(CodeSTagInvalidatedUse, dir, at, e.info.InvalidatedFrame, "%s uses STag 0x%x of the %s, invalidated by the Send with Invalidate of frame %d and not advertised since: the receiver answers Terminate 0x1/0x1/0x00 or 0x0/0x1/0x00 (RFC 5040 §5.3, V00 §7)", what, stag, owner.Sender(), e.info.InvalidatedFrame)
+	c.finding(finding.RDMAPSTagInvalidatedUse, dir, at, e.info.InvalidatedFrame, "%s uses STag 0x%x of the %s, invalidated by the Send with Invalidate of frame %d and not advertised since: the receiver answers Terminate 0x1/0x1/0x00 or 0x0/0x1/0x00 (RFC 5040 §5.3, V00 §7)", what, stag, owner.Sender(), e.info.InvalidatedFrame)
 }
 
 // advertise marks the owner's STag valid again: the owner named it in a

@@ -7,6 +7,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 )
 
 // OpCounts counts RDMA operations by type, for the side that starts them
@@ -193,7 +194,7 @@ type ConnStats struct {
 	// ReadLatency is from each Read Request to its response's L segment.
 	ReadLatency Latency
 	// Findings counts the findings raised, by code.
-	Findings           [NumCodes]uint32
+	Findings           [finding.NumCodes]uint32
 	FindingsSuppressed uint64
 	Overflow           Overflows
 	// STags is the number of STags in the table at the end.
@@ -209,7 +210,7 @@ type Stats struct {
 	Dir         [2]DirStats
 	ReadLatency Latency
 	// Findings counts the findings raised, by code and by severity.
-	Findings           [NumCodes]uint64
+	Findings           [finding.NumCodes]uint64
 	BySeverity         [3]uint64
 	FindingsSuppressed uint64
 	FindingsDropped    uint64 // not stored (Limits.StoredFindings)

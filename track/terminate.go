@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 )
 
 // terminate decodes a Terminate sent in dir in its context (RFC 5040 §4.8,
@@ -15,7 +16,7 @@ func (c *conn) terminate(at *At, p *decode.PDU, dir Dir) {
 	c.st.Dir[dir].Ops.Terminates++
 	ts := &c.term[dir]
 	if ts.sent {
-		c.finding(CodeTerminateRepeat, dir, at, ts.frame, "a second Terminate from the %s (the first: frame %d): one Terminate per stream direction (RFC 5040 §5.4)", dir.Sender(), ts.frame)
+		c.finding(finding.RDMAPTerminateRepeat, dir, at, ts.frame, "a second Terminate from the %s (the first: frame %d): one Terminate per stream direction (RFC 5040 §5.4)", dir.Sender(), ts.frame)
 	} else {
 		ts.sent, ts.frame, ts.hasSeq, ts.end = true, at.Frame, at.HasSeq, at.End
 	}
@@ -24,10 +25,10 @@ func (c *conn) terminate(at *At, p *decode.PDU, dir Dir) {
 		switch {
 		case at.HasAck && o.hasSeq:
 			if seqGE(at.Ack, o.end) {
-				c.finding(CodeTermAfterTerminate, dir, at, o.frame, "the %s answered the Terminate of frame %d with a Terminate (its ACK covers it): a received Terminate is never answered with one (V00 §6.2.2.3)", dir.Sender(), o.frame)
+				c.finding(finding.RDMAPTermAfterTerminate, dir, at, o.frame, "the %s answered the Terminate of frame %d with a Terminate (its ACK covers it): a received Terminate is never answered with one (V00 §6.2.2.3)", dir.Sender(), o.frame)
 			}
 		default:
-			c.finding(CodeTermAfterTerminate, dir, at, o.frame, "the %s sent a Terminate after the one of frame %d from its peer (by capture order; without ACKs they may have crossed): a received Terminate is never answered with one (V00 §6.2.2.3)", dir.Sender(), o.frame)
+			c.finding(finding.RDMAPTermAfterTerminate, dir, at, o.frame, "the %s sent a Terminate after the one of frame %d from its peer (by capture order; without ACKs they may have crossed): a received Terminate is never answered with one (V00 §6.2.2.3)", dir.Sender(), o.frame)
 		}
 	}
 
@@ -48,7 +49,7 @@ func (c *conn) terminate(at *At, p *decode.PDU, dir Dir) {
 		}
 	}
 	if rep.Siw {
-		c.finding(CodeSiwTermEncoding, dir, at, 0, "Terminate control word % x is in Linux siw's bit-field encoding (Layer/EType nibbles swapped, M/D/R in 0x01/0x02/0x04 of octet 2; reference §5.1): read as %s%s; the RFC 5040 reading would be %s%s", t.Raw[:], cause, flagStr(ctl), rfc.Cause(), flagStr(rfc))
+		c.finding(finding.MPASiwTerminateEncoding, dir, at, 0, "Terminate control word % x is in Linux siw's bit-field encoding (Layer/EType nibbles swapped, M/D/R in 0x01/0x02/0x04 of octet 2; reference §5.1): read as %s%s; the RFC 5040 reading would be %s%s", t.Raw[:], cause, flagStr(ctl), rfc.Cause(), flagStr(rfc))
 	} else if siw := decode.ParseTermControlSiw(t.Raw); siw != rfc && siw.Reserved == 0 && !siw.M && !siw.D && !siw.R && !rfc.M && !rfc.D && !rfc.R && siw.Cause().Known && cause.Known {
 		// Both readings are defined and neither carries headers: only the
 		// context can tell (decode.ParseTerminate).
@@ -58,10 +59,10 @@ func (c *conn) terminate(at *At, p *decode.PDU, dir Dir) {
 		case !rp && sp:
 			rep.Siw, rep.Ambiguous, rep.Alt = true, true, rfc.Cause()
 			ctl, cause = siw, siw.Cause()
-			c.finding(CodeSiwTermEncoding, dir, at, 0, "Terminate control word % x is ambiguous: RFC 5040 reads %s, Linux siw's encoding (reference §5.1) reads %s; took siw's, since %s", t.Raw[:], rfc.Cause(), siw.Cause(), why)
+			c.finding(finding.MPASiwTerminateEncoding, dir, at, 0, "Terminate control word % x is ambiguous: RFC 5040 reads %s, Linux siw's encoding (reference §5.1) reads %s; took siw's, since %s", t.Raw[:], rfc.Cause(), siw.Cause(), why)
 		case rp && sp:
 			rep.Ambiguous, rep.Alt = true, siw.Cause()
-			c.finding(CodeSiwTermEncoding, dir, at, 0, "Terminate control word % x is ambiguous: RFC 5040 reads %s, Linux siw's encoding (reference §5.1) reads %s; both fit the context, kept the RFC reading", t.Raw[:], rfc.Cause(), siw.Cause())
+			c.finding(finding.MPASiwTerminateEncoding, dir, at, 0, "Terminate control word % x is ambiguous: RFC 5040 reads %s, Linux siw's encoding (reference §5.1) reads %s; both fit the context, kept the RFC reading", t.Raw[:], rfc.Cause(), siw.Cause())
 		}
 	}
 	rep.Cause, rep.M, rep.D, rep.R = cause, ctl.M, ctl.D, ctl.R
@@ -71,11 +72,11 @@ func (c *conn) terminate(at *At, p *decode.PDU, dir Dir) {
 	switch {
 	case p.SegErr != nil && c.curPartial:
 	case p.SegErr != nil:
-		c.finding(CodeTerminateMalformed, dir, at, 0, "Terminate ends before the headers its M/D/R bits announce (%v) (RFC 5040 §4.8)", p.SegErr)
+		c.finding(finding.RDMAPTerminateMalformed, dir, at, 0, "Terminate ends before the headers its M/D/R bits announce (%v) (RFC 5040 §4.8)", p.SegErr)
 	case !h.Last || h.MO != 0:
-		c.finding(CodeTerminateMalformed, dir, at, 0, "Terminate in a segment with MO %d, L=%t: it is a single untagged message (RFC 5040 §4.8, §5.4)", h.MO, h.Last)
+		c.finding(finding.RDMAPTerminateMalformed, dir, at, 0, "Terminate in a segment with MO %d, L=%t: it is a single untagged message (RFC 5040 §4.8, §5.4)", h.MO, h.Last)
 	case len(s.Payload) > 0:
-		c.finding(CodeTerminateMalformed, dir, at, 0, "%d octets after the headers the Terminate's M/D/R bits announce (RFC 5040 §4.8)", len(s.Payload))
+		c.finding(finding.RDMAPTerminateMalformed, dir, at, 0, "%d octets after the headers the Terminate's M/D/R bits announce (RFC 5040 §4.8)", len(s.Payload))
 	}
 	if !cause.Known {
 		if cause.Layer == decode.TermLayerRDMAP && cause.EType == 2 && (cause.Code == 2 || cause.Code == 3) {
@@ -83,13 +84,13 @@ func (c *conn) terminate(at *At, p *decode.PDU, dir Dir) {
 			if cause.Code == 3 {
 				what = "bad FPDU"
 			}
-			c.finding(CodeTermV00Code, dir, at, 0, "Terminate code 0x0/0x2/0x%02x is undefined in RFC 5040; it is probably the 2003 verbs draft's 16-bit LLP code 0x020%d (%s), RFC 5044's 0x2/0x0/0x%02x (draft-differences.md §5)", cause.Code, cause.Code, what, cause.Code)
+			c.finding(finding.RDMAPTerminateV00Code, dir, at, 0, "Terminate code 0x0/0x2/0x%02x is undefined in RFC 5040; it is probably the 2003 verbs draft's 16-bit LLP code 0x020%d (%s), RFC 5044's 0x2/0x0/0x%02x (draft-differences.md §5)", cause.Code, cause.Code, what, cause.Code)
 		} else {
-			c.finding(CodeTerminateMalformed, dir, at, 0, "Terminate cause %s is not defined (RFC 5040 §4.8, RFC 5041 §7.2, RFC 5044 §8, RFC 6581 §8)", cause)
+			c.finding(finding.RDMAPTerminateMalformed, dir, at, 0, "Terminate cause %s is not defined (RFC 5040 §4.8, RFC 5041 §7.2, RFC 5044 §8, RFC 6581 §8)", cause)
 		}
 	}
-	if ctl.Reserved != 0 && c.once(dir, CodeRsvNonzero) {
-		c.finding(CodeRsvNonzero, dir, at, 0, "Terminate Reserved bits 0x%04x: 0 on send, ignored on receive (RFC 5040 §4.8)", ctl.Reserved)
+	if ctl.Reserved != 0 && c.once(dir, finding.RDMAPRsvNonzero) {
+		c.finding(finding.RDMAPRsvNonzero, dir, at, 0, "Terminate Reserved bits 0x%04x: 0 on send, ignored on receive (RFC 5040 §4.8)", ctl.Reserved)
 	}
 	noHeaders := (cause.Layer == decode.TermLayerRDMAP && cause.EType == 0) || cause.Layer == decode.TermLayerLLP
 	var cop decode.Opcode
@@ -98,17 +99,17 @@ func (c *conn) terminate(at *At, p *decode.PDU, dir Dir) {
 	}
 	switch {
 	case noHeaders && (ctl.D || ctl.R):
-		c.finding(CodeTerminateMalformed, dir, at, 0, "%s Terminate carries headers (D=%t R=%t): local catastrophic and LLP errors copy none (RFC 5040 §7.1 Fig. 10, V00 §6.4)", cause.Short(), ctl.D, ctl.R)
+		c.finding(finding.RDMAPTerminateMalformed, dir, at, 0, "%s Terminate carries headers (D=%t R=%t): local catastrophic and LLP errors copy none (RFC 5040 §7.1 Fig. 10, V00 §6.4)", cause.Short(), ctl.D, ctl.R)
 	case ctl.R && cause.Layer == decode.TermLayerDDP:
-		c.finding(CodeTerminateMalformed, dir, at, 0, "DDP-layer Terminate with R set: DDP errors copy the DDP header only (RFC 5040 §7.1 Fig. 10)")
+		c.finding(finding.RDMAPTerminateMalformed, dir, at, 0, "DDP-layer Terminate with R set: DDP errors copy the DDP header only (RFC 5040 §7.1 Fig. 10)")
 	case t.HasRDMA && t.HasDDP && (t.TermDDP.Tagged || t.TermDDP.QN != decode.QNReadReq || cop != decode.OpReadRequest):
 		if cop == decode.OpAtomicRequest || cop == decode.OpAtomicResponse || cop == decode.OpImmData || cop == decode.OpImmDataSE {
-			c.finding(CodeTerminateMalformed, dir, at, 0, "Terminate for an %s sets R: errors on RFC 7306 messages copy the DDP header only (RFC 7306 §8.1)", cop)
+			c.finding(finding.RDMAPTerminateMalformed, dir, at, 0, "Terminate for an %s sets R: errors on RFC 7306 messages copy the DDP header only (RFC 7306 §8.1)", cop)
 		} else {
-			c.finding(CodeTerminateMalformed, dir, at, 0, "Terminate sets R but the copied DDP header is a %s, not a Read Request (RFC 5040 §4.8)", cop)
+			c.finding(finding.RDMAPTerminateMalformed, dir, at, 0, "Terminate sets R but the copied DDP header is a %s, not a Read Request (RFC 5040 §4.8)", cop)
 		}
 	case ctl.R && !t.HasRDMA && t.HasDDP && !rep.Siw && cop != decode.OpSendInv && cop != decode.OpSendSEInv:
-		c.finding(CodeTerminateMalformed, dir, at, 0, "Terminate sets R but no Read Request header follows the copied %s header (RFC 5040 §4.8)", cop)
+		c.finding(finding.RDMAPTerminateMalformed, dir, at, 0, "Terminate sets R but no Read Request header follows the copied %s header (RFC 5040 §4.8)", cop)
 	}
 
 	// RD-21: link to the blamed segment.
@@ -138,7 +139,7 @@ func (c *conn) terminate(at *At, p *decode.PDU, dir Dir) {
 		b.WriteString("; the peer does not implement RFC 7306 (RFC 7306 §1.1)")
 	}
 	b.WriteString("; outstanding operations become indeterminate (RFC 5040 §6.2.1)")
-	c.finding(CodeTerminate, dir, at, rep.BlamedFrame, "%s", b.String())
+	c.finding(finding.RDMAPTerminate, dir, at, rep.BlamedFrame, "%s", b.String())
 	if c.t.cfg.OnTerminate != nil {
 		c.t.cfg.OnTerminate(rep)
 	}
@@ -226,7 +227,7 @@ func (c *conn) blame(at *At, dir Dir, t *decode.Terminate, cause decode.TermCaus
 			return
 		}
 		rep.Verdict = VerdictUnmatched
-		c.finding(CodeTermBlameUnmatched, dir, at, 0, "the Terminate copies a %s header that matches no segment the %s sent (RFC 5040 §7.1): a corrupted copy, or a segment the capture missed", copyDesc(cp, t), od.Sender())
+		c.finding(finding.RDMAPTerminateBlameUnmatched, dir, at, 0, "the Terminate copies a %s header that matches no segment the %s sent (RFC 5040 §7.1): a corrupted copy, or a segment the capture missed", copyDesc(cp, t), od.Sender())
 		return
 	}
 	rep.BlamedFrame, rep.BlamedOpcode = best.frame, best.op
@@ -249,7 +250,7 @@ func (c *conn) blame(at *At, dir Dir, t *decode.Terminate, cause decode.TermCaus
 	}
 	rep.Verdict, rep.Reason = v, why
 	if v == VerdictInconsistent {
-		c.finding(CodeTermInconsistent, dir, at, best.frame, "the Terminate (%s) blames the %s of frame %d, but %s (RFC 5040 §7.1)", cause.Short(), best.op, best.frame, why)
+		c.finding(finding.RDMAPTerminateInconsistent, dir, at, best.frame, "the Terminate (%s) blames the %s of frame %d, but %s (RFC 5040 §7.1)", cause.Short(), best.op, best.frame, why)
 	}
 }
 
@@ -268,7 +269,7 @@ func copyDesc(cp *decode.DDPHeader, t *decode.Terminate) string {
 func judge(cause decode.TermCause, t *decode.Terminate, e *histEntry) (Verdict, string) {
 	op := e.op
 	hdr := &e.hdr
-	flagged := func(codes ...Code) bool {
+	flagged := func(codes ...finding.Code) bool {
 		for _, k := range codes {
 			if e.flagged == k {
 				return true
@@ -288,15 +289,15 @@ func judge(cause decode.TermCause, t *decode.Terminate, e *histEntry) (Verdict, 
 			}
 			switch cause.Code {
 			case 0x00:
-				if flagged(CodeSTagZero, CodeSTagInvalidatedUse) {
+				if flagged(finding.DDPSTagZero, finding.RDMAPSTagInvalidatedUse) {
 					return consistent()
 				}
 			case 0x01:
-				if flagged(CodeReadResponseTooLong) {
+				if flagged(finding.RDMAPReadResponseTooLong) {
 					return consistent()
 				}
 			case 0x03:
-				if flagged(CodeTOWrap) {
+				if flagged(finding.DDPTOWrap) {
 					return consistent()
 				}
 				return VerdictInconsistent, fmt.Sprintf("TO 0x%x + %d octets does not wrap", hdr.TO, e.dlen)
@@ -322,11 +323,11 @@ func judge(cause decode.TermCause, t *decode.Terminate, e *histEntry) (Verdict, 
 				}
 				return VerdictInconsistent, fmt.Sprintf("QN %d is valid for RDMAP", hdr.QN)
 			case 0x02, 0x03:
-				if flagged(CodeMSNGap, CodeMSNRepeat) {
+				if flagged(finding.DDPMSNGap, finding.DDPMSNRepeat) {
 					return consistent()
 				}
 			case 0x04:
-				if flagged(CodeMOGap, CodeMOOverlap, CodeMOWrap) {
+				if flagged(finding.DDPMOGap, finding.DDPMOOverlap, finding.DDPMOWrap) {
 					return consistent()
 				}
 			case 0x06:
@@ -346,12 +347,12 @@ func judge(cause decode.TermCause, t *decode.Terminate, e *histEntry) (Verdict, 
 			}
 			switch cause.Code {
 			case 0x00:
-				if flagged(CodeRDMAPSTagZero, CodeSTagInvalidatedUse) {
+				if flagged(finding.RDMAPSTagZero, finding.RDMAPSTagInvalidatedUse) {
 					return consistent()
 				}
 			case 0x04:
 				if op == decode.OpReadRequest {
-					if flagged(CodeReadTOWrap) {
+					if flagged(finding.RDMAPReadTOWrap) {
 						return consistent()
 					}
 					return VerdictInconsistent, "the Read Request's TO + size does not wrap"
@@ -365,7 +366,7 @@ func judge(cause decode.TermCause, t *decode.Terminate, e *histEntry) (Verdict, 
 				}
 				return VerdictConsistent, "the blamed segment's RDMAP Version is not 1"
 			case 0x06:
-				if flagged(CodeOpcodeUnexpected, CodeOpcodeMismatch, CodeReadResponseUnmatched, CodeAtomicRespUnmatched) {
+				if flagged(finding.RDMAPOpcodeUnexpected, finding.RDMAPOpcodeMismatch, finding.RDMAPReadResponseUnmatched, finding.RDMAPAtomicResponseUnmatched) {
 					return consistent()
 				}
 				if op.Extension() {
@@ -374,7 +375,7 @@ func judge(cause decode.TermCause, t *decode.Terminate, e *histEntry) (Verdict, 
 			}
 		}
 	}
-	if e.flagged != codeNone {
+	if e.flagged != 0 {
 		return VerdictConsistent, "the capture shows an error in it: " + e.flagged.String()
 	}
 	return VerdictPlausible, "the cause depends on state a capture cannot show"

@@ -7,6 +7,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 )
 
 // At says where and when a unit (an MPA frame, an FPDU, a gap, a FIN) was
@@ -179,7 +180,7 @@ type Tracker struct {
 	findings        []Finding
 	findingsDropped uint64
 	suppressed      uint64
-	byCode          [numCodes]uint64
+	byCode          [finding.NumCodes]uint64
 	bySeverity      [3]uint64
 
 	msg Message
