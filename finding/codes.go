@@ -1,15 +1,19 @@
 package finding
 
 // Code identifies a kind of finding. Its String form ("ddp.msn_gap") is
-// stable: outputs, filters, truth files and tests use it. The zero Code is
-// no finding.
+// stable: outputs, filters, truth files and tests use it. The numeric
+// values are not: they follow the declaration order and change when codes
+// are added, so nothing may store them. The zero Code is no finding.
 //
 // The codes are declared here once, grouped by the layer they judge; a
 // comment after each gives the receiver-check rows (spec/receiver-checks.md)
-// it implements. To add a block (a ULP's codes, say), add its constants
-// before numCodes and its rows to infos in codes.go; the catalogue's tests
-// check that every code has a row, a unique name of the form layer.word and
-// receiver-check ids that exist.
+// it implements. To add a block (a ULP's codes, say): add its constants
+// before numCodes, its rows to infos, a Stage if a new stage raises them,
+// and run go test ./finding -run TestREADME -update for the README's list.
+// The tests check that every code has a row with a severity, a stage and a
+// summary, a unique name of the form layer.what, that a layer's codes form
+// one block, and that its receiver-check ids are rows of
+// receiver-checks.md (testdata/receiver-check-ids.txt; add new ids there).
 type Code uint16
 
 const (
@@ -132,7 +136,6 @@ const NumCodes = int(numCodes)
 
 // infos describes every code; the index is the Code.
 var infos = [numCodes]Info{
-
 	FrameUndecodable: {Name: "frame.undecodable", Severity: Note, Stage: StageCapture, Ref: "analyzer", Summary: "frame whose TCP segment does not decode (iwdump prints it as a note, without the code)"},
 
 	TCPGap:                 {Name: "tcp.gap", Severity: Warning, Stage: StageReassembly, Ref: "analyzer", Summary: "octets of a direction missing from the capture"},

@@ -93,8 +93,9 @@ type Info struct {
 	Severity Severity // severity of every finding with this code
 	Stage    Stage    // the stage that raises it
 	// Checks are the ids of the receiver-check rows it implements
-	// ("DDP-05"); Ref is a reference where no row applies or a note on
-	// the rows ("RFC 5044 §7.1", "analyzer", "reference §5.1").
+	// ("DDP-05"; shared with the catalogue: do not modify); Ref is a
+	// reference where no row applies or a note on the rows ("RFC 5044
+	// §7.1", "analyzer", "reference §5.1").
 	Checks  []string
 	Ref     string
 	Summary string // one line
