@@ -96,7 +96,7 @@ type Report struct {
 	ConnStats []track.ConnStats        // per connection, by number
 	Stats     track.Stats              // the whole capture
 	Asm       reassembly.Stats
-	Worst     int // highest severity rank of the findings raised (-1: none)
+	Worst     int // highest severity of the findings raised, as int(finding.Severity); -1: none
 }
 
 // Run reads src to its end (or Config.Count frames), passes every frame
@@ -193,7 +193,7 @@ func (h *handler) report() *Report {
 // emit hands out h.rec, filled by the caller from reset's zero state.
 func (h *handler) emit() {
 	if h.rec.Kind == KindFinding {
-		h.worst = max(h.worst, SeverityRank(h.rec.Finding.Severity))
+		h.worst = max(h.worst, int(h.rec.Finding.Severity))
 	}
 	h.c.Record(&h.rec)
 }
@@ -246,7 +246,7 @@ func (h *handler) onFinding(f *track.Finding) {
 	if n := len(f.Frames); n > 0 {
 		r.LastFrame = f.Frames[n-1]
 	}
-	r.Finding = Finding{Severity: f.Severity.String(), Code: f.Code.String(), Message: f.Message, Track: f}
+	r.Finding = Finding{Severity: f.Severity, Code: f.Code, Message: f.Message, Track: f}
 	if c := h.conns[f.Conn]; c != nil {
 		d := reassembly.DirAB
 		if TrackDir(c, reassembly.DirBA) == f.Dir {
@@ -261,7 +261,7 @@ func (h *handler) onFinding(f *track.Finding) {
 func (h *handler) finding(c *reassembly.Conn, d reassembly.Dir, frame int, t time.Time, code finding.Code, msg string) *Record {
 	r := h.reset(KindFinding, frame, t)
 	r.onConn(c, d)
-	r.Finding = Finding{Severity: code.Severity().String(), Code: code.String(), Message: msg}
+	r.Finding = Finding{Severity: code.Severity(), Code: code, Message: msg}
 	return r
 }
 

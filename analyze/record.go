@@ -97,20 +97,12 @@ type Record struct {
 
 // Finding is what a KindFinding record reports.
 type Finding struct {
-	Severity string // note, warning, error
-	Code     string // the stable code, e.g. ddp.msn_gap
+	Severity finding.Severity // the code's, or the tracker's for this instance
+	Code     finding.Code     // from the one catalogue; its name is stable (ddp.msn_gap)
 	Message  string
 	// Track is the tracker's finding (receiver checks, with every frame it
 	// names), nil for findings of the framer and the TCP reassembly.
 	Track *track.Finding
-}
-
-// SeverityRank orders severities: note 0, warning 1, error 2; -1 unknown.
-func SeverityRank(s string) int {
-	if v, ok := finding.ParseSeverity(s); ok {
-		return int(v)
-	}
-	return -1
 }
 
 // findingFields are the filter fields of findings.
@@ -119,13 +111,13 @@ var findingFields = map[string]filter.Getter[*Record]{
 		if r.Kind != KindFinding {
 			return decode.Value{}, false
 		}
-		return decode.Value{Kind: decode.KindString, S: r.Finding.Severity}, true
+		return decode.Value{Kind: decode.KindString, S: r.Finding.Severity.String()}, true
 	},
 	"finding.code": func(r *Record) (decode.Value, bool) {
 		if r.Kind != KindFinding {
 			return decode.Value{}, false
 		}
-		return decode.Value{Kind: decode.KindString, S: r.Finding.Code}, true
+		return decode.Value{Kind: decode.KindString, S: r.Finding.Code.String()}, true
 	},
 	"finding.message": func(r *Record) (decode.Value, bool) {
 		if r.Kind != KindFinding {

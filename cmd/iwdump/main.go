@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/iwkit/iwkit/analyze"
+	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/render"
 )
 
@@ -113,7 +114,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return usage("no input: give -r FILE or -i IFACE")
 	case o.print.Format != "text" && o.print.Format != "json":
 		return usage(fmt.Sprintf("unknown output format %q", o.print.Format))
-	case o.failOn != "" && analyze.SeverityRank(o.failOn) < 0:
+	case o.failOn != "" && !validSeverity(o.failOn):
 		return usage(fmt.Sprintf("--fail-on takes error, warning or note, not %q", o.failOn))
 	case o.progress != "auto" && o.progress != "always" && o.progress != "never":
 		return usage(fmt.Sprintf("--progress takes auto, always or never, not %q", o.progress))
@@ -177,8 +178,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if derr != nil {
 		return exitError
 	}
-	if o.failOn != "" && rep.Worst >= analyze.SeverityRank(o.failOn) {
+	if sev, ok := finding.ParseSeverity(o.failOn); ok && rep.Worst >= int(sev) {
 		return exitFindings
 	}
 	return exitOK
+}
+
+func validSeverity(s string) bool {
+	_, ok := finding.ParseSeverity(s)
+	return ok
 }
