@@ -264,14 +264,7 @@ func writeGen(t *testing.T, path, scenario string, p gen.Params) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w, err := pcap.NewWriter(f, pcap.FormatPcap, layers.LinkTypeEthernet, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gen.Run(sc, w, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Flush(); err != nil {
+	if _, err := gen.WriteCapture(f, pcap.FormatPcap, sc, nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -218,18 +218,26 @@ func (h *handler) onOperation(op *track.Operation) {
 	r := h.reset(KindOperation, max(op.ResponseLastFrame, op.LastRequestFrame), t)
 	r.FirstFrame = op.RequestFrame
 	r.Op = op
-	if c := h.conns[op.Conn]; c != nil {
-		d := reassembly.DirAB
-		if TrackDir(c, reassembly.DirBA) == op.Dir {
-			d = reassembly.DirBA
-		}
-		r.onConn(c, d)
-	}
+	h.onTrackConn(r, op.Conn, op.Dir)
 	h.emit()
 }
 
-// onFinding hands out a tracker finding. The connection may already be
-// gone (findings raised at Finish), so addresses come from what was kept.
+// onTrackConn fills the connection part of a record the tracker raised
+// for connection conn, direction d, from what was kept of it: the
+// connection may already be gone (records raised at Finish).
+func (h *handler) onTrackConn(r *Record, conn int, d track.Dir) {
+	c := h.conns[conn]
+	if c == nil {
+		return
+	}
+	rd := reassembly.DirAB
+	if TrackDir(c, reassembly.DirBA) == d {
+		rd = reassembly.DirBA
+	}
+	r.onConn(c, rd)
+}
+
+// onFinding hands out a tracker finding.
 func (h *handler) onFinding(f *track.Finding) {
 	if h.beforeFinding != nil {
 		h.beforeFinding(f.Conn)
@@ -247,13 +255,7 @@ func (h *handler) onFinding(f *track.Finding) {
 		r.LastFrame = f.Frames[n-1]
 	}
 	r.Finding = Finding{Severity: f.Severity, Code: f.Code, Message: f.Message, Track: f}
-	if c := h.conns[f.Conn]; c != nil {
-		d := reassembly.DirAB
-		if TrackDir(c, reassembly.DirBA) == f.Dir {
-			d = reassembly.DirBA
-		}
-		r.onConn(c, d)
-	}
+	h.onTrackConn(r, f.Conn, f.Dir)
 	h.emit()
 }
 

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gopacket/gopacket/layers"
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/gen"
 	"github.com/iwkit/iwkit/pcap"
@@ -103,14 +102,7 @@ func generatedCapture(t testing.TB, name string, p gen.Params) *bytes.Buffer {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	w, err := pcap.NewWriter(&buf, pcap.FormatPcap, layers.LinkTypeEthernet, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gen.Run(sc, w, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Flush(); err != nil {
+	if _, err := gen.WriteCapture(&buf, pcap.FormatPcap, sc, nil); err != nil {
 		t.Fatal(err)
 	}
 	return &buf

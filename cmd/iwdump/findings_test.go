@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gopacket/gopacket/layers"
 
 	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/gen"
@@ -62,14 +61,7 @@ func writeGenerated(t *testing.T, dir, name string, seed uint64) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w, err := pcap.NewWriter(f, pcap.FormatPcap, layers.LinkTypeEthernet, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gen.Run(sc, w, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Flush(); err != nil {
+	if _, err := gen.WriteCapture(f, pcap.FormatPcap, sc, nil); err != nil {
 		t.Fatal(err)
 	}
 	return path
