@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-
 	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/gen"
 	"github.com/iwkit/iwkit/pcap"
