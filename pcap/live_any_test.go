@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
+	"github.com/iwkit/iwkit/pcap/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,7 +31,7 @@ func openAnyT(t testing.TB, filter string, o LiveOptions) *Live {
 		t.Skip("live capture needs root or CAP_NET_RAW; not root")
 	}
 	if filter != "" {
-		prog, err := CompileFilter(filter, layers.LinkTypeLinuxSLL, FilterOptions{Snaplen: o.Snaplen})
+		prog, err := bpf.Compile(filter, layers.LinkTypeLinuxSLL, bpf.Options{Snaplen: o.Snaplen})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +169,7 @@ func TestLiveAnyOpen(t *testing.T) {
 	}
 	// A kernel-form program (-F) reads packet metadata: it cannot run in
 	// user space.
-	prog, err := CompileFilter("vlan 100", layers.LinkTypeEthernet, FilterOptions{Kernel: true})
+	prog, err := bpf.Compile("vlan 100", layers.LinkTypeEthernet, bpf.Options{Kernel: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,11 +302,10 @@ func TestLiveAnyVLANMatchesTcpdump(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "vlan.pcap")
 	stopTcpdump := startTcpdump(t, tcpdump, file)
 	payload := []byte("iwkit any vlan test")
-	base := ether(macB, macA, 0x0800, ipv4("10.9.0.1", "10.9.0.2", 17, nil, 0, udpHdr(40000, 7777, payload)))
 	frames := [][]byte{
-		withVLAN(base, [2]uint16{0x8100, 0x2064}),
-		withVLAN(base, [2]uint16{0x88a8, 100}, [2]uint16{0x8100, 300}),
-		base,
+		vlanUDPFrame(t, 7777, payload, [2]uint16{0x8100, 0x2064}),
+		vlanUDPFrame(t, 7777, payload, [2]uint16{0x88a8, 100}, [2]uint16{0x8100, 300}),
+		vlanUDPFrame(t, 7777, payload),
 	}
 	ifc, err := net.InterfaceByName(a)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
+	"github.com/iwkit/iwkit/pcap/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,7 +32,7 @@ func openLoopback(t testing.TB, filter string, o LiveOptions) *Live {
 		t.Skipf("no loopback interface: %v", err)
 	}
 	if filter != "" {
-		prog, err := CompileFilter(filter, lt, FilterOptions{Kernel: true, Snaplen: o.Snaplen})
+		prog, err := bpf.Compile(filter, lt, bpf.Options{Kernel: true, Snaplen: o.Snaplen})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -386,10 +387,9 @@ func veth(t *testing.T) (a, b string) {
 // expression describes, and hand them over with their tags in place.
 func TestLiveVLANKernel(t *testing.T) {
 	a, b := veth(t)
-	udp := func(dport uint16) []byte {
-		return ipv4("10.9.0.1", "10.9.0.2", 17, nil, 0, udpHdr(40000, dport, []byte("vlan test")))
+	frameTo := func(dport uint16, tags ...[2]uint16) []byte {
+		return vlanUDPFrame(t, dport, []byte("vlan test"), tags...)
 	}
-	base := func(dport uint16) []byte { return ether(macB, macA, 0x0800, udp(dport)) }
 	type frame struct {
 		name string
 		data []byte
@@ -401,19 +401,22 @@ func TestLiveVLANKernel(t *testing.T) {
 		fNoTag = "udp dst port 7777 and not vlan" // vlan shifts what follows it
 	)
 	frames := []frame{
-		{"vlan100-7777", withVLAN(base(7777), [2]uint16{0x8100, 0x2064}), map[string]bool{f100: true}},
-		{"vlan200-7777", withVLAN(base(7777), [2]uint16{0x8100, 200}), nil},
-		{"untagged-7777", base(7777), map[string]bool{fNoTag: true}},
-		{"vlan100-8888", withVLAN(base(8888), [2]uint16{0x8100, 100}), nil},
-		{"qinq-100-300", withVLAN(base(7777), [2]uint16{0x88a8, 100}, [2]uint16{0x8100, 300}), map[string]bool{f100: false, fQinQ: true}},
+		{"vlan100-7777", frameTo(7777, [2]uint16{0x8100, 0x2064}), map[string]bool{f100: true}},
+		{"vlan200-7777", frameTo(7777, [2]uint16{0x8100, 200}), nil},
+		{"untagged-7777", frameTo(7777), map[string]bool{fNoTag: true}},
+		{"vlan100-8888", frameTo(8888, [2]uint16{0x8100, 100}), nil},
+		{"qinq-100-300", frameTo(7777, [2]uint16{0x88a8, 100}, [2]uint16{0x8100, 300}), map[string]bool{f100: false, fQinQ: true}},
 	}
 	// Which frames each filter keeps, as tcpdump -r would on the frames
 	// as written (the file form of the same expression).
 	for _, fr := range frames {
 		for _, expr := range []string{f100, fQinQ, fNoTag} {
-			prog, _ := CompileFilter(expr, layers.LinkTypeEthernet, FilterOptions{})
-			if got := vmVerdict(t, prog, fr.data); got != fr.keep[expr] {
-				t.Fatalf("%s on %s: file program says %v", expr, fr.name, got)
+			ff, err := bpf.NewFilter(expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := ff.Match(layers.LinkTypeEthernet, fr.data); err != nil || got != fr.keep[expr] {
+				t.Fatalf("%s on %s: file program says %v (%v)", expr, fr.name, got, err)
 			}
 		}
 	}
@@ -434,7 +437,7 @@ func TestLiveVLANKernel(t *testing.T) {
 		for _, m := range []CaptureMethod{MethodRing, MethodSocket} {
 			for _, expr := range []string{f100, fQinQ, fNoTag} {
 				name := fmt.Sprintf("%s/%s/%s", where, map[CaptureMethod]string{MethodRing: "ring", MethodSocket: "socket"}[m], expr)
-				prog, err := CompileFilter(expr, layers.LinkTypeEthernet, FilterOptions{Kernel: true})
+				prog, err := bpf.Compile(expr, layers.LinkTypeEthernet, bpf.Options{Kernel: true})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 	"github.com/iwkit/iwkit/pcap"
+	pcapbpf "github.com/iwkit/iwkit/pcap/bpf"
 	"golang.org/x/net/bpf"
 )
 
@@ -96,7 +97,7 @@ func liveSetup(o *options, args []string, stdout, stderr io.Writer) (code int, d
 			return fail("-F: %v", err)
 		}
 		if isProgramText(string(b)) {
-			prog, err := pcap.ParseProgram(string(b))
+			prog, err := pcapbpf.ParseProgram(string(b))
 			if err != nil {
 				return fail("-F %s: %v", l.filterFile, err)
 			}
@@ -135,7 +136,7 @@ func liveSetup(o *options, args []string, stdout, stderr io.Writer) (code int, d
 			return fail("%s", filterMessage(err))
 		}
 		if l.printDDD {
-			fmt.Fprint(stdout, pcap.FormatProgram(prog))
+			fmt.Fprint(stdout, pcapbpf.FormatProgram(prog))
 		} else {
 			insns, _ := bpf.Disassemble(prog)
 			for i, ins := range insns {
@@ -195,7 +196,7 @@ func (l *liveOptions) program() ([]bpf.RawInstruction, error) {
 		}
 		kernel = kernelFilter(l.iface)
 	}
-	return pcap.CompileFilter(l.expr, lt, pcap.FilterOptions{Kernel: kernel, Snaplen: l.snaplen})
+	return pcapbpf.Compile(l.expr, lt, pcapbpf.Options{Kernel: kernel, Snaplen: l.snaplen})
 }
 
 // kernelFilter says whether the capture filter of iface runs in the
@@ -208,7 +209,7 @@ func kernelFilter(iface string) bool { return iface != pcap.AnyInterface }
 func filterMessage(err error) string {
 	var pe *pcap.PermissionError
 	switch {
-	case errors.Is(err, pcap.ErrFilterUnsupported):
+	case errors.Is(err, pcapbpf.ErrUnsupported):
 		return fmt.Sprintf("%v\n  compile it with tcpdump and load the program: tcpdump -ddd 'EXPRESSION' > filter.bpf; iwdump -F filter.bpf ...", err)
 	case errors.As(err, &pe):
 		exe, xerr := os.Executable()
@@ -253,12 +254,12 @@ func openInput(o *options, stderr io.Writer) (frameSource, int64, error) {
 		return src, 0, nil
 	}
 	// The filter first: a mistake in it shows before any file is read.
-	var ff *pcap.FrameFilter
+	var ff *pcapbpf.Filter
 	var err error
 	if l.prog != nil {
-		ff, err = pcap.NewProgramFilter(l.prog)
+		ff, err = pcapbpf.NewProgramFilter(l.prog)
 	} else if l.expr != "" {
-		ff, err = pcap.NewExprFilter(l.expr)
+		ff, err = pcapbpf.NewFilter(l.expr)
 	}
 	if err != nil {
 		return nil, 0, errors.New(filterMessage(err))
@@ -287,7 +288,7 @@ func (l *liveOptions) rotateOptions(lt layers.LinkType, snaplen int) pcap.Rotate
 // writes those that pass to -w. Frames keep their numbers in the file.
 type filteredSource struct {
 	src    frameSource
-	ff     *pcap.FrameFilter
+	ff     *pcapbpf.Filter
 	w      *pcap.RotatingWriter
 	opts   *options
 	first  bool
@@ -304,9 +305,9 @@ func (s *filteredSource) Next(f *pcap.Frame) error {
 			return err
 		}
 		if s.ff != nil {
-			ok, err := s.ff.Match(f)
+			ok, err := s.ff.Match(f.LinkType, f.Data)
 			if err != nil {
-				return errors.New(filterMessage(err))
+				return errors.New(filterMessage(fmt.Errorf("frame %d: %w", f.Number, err)))
 			}
 			if !ok {
 				continue
@@ -395,7 +396,7 @@ func startLive(o *options, stderr io.Writer) (*liveSource, error) {
 	}
 	prog := l.prog
 	if prog == nil && l.expr != "" {
-		if prog, err = pcap.CompileFilter(l.expr, lt, pcap.FilterOptions{Kernel: kernelFilter(l.iface), Snaplen: l.snaplen}); err != nil {
+		if prog, err = pcapbpf.Compile(l.expr, lt, pcapbpf.Options{Kernel: kernelFilter(l.iface), Snaplen: l.snaplen}); err != nil {
 			return nil, err
 		}
 	}

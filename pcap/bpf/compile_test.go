@@ -1,4 +1,4 @@
-package pcap
+package bpf
 
 import (
 	"bytes"
@@ -509,7 +509,7 @@ var libpcapKernelBugs = map[string]bool{
 }
 
 // unsupportedExprs are valid for libpcap and refused here with
-// ErrFilterUnsupported (the CLI then points at -F).
+// ErrUnsupported (the CLI then points at -F).
 var unsupportedExprs = []string{
 	"host example.com", "decnet[0] = 1", "ppp[0] = 1 and vlan[0] = 1", "gateway 10.0.0.1", "mpls", "pppoes",
 	"broadcast", "ip multicast", "ip protochain 6", "decnet host 10.1", "inbound", "ether proto 0x05dc",
@@ -533,7 +533,7 @@ func checkVerdicts(t *testing.T, lt layers.LinkType, pkts []testPacket, frame fu
 	empty := emptyCapture(t, lt)
 	for _, expr := range filterExprs {
 		want, terr := tcpdumpProgram(t, []string{"-r", empty}, expr)
-		got, err := CompileFilter(expr, lt, FilterOptions{})
+		got, err := Compile(expr, lt, Options{})
 		if strings.Contains(terr, "rejects all packets") && err == nil {
 			// libpcap's optimiser proves more expressions always false
 			// than this compiler; a program that matches nothing is
@@ -552,7 +552,7 @@ func checkVerdicts(t *testing.T, lt layers.LinkType, pkts []testPacket, frame fu
 			continue
 		}
 		if err != nil {
-			if errors.Is(err, ErrFilterUnsupported) && lt != layers.LinkTypeEthernet {
+			if errors.Is(err, ErrUnsupported) && lt != layers.LinkTypeEthernet {
 				continue
 			}
 			t.Errorf("%q: tcpdump compiles it, we refuse: %v", expr, err)
@@ -579,7 +579,7 @@ func TestCompileFilterErrorsMatchTcpdump(t *testing.T) {
 	empty := emptyCapture(t, layers.LinkTypeEthernet)
 	for _, expr := range errExprs {
 		_, terr := tcpdumpProgram(t, []string{"-r", empty}, expr)
-		_, err := CompileFilter(expr, layers.LinkTypeEthernet, FilterOptions{})
+		_, err := Compile(expr, layers.LinkTypeEthernet, Options{})
 		if terr == "" {
 			t.Errorf("%q: tcpdump compiles it; it belongs in filterExprs", expr)
 		}
@@ -638,7 +638,7 @@ func TestCompileFilterKernelMatchesTcpdump(t *testing.T) {
 			continue
 		}
 		want, terr := tcpdumpProgram(t, []string{"-i", "lo"}, expr)
-		got, err := CompileFilter(expr, layers.LinkTypeEthernet, FilterOptions{Kernel: true})
+		got, err := Compile(expr, layers.LinkTypeEthernet, Options{Kernel: true})
 		if terr != "" || err != nil {
 			if (terr == "") != (err == nil) && !strings.Contains(terr, "rejects all packets") {
 				t.Errorf("%q: tcpdump error %q, ours %v", expr, terr, err)
@@ -672,9 +672,9 @@ func TestCompileFilterKernelMatchesTcpdump(t *testing.T) {
 
 func TestCompileFilterUnsupported(t *testing.T) {
 	for _, expr := range unsupportedExprs {
-		_, err := CompileFilter(expr, layers.LinkTypeEthernet, FilterOptions{})
-		if !errors.Is(err, ErrFilterUnsupported) {
-			t.Errorf("%q: want ErrFilterUnsupported, have %v", expr, err)
+		_, err := Compile(expr, layers.LinkTypeEthernet, Options{})
+		if !errors.Is(err, ErrUnsupported) {
+			t.Errorf("%q: want ErrUnsupported, have %v", expr, err)
 		}
 	}
 }
