@@ -311,7 +311,7 @@ func (f *framer) hdrSpan(pos uint32) int {
 	if !p.Markers {
 		return decode.ULPDULenLen
 	}
-	return wireSpan(pos, p.S0, decode.ULPDULenLen)
+	return decode.WireSpan(pos, p.S0, decode.ULPDULenLen)
 }
 
 func (f *framer) readLen(b []byte, pos uint32) int {
@@ -320,7 +320,7 @@ func (f *framer) readLen(b []byte, pos uint32) int {
 		return int(binary.BigEndian.Uint16(b))
 	}
 	var h [decode.ULPDULenLen]byte
-	l := logical(h[:0], b, pos, p.S0, decode.ULPDULenLen)
+	l := decode.AppendUnmarked(h[:0], b, pos, p.S0, decode.ULPDULenLen)
 	return int(l[0])<<8 | int(l[1])
 }
 
@@ -329,7 +329,7 @@ func (f *framer) wireLen(pos uint32, l int) int {
 	if !p.Markers {
 		return decode.FPDULen(l)
 	}
-	return fpduWireLen(pos, p.S0, l)
+	return decode.FPDUWireLen(pos, p.S0, l)
 }
 
 // minULPDU is a tagged DDP header: every FPDU carries at least that.
