@@ -81,7 +81,7 @@ func TestRealFramesRoundTrip(t *testing.T) {
 			continue
 		}
 		var p decode.PDU
-		if _, err := decode.DecodeFPDU(u, nil, &p); err != nil {
+		if _, err := decode.DecodeFPDU(u, decode.CRCUseUnknown, &p); err != nil {
 			t.Fatal(err)
 		}
 		if p.SegErr != nil {
@@ -121,8 +121,8 @@ func FuzzPDU(f *testing.F) {
 			return
 		}
 		var p decode.PDU
-		crc := true
-		if _, err := decode.DecodeFPDU(b, &crc, &p); err != nil {
+		crc := decode.CRCUseOn
+		if _, err := decode.DecodeFPDU(b, crc, &p); err != nil {
 			var de *decode.Error
 			if !errors.As(err, &de) {
 				t.Fatalf("untyped error %v", err)

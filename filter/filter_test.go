@@ -10,9 +10,9 @@ import (
 
 func pdu(t *testing.T, s decode.Segment) *decode.PDU {
 	t.Helper()
-	crc := true
+	crc := decode.CRCUseOn
 	var p decode.PDU
-	if _, err := decode.DecodeFPDU(decode.AppendFPDU(nil, s.Append(nil), true), &crc, &p); err != nil || p.SegErr != nil {
+	if _, err := decode.DecodeFPDU(decode.AppendFPDU(nil, s.Append(nil), true), crc, &p); err != nil || p.SegErr != nil {
 		t.Fatal(err, p.SegErr)
 	}
 	return &p

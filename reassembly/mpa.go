@@ -518,16 +518,7 @@ func (f *framer) emitFPDU(w []byte, pos uint32, off uint64, ff int, ft time.Time
 			computed = pdu.FPDU.ComputedCRC()
 		}
 	}
-	switch {
-	case !p.CRC && p.CRCSource != SourceUnknown:
-		pdu.CRCStatus = decode.CRCNotUsed
-	case !p.CRC:
-		pdu.CRCStatus = decode.CRCUnknown
-	case computed == pdu.FPDU.CRC:
-		pdu.CRCStatus = decode.CRCGood
-	default:
-		pdu.CRCStatus = decode.CRCBad
-	}
+	pdu.CRCStatus = p.crcUse().Verdict(computed, pdu.FPDU.CRC)
 	pdu.ComputedCRC = computed
 	// In sync, the length chain is trusted: an FPDU with odd headers is
 	// the tracker's to judge. The framing is taken as lost only when the
