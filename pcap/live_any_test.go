@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
+	"github.com/iwkit/iwkit/internal/testenv"
 	"github.com/iwkit/iwkit/pcap/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -27,9 +28,7 @@ import (
 // form), or skips the test saying why when the process may not capture.
 func openAnyT(t testing.TB, filter string, o LiveOptions) *Live {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("live capture needs root or CAP_NET_RAW; not root")
-	}
+	testenv.NeedRoot(t, "live capture (CAP_NET_RAW)")
 	if filter != "" {
 		prog, err := bpf.Compile(filter, layers.LinkTypeLinuxSLL, bpf.Options{Snaplen: o.Snaplen})
 		if err != nil {
@@ -40,7 +39,7 @@ func openAnyT(t testing.TB, filter string, o LiveOptions) *Live {
 	l, err := OpenLive(AnyInterface, o)
 	var pe *PermissionError
 	if errors.As(err, &pe) {
-		t.Skipf("no CAP_NET_RAW: %v", err)
+		testenv.Skipf(t, "no CAP_NET_RAW: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -161,9 +160,7 @@ func TestLiveAnyOpen(t *testing.T) {
 	if last := ifs[len(ifs)-1]; last.Name != "any" || last.LinkType != layers.LinkTypeLinuxSLL {
 		t.Errorf("Interfaces does not end with any: %+v", last)
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("not root")
-	}
+	testenv.NeedRoot(t, "opening a capture")
 	if _, err := OpenLive("any", LiveOptions{Method: MethodRing}); err == nil {
 		t.Error("any with the ring: no error")
 	}
@@ -181,10 +178,7 @@ func TestLiveAnyOpen(t *testing.T) {
 // The cooked headers (and the rest) of the same datagrams captured by
 // tcpdump -i any -y LINUX_SLL and by OpenLive("any") are the same octets.
 func TestLiveAnyCookedMatchesTcpdump(t *testing.T) {
-	tcpdump, err := exec.LookPath("tcpdump")
-	if err != nil {
-		t.Skip("tcpdump not installed")
-	}
+	tcpdump := testenv.Tool(t, "tcpdump")
 	sink, port := udpSink(t)
 	defer sink.Close()
 	l := openAnyT(t, fmt.Sprintf("udp dst port %d", port), LiveOptions{})
@@ -237,7 +231,7 @@ func startTcpdump(t *testing.T, tcpdump, file string, filter ...string) (stop fu
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Skipf("tcpdump: %v", err)
+		testenv.Skipf(t, "tcpdump: %v", err)
 	}
 	lines := make(chan string, 16)
 	go func() {
@@ -292,10 +286,7 @@ func BenchmarkLiveAnyLoopback(b *testing.B) {
 // peer) come out of "any" with the same octets as out of tcpdump -i any
 // -y LINUX_SLL.
 func TestLiveAnyVLANMatchesTcpdump(t *testing.T) {
-	tcpdump, err := exec.LookPath("tcpdump")
-	if err != nil {
-		t.Skip("tcpdump not installed")
-	}
+	tcpdump := testenv.Tool(t, "tcpdump")
 	a, _ := veth(t)
 	l := openAnyT(t, "", LiveOptions{})
 	defer l.Close()
@@ -313,7 +304,7 @@ func TestLiveAnyVLANMatchesTcpdump(t *testing.T) {
 	}
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
 	if err != nil {
-		t.Skipf("raw socket: %v", err)
+		testenv.Skipf(t, "raw socket: %v", err)
 	}
 	defer unix.Close(fd)
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifc.Index}); err != nil {

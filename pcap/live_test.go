@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
+	"github.com/iwkit/iwkit/internal/testenv"
 	"github.com/iwkit/iwkit/pcap/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -24,12 +25,10 @@ import (
 // process may not capture.
 func openLoopback(t testing.TB, filter string, o LiveOptions) *Live {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("live capture needs root or CAP_NET_RAW; not root")
-	}
+	testenv.NeedRoot(t, "live capture (CAP_NET_RAW)")
 	lt, err := InterfaceLinkType("lo")
 	if err != nil {
-		t.Skipf("no loopback interface: %v", err)
+		testenv.Skipf(t, "no loopback interface: %v", err)
 	}
 	if filter != "" {
 		prog, err := bpf.Compile(filter, lt, bpf.Options{Kernel: true, Snaplen: o.Snaplen})
@@ -41,7 +40,7 @@ func openLoopback(t testing.TB, filter string, o LiveOptions) *Live {
 	l, err := OpenLive("lo", o)
 	var pe *PermissionError
 	if errors.As(err, &pe) {
-		t.Skipf("no CAP_NET_RAW: %v", err)
+		testenv.Skipf(t, "no CAP_NET_RAW: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -363,12 +362,10 @@ func benchDrain(b *testing.B, open func(port int) *Live) {
 // veth creates a veth pair for a test and removes it at the end.
 func veth(t *testing.T) (a, b string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("creating a veth pair needs root")
-	}
+	testenv.NeedRoot(t, "creating a veth pair")
 	a, b = fmt.Sprintf("iwk%da", os.Getpid()%10000), fmt.Sprintf("iwk%db", os.Getpid()%10000)
 	if out, err := exec.Command("ip", "link", "add", a, "type", "veth", "peer", "name", b).CombinedOutput(); err != nil {
-		t.Skipf("cannot create a veth pair: %v %s", err, out)
+		testenv.Skipf(t, "cannot create a veth pair: %v %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("ip", "link", "del", a).Run() })
 	for _, n := range []string{a, b} {
@@ -426,7 +423,7 @@ func TestLiveVLANKernel(t *testing.T) {
 	}
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
 	if err != nil {
-		t.Skipf("raw socket: %v", err)
+		testenv.Skipf(t, "raw socket: %v", err)
 	}
 	defer unix.Close(fd)
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifc.Index}); err != nil {

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/gopacket/gopacket/layers"
+	"github.com/iwkit/iwkit/internal/testenv"
 	"golang.org/x/net/bpf"
 )
 
@@ -397,14 +398,8 @@ var (
 // needTcpdump returns the tcpdump binary, skipping the test when there is
 // none, except under CI, where test.sh installs it and its absence fails.
 func needTcpdump(t testing.TB) string {
-	tcpdumpOnce.Do(func() { tcpdumpPath, _ = exec.LookPath("tcpdump") })
-	if tcpdumpPath == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tcpdump not found (CI is set: test.sh should have installed it)")
-		}
-		t.Skip("tcpdump not found")
-	}
-	return tcpdumpPath
+	t.Helper()
+	return testenv.Tool(t, "tcpdump")
 }
 
 // emptyCapture writes a pcap file with no packets and link type lt, so
@@ -630,7 +625,7 @@ func TestCompileFilterOtherLinkTypes(t *testing.T) {
 func TestCompileFilterKernelMatchesTcpdump(t *testing.T) {
 	needTcpdump(t)
 	if _, terr := tcpdumpProgram(t, []string{"-i", "lo"}, "vlan"); terr != "" {
-		t.Skipf("tcpdump cannot compile for a live interface here: %s", terr)
+		testenv.Skipf(t, "tcpdump cannot compile for a live interface here: %s", terr)
 	}
 	pkts := testPackets()
 	for _, expr := range filterExprs {
