@@ -93,7 +93,7 @@ func TestLiveAnyLoopbackEachPacketOnce(t *testing.T) {
 	go func() {
 		sendSeq(t, noisePort, 100, 50) // the filter keeps these out
 		sendSeq(t, port, n, 200)
-		time.Sleep(100 * time.Millisecond)
+		sink.waitSeq(n - 1)
 		l.Stop()
 	}()
 	seen := make([]int, n)
@@ -187,7 +187,7 @@ func TestLiveAnyCookedMatchesTcpdump(t *testing.T) {
 	stopTcpdump := startTcpdump(t, tcpdump, file, fmt.Sprintf("udp dst port %d", port))
 	const n = 20
 	sendSeq(t, port, n, 64)
-	time.Sleep(200 * time.Millisecond)
+	waitFileFrames(file, n, func([]byte) bool { return true })
 	stderr := stopTcpdump()
 	l.Stop()
 	var ours [][]byte
@@ -214,6 +214,28 @@ func TestLiveAnyCookedMatchesTcpdump(t *testing.T) {
 		if !bytes.Equal(ours[i], theirs[i]) {
 			t.Errorf("datagram %d:\n here    % x\n tcpdump % x", i, ours[i][:min(len(ours[i]), 40)], theirs[i][:min(len(theirs[i]), 40)])
 		}
+	}
+}
+
+// waitFileFrames waits until the capture file being written (tcpdump -U
+// writes each packet as it takes it) holds want frames that match, polling
+// for at most ten seconds; the test then compares what there is.
+func waitFileFrames(file string, want int, match func([]byte) bool) {
+	for i := 0; i < 1000; i++ {
+		got := 0
+		if r, err := Open(file); err == nil {
+			var f Frame
+			for r.Next(&f) == nil {
+				if match(f.Data) {
+					got++
+				}
+			}
+			r.Close()
+		}
+		if got >= want {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -315,7 +337,8 @@ func TestLiveAnyVLANMatchesTcpdump(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(200 * time.Millisecond)
+	// Each frame is seen twice: leaving a, arriving on b.
+	waitFileFrames(file, 2*len(frames), func(b []byte) bool { return bytes.Contains(b, payload) })
 	stderr := stopTcpdump()
 	l.Stop()
 	pick := func(next func(*Frame) error) []string {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,20 +50,45 @@ func openLoopback(t testing.TB, filter string, o LiveOptions) *Live {
 }
 
 // udpSink listens on 127.0.0.1 and reads (and discards) what arrives.
-func udpSink(t testing.TB) (*net.UDPConn, int) {
+func udpSink(t testing.TB) (*sink, int) {
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := &sink{UDPConn: c}
+	s.last.Store(-1)
 	go func() {
 		buf := make([]byte, 65536)
 		for {
-			if _, _, err := c.ReadFrom(buf); err != nil {
+			n, _, err := c.ReadFrom(buf)
+			if err != nil {
 				return
+			}
+			if n >= 4 {
+				s.last.Store(int64(binary.BigEndian.Uint32(buf)))
 			}
 		}
 	}()
-	return c, c.LocalAddr().(*net.UDPAddr).Port
+	return s, c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// sink receives the datagrams of sendSeq and notes the sequence number of
+// the last one. A packet reaches a socket after the packet taps (Linux
+// hands it to AF_PACKET sockets before the protocol stack), so once the
+// sink holds the last datagram of a burst, every capture has been handed
+// the whole burst: a test waits for that instead of sleeping.
+type sink struct {
+	*net.UDPConn
+	last atomic.Int64
+}
+
+// waitSeq waits until datagram seq has arrived, polling, for at most ten
+// seconds (the datagram may have been dropped; the test then finds out
+// what its capture holds).
+func (s *sink) waitSeq(seq int) {
+	for i := 0; i < 10000 && s.last.Load() < int64(seq); i++ {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // sendSeq sends n datagrams numbered from 0 to port.
@@ -151,7 +177,7 @@ func TestLiveLoopbackEachPacketOnce(t *testing.T) {
 			const n = 2000
 			go func() {
 				sendSeq(t, port, n, 200)
-				time.Sleep(100 * time.Millisecond)
+				sink.waitSeq(n - 1)
 				l.Stop()
 			}()
 			seen := make([]int, n)
@@ -214,7 +240,7 @@ func checkSnaplen(t *testing.T, hdr int, open func(port int) *Live) {
 	defer l.Close()
 	go func() {
 		sendSeq(t, port, 10, 1000)
-		time.Sleep(100 * time.Millisecond)
+		sink.waitSeq(9)
 		l.Stop()
 	}()
 	var f Frame
@@ -371,6 +397,22 @@ func veth(t *testing.T) (a, b string) {
 	for _, n := range []string{a, b} {
 		if out, err := exec.Command("ip", "link", "set", n, "up").CombinedOutput(); err != nil {
 			t.Fatalf("ip link set %s up: %v %s", n, err, out)
+		}
+	}
+	// The kernel brings a link up from its linkwatch work, a moment after
+	// "ip link set up" returns; until then frames written on it are
+	// dropped. Wait (polling, at most ten seconds) until both ends say so.
+	for _, n := range []string{a, b} {
+		state := ""
+		for i := 0; i < 2000 && state != "up"; i++ {
+			if i > 0 {
+				time.Sleep(5 * time.Millisecond)
+			}
+			st, _ := os.ReadFile("/sys/class/net/" + n + "/operstate")
+			state = strings.TrimSpace(string(st))
+		}
+		if state != "up" {
+			t.Fatalf("%s is %q, not up", n, state)
 		}
 	}
 	return a, b

@@ -494,6 +494,7 @@ func (f *framer) accepted(r chainRes, need int) chainRes {
 // non-zero FPDUPTR pointed right.
 func (f *framer) examine(w []byte, p uint32, h *hyp, crc crcMode, strict bool) (int, exState, bool, int) {
 	a := f.fl.a
+	a.work++
 	var hb [20]byte
 	var hdr []byte
 	if h.markers {
@@ -542,6 +543,7 @@ func (f *framer) examine(w []byte, p uint32, h *hyp, crc crcMode, strict bool) (
 	if len(w) < n {
 		return n, exMore, false, 0
 	}
+	a.work += uint64(n)
 	fp := &a.fp
 	var match bool
 	mk := 0
