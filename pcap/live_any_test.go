@@ -219,9 +219,9 @@ func TestLiveAnyCookedMatchesTcpdump(t *testing.T) {
 
 // waitFileFrames waits until the capture file being written (tcpdump -U
 // writes each packet as it takes it) holds want frames that match, polling
-// for at most ten seconds; the test then compares what there is.
+// at most 500 times, 10 ms apart; the test then compares what there is.
 func waitFileFrames(file string, want int, match func([]byte) bool) {
-	for i := 0; i < 1000; i++ {
+	for i := 0; i < 500; i++ {
 		got := 0
 		if r, err := Open(file); err == nil {
 			var f Frame
