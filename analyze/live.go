@@ -22,6 +22,7 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 	"github.com/iwkit/iwkit/pcap"
+	pcapbpf "github.com/iwkit/iwkit/pcap/bpf"
 	"golang.org/x/net/bpf"
 )
 
@@ -53,7 +54,7 @@ func (t *Tee) limitReached() {
 // Filtered applies a capture filter (nil: none) to frames read from src
 // and writes those that pass to tee (Path "": nowhere). Frames keep their
 // numbers in src.
-func Filtered(src Source, ff *pcap.FrameFilter, tee Tee) Source {
+func Filtered(src Source, ff *pcapbpf.Filter, tee Tee) Source {
 	if ff == nil && tee.Path == "" {
 		return src
 	}
@@ -62,7 +63,7 @@ func Filtered(src Source, ff *pcap.FrameFilter, tee Tee) Source {
 
 type filteredSource struct {
 	src   Source
-	ff    *pcap.FrameFilter
+	ff    *pcapbpf.Filter
 	tee   Tee
 	w     *pcap.RotatingWriter
 	first bool
@@ -78,9 +79,9 @@ func (s *filteredSource) Next(f *pcap.Frame) error {
 			return err
 		}
 		if s.ff != nil {
-			ok, err := s.ff.Match(f)
+			ok, err := s.ff.Match(f.LinkType, f.Data)
 			if err != nil {
-				return err
+				return fmt.Errorf("frame %d: %w", f.Number, err)
 			}
 			if !ok {
 				continue

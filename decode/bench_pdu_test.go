@@ -18,12 +18,12 @@ func BenchmarkDecodeFPDU(b *testing.B) {
 			name = "1448"
 		}
 		b.Run(name, func(b *testing.B) {
-			crc := true
+			crc := CRCUseOn
 			var p PDU
 			b.SetBytes(int64(len(wire)))
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				if _, err := DecodeFPDU(wire, &crc, &p); err != nil || p.CRCStatus != CRCGood || p.SegErr != nil {
+				if _, err := DecodeFPDU(wire, crc, &p); err != nil || p.CRCStatus != CRCGood || p.SegErr != nil {
 					b.Fatal(err, p.CRCStatus, p.SegErr)
 				}
 			}

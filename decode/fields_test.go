@@ -19,9 +19,9 @@ func mustHex(t testing.TB, s string) []byte {
 func pduOf(t testing.TB, s *Segment) *PDU {
 	t.Helper()
 	wire := AppendFPDU(nil, s.Append(nil), true)
-	crc := true
+	crc := CRCUseOn
 	var p PDU
-	if _, err := DecodeFPDU(wire, &crc, &p); err != nil {
+	if _, err := DecodeFPDU(wire, crc, &p); err != nil {
 		t.Fatal(err)
 	}
 	if p.SegErr != nil {
@@ -183,8 +183,8 @@ func TestSummaries(t *testing.T) {
 	}
 	bad := AppendFPDU(nil, (&Segment{DDP: DDPHeader{Last: true, DV: 1}, RDMAP: RDMAPControl{RV: 1, Opcode: OpSend}}).Append(nil), true)
 	bad[len(bad)-1] ^= 0xFF
-	crc := true
-	if _, err := DecodeFPDU(bad, &crc, &p); err != nil {
+	crc := CRCUseOn
+	if _, err := DecodeFPDU(bad, crc, &p); err != nil {
 		t.Fatal(err)
 	}
 	if got := string(p.AppendSummary(nil)); p.CRCStatus != CRCBad || !strings.Contains(got, "crc bad (wire 0x") {

@@ -71,10 +71,7 @@ func (m *MPA) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 	}
 	m.IsFrame = false
 	if _, err := ParseFPDU(data, &m.FPDU); err != nil {
-		if e, ok := err.(*Error); ok && e.Kind == Truncated {
-			df.SetTruncated()
-		}
-		return err
+		return feedback(err, df)
 	}
 	m.Contents, m.Payload = data[:ULPDULenLen], m.FPDU.ULPDU
 	return nil
@@ -97,7 +94,7 @@ func (m *MPA) SerializeTo(b gopacket.SerializeBuffer, opts gopacket.SerializeOpt
 	}
 	n := len(b.Bytes())
 	if n > 0xFFFF {
-		return fmt.Errorf("mpa: ULPDU of %d octets does not fit ULPDU_Length", n)
+		return malformed("mpa", "mpa.ulpdu_length", fmt.Sprintf("a ULPDU of %d octets does not fit the 16-bit field", n))
 	}
 	l := m.FPDU.ULPDULength
 	if opts.FixLengths {
@@ -153,8 +150,7 @@ func (d *DDP) NextLayerType() gopacket.LayerType { return LayerTypeRDMAP }
 func (d *DDP) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 	n, err := ParseDDP(data, &d.Header)
 	if err != nil {
-		df.SetTruncated()
-		return err
+		return feedback(err, df)
 	}
 	d.Contents, d.Payload = data[:n], data[n:]
 	return nil
@@ -188,8 +184,21 @@ func decodeDDPLayer(data []byte, p gopacket.PacketBuilder) error {
 	return p.NextDecoder(gopacket.LayerTypePayload)
 }
 
-func decodeRDMAPLayer([]byte, gopacket.PacketBuilder) error {
-	return fmt.Errorf("rdmap: decode through the DDP layer, which carries the RDMAP control octet")
+// errRDMAPAlone: the RDMAP control octet (RV, opcode) travels in the DDP
+// header's RsvdULP (RFC 5040 §4.1, RFC 5041 §4.2-4.3), so RDMAP cannot be
+// decoded from its own octets alone.
+var errRDMAPAlone = &Error{Kind: Malformed, Layer: "rdmap", Field: "rdmap.opcode",
+	Reason: "the control octet is in the DDP header: decode through the DDP layer (or set RDMAP.DDP)"}
+
+func decodeRDMAPLayer([]byte, gopacket.PacketBuilder) error { return errRDMAPAlone }
+
+// feedback tells gopacket that a decode error was a truncation (more octets
+// could fix it) and returns err.
+func feedback(err error, df gopacket.DecodeFeedback) error {
+	if e, ok := err.(*Error); ok && e.Kind == Truncated {
+		df.SetTruncated()
+	}
+	return err
 }
 
 // RDMAP is the RDMAP part of a segment (RFC 5040 §4): the control octet and
@@ -210,20 +219,17 @@ func (r *RDMAP) NextLayerType() gopacket.LayerType { return gopacket.LayerTypePa
 
 func (r *RDMAP) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 	if r.DDP == nil {
-		return fmt.Errorf("rdmap: layer not tied to a DDP layer (set RDMAP.DDP)")
+		return errRDMAPAlone
 	}
 	seg := r.DDP.Contents
 	// The RDMAP input must be the octets right after the DDP header, so
 	// the whole segment can be seen again as one slice.
 	if len(seg) == 0 || len(data) > 0 && (cap(seg) == len(seg) || &seg[:cap(seg)][len(seg)] != &data[0]) {
-		return fmt.Errorf("rdmap: input does not follow the tied DDP layer's header")
+		return malformed("rdmap", "rdmap.opcode", "the input does not follow the tied DDP layer's header, which holds the control octet")
 	}
 	whole := seg[: len(seg)+len(data) : len(seg)+len(data)]
 	if err := ParseSegment(whole, &r.Seg); err != nil {
-		if e, ok := err.(*Error); ok && e.Kind == Truncated {
-			df.SetTruncated()
-		}
-		return err
+		return feedback(err, df)
 	}
 	hdr := r.Seg.HdrLen - len(seg)
 	r.Contents, r.Payload = data[:hdr], data[hdr:]

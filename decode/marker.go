@@ -77,18 +77,19 @@ func (m Marker) HeaderPos(at uint32) uint32 {
 	return at - uint32(m.FPDUPTR&^3)
 }
 
-// markerOff returns the offset of stream position pos inside its 512-octet
-// marker period; 0..3 are the octets of a marker.
-func markerOff(pos, s0 uint32) uint32 { return (pos - s0) % MarkerSpacing }
+// MarkerOffset returns the offset of stream position pos inside its
+// 512-octet marker period; 0..3 are the octets of a marker (RFC 5044 §4.3:
+// markers at every pos with (pos - s0) mod 512 == 0, modulo 2^32).
+func MarkerOffset(pos, s0 uint32) uint32 { return (pos - s0) % MarkerSpacing }
 
 // IsMarkerPos reports whether a marker starts at stream position pos:
 // (pos - s0) mod 512 == 0 (RFC 5044 §4.3), modulo 2^32.
-func IsMarkerPos(pos, s0 uint32) bool { return markerOff(pos, s0) == 0 }
+func IsMarkerPos(pos, s0 uint32) bool { return MarkerOffset(pos, s0) == 0 }
 
 // NextMarkerPos returns the first marker position at or after pos (wrapping
 // past 2^32 like TCP sequence numbers).
 func NextMarkerPos(pos, s0 uint32) uint32 {
-	if off := markerOff(pos, s0); off != 0 {
+	if off := MarkerOffset(pos, s0); off != 0 {
 		return pos + (MarkerSpacing - off)
 	}
 	return pos
@@ -123,7 +124,7 @@ func ExpectedFPDUPTR(markerPos, fpduPos, s0 uint32) uint16 {
 // with: 4 if pos is a marker position, 4-off if pos is (improperly) inside
 // a marker, else 0.
 func leadLen(pos, s0 uint32) int {
-	if off := markerOff(pos, s0); off < MarkerLen {
+	if off := MarkerOffset(pos, s0); off < MarkerLen {
 		return int(MarkerLen - off)
 	}
 	return 0
@@ -133,14 +134,16 @@ func leadLen(pos, s0 uint32) int {
 // starts at pos.
 func headerPos(pos, s0 uint32) uint32 { return pos + uint32(leadLen(pos, s0)) }
 
-// wireSpan returns how many stream octets, starting at stream position p,
+// WireSpan returns how many stream octets, starting at stream position p,
 // hold k non-marker octets, marker octets before each of them included. It
 // stops right after the k-th non-marker octet (a marker that starts there is
-// not counted). wireSpan(p, s0, 0) == 0.
-func wireSpan(p, s0 uint32, k int) int {
+// not counted). WireSpan(p, s0, 0) == 0. A receiver uses it to know how
+// much of the stream holds a field before it has the whole FPDU (RFC 5044
+// §4.2: markers are inserted into the stream regardless of FPDU content).
+func WireSpan(p, s0 uint32, k int) int {
 	w := 0
 	for k > 0 {
-		off := int(markerOff(p+uint32(w), s0))
+		off := int(MarkerOffset(p+uint32(w), s0))
 		if off < MarkerLen {
 			w += MarkerLen - off
 			off = MarkerLen
@@ -155,6 +158,51 @@ func wireSpan(p, s0 uint32, k int) int {
 	return w
 }
 
+// FPDUWireLen returns the stream octets of an FPDU with ULPDU_Length
+// ulpduLen that starts at stream position pos on a marker-enabled stream
+// (see Marker for the stream model): leading marker, ULPDU_Length, ULPDU,
+// PAD, a marker between PAD and CRC, the CRC (RFC 5044 §4.3-4.4). The next
+// FPDU starts at pos+FPDUWireLen(pos, s0, ulpduLen); ParseFPDUWithMarkers
+// returns the same n.
+func FPDUWireLen(pos, s0 uint32, ulpduLen int) int {
+	return fpduSpans(pos, s0, ulpduLen).n
+}
+
+// spans are the ends, in wire octets from an FPDU's first octet, of the
+// parts of an FPDU on a marker-enabled stream.
+type spans struct {
+	ulpduEnd int
+	padEnd   int
+	covEnd   int // the marker between PAD and CRC, if any: CRC coverage ends here
+	n        int // the CRC: the whole FPDU
+}
+
+func fpduSpans(pos, s0 uint32, l int) spans {
+	var s spans
+	logical := ULPDULenLen + l
+	s.ulpduEnd = WireSpan(pos, s0, logical)
+	s.padEnd = WireSpan(pos, s0, logical+PadLen(l))
+	s.covEnd = s.padEnd
+	if IsMarkerPos(pos+uint32(s.padEnd), s0) {
+		s.covEnd += MarkerLen // marker between PAD and CRC, covered by the CRC
+	}
+	s.n = s.covEnd + WireSpan(pos+uint32(s.covEnd), s0, CRCLen)
+	return s
+}
+
+// AppendUnmarked appends to dst the first k non-marker octets of wire, a
+// span of stream octets that starts at stream position pos (fewer when
+// wire ends before them): the start of an FPDU's content, with its markers
+// taken out, before the whole FPDU is there. It allocates only when dst must
+// grow.
+func AppendUnmarked(dst, wire []byte, pos, s0 uint32, k int) []byte {
+	if w := WireSpan(pos, s0, k); w < len(wire) {
+		wire = wire[:w]
+	}
+	dst, _ = stripMarkers(dst, nil, false, wire, pos, s0)
+	return dst
+}
+
 // markerWord is the value of the marker at stream position m inside the FPDU
 // that starts at fpduPos, as 4 wire octets in a uint32.
 func markerWord(m, fpduPos, s0 uint32) uint32 {
@@ -167,7 +215,7 @@ func markerWord(m, fpduPos, s0 uint32) uint32 {
 // It advances *p by the octets appended.
 func appendWithMarkers(b, src []byte, p *uint32, fpduPos, s0 uint32) []byte {
 	for len(src) > 0 {
-		off := markerOff(*p, s0)
+		off := MarkerOffset(*p, s0)
 		if off < MarkerLen {
 			// Marker octets off..3 of the marker that starts at *p-off.
 			var w [MarkerLen]byte
@@ -244,7 +292,7 @@ func StripMarkers(dst []byte, marks []MarkerAt, wire []byte, pos, s0 uint32) ([]
 func stripMarkers(dst []byte, marks []MarkerAt, record bool, wire []byte, pos, s0 uint32) ([]byte, []MarkerAt) {
 	p := pos
 	for len(wire) > 0 {
-		off := markerOff(p, s0)
+		off := MarkerOffset(p, s0)
 		if off < MarkerLen {
 			if record && off == 0 && len(wire) >= MarkerLen {
 				marks = append(marks, MarkerAt{Pos: p, Marker: Marker{
@@ -290,7 +338,7 @@ func stripMarkers(dst []byte, marks []MarkerAt, record bool, wire []byte, pos, s
 // needed), Malformed "mpa.ulpdu_length" for a length below 14.
 func ParseFPDUWithMarkers(wire []byte, pos, s0 uint32, scratch []byte, f *FPDU, marks []MarkerAt) (n int, crc uint32, outMarks []MarkerAt, err error) {
 	lead := leadLen(pos, s0)
-	hdrEnd := wireSpan(pos, s0, ULPDULenLen)
+	hdrEnd := WireSpan(pos, s0, ULPDULenLen)
 	if len(wire) < hdrEnd {
 		return 0, 0, marks, truncated("mpa", "mpa.ulpdu_length", hdrEnd, len(wire))
 	}
@@ -308,13 +356,9 @@ func ParseFPDUWithMarkers(wire []byte, pos, s0 uint32, scratch []byte, f *FPDU, 
 	}
 	logical := ULPDULenLen + int(l)
 	pad := PadLen(int(l))
-	ulpduEnd := wireSpan(pos, s0, logical)
-	padEnd := wireSpan(pos, s0, logical+pad)
-	covEnd := padEnd
-	if IsMarkerPos(pos+uint32(padEnd), s0) {
-		covEnd += MarkerLen // marker between PAD and CRC, covered by the CRC
-	}
-	n = covEnd + wireSpan(pos+uint32(covEnd), s0, CRCLen)
+	sp := fpduSpans(pos, s0, int(l))
+	ulpduEnd, padEnd, covEnd := sp.ulpduEnd, sp.padEnd, sp.covEnd
+	n = sp.n
 	switch {
 	case len(wire) < ulpduEnd:
 		return 0, 0, marks, truncated("mpa", "mpa.ulpdu", n, len(wire))

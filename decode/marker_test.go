@@ -434,3 +434,88 @@ func TestMarkerAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkerArithmetic checks the exported arithmetic a receiver uses
+// before it holds a whole FPDU against the byte-at-a-time model: the FPDU's
+// wire length, the wire span of its first k non-marker octets, and those
+// octets with the markers taken out; on every alignment of pos in a marker
+// period (misaligned ones included) and across the 2^32 wrap.
+func TestMarkerArithmetic(t *testing.T) {
+	sizes := []int{14, 15, 40, 489, 490, 491, 505, 506, 507, 508, 1000, 1016, 1442}
+	for _, s0 := range []uint32{0, 11, 0xFFFFFD11, 0xFFFFFFFC} {
+		for off := uint32(0); off < 512; off++ {
+			pos := s0 + off
+			if got := decode.MarkerOffset(pos, s0); got != off {
+				t.Fatalf("MarkerOffset(%#x, %#x) = %d, want %d", pos, s0, got, off)
+			}
+			if off%4 != 0 {
+				// The model needs aligned FPDUs; the spans are checked on a
+				// plain marked stream below.
+				continue
+			}
+			for _, n := range sizes {
+				ref := mkEncode(pos, s0, fpULPDU(n), true)
+				if got := decode.FPDUWireLen(pos, s0, n); got != len(ref.wire) {
+					t.Fatalf("s0=%#x off=%d n=%d: FPDUWireLen %d, want %d", s0, off, n, got, len(ref.wire))
+				}
+			}
+		}
+	}
+
+	// A marked stream: every octet at a marker position (and the three
+	// after it) is 0xMM, the others count up, so the non-marker octets
+	// from any pos are known without the package's code.
+	const s0 = 0xFFFFFE00
+	start := uint32(s0 - 1024)
+	var wire []byte
+	var plain []byte // plain[i]: the non-marker octets from start+i on
+	var value byte
+	for p := start; p != start+3000; p++ {
+		if (p-s0)%512 < 4 {
+			wire = append(wire, 0xAA)
+		} else {
+			value++
+			if value == 0xAA {
+				value++
+			}
+			wire = append(wire, value)
+		}
+	}
+	for i := range wire {
+		plain = plain[:0]
+		for _, b := range wire[i:] {
+			if b != 0xAA {
+				plain = append(plain, b)
+			}
+		}
+		pos := start + uint32(i)
+		for _, k := range []int{0, 1, 2, 20, 507, 508, 509, 1100} {
+			if k > len(plain) {
+				continue
+			}
+			w := decode.WireSpan(pos, s0, k)
+			// w octets hold exactly k non-marker octets and end with one.
+			cnt := 0
+			for _, b := range wire[i : i+w] {
+				if b != 0xAA {
+					cnt++
+				}
+			}
+			if cnt != k || (k > 0 && wire[i+w-1] == 0xAA) {
+				t.Fatalf("pos=%#x k=%d: WireSpan %d holds %d non-marker octets", pos, k, w, cnt)
+			}
+			got := decode.AppendUnmarked([]byte{0xEE}, wire[i:], pos, s0, k)
+			if got[0] != 0xEE || !bytes.Equal(got[1:], plain[:k]) {
+				t.Fatalf("pos=%#x k=%d: AppendUnmarked % x, want % x", pos, k, got[1:], plain[:k])
+			}
+			// Cut short, it gives what there is.
+			if cut := w / 2; k > 0 {
+				got := decode.AppendUnmarked(nil, wire[i:i+cut], pos, s0, k)
+				want, _ := decode.StripMarkers(nil, nil, wire[i:i+cut], pos, s0)
+				if !bytes.Equal(got, want) {
+					t.Fatalf("pos=%#x k=%d cut=%d: AppendUnmarked % x, want % x", pos, k, cut, got, want)
+				}
+			}
+		}
+	}
+}

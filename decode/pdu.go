@@ -29,6 +29,35 @@ func (s CRCStatus) String() string {
 	return "unknown"
 }
 
+// CRCUse is what a receiver knows about CRCs on a connection: the MPA
+// handshake's C flags (RFC 5044 §7.1.1: CRCs are in use if either the
+// Request or the Reply set C), or an inference where no handshake was seen.
+type CRCUse uint8
+
+const (
+	// CRCUseUnknown: no handshake seen and nothing inferred; the CRC field
+	// is not judged.
+	CRCUseUnknown CRCUse = iota
+	// CRCUseOff: neither MPA frame set C; the field MUST NOT be checked.
+	CRCUseOff
+	// CRCUseOn: CRCs are in use; the field is checked.
+	CRCUseOn
+)
+
+// Verdict judges an FPDU's CRC field against the CRC32c computed over the
+// FPDU (RFC 5044 §4.4, §8).
+func (u CRCUse) Verdict(computed, field uint32) CRCStatus {
+	switch {
+	case u == CRCUseUnknown:
+		return CRCUnknown
+	case u == CRCUseOff:
+		return CRCNotUsed
+	case computed == field:
+		return CRCGood
+	}
+	return CRCBad
+}
+
 // PDU is one iWARP protocol data unit as the analyzer shows it: either an
 // MPA Request/Reply frame, or an FPDU with the DDP segment it carries decoded
 // through RDMAP. It is the value the field table reads.
@@ -49,10 +78,10 @@ type PDU struct {
 }
 
 // DecodeFPDU fills p from a marker-free FPDU at the start of b and reports
-// the octets it used. checkCRC says whether CRC was negotiated (nil: not
-// known). The DDP/RDMAP decode error, if any, is kept in p.SegErr and is not
+// the octets it used. crc says whether CRCs are in use on the connection.
+// The DDP/RDMAP decode error, if any, is kept in p.SegErr and is not
 // returned: the MPA layer was fine.
-func DecodeFPDU(b []byte, checkCRC *bool, p *PDU) (int, error) {
+func DecodeFPDU(b []byte, crc CRCUse, p *PDU) (int, error) {
 	// Reset only what this path does not overwrite: zeroing the whole PDU
 	// costs as much as decoding a small FPDU. p.MPA is stale but unused.
 	p.IsMPAFrame, p.Markers, p.SegErr = false, p.Markers[:0], nil
@@ -61,16 +90,7 @@ func DecodeFPDU(b []byte, checkCRC *bool, p *PDU) (int, error) {
 		return 0, err
 	}
 	p.ComputedCRC = p.FPDU.ComputedCRC()
-	switch {
-	case checkCRC == nil:
-		p.CRCStatus = CRCUnknown
-	case !*checkCRC:
-		p.CRCStatus = CRCNotUsed
-	case p.ComputedCRC == p.FPDU.CRC:
-		p.CRCStatus = CRCGood
-	default:
-		p.CRCStatus = CRCBad
-	}
+	p.CRCStatus = crc.Verdict(p.ComputedCRC, p.FPDU.CRC)
 	p.SegErr = ParseSegment(p.FPDU.ULPDU, &p.Seg)
 	return n, nil
 }

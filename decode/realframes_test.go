@@ -81,7 +81,7 @@ func TestRealFramesRoundTrip(t *testing.T) {
 			continue
 		}
 		var p decode.PDU
-		if _, err := decode.DecodeFPDU(u, nil, &p); err != nil {
+		if _, err := decode.DecodeFPDU(u, decode.CRCUseUnknown, &p); err != nil {
 			t.Fatal(err)
 		}
 		if p.SegErr != nil {
@@ -121,12 +121,15 @@ func FuzzPDU(f *testing.F) {
 			return
 		}
 		var p decode.PDU
-		crc := true
-		if _, err := decode.DecodeFPDU(b, &crc, &p); err != nil {
+		crc := decode.CRCUseOn
+		n, err := decode.DecodeFPDU(b, crc, &p)
+		if err != nil {
 			var de *decode.Error
 			if !errors.As(err, &de) {
 				t.Fatalf("untyped error %v", err)
 			}
+		} else {
+			checkFPDURoundTrip(t, b, n, &p)
 		}
 		p.AppendSummary(nil)
 		for i := range fields {
@@ -139,5 +142,30 @@ func FuzzPDU(f *testing.F) {
 		parser.IgnoreUnsupported = true
 		var lts []gopacket.LayerType
 		_ = parser.DecodeLayers(b, &lts)
+		if _, key := decode.IsMPAKey(b); err == nil && !key {
+			// The gopacket layers see the FPDU DecodeFPDU saw.
+			if len(lts) == 0 || mpa.FPDU.ULPDULength != p.FPDU.ULPDULength || mpa.FPDU.CRC != p.FPDU.CRC {
+				t.Fatalf("MPA layer %+v (layers %v), DecodeFPDU %+v", mpa.FPDU, lts, p.FPDU)
+			}
+		}
 	})
+}
+
+// checkFPDURoundTrip: an FPDU DecodeFPDU took from b is n = FPDULen
+// octets, its CRC verdict is the CRC32c's, and encoding its ULPDU again
+// (zero PAD, the CRC computed) gives b's octets back wherever its PAD was
+// zero and its CRC good.
+func checkFPDURoundTrip(t *testing.T, b []byte, n int, p *decode.PDU) {
+	t.Helper()
+	if n > len(b) || n != decode.FPDULen(len(p.FPDU.ULPDU)) || int(p.FPDU.ULPDULength) != len(p.FPDU.ULPDU) {
+		t.Fatalf("n %d of %d, ULPDU_Length %d, ULPDU %d", n, len(b), p.FPDU.ULPDULength, len(p.FPDU.ULPDU))
+	}
+	if good := p.ComputedCRC == p.FPDU.CRC; good != (p.CRCStatus == decode.CRCGood) || !good && p.CRCStatus != decode.CRCBad {
+		t.Fatalf("CRC %#x computed %#x: status %v", p.FPDU.CRC, p.ComputedCRC, p.CRCStatus)
+	}
+	if p.CRCStatus == decode.CRCGood && bytes.Count(p.FPDU.Pad, []byte{0}) == len(p.FPDU.Pad) {
+		if enc := decode.AppendFPDU(nil, p.FPDU.ULPDU, true); !bytes.Equal(enc, b[:n]) {
+			t.Fatalf("re-encoded % x, want % x", enc, b[:n])
+		}
+	}
 }

@@ -1,7 +1,6 @@
 package endpoint
 
 import (
-	"encoding/binary"
 	"io"
 	"net"
 	"net/netip"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
+	"github.com/iwkit/iwkit/internal/frame"
 	"github.com/iwkit/iwkit/pcap"
 )
 
@@ -50,9 +50,17 @@ type flowTap struct {
 	c          *Capture
 	local      netip.AddrPort
 	remote     netip.AddrPort
+	out, in    *frame.Template // frames from the local side, to it
 	lseq, rseq uint32
 	lfin, rfin bool
 }
+
+// The MAC addresses of the synthesized frames: the local side's, the
+// remote side's.
+var (
+	localMAC  = [6]byte{0x02, 0, 0, 0, 0, 1}
+	remoteMAC = [6]byte{0x02, 0, 0, 0, 0, 2}
+)
 
 func addrPort(a net.Addr, fallback netip.Addr, port uint16) netip.AddrPort {
 	if t, ok := a.(*net.TCPAddr); ok {
@@ -78,14 +86,16 @@ func (c *Capture) newFlow(conn net.Conn, active bool) *flowTap {
 	if f.local == f.remote {
 		f.remote = netip.AddrPortFrom(f.remote.Addr(), f.remote.Port()+1)
 	}
+	local, remote := frame.Endpoint{MAC: localMAC, Addr: f.local}, frame.Endpoint{MAC: remoteMAC, Addr: f.remote}
+	f.out, f.in = frame.NewTemplate(local, remote, 0), frame.NewTemplate(remote, local, 0)
 	if active {
-		f.frame(true, pcap.TCPSyn, nil)
-		f.frame(false, pcap.TCPSyn|pcap.TCPAck, nil)
-		f.frame(true, pcap.TCPAck, nil)
+		f.frame(true, frame.TCPFlagSYN, nil)
+		f.frame(false, frame.TCPFlagSYN|frame.TCPFlagACK, nil)
+		f.frame(true, frame.TCPFlagACK, nil)
 	} else {
-		f.frame(false, pcap.TCPSyn, nil)
-		f.frame(true, pcap.TCPSyn|pcap.TCPAck, nil)
-		f.frame(false, pcap.TCPAck, nil)
+		f.frame(false, frame.TCPFlagSYN, nil)
+		f.frame(true, frame.TCPFlagSYN|frame.TCPFlagACK, nil)
+		f.frame(false, frame.TCPFlagACK, nil)
 	}
 	return f
 }
@@ -95,7 +105,7 @@ const capSeg = 32 << 10
 func (f *flowTap) sent(b []byte) {
 	for len(b) > 0 {
 		n := min(len(b), capSeg)
-		f.frame(true, pcap.TCPAck|pcap.TCPPsh, b[:n])
+		f.frame(true, frame.TCPFlagACK|frame.TCPFlagPSH, b[:n])
 		b = b[n:]
 	}
 }
@@ -103,7 +113,7 @@ func (f *flowTap) sent(b []byte) {
 func (f *flowTap) recv(b []byte) {
 	for len(b) > 0 {
 		n := min(len(b), capSeg)
-		f.frame(false, pcap.TCPAck|pcap.TCPPsh, b[:n])
+		f.frame(false, frame.TCPFlagACK|frame.TCPFlagPSH, b[:n])
 		b = b[n:]
 	}
 }
@@ -114,7 +124,7 @@ func (f *flowTap) fin(out bool) {
 	done := out && f.lfin || !out && f.rfin
 	f.c.mu.Unlock()
 	if !done {
-		f.frame(out, pcap.TCPFin|pcap.TCPAck, nil)
+		f.frame(out, frame.TCPFlagFIN|frame.TCPFlagACK, nil)
 	}
 }
 
@@ -126,73 +136,27 @@ func (f *flowTap) frame(out bool, flags uint8, payload []byte) {
 	if c.err != nil {
 		return
 	}
-	src, dst := f.local, f.remote
+	t := f.out
 	seq, ack := &f.lseq, f.rseq
 	if !out {
-		src, dst = f.remote, f.local
+		t = f.in
 		seq, ack = &f.rseq, f.lseq
 	}
-	if flags&pcap.TCPSyn != 0 && flags&pcap.TCPAck == 0 {
+	if flags&frame.TCPFlagSYN != 0 && flags&frame.TCPFlagACK == 0 {
 		ack = 0
 	}
-	tot := 20 + 20 + len(payload)
-	b := c.frame[:0]
-	b = append(b, 0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00)
-	if !out {
-		copy(b[0:6], []byte{0x02, 0, 0, 0, 0, 1})
-		copy(b[6:12], []byte{0x02, 0, 0, 0, 0, 2})
-	}
-	ip := len(b)
-	s4, d4 := src.Addr().As4(), dst.Addr().As4()
-	b = append(b, 0x45, 0, byte(tot>>8), byte(tot), 0, 0, 0x40, 0, 64, 6, 0, 0)
-	b = append(b, s4[:]...)
-	b = append(b, d4[:]...)
-	binary.BigEndian.PutUint16(b[ip+10:], ipChecksum(b[ip:ip+20], 0))
-	tcp := len(b)
-	b = binary.BigEndian.AppendUint16(b, src.Port())
-	b = binary.BigEndian.AppendUint16(b, dst.Port())
-	b = binary.BigEndian.AppendUint32(b, *seq)
-	b = binary.BigEndian.AppendUint32(b, ack)
-	b = append(b, 5<<4, flags, 0xff, 0xff, 0, 0, 0, 0)
-	b = append(b, payload...)
-	// TCP checksum over the pseudo-header and the segment (RFC 9293 §3.1).
-	var ph [12]byte
-	copy(ph[0:4], s4[:])
-	copy(ph[4:8], d4[:])
-	ph[9] = 6
-	binary.BigEndian.PutUint16(ph[10:], uint16(len(b)-tcp))
-	sum := ipSum(ph[:], 0)
-	binary.BigEndian.PutUint16(b[tcp+16:], ipChecksum(b[tcp:], sum))
+	b := t.Append(c.frame[:0], &frame.Segment{Seq: *seq, Ack: ack, Flags: flags, Window: 0xffff}, payload)
 	c.frame = b
 	c.err = c.w.WriteFrame(time.Now(), b, 0)
 	*seq += uint32(len(payload))
-	if flags&(pcap.TCPSyn|pcap.TCPFin) != 0 {
+	if flags&(frame.TCPFlagSYN|frame.TCPFlagFIN) != 0 {
 		*seq++
 	}
-	if flags&pcap.TCPFin != 0 {
+	if flags&frame.TCPFlagFIN != 0 {
 		if out {
 			f.lfin = true
 		} else {
 			f.rfin = true
 		}
 	}
-}
-
-func ipSum(b []byte, sum uint32) uint32 {
-	for len(b) >= 2 {
-		sum += uint32(b[0])<<8 | uint32(b[1])
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		sum += uint32(b[0]) << 8
-	}
-	return sum
-}
-
-func ipChecksum(b []byte, sum uint32) uint16 {
-	sum = ipSum(b, sum)
-	for sum>>16 != 0 {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
 }

@@ -8,11 +8,11 @@ import (
 	"github.com/iwkit/iwkit/decode"
 )
 
-func pdu(t *testing.T, s decode.Segment) *decode.PDU {
+func pdu(t testing.TB, s decode.Segment) *decode.PDU {
 	t.Helper()
-	crc := true
+	crc := decode.CRCUseOn
 	var p decode.PDU
-	if _, err := decode.DecodeFPDU(decode.AppendFPDU(nil, s.Append(nil), true), &crc, &p); err != nil || p.SegErr != nil {
+	if _, err := decode.DecodeFPDU(decode.AppendFPDU(nil, s.Append(nil), true), crc, &p); err != nil || p.SegErr != nil {
 		t.Fatal(err, p.SegErr)
 	}
 	return &p
@@ -105,11 +105,41 @@ func FuzzCompile(f *testing.F) {
 	for _, s := range []string{`rdmap.opcode == "RDMA Read Request" && ddp.stag == 0x1234`, `!(ddp.qn == 1 || ddp.msn >= 3)`, `data contains "x"`, `mpa.rev`} {
 		f.Add(s)
 	}
-	var p decode.PDU
+	// The fuzzer's PDUs: an empty one (every field absent) and three
+	// decoded segments.
+	pdus := []*decode.PDU{{},
+		pdu(f, decode.Segment{DDP: decode.DDPHeader{Last: true, DV: 1, QN: 1, MSN: 3}, RDMAP: decode.RDMAPControl{RV: 1, Opcode: decode.OpReadRequest},
+			ReadRequest: decode.ReadRequest{SinkSTag: 0x1234, Size: 65536, SrcSTag: 0x99}}),
+		pdu(f, decode.Segment{DDP: decode.DDPHeader{Tagged: true, Last: true, DV: 1, STag: 0x1234, TO: 0x1000}, RDMAP: decode.RDMAPControl{RV: 1, Opcode: decode.OpWrite},
+			Payload: []byte("hello world")}),
+		pdu(f, decode.Segment{DDP: decode.DDPHeader{Last: true, DV: 1, QN: 2, MSN: 1}, RDMAP: decode.RDMAPControl{RV: 1, Opcode: decode.OpTerminate},
+			Terminate: decode.Terminate{Layer: 1, EType: 2, Code: 3}})}
+	// Beyond not panicking, a filter that compiles obeys boolean logic:
+	// its negation, its conjunction and disjunction with itself compile
+	// and match accordingly, and it keeps its source.
 	f.Fuzz(func(t *testing.T, s string) {
 		flt, err := Compile(s, PDUResolver)
-		if err == nil {
-			flt.Match(&p)
+		if err != nil {
+			var fe *Error
+			if !errors.As(err, &fe) {
+				t.Fatalf("%q: untyped error %T %v", s, err, err)
+			}
+			return
+		}
+		if flt.String() != s {
+			t.Fatalf("String %q, want %q", flt.String(), s)
+		}
+		not, err1 := Compile("!("+s+")", PDUResolver)
+		and, err2 := Compile("("+s+") && ("+s+")", PDUResolver)
+		or, err3 := Compile("("+s+") || !("+s+")", PDUResolver)
+		if err1 != nil || err2 != nil || err3 != nil {
+			t.Fatalf("%q compiles, its combinations do not: %v; %v; %v", s, err1, err2, err3)
+		}
+		for i, p := range pdus {
+			m := flt.Match(p)
+			if not.Match(p) == m || and.Match(p) != m || !or.Match(p) {
+				t.Fatalf("%q on PDU %d: match %v, negation %v, conjunction %v, disjunction with negation %v", s, i, m, not.Match(p), and.Match(p), or.Match(p))
+			}
 		}
 	})
 }

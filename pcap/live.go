@@ -43,9 +43,9 @@ type LiveOptions struct {
 	Promisc bool
 	// BufferSize is the kernel buffer in octets (0: DefaultBufferSize).
 	BufferSize int
-	// Filter is the kernel filter, compiled with FilterOptions{Kernel:
+	// Filter is the kernel filter, compiled with bpf.Options{Kernel:
 	// true} for InterfaceLinkType (nil: every frame). On a loopback
-	// interface OpenLive prefixes it with DropOutgoing.
+	// interface OpenLive prefixes it with bpf.DropOutgoing.
 	Filter []bpf.RawInstruction
 	Method CaptureMethod
 	// BlockTimeout is how long the kernel holds a partly filled ring block

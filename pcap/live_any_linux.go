@@ -13,7 +13,8 @@ import (
 	"unsafe"
 
 	"github.com/gopacket/gopacket/layers"
-	"golang.org/x/net/bpf"
+	"github.com/iwkit/iwkit/pcap/bpf"
+	xbpf "golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,16 +57,13 @@ const AnyInterface = "any"
 // cookedLen is the length of the Linux cooked (SLL v1) header.
 const cookedLen = 16
 
-// More of Linux's SKF_AD_* offsets and ARPHRD types, for the "any" socket.
-const (
-	skfADHatype = 28
-	vlanTagLen  = 4
-)
+// vlanTagLen is the length of an 802.1Q tag.
+const vlanTagLen = 4
 
 type anySocket struct {
 	fd     int
-	vm     *bpf.VM // the capture filter (nil: every frame)
-	buf    []byte  // vlanTagLen spare octets, the cooked header, the packet
+	vm     *xbpf.VM // the capture filter (nil: every frame)
+	buf    []byte   // vlanTagLen spare octets, the cooked header, the packet
 	oob    []byte
 	sa     unix.RawSockaddrLinklayer
 	iov    unix.Iovec
@@ -81,7 +79,7 @@ type anySocket struct {
 // tell: SO_TIMESTAMPNS turns arrival stamping on from a workqueue, a moment
 // after the setsockopt, and packets queued before then are stamped as they
 // are read.)
-var rejectAll = []bpf.RawInstruction{{Op: opRET | retK, K: 0}}
+var rejectAll = mustAssemble(xbpf.RetConstant{Val: 0})
 
 // stop ends the intake of the "any" socket: Next drains the queue, then
 // says io.EOF.
@@ -95,18 +93,27 @@ func (a *anySocket) stop() {
 
 // anyKernelProgram drops outgoing packets of loopback interfaces and keeps
 // keep octets of the others (counted from the network header: SOCK_DGRAM).
-func anyKernelProgram(keep int) []bpf.RawInstruction {
-	return []bpf.RawInstruction{
-		{Op: opLD | szW | mdABS, K: skfADOff + skfADPktType},
-		{Op: opJMP | jmpJEQ | srcK, Jt: 0, Jf: 3, K: pktTypeOutgoing},
-		{Op: opLD | szW | mdABS, K: skfADOff + skfADHatype},
-		{Op: opJMP | jmpJEQ | srcK, Jt: 0, Jf: 1, K: arphrdLoopback},
-		{Op: opRET | retK, K: 0},
-		{Op: opRET | retK, K: uint32(keep)},
-	}
+func anyKernelProgram(keep int) []xbpf.RawInstruction {
+	return mustAssemble(
+		xbpf.LoadExtension{Num: xbpf.ExtType}, // SKF_AD_PKTTYPE
+		xbpf.JumpIf{Cond: xbpf.JumpEqual, Val: unix.PACKET_OUTGOING, SkipFalse: 3},
+		xbpf.LoadExtension{Num: xbpf.ExtLinkLayerType}, // SKF_AD_HATYPE
+		xbpf.JumpIf{Cond: xbpf.JumpEqual, Val: arphrdLoopback, SkipFalse: 1},
+		xbpf.RetConstant{Val: 0},
+		xbpf.RetConstant{Val: uint32(keep)},
+	)
 }
 
-func attachFilter(fd int, prog []bpf.RawInstruction) error {
+// mustAssemble assembles a program written here, which cannot fail.
+func mustAssemble(insns ...xbpf.Instruction) []xbpf.RawInstruction {
+	prog, err := xbpf.Assemble(insns)
+	if err != nil {
+		panic(err)
+	}
+	return prog
+}
+
+func attachFilter(fd int, prog []xbpf.RawInstruction) error {
 	p := unix.SockFprog{Len: uint16(len(prog)), Filter: (*unix.SockFilter)(unsafe.Pointer(&prog[0]))}
 	return unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &p)
 }
@@ -115,13 +122,13 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // openAny sets up the "any" capture. filter, when not nil, is a program
 // for LINUX_SLL frames, run in user space.
-func (l *Live) openAny(o LiveOptions, filter []bpf.RawInstruction) error {
+func (l *Live) openAny(o LiveOptions, filter []xbpf.RawInstruction) error {
 	a := &anySocket{fd: -1}
 	if len(filter) > 0 {
-		if usesAncillary(filter) {
+		if bpf.UsesAncillary(filter) {
 			return errors.New("capture filter: on \"any\" the filter runs in user space and cannot read Linux packet metadata (compile it without the kernel form)")
 		}
-		vm, err := newVM(filter)
+		vm, err := bpf.NewVM(filter)
 		if err != nil {
 			return fmt.Errorf("capture filter: %w", err)
 		}

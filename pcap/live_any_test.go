@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
+	"github.com/iwkit/iwkit/internal/testenv"
+	"github.com/iwkit/iwkit/pcap/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,11 +28,9 @@ import (
 // form), or skips the test saying why when the process may not capture.
 func openAnyT(t testing.TB, filter string, o LiveOptions) *Live {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("live capture needs root or CAP_NET_RAW; not root")
-	}
+	testenv.NeedRoot(t, "live capture (CAP_NET_RAW)")
 	if filter != "" {
-		prog, err := CompileFilter(filter, layers.LinkTypeLinuxSLL, FilterOptions{Snaplen: o.Snaplen})
+		prog, err := bpf.Compile(filter, layers.LinkTypeLinuxSLL, bpf.Options{Snaplen: o.Snaplen})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func openAnyT(t testing.TB, filter string, o LiveOptions) *Live {
 	l, err := OpenLive(AnyInterface, o)
 	var pe *PermissionError
 	if errors.As(err, &pe) {
-		t.Skipf("no CAP_NET_RAW: %v", err)
+		testenv.Skipf(t, "no CAP_NET_RAW: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestLiveAnyLoopbackEachPacketOnce(t *testing.T) {
 	go func() {
 		sendSeq(t, noisePort, 100, 50) // the filter keeps these out
 		sendSeq(t, port, n, 200)
-		time.Sleep(100 * time.Millisecond)
+		sink.waitSeq(n - 1)
 		l.Stop()
 	}()
 	seen := make([]int, n)
@@ -160,15 +160,13 @@ func TestLiveAnyOpen(t *testing.T) {
 	if last := ifs[len(ifs)-1]; last.Name != "any" || last.LinkType != layers.LinkTypeLinuxSLL {
 		t.Errorf("Interfaces does not end with any: %+v", last)
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("not root")
-	}
+	testenv.NeedRoot(t, "opening a capture")
 	if _, err := OpenLive("any", LiveOptions{Method: MethodRing}); err == nil {
 		t.Error("any with the ring: no error")
 	}
 	// A kernel-form program (-F) reads packet metadata: it cannot run in
 	// user space.
-	prog, err := CompileFilter("vlan 100", layers.LinkTypeEthernet, FilterOptions{Kernel: true})
+	prog, err := bpf.Compile("vlan 100", layers.LinkTypeEthernet, bpf.Options{Kernel: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,10 +178,7 @@ func TestLiveAnyOpen(t *testing.T) {
 // The cooked headers (and the rest) of the same datagrams captured by
 // tcpdump -i any -y LINUX_SLL and by OpenLive("any") are the same octets.
 func TestLiveAnyCookedMatchesTcpdump(t *testing.T) {
-	tcpdump, err := exec.LookPath("tcpdump")
-	if err != nil {
-		t.Skip("tcpdump not installed")
-	}
+	tcpdump := testenv.Tool(t, "tcpdump")
 	sink, port := udpSink(t)
 	defer sink.Close()
 	l := openAnyT(t, fmt.Sprintf("udp dst port %d", port), LiveOptions{})
@@ -192,7 +187,7 @@ func TestLiveAnyCookedMatchesTcpdump(t *testing.T) {
 	stopTcpdump := startTcpdump(t, tcpdump, file, fmt.Sprintf("udp dst port %d", port))
 	const n = 20
 	sendSeq(t, port, n, 64)
-	time.Sleep(200 * time.Millisecond)
+	waitFileFrames(file, n, func([]byte) bool { return true })
 	stderr := stopTcpdump()
 	l.Stop()
 	var ours [][]byte
@@ -222,6 +217,28 @@ func TestLiveAnyCookedMatchesTcpdump(t *testing.T) {
 	}
 }
 
+// waitFileFrames waits until the capture file being written (tcpdump -U
+// writes each packet as it takes it) holds want frames that match, polling
+// at most 500 times, 10 ms apart; the test then compares what there is.
+func waitFileFrames(file string, want int, match func([]byte) bool) {
+	for i := 0; i < 500; i++ {
+		got := 0
+		if r, err := Open(file); err == nil {
+			var f Frame
+			for r.Next(&f) == nil {
+				if match(f.Data) {
+					got++
+				}
+			}
+			r.Close()
+		}
+		if got >= want {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // startTcpdump runs tcpdump -i any -y LINUX_SLL -w file [filter] and
 // returns once it listens (its filter is attached); stop ends it with
 // SIGINT and returns what it said.
@@ -236,7 +253,7 @@ func startTcpdump(t *testing.T, tcpdump, file string, filter ...string) (stop fu
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Skipf("tcpdump: %v", err)
+		testenv.Skipf(t, "tcpdump: %v", err)
 	}
 	lines := make(chan string, 16)
 	go func() {
@@ -291,21 +308,17 @@ func BenchmarkLiveAnyLoopback(b *testing.B) {
 // peer) come out of "any" with the same octets as out of tcpdump -i any
 // -y LINUX_SLL.
 func TestLiveAnyVLANMatchesTcpdump(t *testing.T) {
-	tcpdump, err := exec.LookPath("tcpdump")
-	if err != nil {
-		t.Skip("tcpdump not installed")
-	}
+	tcpdump := testenv.Tool(t, "tcpdump")
 	a, _ := veth(t)
 	l := openAnyT(t, "", LiveOptions{})
 	defer l.Close()
 	file := filepath.Join(t.TempDir(), "vlan.pcap")
 	stopTcpdump := startTcpdump(t, tcpdump, file)
 	payload := []byte("iwkit any vlan test")
-	base := ether(macB, macA, 0x0800, ipv4("10.9.0.1", "10.9.0.2", 17, nil, 0, udpHdr(40000, 7777, payload)))
 	frames := [][]byte{
-		withVLAN(base, [2]uint16{0x8100, 0x2064}),
-		withVLAN(base, [2]uint16{0x88a8, 100}, [2]uint16{0x8100, 300}),
-		base,
+		vlanUDPFrame(t, 7777, payload, [2]uint16{0x8100, 0x2064}),
+		vlanUDPFrame(t, 7777, payload, [2]uint16{0x88a8, 100}, [2]uint16{0x8100, 300}),
+		vlanUDPFrame(t, 7777, payload),
 	}
 	ifc, err := net.InterfaceByName(a)
 	if err != nil {
@@ -313,7 +326,7 @@ func TestLiveAnyVLANMatchesTcpdump(t *testing.T) {
 	}
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
 	if err != nil {
-		t.Skipf("raw socket: %v", err)
+		testenv.Skipf(t, "raw socket: %v", err)
 	}
 	defer unix.Close(fd)
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifc.Index}); err != nil {
@@ -324,7 +337,8 @@ func TestLiveAnyVLANMatchesTcpdump(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(200 * time.Millisecond)
+	// Each frame is seen twice: leaving a, arriving on b.
+	waitFileFrames(file, 2*len(frames), func(b []byte) bool { return bytes.Contains(b, payload) })
 	stderr := stopTcpdump()
 	l.Stop()
 	pick := func(next func(*Frame) error) []string {

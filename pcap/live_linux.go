@@ -19,7 +19,8 @@ import (
 	"github.com/gopacket/gopacket/afpacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
-	"golang.org/x/net/bpf"
+	"github.com/iwkit/iwkit/pcap/bpf"
+	xbpf "golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -157,9 +158,9 @@ func OpenLive(iface string, o LiveOptions) (*Live, error) {
 	}
 	prog := o.Filter
 	if len(prog) == 0 {
-		prog = acceptAll(snap)
+		prog = bpf.AcceptAll(snap)
 	}
-	if err := checkProgram(prog); err != nil {
+	if err := bpf.Check(prog); err != nil {
 		return nil, fmt.Errorf("capture filter: %w", err)
 	}
 	l := &Live{iface: iface, lt: lt, snaplen: snap, loopback: ifc.Flags&net.FlagLoopback != 0, blockTimeout: o.BlockTimeout}
@@ -167,9 +168,9 @@ func OpenLive(iface string, o LiveOptions) (*Live, error) {
 		l.blockTimeout = defaultBlockTimeout
 	}
 	if l.loopback {
-		prog = DropOutgoing(prog, snap)
+		prog = bpf.DropOutgoing(prog, snap)
 	}
-	prog = ClampSnaplen(prog, snap)
+	prog = bpf.ClampSnaplen(prog, snap)
 
 	var ringErr error
 	if o.Method != MethodSocket {
@@ -205,7 +206,7 @@ func openAnyLive(o LiveOptions) (*Live, error) {
 		snap = MaxSnaplen
 	}
 	if len(o.Filter) > 0 {
-		if err := checkProgram(o.Filter); err != nil {
+		if err := bpf.Check(o.Filter); err != nil {
 			return nil, fmt.Errorf("capture filter: %w", err)
 		}
 	}
@@ -219,7 +220,7 @@ func openAnyLive(o LiveOptions) (*Live, error) {
 	return l, nil
 }
 
-func (l *Live) openRing(o LiveOptions, prog []bpf.RawInstruction) error {
+func (l *Live) openRing(o LiveOptions, prog []xbpf.RawInstruction) error {
 	blockSize, blocks := ringGeometry(o.BufferSize)
 	bt := l.blockTimeout
 	tp, err := afpacket.NewTPacket(
@@ -255,7 +256,7 @@ func (l *Live) openRing(o LiveOptions, prog []bpf.RawInstruction) error {
 	return nil
 }
 
-func (l *Live) openSocket(o LiveOptions, prog []bpf.RawInstruction) error {
+func (l *Live) openSocket(o LiveOptions, prog []xbpf.RawInstruction) error {
 	eh, err := pcapgo.NewEthernetHandle(l.iface)
 	if err != nil {
 		return err
@@ -271,7 +272,7 @@ func (l *Live) openSocket(o LiveOptions, prog []bpf.RawInstruction) error {
 	// nothing, read off what is queued, then attach the real filter.
 	l.ehFile = ethernetHandleFile(eh)
 	if l.ehFile != nil {
-		if err := eh.SetBPF([]bpf.RawInstruction{{Op: 0x6, K: 0}}); err != nil { // ret #0
+		if err := eh.SetBPF([]xbpf.RawInstruction{{Op: 0x6, K: 0}}); err != nil { // ret #0
 			eh.Close()
 			return fmt.Errorf("attaching the capture filter: %w", err)
 		}

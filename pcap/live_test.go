@@ -12,10 +12,13 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
+	"github.com/iwkit/iwkit/internal/testenv"
+	"github.com/iwkit/iwkit/pcap/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,15 +26,13 @@ import (
 // process may not capture.
 func openLoopback(t testing.TB, filter string, o LiveOptions) *Live {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("live capture needs root or CAP_NET_RAW; not root")
-	}
+	testenv.NeedRoot(t, "live capture (CAP_NET_RAW)")
 	lt, err := InterfaceLinkType("lo")
 	if err != nil {
-		t.Skipf("no loopback interface: %v", err)
+		testenv.Skipf(t, "no loopback interface: %v", err)
 	}
 	if filter != "" {
-		prog, err := CompileFilter(filter, lt, FilterOptions{Kernel: true, Snaplen: o.Snaplen})
+		prog, err := bpf.Compile(filter, lt, bpf.Options{Kernel: true, Snaplen: o.Snaplen})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +41,7 @@ func openLoopback(t testing.TB, filter string, o LiveOptions) *Live {
 	l, err := OpenLive("lo", o)
 	var pe *PermissionError
 	if errors.As(err, &pe) {
-		t.Skipf("no CAP_NET_RAW: %v", err)
+		testenv.Skipf(t, "no CAP_NET_RAW: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -49,20 +50,45 @@ func openLoopback(t testing.TB, filter string, o LiveOptions) *Live {
 }
 
 // udpSink listens on 127.0.0.1 and reads (and discards) what arrives.
-func udpSink(t testing.TB) (*net.UDPConn, int) {
+func udpSink(t testing.TB) (*sink, int) {
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := &sink{UDPConn: c}
+	s.last.Store(-1)
 	go func() {
 		buf := make([]byte, 65536)
 		for {
-			if _, _, err := c.ReadFrom(buf); err != nil {
+			n, _, err := c.ReadFrom(buf)
+			if err != nil {
 				return
+			}
+			if n >= 4 {
+				s.last.Store(int64(binary.BigEndian.Uint32(buf)))
 			}
 		}
 	}()
-	return c, c.LocalAddr().(*net.UDPAddr).Port
+	return s, c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// sink receives the datagrams of sendSeq and notes the sequence number of
+// the last one. A packet reaches a socket after the packet taps (Linux
+// hands it to AF_PACKET sockets before the protocol stack), so once the
+// sink holds the last datagram of a burst, every capture has been handed
+// the whole burst: a test waits for that instead of sleeping.
+type sink struct {
+	*net.UDPConn
+	last atomic.Int64
+}
+
+// waitSeq waits until datagram seq has arrived, polling, for at most ten
+// seconds (the datagram may have been dropped; the test then finds out
+// what its capture holds).
+func (s *sink) waitSeq(seq int) {
+	for i := 0; i < 10000 && s.last.Load() < int64(seq); i++ {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // sendSeq sends n datagrams numbered from 0 to port.
@@ -151,7 +177,7 @@ func TestLiveLoopbackEachPacketOnce(t *testing.T) {
 			const n = 2000
 			go func() {
 				sendSeq(t, port, n, 200)
-				time.Sleep(100 * time.Millisecond)
+				sink.waitSeq(n - 1)
 				l.Stop()
 			}()
 			seen := make([]int, n)
@@ -214,7 +240,7 @@ func checkSnaplen(t *testing.T, hdr int, open func(port int) *Live) {
 	defer l.Close()
 	go func() {
 		sendSeq(t, port, 10, 1000)
-		time.Sleep(100 * time.Millisecond)
+		sink.waitSeq(9)
 		l.Stop()
 	}()
 	var f Frame
@@ -362,17 +388,31 @@ func benchDrain(b *testing.B, open func(port int) *Live) {
 // veth creates a veth pair for a test and removes it at the end.
 func veth(t *testing.T) (a, b string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("creating a veth pair needs root")
-	}
+	testenv.NeedRoot(t, "creating a veth pair")
 	a, b = fmt.Sprintf("iwk%da", os.Getpid()%10000), fmt.Sprintf("iwk%db", os.Getpid()%10000)
 	if out, err := exec.Command("ip", "link", "add", a, "type", "veth", "peer", "name", b).CombinedOutput(); err != nil {
-		t.Skipf("cannot create a veth pair: %v %s", err, out)
+		testenv.Skipf(t, "cannot create a veth pair: %v %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("ip", "link", "del", a).Run() })
 	for _, n := range []string{a, b} {
 		if out, err := exec.Command("ip", "link", "set", n, "up").CombinedOutput(); err != nil {
 			t.Fatalf("ip link set %s up: %v %s", n, err, out)
+		}
+	}
+	// The kernel brings a link up from its linkwatch work, a moment after
+	// "ip link set up" returns; until then frames written on it are
+	// dropped. Wait (polling, at most ten seconds) until both ends say so.
+	for _, n := range []string{a, b} {
+		state := ""
+		for i := 0; i < 2000 && state != "up"; i++ {
+			if i > 0 {
+				time.Sleep(5 * time.Millisecond)
+			}
+			st, _ := os.ReadFile("/sys/class/net/" + n + "/operstate")
+			state = strings.TrimSpace(string(st))
+		}
+		if state != "up" {
+			t.Fatalf("%s is %q, not up", n, state)
 		}
 	}
 	return a, b
@@ -386,10 +426,9 @@ func veth(t *testing.T) (a, b string) {
 // expression describes, and hand them over with their tags in place.
 func TestLiveVLANKernel(t *testing.T) {
 	a, b := veth(t)
-	udp := func(dport uint16) []byte {
-		return ipv4("10.9.0.1", "10.9.0.2", 17, nil, 0, udpHdr(40000, dport, []byte("vlan test")))
+	frameTo := func(dport uint16, tags ...[2]uint16) []byte {
+		return vlanUDPFrame(t, dport, []byte("vlan test"), tags...)
 	}
-	base := func(dport uint16) []byte { return ether(macB, macA, 0x0800, udp(dport)) }
 	type frame struct {
 		name string
 		data []byte
@@ -401,19 +440,22 @@ func TestLiveVLANKernel(t *testing.T) {
 		fNoTag = "udp dst port 7777 and not vlan" // vlan shifts what follows it
 	)
 	frames := []frame{
-		{"vlan100-7777", withVLAN(base(7777), [2]uint16{0x8100, 0x2064}), map[string]bool{f100: true}},
-		{"vlan200-7777", withVLAN(base(7777), [2]uint16{0x8100, 200}), nil},
-		{"untagged-7777", base(7777), map[string]bool{fNoTag: true}},
-		{"vlan100-8888", withVLAN(base(8888), [2]uint16{0x8100, 100}), nil},
-		{"qinq-100-300", withVLAN(base(7777), [2]uint16{0x88a8, 100}, [2]uint16{0x8100, 300}), map[string]bool{f100: false, fQinQ: true}},
+		{"vlan100-7777", frameTo(7777, [2]uint16{0x8100, 0x2064}), map[string]bool{f100: true}},
+		{"vlan200-7777", frameTo(7777, [2]uint16{0x8100, 200}), nil},
+		{"untagged-7777", frameTo(7777), map[string]bool{fNoTag: true}},
+		{"vlan100-8888", frameTo(8888, [2]uint16{0x8100, 100}), nil},
+		{"qinq-100-300", frameTo(7777, [2]uint16{0x88a8, 100}, [2]uint16{0x8100, 300}), map[string]bool{f100: false, fQinQ: true}},
 	}
 	// Which frames each filter keeps, as tcpdump -r would on the frames
 	// as written (the file form of the same expression).
 	for _, fr := range frames {
 		for _, expr := range []string{f100, fQinQ, fNoTag} {
-			prog, _ := CompileFilter(expr, layers.LinkTypeEthernet, FilterOptions{})
-			if got := vmVerdict(t, prog, fr.data); got != fr.keep[expr] {
-				t.Fatalf("%s on %s: file program says %v", expr, fr.name, got)
+			ff, err := bpf.NewFilter(expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := ff.Match(layers.LinkTypeEthernet, fr.data); err != nil || got != fr.keep[expr] {
+				t.Fatalf("%s on %s: file program says %v (%v)", expr, fr.name, got, err)
 			}
 		}
 	}
@@ -423,7 +465,7 @@ func TestLiveVLANKernel(t *testing.T) {
 	}
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
 	if err != nil {
-		t.Skipf("raw socket: %v", err)
+		testenv.Skipf(t, "raw socket: %v", err)
 	}
 	defer unix.Close(fd)
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifc.Index}); err != nil {
@@ -434,7 +476,7 @@ func TestLiveVLANKernel(t *testing.T) {
 		for _, m := range []CaptureMethod{MethodRing, MethodSocket} {
 			for _, expr := range []string{f100, fQinQ, fNoTag} {
 				name := fmt.Sprintf("%s/%s/%s", where, map[CaptureMethod]string{MethodRing: "ring", MethodSocket: "socket"}[m], expr)
-				prog, err := CompileFilter(expr, layers.LinkTypeEthernet, FilterOptions{Kernel: true})
+				prog, err := bpf.Compile(expr, layers.LinkTypeEthernet, bpf.Options{Kernel: true})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -291,5 +291,6 @@ func FuzzReader(f *testing.F) {
 		var fr Frame
 		for i := 0; i < 10000 && r.Next(&fr) == nil; i++ {
 		}
+		checkReadBack(t, data)
 	})
 }

@@ -11,7 +11,12 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/iwkit/iwkit/pcap/bpf"
 )
+
+// MaxSnaplen is what libpcap captures at most (the capture filter's
+// "accept" returns it; see bpf.MaxSnaplen).
+const MaxSnaplen = bpf.MaxSnaplen
 
 // Writer writes frames as pcap (nanosecond timestamps) or pcapng.
 type Writer struct {

@@ -240,6 +240,11 @@ type Assembler struct {
 	scratch []byte            // marker-free copy of an FPDU with markers
 	marks   []decode.MarkerAt // markers of the FPDU at hand
 	pkt     pcap.Packet       // for FeedFrame
+
+	// work counts the resync's effort: FPDU candidates examined plus the
+	// octets parsed and checksummed for them. Tests bound it by the input
+	// (no wall clock).
+	work uint64
 }
 
 // New returns an Assembler that sends its events to h.

@@ -79,6 +79,17 @@ type Params struct {
 	FrameSeq uint32
 }
 
+// crcUse is what the framer knows of CRCs in this direction.
+func (p *Params) crcUse() decode.CRCUse {
+	switch {
+	case p.CRC:
+		return decode.CRCUseOn
+	case p.CRCSource != SourceUnknown:
+		return decode.CRCUseOff
+	}
+	return decode.CRCUseUnknown
+}
+
 // Settled reports whether both markers and CRC are known.
 func (p *Params) Settled() bool {
 	return p.MarkersSource != SourceUnknown && p.CRCSource != SourceUnknown

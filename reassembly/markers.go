@@ -6,75 +6,10 @@ import (
 	"github.com/iwkit/iwkit/decode"
 )
 
-// Marker arithmetic the framer needs before it holds a whole FPDU: how many
-// stream octets an FPDU occupies, and its first non-marker octets. decode
-// keeps the equivalents private; these follow its stream model (see
-// decode.Marker): positions are TCP sequence numbers, markers sit at every
-// position p with (p - s0) mod 512 == 0.
-
 // maxFPDUWire bounds the wire size of one FPDU: ULPDU_Length 65535, PAD, CRC
-// and the markers such a span can hold.
+// and the markers such a span can hold. (The marker arithmetic itself is
+// decode's: MarkerOffset, WireSpan, FPDUWireLen, AppendUnmarked.)
 const maxFPDUWire = 65 << 10
-
-func markerOff(pos, s0 uint32) uint32 { return (pos - s0) % decode.MarkerSpacing }
-
-// leadLen is the marker octets an FPDU that starts at pos begins with.
-func leadLen(pos, s0 uint32) int {
-	if off := markerOff(pos, s0); off < decode.MarkerLen {
-		return int(decode.MarkerLen - off)
-	}
-	return 0
-}
-
-// wireSpan returns how many stream octets, from position p, hold k
-// non-marker octets (markers before each of them included).
-func wireSpan(p, s0 uint32, k int) int {
-	w := 0
-	for k > 0 {
-		off := int(markerOff(p+uint32(w), s0))
-		if off < decode.MarkerLen {
-			w += decode.MarkerLen - off
-			off = decode.MarkerLen
-		}
-		avail := decode.MarkerSpacing - off
-		if k <= avail {
-			return w + k
-		}
-		w += avail
-		k -= avail
-	}
-	return w
-}
-
-// fpduWireLen returns the stream octets of an FPDU with ULPDU_Length l that
-// starts at p on a stream with markers: leading marker, ULPDU_Length, ULPDU,
-// PAD, a marker between PAD and CRC, the CRC (RFC 5044 §4.3-4.4).
-func fpduWireLen(p, s0 uint32, l int) int {
-	logical := decode.ULPDULenLen + l + decode.PadLen(l)
-	padEnd := wireSpan(p, s0, logical)
-	covEnd := padEnd
-	if decode.IsMarkerPos(p+uint32(padEnd), s0) {
-		covEnd += decode.MarkerLen
-	}
-	return covEnd + wireSpan(p+uint32(covEnd), s0, decode.CRCLen)
-}
-
-// logical appends to dst up to k non-marker octets of w, a span of stream
-// octets starting at position p.
-func logical(dst, w []byte, p, s0 uint32, k int) []byte {
-	i := 0
-	for i < len(w) && len(dst) < k {
-		off := markerOff(p+uint32(i), s0)
-		if off < decode.MarkerLen {
-			i += int(decode.MarkerLen - off)
-			continue
-		}
-		c := min(len(w)-i, int(decode.MarkerSpacing-off), k-len(dst))
-		dst = append(dst, w[i:i+c]...)
-		i += c
-	}
-	return dst
-}
 
 // plausibleHead checks the start of a DDP segment of l octets (u holds at
 // least its first 2 octets, and 10 for an untagged one) as the first octets

@@ -312,7 +312,7 @@ func (f *framer) hdrSpan(pos uint32) int {
 	if !p.Markers {
 		return decode.ULPDULenLen
 	}
-	return wireSpan(pos, p.S0, decode.ULPDULenLen)
+	return decode.WireSpan(pos, p.S0, decode.ULPDULenLen)
 }
 
 func (f *framer) readLen(b []byte, pos uint32) int {
@@ -321,7 +321,7 @@ func (f *framer) readLen(b []byte, pos uint32) int {
 		return int(binary.BigEndian.Uint16(b))
 	}
 	var h [decode.ULPDULenLen]byte
-	l := logical(h[:0], b, pos, p.S0, decode.ULPDULenLen)
+	l := decode.AppendUnmarked(h[:0], b, pos, p.S0, decode.ULPDULenLen)
 	return int(l[0])<<8 | int(l[1])
 }
 
@@ -330,7 +330,7 @@ func (f *framer) wireLen(pos uint32, l int) int {
 	if !p.Markers {
 		return decode.FPDULen(l)
 	}
-	return fpduWireLen(pos, p.S0, l)
+	return decode.FPDUWireLen(pos, p.S0, l)
 }
 
 // minULPDU is a tagged DDP header: every FPDU carries at least that.
@@ -519,16 +519,7 @@ func (f *framer) emitFPDU(w []byte, pos uint32, off uint64, ff int, ft time.Time
 			computed = pdu.FPDU.ComputedCRC()
 		}
 	}
-	switch {
-	case !p.CRC && p.CRCSource != SourceUnknown:
-		pdu.CRCStatus = decode.CRCNotUsed
-	case !p.CRC:
-		pdu.CRCStatus = decode.CRCUnknown
-	case computed == pdu.FPDU.CRC:
-		pdu.CRCStatus = decode.CRCGood
-	default:
-		pdu.CRCStatus = decode.CRCBad
-	}
+	pdu.CRCStatus = p.crcUse().Verdict(computed, pdu.FPDU.CRC)
 	pdu.ComputedCRC = computed
 	// In sync, the length chain is trusted: an FPDU with odd headers is
 	// the tracker's to judge. The framing is taken as lost only when the

@@ -494,10 +494,11 @@ func (f *framer) accepted(r chainRes, need int) chainRes {
 // non-zero FPDUPTR pointed right.
 func (f *framer) examine(w []byte, p uint32, h *hyp, crc crcMode, strict bool) (int, exState, bool, int) {
 	a := f.fl.a
+	a.work++
 	var hb [20]byte
 	var hdr []byte
 	if h.markers {
-		if off := markerOff(p, h.s0); off == 0 {
+		if off := decode.MarkerOffset(p, h.s0); off == 0 {
 			if len(w) < decode.MarkerLen {
 				return 0, exMore, false, 0
 			}
@@ -508,7 +509,7 @@ func (f *framer) examine(w []byte, p uint32, h *hyp, crc crcMode, strict bool) (
 		} else if off < decode.MarkerLen {
 			return 0, exBad, false, 0
 		}
-		hdr = logical(hb[:0], w, p, h.s0, len(hb))
+		hdr = decode.AppendUnmarked(hb[:0], w, p, h.s0, len(hb))
 	} else {
 		hdr = w[:min(len(w), len(hb))]
 	}
@@ -535,13 +536,14 @@ func (f *framer) examine(w []byte, p uint32, h *hyp, crc crcMode, strict bool) (
 	}
 	var n int
 	if h.markers {
-		n = fpduWireLen(p, h.s0, l)
+		n = decode.FPDUWireLen(p, h.s0, l)
 	} else {
 		n = decode.FPDULen(l)
 	}
 	if len(w) < n {
 		return n, exMore, false, 0
 	}
+	a.work += uint64(n)
 	fp := &a.fp
 	var match bool
 	mk := 0
@@ -592,13 +594,13 @@ func (f *framer) accept(c int, h hyp, r chainRes, frame int) {
 	P := &conn.Params[f.d]
 	changed := false
 	if P.MarkersSource != SourceHandshake {
-		if P.MarkersSource != SourceInferred || P.Markers != h.markers || (h.markers && markerOff(P.S0, h.s0) != 0) {
+		if P.MarkersSource != SourceInferred || P.Markers != h.markers || (h.markers && decode.MarkerOffset(P.S0, h.s0) != 0) {
 			changed = true
 		}
 		P.Markers, P.MarkersSource = h.markers, SourceInferred
 	}
 	if h.markers {
-		if !f.s0Known || markerOff(P.S0, h.s0) != 0 {
+		if !f.s0Known || decode.MarkerOffset(P.S0, h.s0) != 0 {
 			changed = true
 		}
 		P.S0 = h.s0

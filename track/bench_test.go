@@ -30,8 +30,8 @@ func newBenchStream(tb testing.TB, cfg Config) *benchStream {
 	add := func(dir Dir, kind int, g decode.Segment) {
 		wire := decode.AppendFPDU(nil, g.Append(nil), true)
 		var p decode.PDU
-		crc := true
-		if _, err := decode.DecodeFPDU(wire, &crc, &p); err != nil {
+		crc := decode.CRCUseOn
+		if _, err := decode.DecodeFPDU(wire, crc, &p); err != nil {
 			tb.Fatal(err)
 		}
 		b.pdus = append(b.pdus, p)
@@ -146,14 +146,14 @@ func BenchmarkDecodeAndTrack(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			tr := New(Config{OnFinding: func(f *Finding) { b.Fatalf("finding %s", f) }})
 			var p decode.PDU
-			crc := true
+			crc := decode.CRCUseOn
 			at := At{Conn: 1, Dir: I2R, Time: time.Unix(1700000000, 0), HasSeq: true}
 			tr.Handshake(at, &decode.MPAFrame{Rev: 1})
 			tr.Handshake(At{Conn: 1, Dir: R2I}, &decode.MPAFrame{Rev: 1, Reply: true})
 			b.SetBytes(int64(len(wire)))
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				if _, err := decode.DecodeFPDU(wire, &crc, &p); err != nil {
+				if _, err := decode.DecodeFPDU(wire, crc, &p); err != nil {
 					b.Fatal(err)
 				}
 				if track {

@@ -91,8 +91,11 @@ func runFuzz(t *testing.T, data []byte) {
 				u = append(append([]byte(nil), u...), make([]byte, decode.DDPTaggedHdrLen-len(u))...)
 			}
 			wire := decode.AppendFPDU(nil, u, op&7 == 4)
-			crc := op&7 >= 3
-			if _, err := decode.DecodeFPDU(wire, &crc, &pdu); err != nil {
+			crc := decode.CRCUseOff
+			if op&7 >= 3 {
+				crc = decode.CRCUseOn
+			}
+			if _, err := decode.DecodeFPDU(wire, crc, &pdu); err != nil {
 				continue
 			}
 			if op&7 == 2 && len(u) >= 16 {

@@ -263,8 +263,8 @@ func TestConnEviction(t *testing.T) {
 	tr := New(Config{Limits: Limits{Conns: 3}, OnFinding: func(*Finding) {}, OnConnEnd: func(s ConnStats) { ended = append(ended, s.Conn) }})
 	var p decode.PDU
 	feed := func(conn int, g decode.Segment) {
-		crc := false
-		if _, err := decode.DecodeFPDU(decode.AppendFPDU(nil, g.Append(nil), false), &crc, &p); err != nil {
+		crc := decode.CRCUseOff
+		if _, err := decode.DecodeFPDU(decode.AppendFPDU(nil, g.Append(nil), false), crc, &p); err != nil {
 			t.Fatal(err)
 		}
 		tr.PDU(At{Conn: conn, Dir: I2R, Frame: 1}, &p)
@@ -300,8 +300,8 @@ func TestPartialFPDU(t *testing.T) {
 	s.handshake()
 	partial := func(dir Dir, g decode.Segment, keep int) {
 		b := decode.AppendFPDU(nil, g.Append(nil), false)
-		crc := false
-		if _, err := decode.DecodeFPDU(b, &crc, &s.pdu); err != nil {
+		crc := decode.CRCUseOff
+		if _, err := decode.DecodeFPDU(b, crc, &s.pdu); err != nil {
 			t.Fatal(err)
 		}
 		if keep < len(s.pdu.FPDU.ULPDU) {

@@ -114,8 +114,11 @@ func (s *scen) seg(dir Dir, g decode.Segment, mods ...func([]byte) []byte) Mark 
 
 // wire sends a marker-free FPDU as it is on the wire.
 func (s *scen) wire(dir Dir, b []byte) Mark {
-	crc := s.crc
-	if _, err := decode.DecodeFPDU(b, &crc, &s.pdu); err != nil {
+	crc := decode.CRCUseOff
+	if s.crc {
+		crc = decode.CRCUseOn
+	}
+	if _, err := decode.DecodeFPDU(b, crc, &s.pdu); err != nil {
 		s.t.Fatalf("DecodeFPDU: %v", err)
 	}
 	return s.tr.PDU(s.at(dir, len(b)), &s.pdu)

@@ -216,9 +216,12 @@ func (f *framer) drain(fl *tflow, src netip.AddrPort, s *tstream) {
 			s.consume(len(s.buf))
 			return
 		}
-		var crc *bool
+		crc := decode.CRCUseUnknown
 		if fl.sawReq && fl.sawRep || fl.crcInferred {
-			crc = &fl.crc
+			crc = decode.CRCUseOff
+			if fl.crc {
+				crc = decode.CRCUseOn
+			}
 		}
 		n, err := decode.DecodeFPDU(s.buf, crc, &f.pdu)
 		if errors.Is(err, decode.ErrTruncated) {
@@ -238,7 +241,7 @@ func (f *framer) drain(fl *tflow, src netip.AddrPort, s *tstream) {
 			fl.dead = true
 			return
 		}
-		if crc == nil && f.pdu.ComputedCRC == f.pdu.FPDU.CRC && f.pdu.FPDU.CRC != 0 {
+		if crc == decode.CRCUseUnknown && f.pdu.ComputedCRC == f.pdu.FPDU.CRC && f.pdu.FPDU.CRC != 0 {
 			// a matching CRC32c shows CRC is in use (no handshake seen)
 			fl.crc, fl.crcInferred = true, true
 			f.pdu.CRCStatus = decode.CRCGood

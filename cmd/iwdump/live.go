@@ -18,6 +18,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/pcap"
+	pcapbpf "github.com/iwkit/iwkit/pcap/bpf"
 	"golang.org/x/net/bpf"
 )
 
@@ -89,7 +90,7 @@ func liveSetup(o *options, args []string, stdout, stderr io.Writer) (code int, d
 			return fail("-F: %v", err)
 		}
 		if isProgramText(string(b)) {
-			prog, err := pcap.ParseProgram(string(b))
+			prog, err := pcapbpf.ParseProgram(string(b))
 			if err != nil {
 				return fail("-F %s: %v", l.filterFile, err)
 			}
@@ -128,7 +129,7 @@ func liveSetup(o *options, args []string, stdout, stderr io.Writer) (code int, d
 			return fail("%s", filterMessage(err))
 		}
 		if l.printDDD {
-			fmt.Fprint(stdout, pcap.FormatProgram(prog))
+			fmt.Fprint(stdout, pcapbpf.FormatProgram(prog))
 		} else {
 			insns, _ := bpf.Disassemble(prog)
 			for i, ins := range insns {
@@ -188,7 +189,7 @@ func (l *liveOptions) program() ([]bpf.RawInstruction, error) {
 		}
 		kernel = kernelFilter(l.iface)
 	}
-	return pcap.CompileFilter(l.expr, lt, pcap.FilterOptions{Kernel: kernel, Snaplen: l.snaplen})
+	return pcapbpf.Compile(l.expr, lt, pcapbpf.Options{Kernel: kernel, Snaplen: l.snaplen})
 }
 
 // kernelFilter says whether the capture filter of iface runs in the
@@ -201,7 +202,7 @@ func kernelFilter(iface string) bool { return iface != pcap.AnyInterface }
 func filterMessage(err error) string {
 	var pe *pcap.PermissionError
 	switch {
-	case errors.Is(err, pcap.ErrFilterUnsupported):
+	case errors.Is(err, pcapbpf.ErrUnsupported):
 		return fmt.Sprintf("%v\n  compile it with tcpdump and load the program: tcpdump -ddd 'EXPRESSION' > filter.bpf; iwdump -F filter.bpf ...", err)
 	case errors.As(err, &pe):
 		exe, xerr := os.Executable()
@@ -248,12 +249,12 @@ func openInput(o *options, out *bufio.Writer, stderr io.Writer) (analyze.Source,
 		return src, 0, nil
 	}
 	// The filter first: a mistake in it shows before any file is read.
-	var ff *pcap.FrameFilter
+	var ff *pcapbpf.Filter
 	var err error
 	if l.prog != nil {
-		ff, err = pcap.NewProgramFilter(l.prog)
+		ff, err = pcapbpf.NewProgramFilter(l.prog)
 	} else if l.expr != "" {
-		ff, err = pcap.NewExprFilter(l.expr)
+		ff, err = pcapbpf.NewFilter(l.expr)
 	}
 	if err != nil {
 		return nil, 0, errors.New(filterMessage(err))
@@ -293,7 +294,7 @@ func startLive(o *options, tee analyze.Tee, out *bufio.Writer, stderr io.Writer)
 	}
 	prog := l.prog
 	if prog == nil && l.expr != "" {
-		if prog, err = pcap.CompileFilter(l.expr, lt, pcap.FilterOptions{Kernel: kernelFilter(l.iface), Snaplen: l.snaplen}); err != nil {
+		if prog, err = pcapbpf.Compile(l.expr, lt, pcapbpf.Options{Kernel: kernelFilter(l.iface), Snaplen: l.snaplen}); err != nil {
 			return nil, err
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gopacket/gopacket/layers"
-	"github.com/iwkit/iwkit/pcap"
+	pcapbpf "github.com/iwkit/iwkit/pcap/bpf"
 )
 
 // TestLiveLoopbackIWARP on "any": iWARP traffic on lo captured on every
@@ -35,8 +35,8 @@ func TestListInterfacesAny(t *testing.T) {
 	if c := run([]string{"-i", "any", "-ddd", "tcp port 80"}, &out, &errb); c != exitOK {
 		t.Fatalf("-d: exit %d: %s", c, errb.String())
 	}
-	want, _ := pcap.CompileFilter("tcp port 80", layers.LinkTypeLinuxSLL, pcap.FilterOptions{})
-	if out.String() != pcap.FormatProgram(want) {
+	want, _ := pcapbpf.Compile("tcp port 80", layers.LinkTypeLinuxSLL, pcapbpf.Options{})
+	if out.String() != pcapbpf.FormatProgram(want) {
 		t.Errorf("-i any -ddd:\n%s", out.String())
 	}
 }

@@ -19,22 +19,21 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/internal/testenv"
 	"github.com/iwkit/iwkit/pcap"
 )
 
 // needLiveCapture skips, saying why, when this process cannot capture on lo.
 func needLiveCapture(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("live capture needs root or CAP_NET_RAW; not root")
-	}
+	testenv.NeedRoot(t, "live capture (CAP_NET_RAW)")
 	l, err := pcap.OpenLive("lo", pcap.LiveOptions{})
 	var pe *pcap.PermissionError
 	if errors.As(err, &pe) {
-		t.Skipf("no CAP_NET_RAW: %v", err)
+		testenv.Skipf(t, "no CAP_NET_RAW: %v", err)
 	}
 	if err != nil {
-		t.Skipf("cannot capture on lo: %v", err)
+		testenv.Skipf(t, "cannot capture on lo: %v", err)
 	}
 	l.Close()
 }
@@ -358,9 +357,7 @@ func TestLiveCount(t *testing.T) {
 
 // Without CAP_NET_RAW the message says what is missing and how to grant it.
 func TestLiveNoPrivilege(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run a child as an unprivileged user")
-	}
+	testenv.NeedRoot(t, "running a child as an unprivileged user")
 	dir, err := os.MkdirTemp("", "iwdump-noprivilege-")
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
 // Package oracle runs tshark, the differential oracle of iwkit's tests,
 // the same way for every package: found or skipped (failed under CI, where
-// test.sh must have installed it), Wireshark's Tibia dissector off (it
+// test.sh must have installed it; see testenv), Wireshark's Tibia dissector off (it
 // claims tcp/7171-7172, where perftest runs), and field output parsed into
 // values per frame.
 package oracle
@@ -8,7 +8,7 @@ package oracle
 import (
 	"bytes"
 	"fmt"
-	"os"
+	"github.com/iwkit/iwkit/internal/testenv"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -19,14 +19,7 @@ import (
 // skipped, or fails when the CI environment variable is set.
 func Tshark(t testing.TB) string {
 	t.Helper()
-	p, err := exec.LookPath("tshark")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tshark is missing; test.sh installs it")
-		}
-		t.Skip("tshark not installed (./test.sh installs it)")
-	}
-	return p
+	return testenv.Tool(t, "tshark")
 }
 
 // Rows maps a frame number to each field's values, one per occurrence

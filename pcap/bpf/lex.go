@@ -1,4 +1,4 @@
-package pcap
+package bpf
 
 import (
 	"fmt"
@@ -147,7 +147,7 @@ const oneCharOps = "+-*/%:[]!<>()&|^="
 
 // lex splits expr into tokens. A character that starts no token is an error
 // at its position.
-func lex(expr string) ([]token, *FilterError) {
+func lex(expr string) ([]token, *Error) {
 	var toks []token
 	i := 0
 	for {
@@ -200,7 +200,7 @@ func lex(expr string) ([]token, *FilterError) {
 
 // lexWord reads one word token from the start of s, applying flex's
 // longest-match-then-first-rule choice across libpcap's word rules.
-func lexWord(s string) (token, int, *FilterError) {
+func lexWord(s string) (token, int, *Error) {
 	// No word is longer than maxWord; looking no farther keeps lexing
 	// linear in the length of the expression.
 	if len(s) > maxWord {
@@ -233,7 +233,7 @@ func lexWord(s string) (token, int, *FilterError) {
 	try(len(reHID.FindString(s)), tkHID)
 	try(v6Len(s), tkHID6)
 	if n := len(reBogus.FindString(s)); n > best.n {
-		return token{}, 0, &FilterError{Msg: fmt.Sprintf("bogus ethernet address %s", clip(s[:n], 40))}
+		return token{}, 0, &Error{Msg: fmt.Sprintf("bogus ethernet address %s", clip(s[:n], 40))}
 	}
 	if n := len(reID.FindString(s)); n > 0 {
 		if _, ok := namedNums[s[:n]]; ok && n > best.n {
@@ -245,10 +245,10 @@ func lexWord(s string) (token, int, *FilterError) {
 		if m := reEsc.FindString(s); m != "" {
 			return token{kind: tkID, text: m[1:]}, len(m), nil
 		}
-		return token{}, 0, &FilterError{Msg: fmt.Sprintf("illegal character %q", s[:1])}
+		return token{}, 0, &Error{Msg: fmt.Sprintf("illegal character %q", s[:1])}
 	}
 	if best.n == maxWord {
-		return token{}, 0, &FilterError{Msg: fmt.Sprintf("word longer than %d characters", maxWord)}
+		return token{}, 0, &Error{Msg: fmt.Sprintf("word longer than %d characters", maxWord)}
 	}
 	w := s[:best.n]
 	t := token{kind: best.kind, text: w}
@@ -270,7 +270,7 @@ func lexWord(s string) (token, int, *FilterError) {
 		}
 		v, err := stou(w)
 		if err != nil {
-			return token{}, 0, &FilterError{Msg: err.Error()}
+			return token{}, 0, &Error{Msg: err.Error()}
 		}
 		t.num = v
 	}

@@ -1,4 +1,4 @@
-package pcap
+package bpf
 
 import "fmt"
 
@@ -122,7 +122,7 @@ var arithOps = map[string]struct {
 
 const precUnaryMinus = 6
 
-func (p *parser) semanticErr(t token, format string, args ...any) *FilterError {
+func (p *parser) semanticErr(t token, format string, args ...any) *Error {
 	return p.errAt(t, format, args...)
 }
 

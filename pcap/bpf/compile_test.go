@@ -1,4 +1,4 @@
-package pcap
+package bpf
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/gopacket/gopacket/layers"
+	"github.com/iwkit/iwkit/internal/testenv"
 	"golang.org/x/net/bpf"
 )
 
@@ -397,14 +398,8 @@ var (
 // needTcpdump returns the tcpdump binary, skipping the test when there is
 // none, except under CI, where test.sh installs it and its absence fails.
 func needTcpdump(t testing.TB) string {
-	tcpdumpOnce.Do(func() { tcpdumpPath, _ = exec.LookPath("tcpdump") })
-	if tcpdumpPath == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tcpdump not found (CI is set: test.sh should have installed it)")
-		}
-		t.Skip("tcpdump not found")
-	}
-	return tcpdumpPath
+	t.Helper()
+	return testenv.Tool(t, "tcpdump")
 }
 
 // emptyCapture writes a pcap file with no packets and link type lt, so
@@ -509,7 +504,7 @@ var libpcapKernelBugs = map[string]bool{
 }
 
 // unsupportedExprs are valid for libpcap and refused here with
-// ErrFilterUnsupported (the CLI then points at -F).
+// ErrUnsupported (the CLI then points at -F).
 var unsupportedExprs = []string{
 	"host example.com", "decnet[0] = 1", "ppp[0] = 1 and vlan[0] = 1", "gateway 10.0.0.1", "mpls", "pppoes",
 	"broadcast", "ip multicast", "ip protochain 6", "decnet host 10.1", "inbound", "ether proto 0x05dc",
@@ -533,7 +528,7 @@ func checkVerdicts(t *testing.T, lt layers.LinkType, pkts []testPacket, frame fu
 	empty := emptyCapture(t, lt)
 	for _, expr := range filterExprs {
 		want, terr := tcpdumpProgram(t, []string{"-r", empty}, expr)
-		got, err := CompileFilter(expr, lt, FilterOptions{})
+		got, err := Compile(expr, lt, Options{})
 		if strings.Contains(terr, "rejects all packets") && err == nil {
 			// libpcap's optimiser proves more expressions always false
 			// than this compiler; a program that matches nothing is
@@ -552,7 +547,7 @@ func checkVerdicts(t *testing.T, lt layers.LinkType, pkts []testPacket, frame fu
 			continue
 		}
 		if err != nil {
-			if errors.Is(err, ErrFilterUnsupported) && lt != layers.LinkTypeEthernet {
+			if errors.Is(err, ErrUnsupported) && lt != layers.LinkTypeEthernet {
 				continue
 			}
 			t.Errorf("%q: tcpdump compiles it, we refuse: %v", expr, err)
@@ -579,7 +574,7 @@ func TestCompileFilterErrorsMatchTcpdump(t *testing.T) {
 	empty := emptyCapture(t, layers.LinkTypeEthernet)
 	for _, expr := range errExprs {
 		_, terr := tcpdumpProgram(t, []string{"-r", empty}, expr)
-		_, err := CompileFilter(expr, layers.LinkTypeEthernet, FilterOptions{})
+		_, err := Compile(expr, layers.LinkTypeEthernet, Options{})
 		if terr == "" {
 			t.Errorf("%q: tcpdump compiles it; it belongs in filterExprs", expr)
 		}
@@ -630,7 +625,7 @@ func TestCompileFilterOtherLinkTypes(t *testing.T) {
 func TestCompileFilterKernelMatchesTcpdump(t *testing.T) {
 	needTcpdump(t)
 	if _, terr := tcpdumpProgram(t, []string{"-i", "lo"}, "vlan"); terr != "" {
-		t.Skipf("tcpdump cannot compile for a live interface here: %s", terr)
+		testenv.Skipf(t, "tcpdump cannot compile for a live interface here: %s", terr)
 	}
 	pkts := testPackets()
 	for _, expr := range filterExprs {
@@ -638,7 +633,7 @@ func TestCompileFilterKernelMatchesTcpdump(t *testing.T) {
 			continue
 		}
 		want, terr := tcpdumpProgram(t, []string{"-i", "lo"}, expr)
-		got, err := CompileFilter(expr, layers.LinkTypeEthernet, FilterOptions{Kernel: true})
+		got, err := Compile(expr, layers.LinkTypeEthernet, Options{Kernel: true})
 		if terr != "" || err != nil {
 			if (terr == "") != (err == nil) && !strings.Contains(terr, "rejects all packets") {
 				t.Errorf("%q: tcpdump error %q, ours %v", expr, terr, err)
@@ -672,9 +667,9 @@ func TestCompileFilterKernelMatchesTcpdump(t *testing.T) {
 
 func TestCompileFilterUnsupported(t *testing.T) {
 	for _, expr := range unsupportedExprs {
-		_, err := CompileFilter(expr, layers.LinkTypeEthernet, FilterOptions{})
-		if !errors.Is(err, ErrFilterUnsupported) {
-			t.Errorf("%q: want ErrFilterUnsupported, have %v", expr, err)
+		_, err := Compile(expr, layers.LinkTypeEthernet, Options{})
+		if !errors.Is(err, ErrUnsupported) {
+			t.Errorf("%q: want ErrUnsupported, have %v", expr, err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package pcap
+package bpf
 
 import (
 	"fmt"
@@ -174,16 +174,19 @@ type parser struct {
 	usesM  bool
 	depth  int
 	match  []int // token index of the ")" closing the "(" at each index
+	reads  int   // tokens looked at: the parser's work, which tests bound
 }
 
-func (p *parser) peek() token { return p.toks[p.i] }
+func (p *parser) peek() token { p.reads++; return p.toks[p.i] }
 func (p *parser) peekAt(k int) token {
+	p.reads++
 	if p.i+k < len(p.toks) {
 		return p.toks[p.i+k]
 	}
 	return p.toks[len(p.toks)-1]
 }
 func (p *parser) next() token {
+	p.reads++
 	t := p.toks[p.i]
 	if t.kind != tkEOF {
 		p.i++
@@ -191,19 +194,19 @@ func (p *parser) next() token {
 	return t
 }
 
-func (p *parser) errAt(t token, format string, args ...any) *FilterError {
-	return &FilterError{Expr: p.expr, Pos: t.pos, Msg: fmt.Sprintf(format, args...)}
+func (p *parser) errAt(t token, format string, args ...any) *Error {
+	return &Error{Expr: p.expr, Pos: t.pos, Msg: fmt.Sprintf(format, args...)}
 }
 
-func (p *parser) syntax(t token) *FilterError {
+func (p *parser) syntax(t token) *Error {
 	if t.kind == tkEOF {
-		return &FilterError{Expr: p.expr, Pos: -1, Msg: "syntax error: unexpected end of expression"}
+		return &Error{Expr: p.expr, Pos: -1, Msg: "syntax error: unexpected end of expression"}
 	}
 	return p.errAt(t, "syntax error at %s", t)
 }
 
-func (p *parser) unsupported(t token, what string) *FilterError {
-	return &FilterError{Expr: p.expr, Pos: t.pos, Unsupported: true,
+func (p *parser) unsupported(t token, what string) *Error {
+	return &Error{Expr: p.expr, Pos: t.pos, Unsupported: true,
 		Msg: what + " is not supported by this filter compiler"}
 }
 
@@ -229,6 +232,7 @@ func (p *parser) relationAfter(i int) bool {
 	if j < 0 || j+1 >= len(p.toks) {
 		return false
 	}
+	p.reads++
 	t := p.toks[j+1]
 	if t.kind != tkOp {
 		return false
@@ -807,7 +811,7 @@ func (p *parser) scode(t token, q qual) (node, error) {
 		if q.proto == qpLink {
 			return nil, p.unsupported(t, "Ethernet host names (/etc/ethers)")
 		}
-		return nil, &FilterError{Expr: p.expr, Pos: t.pos, Unsupported: true,
+		return nil, &Error{Expr: p.expr, Pos: t.pos, Unsupported: true,
 			Msg: fmt.Sprintf("host and network names are not resolved: use a numeric address instead of %q", name)}
 	case qaPort:
 		if _, err := p.portProto(t, q); err != nil {

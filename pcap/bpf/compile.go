@@ -1,21 +1,8 @@
-package pcap
-
-import (
-	"bufio"
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
-
-	"github.com/gopacket/gopacket/layers"
-	"golang.org/x/net/bpf"
-)
-
-// Capture filters: expressions in pcap-filter(7) syntax compiled in Go to
-// classic BPF, with no libpcap. The compiler covers the subset people use to
-// pick traffic out of a link and gives the same verdict on every packet as
-// the program libpcap generates for the same expression, down to its
-// quirks: IPv4 ports are found through the header length (options
+// Package bpf compiles capture filters: expressions in pcap-filter(7)
+// syntax compiled in Go to classic BPF, with no libpcap. The compiler
+// covers the subset people use to pick traffic out of a link and gives the
+// same verdict on every packet as the program libpcap generates for the
+// same expression, down to its quirks: IPv4 ports are found through the header length (options
 // skipped), non-first fragments never match a port, IPv6 is looked at
 // through the fixed header only (plus one fragment header for tcp/udp),
 // and "vlan" shifts the offsets of everything written after it.
@@ -30,9 +17,25 @@ import (
 // && || !), parentheses, and libpcap's carrying of qualifiers to bare
 // addresses ("port 80 or 443"). Anything else (host names, gateway,
 // protochain, broadcast/multicast, mpls, pppoe, geneve, vxlan, 802.11,
-// inbound/outbound, ...) is refused with ErrFilterUnsupported; such filters
+// inbound/outbound, ...) is refused with ErrUnsupported; such filters
 // can be compiled by tcpdump (tcpdump -ddd EXPR) and loaded with
 // ParseProgram.
+//
+// The programs run in the kernel (a live capture attaches them to its
+// packet socket) or in user space through Filter, on frames read from a
+// file.
+package bpf
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gopacket/gopacket/layers"
+	"golang.org/x/net/bpf"
+)
 
 // Classic BPF opcodes (linux/filter.h, net/bpf.h). golang.org/x/net/bpf keeps
 // its own unexported, so the ones the compiler writes are spelled out here.
@@ -102,8 +105,8 @@ const MaxSnaplen = 262144
 // maxInsns is the kernel's limit on a classic BPF program (BPF_MAXINSNS).
 const maxInsns = 4096
 
-// FilterOptions tune how an expression is compiled.
-type FilterOptions struct {
+// Options tune how an expression is compiled.
+type Options struct {
 	// Snaplen is the value a matching packet returns, which is how many
 	// octets of it the kernel keeps (0: MaxSnaplen).
 	Snaplen int
@@ -115,17 +118,17 @@ type FilterOptions struct {
 	Kernel bool
 }
 
-// FilterError reports an expression the compiler cannot turn into a program:
+// Error reports an expression the compiler cannot turn into a program:
 // a syntax error, a qualifier that makes no sense (as libpcap reports it), or
 // a part of pcap-filter(7) the compiler does not cover (Unsupported).
-type FilterError struct {
+type Error struct {
 	Expr        string
 	Pos         int // octet offset in Expr where the problem is
 	Msg         string
 	Unsupported bool
 }
 
-func (e *FilterError) Error() string {
+func (e *Error) Error() string {
 	if e.Pos >= 0 && e.Pos < len(e.Expr) {
 		return fmt.Sprintf("filter %q: %s (at %q)", clip(e.Expr, 200), e.Msg, clip(e.Expr[e.Pos:], 20))
 	}
@@ -139,19 +142,19 @@ func clip(s string, n int) string {
 	return s
 }
 
-// ErrFilterUnsupported is matched (errors.Is) by a FilterError for syntax
+// ErrUnsupported is matched (errors.Is) by an *Error for syntax
 // the compiler does not implement; the filter is valid for libpcap.
-var ErrFilterUnsupported = errors.New("filter syntax not supported")
+var ErrUnsupported = errors.New("filter syntax not supported")
 
-func (e *FilterError) Is(target error) bool { return target == ErrFilterUnsupported && e.Unsupported }
+func (e *Error) Is(target error) bool { return target == ErrUnsupported && e.Unsupported }
 
-// CompileFilter compiles a pcap-filter expression into a classic BPF program
+// Compile compiles a pcap-filter expression into a classic BPF program
 // for frames of link type lt. An empty expression matches everything.
 // Supported link types: Ethernet, raw IP (IPv4/IPv6), Linux cooked v1 and v2.
-func CompileFilter(expr string, lt layers.LinkType, o FilterOptions) ([]bpf.RawInstruction, error) {
+func Compile(expr string, lt layers.LinkType, o Options) ([]bpf.RawInstruction, error) {
 	link, err := linkFor(lt)
 	if err != nil {
-		return nil, &FilterError{Expr: expr, Pos: -1, Msg: err.Error(), Unsupported: true}
+		return nil, &Error{Expr: expr, Pos: -1, Msg: err.Error(), Unsupported: true}
 	}
 	p := &parser{expr: expr, link: link, kernel: o.Kernel}
 	root, err := p.parse()
@@ -164,7 +167,7 @@ func CompileFilter(expr string, lt layers.LinkType, o FilterOptions) ([]bpf.RawI
 	}
 	prog, err := generate(root, uint32(snap), p.usesM)
 	if err != nil {
-		return nil, &FilterError{Expr: expr, Pos: -1, Msg: err.Error()}
+		return nil, &Error{Expr: expr, Pos: -1, Msg: err.Error()}
 	}
 	return prog, nil
 }
@@ -222,16 +225,16 @@ func ParseProgram(text string) ([]bpf.RawInstruction, error) {
 	if len(prog) != n {
 		return nil, fmt.Errorf("program announces %d instructions and has %d", n, len(prog))
 	}
-	if err := checkProgram(prog); err != nil {
+	if err := Check(prog); err != nil {
 		return nil, err
 	}
 	return prog, nil
 }
 
-// checkProgram applies the structural checks of the kernel's sk_chk_filter:
+// Check applies the structural checks of the kernel's sk_chk_filter:
 // known opcodes, jumps inside the program, scratch memory in range, and a
 // return at the end.
-func checkProgram(prog []bpf.RawInstruction) error {
+func Check(prog []bpf.RawInstruction) error {
 	if len(prog) == 0 || len(prog) > maxInsns {
 		return fmt.Errorf("program length %d out of range 1..%d", len(prog), maxInsns)
 	}
@@ -287,7 +290,7 @@ func FormatProgram(prog []bpf.RawInstruction) string {
 // outgoing copy in user space, this drops it before it takes ring space.
 func DropOutgoing(prog []bpf.RawInstruction, snaplen int) []bpf.RawInstruction {
 	if len(prog) == 0 {
-		prog = acceptAll(snaplen)
+		prog = AcceptAll(snaplen)
 	}
 	out := make([]bpf.RawInstruction, 0, len(prog)+3)
 	out = append(out,
@@ -298,9 +301,9 @@ func DropOutgoing(prog []bpf.RawInstruction, snaplen int) []bpf.RawInstruction {
 	return append(out, prog...)
 }
 
-// acceptAll is the program of an empty filter: keep snaplen octets of every
-// packet.
-func acceptAll(snaplen int) []bpf.RawInstruction {
+// AcceptAll is the program of an empty filter: keep snaplen octets of every
+// packet (0: MaxSnaplen).
+func AcceptAll(snaplen int) []bpf.RawInstruction {
 	if snaplen <= 0 || snaplen > MaxSnaplen {
 		snaplen = MaxSnaplen
 	}
@@ -322,9 +325,9 @@ func ClampSnaplen(prog []bpf.RawInstruction, snaplen int) []bpf.RawInstruction {
 	return out
 }
 
-// usesAncillary reports whether prog reads Linux packet metadata, which only
+// UsesAncillary reports whether prog reads Linux packet metadata, which only
 // the kernel can supply.
-func usesAncillary(prog []bpf.RawInstruction) bool {
+func UsesAncillary(prog []bpf.RawInstruction) bool {
 	for _, ins := range prog {
 		if ins.Op&0x07 == opLD && ins.Op&0xe0 == mdABS && ins.K >= skfADOff {
 			return true

@@ -1,30 +1,29 @@
-package pcap
+package bpf
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/gopacket/gopacket/layers"
 	"golang.org/x/net/bpf"
 )
 
-// FrameFilter applies a capture filter in user space, to frames read from a
+// Filter applies a capture filter in user space, to frames read from a
 // file: the same classic BPF program the kernel would run, executed by
 // golang.org/x/net/bpf's VM. An expression is compiled for each link type
 // met (a pcapng file may mix them); a program (-F) applies as it is.
-type FrameFilter struct {
+type Filter struct {
 	expr string
 	prog []bpf.RawInstruction
 	vms  map[layers.LinkType]*bpf.VM
 	errs map[layers.LinkType]error
 }
 
-// NewExprFilter compiles expr (for Ethernet first, so that a syntax error
+// NewFilter compiles expr (for Ethernet first, so that a syntax error
 // shows before any frame is read).
-func NewExprFilter(expr string) (*FrameFilter, error) {
-	ff := &FrameFilter{expr: expr, vms: map[layers.LinkType]*bpf.VM{}, errs: map[layers.LinkType]error{}}
+func NewFilter(expr string) (*Filter, error) {
+	ff := &Filter{expr: expr, vms: map[layers.LinkType]*bpf.VM{}, errs: map[layers.LinkType]error{}}
 	if _, err := ff.vm(layers.LinkTypeEthernet); err != nil {
-		var fe *FilterError
+		var fe *Error
 		if !errors.As(err, &fe) || fe.Pos >= 0 || !fe.Unsupported {
 			return nil, err
 		}
@@ -35,21 +34,22 @@ func NewExprFilter(expr string) (*FrameFilter, error) {
 // NewProgramFilter runs prog on frames of every link type. A program that
 // reads Linux packet metadata (VLAN tags, packet type) works only in the
 // kernel and is refused.
-func NewProgramFilter(prog []bpf.RawInstruction) (*FrameFilter, error) {
-	if err := checkProgram(prog); err != nil {
+func NewProgramFilter(prog []bpf.RawInstruction) (*Filter, error) {
+	if err := Check(prog); err != nil {
 		return nil, err
 	}
-	if usesAncillary(prog) {
+	if UsesAncillary(prog) {
 		return nil, errors.New("the program reads Linux packet metadata (compiled for a live interface): it cannot filter a file")
 	}
-	vm, err := newVM(prog)
+	vm, err := NewVM(prog)
 	if err != nil {
 		return nil, err
 	}
-	return &FrameFilter{prog: prog, vms: map[layers.LinkType]*bpf.VM{0: vm}}, nil
+	return &Filter{prog: prog, vms: map[layers.LinkType]*bpf.VM{0: vm}}, nil
 }
 
-func newVM(prog []bpf.RawInstruction) (*bpf.VM, error) {
+// NewVM readies prog for golang.org/x/net/bpf's user-space VM.
+func NewVM(prog []bpf.RawInstruction) (*bpf.VM, error) {
 	insns, ok := bpf.Disassemble(prog)
 	if !ok {
 		return nil, errors.New("the program has instructions golang.org/x/net/bpf cannot run")
@@ -57,7 +57,7 @@ func newVM(prog []bpf.RawInstruction) (*bpf.VM, error) {
 	return bpf.NewVM(insns)
 }
 
-func (ff *FrameFilter) vm(lt layers.LinkType) (*bpf.VM, error) {
+func (ff *Filter) vm(lt layers.LinkType) (*bpf.VM, error) {
 	if ff.prog != nil {
 		return ff.vms[0], nil
 	}
@@ -67,10 +67,10 @@ func (ff *FrameFilter) vm(lt layers.LinkType) (*bpf.VM, error) {
 	if err, ok := ff.errs[lt]; ok {
 		return nil, err
 	}
-	prog, err := CompileFilter(ff.expr, lt, FilterOptions{})
+	prog, err := Compile(ff.expr, lt, Options{})
 	var vm *bpf.VM
 	if err == nil {
-		vm, err = newVM(prog)
+		vm, err = NewVM(prog)
 	}
 	if err != nil {
 		ff.errs[lt] = err
@@ -80,14 +80,14 @@ func (ff *FrameFilter) vm(lt layers.LinkType) (*bpf.VM, error) {
 	return vm, nil
 }
 
-// Match reports whether the filter keeps f. An error means the filter
-// cannot be applied to f's link type.
-func (ff *FrameFilter) Match(f *Frame) (bool, error) {
-	vm, err := ff.vm(f.LinkType)
+// Match reports whether the filter keeps frame, a frame of link type lt.
+// An error means the filter cannot be applied to that link type.
+func (ff *Filter) Match(lt layers.LinkType, frame []byte) (bool, error) {
+	vm, err := ff.vm(lt)
 	if err != nil {
-		return false, fmt.Errorf("frame %d: %w", f.Number, err)
+		return false, err
 	}
-	n, err := vm.Run(f.Data)
+	n, err := vm.Run(frame)
 	if err != nil {
 		return false, err
 	}
