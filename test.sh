@@ -30,10 +30,10 @@ fi
 echo "== go test"
 go test -count=1 -timeout 25m "$@" ./...
 # The race detector over the packages that run goroutines against each
-# other: live capture (pcap), the endpoint and its servers, iwdump (live
-# capture, the flow-sharded workers). -short leaves out the siw VM run,
+# other: live capture (pcap), the endpoint and its servers, the pipeline
+# (live source, the flow-sharded engine), iwdump. -short leaves out the siw VM run,
 # which the pass above made. Measured on the 2-core test machine under
 # load: 166 s of CPU, about 7 minutes of wall clock at load 12 (the tests
 # mostly wait on sockets).
 echo "== go test -race"
-go test -race -short -count=1 -timeout 25m "$@" ./pcap ./endpoint/... ./cmd/iwdump
+go test -race -short -count=1 -timeout 25m "$@" ./pcap ./endpoint/... ./analyze ./cmd/iwdump
