@@ -1,0 +1,5 @@
+package main
+
+func (a *app) stress() int {
+	return a.fail(errNotYet)
+}
