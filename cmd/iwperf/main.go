@@ -31,8 +31,6 @@ import (
 	"github.com/iwkit/iwkit/endpoint/rping"
 )
 
-var errNotYet = errors.New("stress: not built yet")
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -112,8 +110,7 @@ func newFlagSet(f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&f.size, "S", -1, "rping: same as -s")
 	fs.BoolVar(&f.validate, "V", false, "rping: verify the data of every ping")
 	fs.BoolVar(&f.verbose, "v", false, "rping: print the data of every ping")
-	fs.Int64Var(&f.seed, "seed", 0, "stress: random seed (default: from the clock, printed)")
-	fs.IntVar(&f.conns, "conns", 4, "stress: connections (each with -q QPs' worth of operations in flight)")
+	fs.Int64Var(&f.seed, "seed", 0, "stress: random seed (default: from the clock, printed); stress takes -q (connections, default 8), -t (operations in flight, 16), -s (largest message, 65536), -D (seconds, 10)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: iwperf TEST [HOST] [flags]\n"+
 			"  without HOST: server; with HOST: client\n"+
@@ -194,7 +191,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	a := &app{f: &f, cfg: cfg, ctx: ctx, stdout: stdout, stderr: stderr, test: test, host: host}
+	a := &app{f: &f, fs: fs, cfg: cfg, ctx: ctx, stdout: stdout, stderr: stderr, test: test, host: host}
 	switch test {
 	case "rping":
 		return a.rping()
@@ -209,6 +206,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 type app struct {
 	f              *flags
+	fs             *flag.FlagSet
 	cfg            endpoint.Config
 	ctx            context.Context
 	stdout, stderr io.Writer

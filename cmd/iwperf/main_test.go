@@ -208,3 +208,12 @@ func TestCLIRefusal(t *testing.T) {
 		t.Fatalf("server exited %d: %s", rc, serr.String())
 	}
 }
+
+func TestCLIStress(t *testing.T) {
+	c, s := cli(t, "stress", "-D", "1", "-q", "3", "--seed", "99", "-s", "8192")
+	if !strings.Contains(c, "stress: seed 99 (--seed 99 repeats this run), 3 connections") ||
+		!regexp.MustCompile(`errors +0\n`).MatchString(c) || !strings.Contains(c, "Terminates received 0") {
+		t.Fatalf("client:\n%s", c)
+	}
+	_ = s
+}

@@ -17,23 +17,24 @@ import (
 
 // request is the client's MPA Private Data (at most 508 octets).
 type request struct {
-	Magic    string `json:"iwperf"`
-	Test     string `json:"t"`
-	Size     int    `json:"s"`
-	Depth    int    `json:"d"`
-	Iters    int    `json:"n"`
-	DurMS    int64  `json:"D,omitempty"`
-	PostList int    `json:"l,omitempty"`
-	CQMod    int    `json:"Q,omitempty"`
-	IRD      int    `json:"ird,omitempty"`
-	ORD      int    `json:"ord,omitempty"`
-	Run      uint64 `json:"run"`
-	Sweep    uint64 `json:"sweep"`
-	QPs      int    `json:"q"`
-	Bidir    bool   `json:"b,omitempty"`
-	Reverse  bool   `json:"rev,omitempty"` // the server is the active side
-	Final    bool   `json:"final,omitempty"`
-	Peer     advert `json:"peer"`
+	Magic    string     `json:"iwperf"`
+	Test     string     `json:"t"`
+	Size     int        `json:"s"`
+	Depth    int        `json:"d"`
+	Iters    int        `json:"n"`
+	DurMS    int64      `json:"D,omitempty"`
+	PostList int        `json:"l,omitempty"`
+	CQMod    int        `json:"Q,omitempty"`
+	IRD      int        `json:"ird,omitempty"`
+	ORD      int        `json:"ord,omitempty"`
+	Run      uint64     `json:"run"`
+	Sweep    uint64     `json:"sweep"`
+	QPs      int        `json:"q"`
+	Bidir    bool       `json:"b,omitempty"`
+	Reverse  bool       `json:"rev,omitempty"` // the server is the active side
+	Final    bool       `json:"final,omitempty"`
+	Peer     advert     `json:"peer"`
+	Stress   *stressReq `json:"stress,omitempty"`
 }
 
 const magic = "2"

@@ -51,6 +51,9 @@ func (l *Limits) fill() {
 
 // connMem is what a connection's buffers take.
 func connMem(r *request) int64 {
+	if r.Test == Stress {
+		return stressMem(r)
+	}
 	return int64(bufLen(r.Test, r.Size, r.Depth)) + int64(64*(2*r.Depth+16)+2*reportSlot)
 }
 
@@ -65,6 +68,12 @@ type Server struct {
 	Gbits bool // tables in Gb/sec
 	// OnResult is called with each run's result (every connection of it).
 	OnResult func(Result)
+	// OnStress is called when a stress run ends: its connections, and
+	// how many ended in error.
+	OnStress func(conns, failed int)
+
+	// stressHook sees each stress region before it is registered (tests).
+	stressHook func(region []byte)
 
 	mu     sync.Mutex
 	conns  int
@@ -95,7 +104,7 @@ func (s *Server) admit(r *request) error {
 	switch {
 	case r.Test == AtomicBW:
 		return Refusal(ErrAtomicsUnsupported.Error())
-	case !IsBW(r.Test) && !IsLat(r.Test):
+	case !IsBW(r.Test) && !IsLat(r.Test) && r.Test != Stress:
 		return Refusal(fmt.Sprintf("unknown test %q", r.Test))
 	case r.Size < 0 || r.Size > l.MaxSize:
 		return Refusal(fmt.Sprintf("size %d is not within this server's 0..%d", r.Size, l.MaxSize))
@@ -196,6 +205,13 @@ func (s *Server) Serve(ctx context.Context, l *endpoint.Listener, persistent boo
 func (s *Server) serveConn(ctx context.Context, req *endpoint.ConnRequest, r request) (final bool, err error) {
 	o := Options{Test: r.Test, Size: r.Size, Depth: r.Depth, Iters: r.Iters, Duration: time.Duration(r.DurMS) * time.Millisecond,
 		PostList: r.PostList, CQMod: r.CQMod, IRD: r.IRD, ORD: r.ORD, QPs: r.QPs, Timeout: s.Timeout}
+	if r.Test == Stress {
+		err := s.serveStress(ctx, req, r)
+		if err != nil {
+			s.logf("iwperf: %v: stress: %v", req.RemoteAddr(), err)
+		}
+		return s.record(r, stats{}, err, endpoint.Params{}, Address{}, Address{}), err
+	}
 	var st stats
 	var params endpoint.Params
 	var local, remote Address
@@ -265,6 +281,13 @@ func (s *Server) record(r request, st stats, err error, params endpoint.Params, 
 		return false
 	}
 	delete(s.runs, r.Run)
+	if r.Test == Stress {
+		s.logf("iwperf: stress run of %d connections ended, %d of them with an error", rs.want, len(rs.errs))
+		if s.OnStress != nil {
+			s.OnStress(rs.want, len(rs.errs))
+		}
+		return r.Final
+	}
 	if len(rs.errs) > 0 {
 		if r.Final {
 			delete(s.sweeps, r.Sweep)
