@@ -110,7 +110,7 @@ func newFlagSet(f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&f.size, "S", -1, "rping: same as -s")
 	fs.BoolVar(&f.validate, "V", false, "rping: verify the data of every ping")
 	fs.BoolVar(&f.verbose, "v", false, "rping: print the data of every ping")
-	fs.Int64Var(&f.seed, "seed", 0, "stress: random seed (default: from the clock, printed); stress takes -q (connections, default 8), -t (operations in flight, 16), -s (largest message, 65536), -D (seconds, 10)")
+	fs.Int64Var(&f.seed, "seed", 0, "stress: random seed (default: from the clock, printed); stress takes -q (connections, default 8), -t (operations in flight, 16), -s (largest message, 65536), -D (seconds, 10), -n (operations per connection)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: iwperf TEST [HOST] [flags]\n"+
 			"  without HOST: server; with HOST: client\n"+

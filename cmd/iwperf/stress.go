@@ -33,6 +33,9 @@ func (a *app) stress() int {
 	if f.size > 0 {
 		o.MaxSize = f.size
 	}
+	if f.iters > 0 {
+		o.Ops = f.iters
+	}
 	if f.dur > 0 {
 		o.Duration = time.Duration(f.dur) * time.Second
 	}

@@ -44,7 +44,8 @@ type StressOptions struct {
 	Window   int           // operations in flight per connection (16)
 	MaxSize  int           // largest message (65536); sizes are log-uniform from 1
 	Region   int           // the server region each connection targets (1 MiB, at least MaxSize)
-	Duration time.Duration // 10 s
+	Duration time.Duration // 10 s, from each connection's establishment
+	Ops      int           // stop a connection after this many operations (0: no limit)
 	IRD, ORD int
 	Config   endpoint.Config
 	Timeout  time.Duration // per wait (10 s)
@@ -173,7 +174,6 @@ func RunStress(ctx context.Context, dial Dialer, o StressOptions) (StressSummary
 	o.fill()
 	sum := StressSummary{Seed: o.Seed, Conns: o.Conns, Ops: map[string]uint64{}, Errors: map[string]uint64{}, AtomicsSkipped: true}
 	start := time.Now()
-	end := start.Add(o.Duration)
 	var mu sync.Mutex // Errors writer
 	run := newID()
 	stats := make([]*stressStats, o.Conns)
@@ -183,7 +183,7 @@ func RunStress(ctx context.Context, dial Dialer, o StressOptions) (StressSummary
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			stressConn(ctx, dial, &o, run, i, end, stats[i], &mu)
+			stressConn(ctx, dial, &o, run, i, stats[i], &mu)
 		}()
 	}
 	wg.Wait()
@@ -209,8 +209,9 @@ type stressOp struct {
 	expect []byte // Read: the shadow's data
 }
 
-func stressConn(ctx context.Context, dial Dialer, o *StressOptions, run uint64, idx int, end time.Time, st *stressStats, mu *sync.Mutex) {
+func stressConn(ctx context.Context, dial Dialer, o *StressOptions, run uint64, idx int, st *stressStats, mu *sync.Mutex) {
 	rng := rand.New(rand.NewPCG(o.Seed, uint64(idx)))
+	var wrid uint64
 	fail := func(kind string, err error) { st.err(o.Errors, mu, idx, kind, "%v", err) }
 	W := o.Window
 	p, err := newStressPeer(o.MaxSize, W, o.IRD, o.ORD, o.Timeout)
@@ -246,6 +247,10 @@ func stressConn(ctx context.Context, dial Dialer, o *StressOptions, run uint64, 
 		fail(ErrConnection, fmt.Errorf("server's Private Data %q: %v", conn.Params().PeerPrivateData, err))
 		return
 	}
+	end := time.Now().Add(o.Duration)
+	more := func() bool {
+		return time.Now().Before(end) && (o.Ops <= 0 || wrid < uint64(o.Ops)) && ctx.Err() == nil
+	}
 	shadow := make([]byte, o.Region)
 	pattern(shadow, o.Seed, uint64(idx), 0)
 	free := make([]int, 0, W)
@@ -254,7 +259,7 @@ func stressConn(ctx context.Context, dial Dialer, o *StressOptions, run uint64, 
 	}
 	inflight := map[uint64]*stressOp{}
 	echoes := map[uint64][]byte{} // Sends awaiting their echo
-	var seq, wrid uint64
+	var seq uint64
 	size := func() int {
 		return min(o.MaxSize, 1+rng.IntN(1<<rng.IntN(17))) // log-uniform-ish 1 .. 64 Ki
 	}
@@ -270,8 +275,8 @@ func stressConn(ctx context.Context, dial Dialer, o *StressOptions, run uint64, 
 		}
 		fail(ErrConnection, err)
 	}
-	for time.Now().Before(end) || len(inflight) > 0 || len(echoes) > 0 {
-		for time.Now().Before(end) && len(free) > 0 && len(echoes) < W {
+	for more() || len(inflight) > 0 || len(echoes) > 0 {
+		for more() && len(free) > 0 && len(echoes) < W {
 			slot := free[len(free)-1]
 			free = free[:len(free)-1]
 			n := size()

@@ -15,7 +15,7 @@ type traced struct {
 	size, off int
 }
 
-func stressRun(t *testing.T, ts *testServer, seed uint64, d time.Duration) (StressSummary, map[int][]traced, string) {
+func stressRun(t *testing.T, ts *testServer, seed uint64, d time.Duration, ops int) (StressSummary, map[int][]traced, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -23,7 +23,7 @@ func stressRun(t *testing.T, ts *testServer, seed uint64, d time.Duration) (Stre
 	tr := map[int][]traced{}
 	errs := &syncBuf{}
 	sum, err := RunStress(ctx, TCPDialer(ts.addr), StressOptions{Seed: seed, Conns: 4, Window: 8, MaxSize: 16384, Region: 256 << 10,
-		Duration: d, Errors: errs, Config: endpoint.Config{CRC: true},
+		Duration: d, Ops: ops, Errors: errs, Config: endpoint.Config{CRC: true},
 		trace: func(c int, op endpoint.Opcode, size, off int) {
 			mu.Lock()
 			tr[c] = append(tr[c], traced{op, size, off})
@@ -39,7 +39,7 @@ func stressRun(t *testing.T, ts *testServer, seed uint64, d time.Duration) (Stre
 // a seed repeats the same operations.
 func TestStress(t *testing.T) {
 	ts := startServer(t, true, Limits{}, nil)
-	sum, tr1, errs := stressRun(t, ts, 42, 700*time.Millisecond)
+	sum, tr1, errs := stressRun(t, ts, 42, 700*time.Millisecond, 0)
 	if sum.TotalErrors() != 0 || errs != "" || sum.Terminates != 0 {
 		t.Fatalf("errors %v %q", sum.Errors, errs)
 	}
@@ -56,14 +56,14 @@ func TestStress(t *testing.T) {
 	if !strings.Contains(b.String(), "seed 42") || !strings.Contains(b.String(), "errors                0") {
 		t.Fatalf("summary:\n%s", b.String())
 	}
-	_, tr2, _ := stressRun(t, ts, 42, 300*time.Millisecond)
-	_, tr3, _ := stressRun(t, ts, 43, 300*time.Millisecond)
+	_, tr1, _ = stressRun(t, ts, 42, time.Minute, 60)
+	_, tr2, _ := stressRun(t, ts, 42, time.Minute, 60)
+	_, tr3, _ := stressRun(t, ts, 43, time.Minute, 60)
 	for c := 0; c < 4; c++ {
-		n := min(len(tr1[c]), len(tr2[c]), 50)
-		if n < 20 {
-			t.Fatalf("conn %d: only %d operations", c, n)
+		if len(tr1[c]) != 60 || len(tr2[c]) != 60 {
+			t.Fatalf("conn %d: %d and %d operations, want 60", c, len(tr1[c]), len(tr2[c]))
 		}
-		for i := 0; i < n; i++ {
+		for i := range tr1[c] {
 			if tr1[c][i] != tr2[c][i] {
 				t.Fatalf("seed 42, conn %d, op %d: %+v then %+v", c, i, tr1[c][i], tr2[c][i])
 			}
@@ -85,14 +85,11 @@ func TestStress(t *testing.T) {
 func TestStressFindsCorruption(t *testing.T) {
 	ts := startServer(t, true, Limits{}, nil)
 	ts.srv.stressHook = func(region []byte) {
-		go func() {
-			time.Sleep(100 * time.Millisecond)
-			for i := 0; i < len(region); i += 4096 {
-				region[i] ^= 0xff // racy on purpose: a faulty peer
-			}
-		}()
+		for i := 0; i < len(region); i += 512 {
+			region[i] ^= 0xff // a faulty peer: not the seed's pattern
+		}
 	}
-	sum, _, errs := stressRun(t, ts, 7, 600*time.Millisecond)
+	sum, _, errs := stressRun(t, ts, 7, time.Minute, 200)
 	if sum.Errors[ErrReadData] == 0 || !strings.Contains(errs, "read-data: Read of") {
 		t.Fatalf("corruption not found: %v %q", sum.Errors, errs)
 	}
@@ -100,7 +97,7 @@ func TestStressFindsCorruption(t *testing.T) {
 
 func TestStressLimits(t *testing.T) {
 	ts := startServer(t, true, Limits{MaxMem: 512 << 10}, nil)
-	sum, _, errs := stressRun(t, ts, 1, 100*time.Millisecond)
+	sum, _, errs := stressRun(t, ts, 1, 100*time.Millisecond, 0)
 	if sum.Errors[ErrConnection] != 4 || !strings.Contains(errs, "refused: busy") {
 		t.Fatalf("%v %q", sum.Errors, errs)
 	}
