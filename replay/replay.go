@@ -267,7 +267,6 @@ func File(name string, sink Sink, o Options) (Stats, error) {
 		defer ticker.Stop()
 		tick = ticker.C
 	}
-	var pkt pcap.Packet
 	var f pcap.Frame
 	stopped := func() bool {
 		select {
@@ -277,6 +276,8 @@ func File(name string, sink Sink, o Options) (Stats, error) {
 			return false
 		}
 	}
+	b := newBatcher(sink, &st, flows, o.Preload)
+	b.now = o.now
 	for pass := 0; pass < o.Loop; pass++ {
 		src, closeSrc, err := open()
 		if err != nil {
@@ -289,11 +290,13 @@ func File(name string, sink Sink, o Options) (Stats, error) {
 				if err == io.EOF {
 					break
 				}
-				return st, err
+				b.flush()
+				return st.finish(o), err
 			}
 			if err := checkLink(f.LinkType); err != nil {
 				closeSrc()
-				return st, err
+				b.flush()
+				return st.finish(o), err
 			}
 			due := pacer.Due(f.Timestamp, len(f.Data))
 			if st.Start.IsZero() {
@@ -302,44 +305,135 @@ func File(name string, sink Sink, o Options) (Stats, error) {
 					fmt.Fprintf(o.StatsOut, "Test start: %s ...\n", st.Start.Format("2006-01-02 15:04:05.000000"))
 				}
 			}
-			if o.Duration > 0 && (due >= o.Duration || o.now().Sub(st.Start) >= o.Duration) || o.Limit > 0 && st.Packets+st.Failed >= o.Limit || stopped() {
+			now := o.now().Sub(st.Start)
+			if o.Duration > 0 && (due >= o.Duration || now >= o.Duration) ||
+				o.Limit > 0 && st.Packets+st.Failed+uint64(b.len()) >= o.Limit || stopped() {
 				closeSrc()
+				b.flush()
 				return st.finish(o), nil
 			}
-			if wait := due - o.now().Sub(st.Start); wait > 0 {
-				o.sleep(wait)
+			if due > now {
+				// Nothing more is due: send what is, then wait.
+				b.flush()
+				o.sleep(due - now)
 			}
-			r, err := sink.Send(f.Data)
-			st.NoBufs += r.NoBufs
-			st.Again += r.Again
-			st.End = o.now()
-			if err != nil {
-				st.Failed++
-			} else {
-				st.Packets++
-				st.Bytes += uint64(len(f.Data))
-				if f.OrigLen > f.CapLen {
-					st.Truncated++
-				}
-				if pcap.DecodeTCP(f.LinkType, f.Data, &pkt) == nil {
-					st.FlowPackets++
-					k := flowKey{pkt.Src, pkt.Dst, pkt.SrcPort, pkt.DstPort}
-					if !flows[k] {
-						flows[k] = true
-						st.Flows++
-					}
-				} else {
-					st.NonFlow++
-				}
+			b.add(&f)
+			if b.len() == batchMax {
+				b.flush()
 			}
 			select {
 			case <-tick:
+				b.flush()
 				st.Report(o.StatsOut)
 			default:
 			}
 		}
 	}
+	b.flush()
 	return st.finish(o), nil
+}
+
+// BatchSink sends several frames per call (sendmmsg).
+type BatchSink interface {
+	Sink
+	// SendBatch sends frames in order and says how many went; a frame
+	// the kernel refuses stops it with that frame's error.
+	SendBatch(frames [][]byte) (sent int, r Retries, err error)
+}
+
+// batchMax is the most frames sent in one call.
+const batchMax = 64
+
+// batcher gathers the frames that are due and sends them together.
+type batcher struct {
+	sink   Sink
+	bs     BatchSink
+	st     *Stats
+	flows  map[flowKey]bool
+	alias  bool // frames stay valid (preloaded): no copy
+	frames [][]byte
+	meta   []frameMeta
+	bufs   [][]byte
+	pkt    pcap.Packet
+	now    func() time.Time
+}
+
+type frameMeta struct {
+	truncated, flow bool
+	key             flowKey
+}
+
+func newBatcher(sink Sink, st *Stats, flows map[flowKey]bool, alias bool) *batcher {
+	b := &batcher{sink: sink, st: st, flows: flows, alias: alias, bufs: make([][]byte, batchMax), now: time.Now}
+	b.bs, _ = sink.(BatchSink)
+	return b
+}
+
+func (b *batcher) len() int { return len(b.frames) }
+
+func (b *batcher) add(f *pcap.Frame) {
+	data := f.Data
+	if !b.alias {
+		i := len(b.frames)
+		b.bufs[i] = append(b.bufs[i][:0], f.Data...)
+		data = b.bufs[i]
+	}
+	m := frameMeta{truncated: f.OrigLen > f.CapLen}
+	if pcap.DecodeTCP(f.LinkType, data, &b.pkt) == nil {
+		m.flow, m.key = true, flowKey{b.pkt.Src, b.pkt.Dst, b.pkt.SrcPort, b.pkt.DstPort}
+	}
+	b.frames = append(b.frames, data)
+	b.meta = append(b.meta, m)
+}
+
+func (b *batcher) account(i int, err error) {
+	st := b.st
+	if err != nil {
+		st.Failed++
+		return
+	}
+	m := b.meta[i]
+	st.Packets++
+	st.Bytes += uint64(len(b.frames[i]))
+	if m.truncated {
+		st.Truncated++
+	}
+	if !m.flow {
+		st.NonFlow++
+		return
+	}
+	st.FlowPackets++
+	if !b.flows[m.key] {
+		b.flows[m.key] = true
+		st.Flows++
+	}
+}
+
+func (b *batcher) flush() {
+	if len(b.frames) == 0 {
+		return
+	}
+	for i := 0; i < len(b.frames); {
+		if b.bs == nil {
+			r, err := b.sink.Send(b.frames[i])
+			b.st.NoBufs, b.st.Again = b.st.NoBufs+r.NoBufs, b.st.Again+r.Again
+			b.account(i, err)
+			i++
+			continue
+		}
+		n, r, err := b.bs.SendBatch(b.frames[i:])
+		b.st.NoBufs, b.st.Again = b.st.NoBufs+r.NoBufs, b.st.Again+r.Again
+		for j := i; j < i+n; j++ {
+			b.account(j, nil)
+		}
+		i += n
+		if err != nil {
+			b.account(i, err)
+			i++
+		}
+	}
+	b.st.End = b.now()
+	b.frames, b.meta = b.frames[:0], b.meta[:0]
 }
 
 func (s Stats) finish(o Options) Stats {

@@ -80,6 +80,21 @@ func (s *fakeSink) Send(b []byte) (Retries, error) {
 	return Retries{}, nil
 }
 
+// fakeBatch is a fakeSink that takes batches, stopping at a refused frame.
+type fakeBatch struct{ *fakeSink }
+
+func (s fakeBatch) SendBatch(frames [][]byte) (int, Retries, error) {
+	var r Retries
+	for i, f := range frames {
+		rr, err := s.Send(f)
+		r.NoBufs += rr.NoBufs
+		if err != nil {
+			return i, r, err
+		}
+	}
+	return len(frames), r, nil
+}
+
 // fakeClock advances only when the replay sleeps.
 type fakeClock struct{ t time.Time }
 
@@ -143,11 +158,28 @@ func TestFileAccounting(t *testing.T) {
 	if st.Packets != 50 {
 		t.Fatalf("--duration 0.5 at 100 pps: %d", st.Packets)
 	}
-	// Frames above the MTU fail and are counted, the rest go.
-	c = &fakeClock{t: time.Unix(0, 0)}
-	st, _ = File("../testdata/siw/mtu1500gso_ib_write_bw_32768.pcap", &fakeSink{mtu: 1514}, Options{Topspeed: true, now: c.now, sleep: c.sleep})
-	if st.Failed == 0 || st.Packets == 0 || st.Elapsed() != 0 {
-		t.Fatalf("gso capture on a 1500 MTU: %+v", st)
+	// Frames above the MTU fail and are counted, the rest go, one at a
+	// time or in batches.
+	gso := "../testdata/siw/mtu1500gso_ib_write_bw_32768.pcap"
+	var big, small int
+	for _, f := range readFrames(t, gso) {
+		if len(f) > 1514 {
+			big++
+		} else {
+			small++
+		}
+	}
+	for _, batch := range []bool{false, true} {
+		c = &fakeClock{t: time.Unix(0, 0)}
+		fs := &fakeSink{mtu: 1514}
+		var sink Sink = fs
+		if batch {
+			sink = fakeBatch{fs}
+		}
+		st, _ = File(gso, sink, Options{Topspeed: true, now: c.now, sleep: c.sleep})
+		if st.Failed != uint64(big) || st.Packets != uint64(small) || big == 0 || st.Elapsed() != 0 || len(fs.frames) != small {
+			t.Fatalf("gso capture on a 1500 MTU (batch %v): %d big, %d small: %+v", batch, big, small, st)
+		}
 	}
 }
 
