@@ -310,3 +310,15 @@ func TestIRDORD(t *testing.T) {
 		}
 	}
 }
+
+// TestPendingRunsBounded: runs whose announced connections never all
+// come do not pile up in the server.
+func TestPendingRunsBounded(t *testing.T) {
+	s := &Server{runs: map[uint64]*runState{}, sweeps: map[uint64]bool{}}
+	for i := 0; i < 3*maxPending; i++ {
+		s.record(request{Test: WriteBW, Run: uint64(i + 1), QPs: 2}, stats{}, nil, endpoint.Params{}, Address{}, Address{})
+	}
+	if len(s.runs) != maxPending || s.runs[uint64(3*maxPending)] == nil {
+		t.Fatalf("%d runs pending", len(s.runs))
+	}
+}

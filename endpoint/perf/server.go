@@ -83,6 +83,7 @@ type Server struct {
 }
 
 type runState struct {
+	since  time.Time
 	req    request
 	want   int
 	got    int
@@ -92,6 +93,10 @@ type runState struct {
 	local  Address
 	remote Address
 }
+
+// maxPending bounds the runs a server remembers while their connections
+// finish.
+const maxPending = 1024
 
 // Refusal is why a request was refused.
 type Refusal string
@@ -265,7 +270,20 @@ func (s *Server) record(r request, st stats, err error, params endpoint.Params, 
 	defer s.mu.Unlock()
 	rs := s.runs[r.Run]
 	if rs == nil {
-		rs = &runState{req: r, want: r.QPs, params: params, local: local, remote: remote}
+		// A client that announces more connections than it opens
+		// leaves its run pending: keep at most maxPending, forgetting
+		// the oldest.
+		if len(s.runs) >= maxPending {
+			var old uint64
+			var t time.Time
+			for id, x := range s.runs {
+				if t.IsZero() || x.since.Before(t) {
+					old, t = id, x.since
+				}
+			}
+			delete(s.runs, old)
+		}
+		rs = &runState{since: time.Now(), req: r, want: r.QPs, params: params, local: local, remote: remote}
 		if r.Bidir {
 			rs.want *= 2
 		}
