@@ -115,6 +115,20 @@ func vethNS(t *testing.T) (host, ns, far string) {
 	return host, ns, far
 }
 
+// replayPair is a sender on the near end of a fresh vethNS pair and the
+// capture on its far end; both end with the test.
+func replayPair(t *testing.T) (*Interface, *farCapture) {
+	t.Helper()
+	host, ns, far := vethNS(t)
+	capt := startCapture(t, ns, far)
+	sink, err := OpenInterface(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sink.Close() })
+	return sink, capt
+}
+
 type captured struct {
 	ts   time.Time
 	data []byte
@@ -215,13 +229,7 @@ func (c *farCapture) wait(n int) []captured {
 // TestVethEveryFrame replays every siw capture onto the veth pair; the
 // capture in the namespace sees every frame, byte for byte, in order.
 func TestVethEveryFrame(t *testing.T) {
-	host, ns, far := vethNS(t)
-	capt := startCapture(t, ns, far)
-	sink, err := OpenInterface(host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Close()
+	sink, capt := replayPair(t)
 	files, _ := filepath.Glob("../testdata/siw/*.pcap")
 	if len(files) < 10 {
 		t.Fatalf("siw captures: %v", files)
@@ -267,13 +275,7 @@ func rate(fr []captured, octets bool) float64 {
 // second (measured on the far side; the band is generous because the
 // machine is shared), and --loop repeats the file.
 func TestVethRates(t *testing.T) {
-	host, ns, far := vethNS(t)
-	capt := startCapture(t, ns, far)
-	sink, err := OpenInterface(host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Close()
+	sink, capt := replayPair(t)
 	want := readFrames(t, rpingPcap)
 	st, err := File(rpingPcap, sink, Options{PPS: 400, Loop: 12})
 	if err != nil {
