@@ -290,10 +290,12 @@ func TestVethRates(t *testing.T) {
 			t.Fatalf("--loop: frame %d differs", i)
 		}
 	}
-	if r := rate(got, false); r < 400*0.85 || r > 400*1.15 {
+	// The schedule itself is checked exactly in TestPacerSchedule; here
+	// the band only has to survive a loaded machine's stalls.
+	if r := rate(got, false); r < 400*0.75 || r > 400*1.25 {
 		t.Errorf("--pps 400: %.1f pps arrived", r)
 	}
-	if r := float64(st.Packets) / st.Elapsed().Seconds(); r < 400*0.9 || r > 400*1.1 {
+	if r := float64(st.Packets) / st.Elapsed().Seconds(); r < 400*0.75 || r > 400*1.25 {
 		t.Errorf("--pps 400: %.1f pps sent", r)
 	}
 
@@ -311,7 +313,7 @@ func TestVethRates(t *testing.T) {
 		t.Fatalf("--mbps 2 run too short to judge: %v", st.Elapsed())
 	}
 	// The first frame's octets are not in the span.
-	if r := rate(got, true) / 1e6; r < 2*0.85 || r > 2*1.15 {
+	if r := rate(got, true) / 1e6; r < 2*0.75 || r > 2*1.25 {
 		t.Errorf("--mbps 2: %.3f Mbit/s arrived", r)
 	}
 }
