@@ -248,6 +248,10 @@ func TestServerLimits(t *testing.T) {
 		"RFC 7306":             func(r *request) { r.Test = AtomicBW },
 		"iterations":           func(r *request) { r.Reverse = true; r.Iters = 1 << 40 },
 		"not an iwperf client": func(r *request) { r.Magic = "1" },
+		"above this server's limit of 67108864": func(r *request) {
+			r.Test, r.Size, r.Depth = Stress, 1<<20, 64
+			r.Stress = &stressReq{Region: 1 << 40}
+		},
 	}
 	for want, mod := range bad {
 		r := ok

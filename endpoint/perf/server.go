@@ -121,6 +121,9 @@ func (s *Server) admit(r *request) error {
 		return Refusal(fmt.Sprintf("a run of %d iterations or %d ms is above this server's %d or %v", r.Iters, r.DurMS, l.MaxIters, l.MaxDur))
 	}
 	need := connMem(r)
+	if need > l.MaxMem {
+		return Refusal(fmt.Sprintf("%d octets of buffers asked, above this server's limit of %d", need, l.MaxMem))
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conns >= l.MaxConns {

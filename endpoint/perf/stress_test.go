@@ -96,9 +96,16 @@ func TestStressFindsCorruption(t *testing.T) {
 }
 
 func TestStressLimits(t *testing.T) {
-	ts := startServer(t, true, Limits{MaxMem: 512 << 10}, nil)
+	// Each connection asks for 640 KiB: one fits in 1 MiB, the others
+	// find the server busy; alone, one is too large for 512 KiB.
+	ts := startServer(t, true, Limits{MaxMem: 1 << 20}, nil)
 	sum, _, errs := stressRun(t, ts, 1, 100*time.Millisecond, 0)
-	if sum.Errors[ErrConnection] != 4 || !strings.Contains(errs, "refused: busy") {
+	if sum.Errors[ErrConnection] != 3 || !strings.Contains(errs, "refused: busy") {
+		t.Fatalf("%v %q", sum.Errors, errs)
+	}
+	ts = startServer(t, true, Limits{MaxMem: 512 << 10}, nil)
+	sum, _, errs = stressRun(t, ts, 1, 100*time.Millisecond, 0)
+	if sum.Errors[ErrConnection] != 4 || !strings.Contains(errs, "655360 octets of buffers asked, above this server's limit of 524288") {
 		t.Fatalf("%v %q", sum.Errors, errs)
 	}
 }
