@@ -99,7 +99,7 @@ func TestStressLimits(t *testing.T) {
 	// Each connection asks for 640 KiB: one fits in 1 MiB, the others
 	// find the server busy; alone, one is too large for 512 KiB.
 	ts := startServer(t, true, Limits{MaxMem: 1 << 20}, nil)
-	sum, _, errs := stressRun(t, ts, 1, 100*time.Millisecond, 0)
+	sum, _, errs := stressRun(t, ts, 1, 1500*time.Millisecond, 0) // long enough to overlap the others' dials
 	if sum.Errors[ErrConnection] != 3 || !strings.Contains(errs, "refused: busy") {
 		t.Fatalf("%v %q", sum.Errors, errs)
 	}
