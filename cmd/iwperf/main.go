@@ -1,19 +1,27 @@
 // Command iwperf measures RDMA bandwidth and latency over iwkit's soft-iWARP
-// endpoint, perftest style, and speaks rdma-core's rping exchange.
+// endpoint with perftest's habits, speaks rdma-core's rping exchange, and
+// stresses a peer with a verified random mix of operations.
 //
-//	iwperf -s [-a ADDR] [-p PORT] [-P] [-t rping]             server
-//	iwperf -c HOST [-p PORT] [-t TEST] [-S SIZE] [-n N | -D DUR] client
+//	iwperf TEST [flags]          server: waits for one client (--persistent: many)
+//	iwperf TEST HOST [flags]     client
 //
-// TEST is write_bw, send_bw, read_bw, write_lat, send_lat, read_lat or rping.
+// TEST is write_bw, send_bw, read_bw, atomic_bw, write_lat, send_lat,
+// read_lat, rping or stress. The flags keep perftest's letters: -s SIZE,
+// -a, -n ITERS, -D SECONDS, -q QPS, -t TX_DEPTH, -b, -p PORT (18515),
+// --report_gbits, --run_infinitely, -l POST_LIST, -Q CQ_MOD, --out_json,
+// --out_json_file FILE; the wire options use iwkit's names.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,51 +32,133 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string) int {
+// tests are the first argument's values.
+var tests = append(slices.Clone(perf.Tests), perf.AtomicBW, "rping", "stress")
+
+// perftestFlags are the flags that keep perftest's letters and long names
+// (checked against ib_write_bw --help by the tests).
+var perftestFlags = []struct{ short, long string }{
+	{"s", "size"}, {"a", "all"}, {"n", "iters"}, {"D", "duration"}, {"q", "qp"}, {"t", "tx-depth"},
+	{"b", "bidirectional"}, {"p", "port"}, {"l", "post_list"}, {"Q", "cq-mod"},
+	{"", "report_gbits"}, {"", "run_infinitely"}, {"", "out_json"}, {"", "out_json_file"},
+}
+
+type flags struct {
+	size, iters, dur, qps, depth, port, postList, cqMod int
+	all, bidir, gbits, infinite, outJSON                bool
+	jsonFile, plot, bind                                string
+	persistent                                          bool
+	crc, markers, p2p                                   bool
+	rev, ird, ord, mulpdu                               int
+	rtr, pcapFile                                       string
+	timeout, retry                                      time.Duration
+	maxSize, maxDepth, maxQPs                           int
+	maxMem                                              int64
+	count                                               int
+	validate, verbose                                   bool
+	seed                                                int64
+	conns                                               int
+}
+
+func newFlagSet(f *flags, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("iwperf", flag.ContinueOnError)
-	var (
-		server     = fs.Bool("s", false, "run as server")
-		client     = fs.String("c", "", "run as client, connecting to `HOST`")
-		addr       = fs.String("a", "", "server: address to listen on (default all)")
-		port       = fs.Int("p", 7174, "TCP port")
-		test       = fs.String("t", "write_bw", "test: "+strings.Join(perf.Tests, ", ")+", or rping")
-		size       = fs.Int("S", -1, "message size in octets (default 65536; rping: 64)")
-		iters      = fs.Int("n", 0, "iterations (default 1000; rping: -C)")
-		count      = fs.Int("C", 10, "rping: number of pings")
-		dur        = fs.Duration("D", 0, "run for this long instead of -n iterations")
-		depth      = fs.Int("q", 64, "bandwidth tests: work requests outstanding")
-		persistent = fs.Bool("P", false, "server: keep serving clients one after another")
-		validate   = fs.Bool("V", false, "rping: verify the data of every ping")
-		verbose    = fs.Bool("v", false, "rping: print the data of every ping")
-		crc        = fs.Bool("crc", false, "ask for MPA CRCs (used anyway when the peer asks)")
-		markers    = fs.Bool("markers", false, "ask the peer to insert MPA markers in what it sends")
-		rev        = fs.Int("mpa-rev", 2, "MPA revision of our frame: 1 or 2")
-		p2p        = fs.Bool("p2p", false, "RFC 6581 peer-to-peer mode with an RTR message")
-		rtr        = fs.String("rtr", "write,read,send", "RTR types we can send (client) or accept (server)")
-		ird        = fs.Int("ird", 0, "QP IRD (default: per test)")
-		ord        = fs.Int("ord", 0, "QP ORD (default: per test)")
-		mulpdu     = fs.Int("mulpdu", 0, "largest ULPDU to send (default: from the TCP MSS)")
-		pcapFile   = fs.String("pcap", "", "write this side's traffic to `FILE` (pcap)")
-		asJSON     = fs.Bool("json", false, "print results as JSON")
-		timeout    = fs.Duration("timeout", 10*time.Second, "wait at most this long for any completion or for the MPA exchange")
-		retry      = fs.Duration("retry", 0, "client: keep retrying the connection for this long (peers behind NAT forwarders)")
-	)
+	fs.SetOutput(stderr)
+	both := func(short, long string, p *int, v int, usage string) {
+		fs.IntVar(p, short, v, usage)
+		fs.IntVar(p, long, v, "same as -"+short)
+	}
+	bothB := func(short, long string, p *bool, usage string) {
+		fs.BoolVar(p, short, false, usage)
+		fs.BoolVar(p, long, false, "same as -"+short)
+	}
+	both("s", "size", &f.size, -1, "message `size` in octets (default 65536 for bandwidth, 2 for latency, 64 for rping)")
+	bothB("a", "all", &f.all, "run sizes from 2 to 2^23 (8 MiB)")
+	both("n", "iters", &f.iters, 0, "`iterations` per QP (default 5000 for bandwidth, 1000 for latency)")
+	both("D", "duration", &f.dur, 0, "run for this many `seconds` instead of -n (stress: default 10)")
+	both("q", "qp", &f.qps, 1, "number of QPs (connections) at once")
+	both("t", "tx-depth", &f.depth, 0, "work requests outstanding per QP (default 128 for bandwidth, 1 for latency)")
+	bothB("b", "bidirectional", &f.bidir, "measure both directions at once (bandwidth tests)")
+	both("p", "port", &f.port, perf.DefaultPort, "TCP `port` to listen on or connect to")
+	both("l", "post_list", &f.postList, 1, "post work requests in lists of this `size`")
+	both("Q", "cq-mod", &f.cqMod, perf.DefaultCQMod, "signal one work request in this many (at most -t)")
+	fs.BoolVar(&f.gbits, "report_gbits", false, "report bandwidth in Gb/sec (10^9 bits) instead of MB/sec (2^20 octets)")
+	fs.BoolVar(&f.infinite, "run_infinitely", false, "run until interrupted, printing a row every -D seconds (default 5)")
+	fs.BoolVar(&f.outJSON, "out_json", false, "also write the report as perftest's JSON to --out_json_file")
+	fs.StringVar(&f.jsonFile, "out_json_file", "perftest_out.json", "`file` of the JSON report")
+	fs.StringVar(&f.plot, "plot", "", "with -a: draw bandwidth and latency against size into `FILE` (.svg or .png)")
+	fs.StringVar(&f.bind, "bind", "", "server: `address` to listen on (default all)")
+	fs.BoolVar(&f.persistent, "persistent", false, "server: keep serving clients (default: end after the first client's run)")
+	fs.IntVar(&f.maxSize, "max-size", perf.DefaultLimits.MaxSize, "server: largest message size a client may ask for")
+	fs.IntVar(&f.maxDepth, "max-depth", perf.DefaultLimits.MaxDepth, "server: largest tx depth a client may ask for")
+	fs.IntVar(&f.maxQPs, "max-qps", perf.DefaultLimits.MaxQPs, "server: most QPs in one client's run")
+	fs.Int64Var(&f.maxMem, "max-mem", perf.DefaultLimits.MaxMem, "server: octets of buffers for all the connections served at once")
+	fs.BoolVar(&f.crc, "crc", false, "ask for MPA CRCs (used anyway when the peer asks)")
+	fs.BoolVar(&f.markers, "markers", false, "ask the peer to insert MPA markers in what it sends")
+	fs.IntVar(&f.rev, "mpa-rev", 2, "MPA revision of our frame: 1 or 2")
+	fs.BoolVar(&f.p2p, "p2p", false, "RFC 6581 peer-to-peer mode with an RTR message")
+	fs.StringVar(&f.rtr, "rtr", "write,read,send", "RTR types we can send (client) or accept (server)")
+	fs.IntVar(&f.ird, "ird", 0, "QP IRD (default: per test)")
+	fs.IntVar(&f.ord, "ord", 0, "QP ORD (default: per test)")
+	fs.IntVar(&f.mulpdu, "mulpdu", 0, "largest ULPDU to send (default: from the TCP MSS)")
+	fs.StringVar(&f.pcapFile, "pcap", "", "write this side's traffic to `FILE` (pcap)")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "wait at most this long for any completion or for the MPA exchange")
+	fs.DurationVar(&f.retry, "retry", 0, "client: keep retrying the connection for this long")
+	fs.IntVar(&f.count, "C", 10, "rping: number of pings")
+	fs.IntVar(&f.size, "S", -1, "rping: same as -s")
+	fs.BoolVar(&f.validate, "V", false, "rping: verify the data of every ping")
+	fs.BoolVar(&f.verbose, "v", false, "rping: print the data of every ping")
+	fs.Int64Var(&f.seed, "seed", 0, "stress: random seed (default: from the clock, printed); stress takes -q (connections, default 8), -t (operations in flight, 16), -s (largest message, 65536), -D (seconds, 10), -n (operations per connection)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: iwperf -s [flags] | iwperf -c HOST [flags]\n")
+		fmt.Fprintf(fs.Output(), "usage: iwperf TEST [HOST] [flags]\n"+
+			"  without HOST: server; with HOST: client\n"+
+			"  TEST: %s\n\nflags:\n", strings.Join(tests, ", "))
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	return fs
+}
+
+// parse takes flags and positional arguments in any order.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	var f flags
+	fs := newFlagSet(&f, stderr)
+	pos, err := parse(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
 		return 2
 	}
-	if *server == (*client != "") {
+	if len(pos) < 1 || len(pos) > 2 || !slices.Contains(tests, pos[0]) {
+		if len(pos) >= 1 && !slices.Contains(tests, pos[0]) {
+			fmt.Fprintf(stderr, "iwperf: unknown test %q\n", pos[0])
+		}
 		fs.Usage()
 		return 2
 	}
-	cfg := endpoint.Config{Rev: *rev, CRC: *crc, Markers: *markers, PeerToPeer: *p2p, MULPDU: *mulpdu, Timeout: *timeout}
-	for _, r := range strings.Split(*rtr, ",") {
+	test, host := pos[0], ""
+	if len(pos) == 2 {
+		host = pos[1]
+	}
+	cfg := endpoint.Config{Rev: f.rev, CRC: f.crc, Markers: f.markers, PeerToPeer: f.p2p, MULPDU: f.mulpdu, Timeout: f.timeout}
+	for _, r := range strings.Split(f.rtr, ",") {
 		switch strings.TrimSpace(r) {
 		case "write":
 			cfg.RTR |= endpoint.RTRWrite
@@ -78,98 +168,69 @@ func run(args []string) int {
 			cfg.RTR |= endpoint.RTRSend
 		case "":
 		default:
-			fmt.Fprintf(os.Stderr, "iwperf: unknown RTR type %q\n", r)
+			fmt.Fprintf(stderr, "iwperf: unknown RTR type %q\n", r)
 			return 2
 		}
 	}
-	if *pcapFile != "" {
-		f, err := os.Create(*pcapFile)
+	if f.pcapFile != "" {
+		pf, err := os.Create(f.pcapFile)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "iwperf:", err)
+			fmt.Fprintln(stderr, "iwperf:", err)
 			return 1
 		}
-		c, err := endpoint.NewCapture(f)
+		c, err := endpoint.NewCapture(pf)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "iwperf:", err)
+			fmt.Fprintln(stderr, "iwperf:", err)
 			return 1
 		}
 		cfg.Capture = c
 		defer func() {
 			c.Flush()
-			f.Close()
+			pf.Close()
 		}()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	// listen opens the server's listener, saying why it cannot (nil then).
-	listen := func() *endpoint.Listener {
-		l, err := endpoint.Listen(ctx, "tcp", net.JoinHostPort(*addr, strconv.Itoa(*port)), &cfg)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "iwperf:", err)
-			return nil
-		}
-		return l
+	a := &app{f: &f, fs: fs, cfg: cfg, ctx: ctx, stdout: stdout, stderr: stderr, test: test, host: host}
+	switch test {
+	case "rping":
+		return a.rping()
+	case "stress":
+		return a.stress()
 	}
-
-	if *test == "rping" {
-		o := rping.Options{Size: *size, Count: *count, Validate: *validate, Config: cfg, Timeout: *timeout, IRD: *ird, ORD: *ord}
-		if o.Size < 0 {
-			o.Size = 64
-		}
-		if *verbose {
-			o.Verbose = os.Stdout
-		}
-		if *server {
-			l := listen()
-			if l == nil {
-				return 1
-			}
-			defer l.Close()
-			o.Count = *iters // 0: until the client disconnects
-			res, err := rping.Serve(ctx, l, o, *persistent)
-			return report(res, err, *asJSON)
-		}
-		o.Dial = dialer(*client, *port, *retry)
-		res, err := rping.Client(ctx, "", o)
-		return report(res, err, *asJSON)
+	if host == "" {
+		return a.server()
 	}
-
-	o := perf.Options{Test: *test, Size: *size, Iters: *iters, Duration: *dur, Depth: *depth, Config: cfg, Timeout: *timeout}
-	if o.Size < 0 {
-		o.Size = 65536
-	}
-	if *server {
-		l := listen()
-		if l == nil {
-			return 1
-		}
-		defer l.Close()
-		fmt.Fprintf(os.Stderr, "iwperf: listening on %v\n", l.Addr())
-		if err := perf.Serve(ctx, l, *persistent, *timeout, os.Stderr); err != nil && ctx.Err() == nil {
-			fmt.Fprintln(os.Stderr, "iwperf:", err)
-			return 1
-		}
-		return 0
-	}
-	res, err := perf.Client(ctx, net.JoinHostPort(*client, strconv.Itoa(*port)), o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "iwperf:", err)
-		return 1
-	}
-	if *asJSON {
-		fmt.Println(string(res.JSON()))
-	} else {
-		res.Format(os.Stdout)
-	}
-	return 0
+	return a.client()
 }
 
-func dialer(host string, port int, retry time.Duration) func(context.Context) (net.Conn, error) {
+type app struct {
+	f              *flags
+	fs             *flag.FlagSet
+	cfg            endpoint.Config
+	ctx            context.Context
+	stdout, stderr io.Writer
+	test, host     string
+}
+
+func (a *app) fail(err error) int {
+	fmt.Fprintln(a.stderr, "iwperf:", err)
+	return 1
+}
+
+// listen opens the server's listener.
+func (a *app) listen() (*endpoint.Listener, error) {
+	return endpoint.Listen(a.ctx, "tcp", net.JoinHostPort(a.f.bind, strconv.Itoa(a.f.port)), &a.cfg)
+}
+
+func (a *app) dialer() perf.Dialer {
+	addr := net.JoinHostPort(a.host, strconv.Itoa(a.f.port))
+	retry := a.f.retry
 	return func(ctx context.Context) (net.Conn, error) {
 		var d net.Dialer
 		end := time.Now().Add(retry)
 		for {
-			c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+			c, err := d.DialContext(ctx, "tcp", addr)
 			if err == nil || time.Now().After(end) {
 				return c, err
 			}
@@ -178,22 +239,147 @@ func dialer(host string, port int, retry time.Duration) func(context.Context) (n
 	}
 }
 
-func report(res rping.Result, err error, asJSON bool) int {
-	if asJSON {
-		fmt.Printf(`{"pings":%d,"bytes":%d,"elapsed_ns":%d,"error":%q}`+"\n", res.Pings, res.Bytes, res.Duration.Nanoseconds(), errString(err))
-	} else {
-		fmt.Printf("rping: %d pings, %d octets moved in %v\n", res.Pings, res.Bytes, res.Duration.Round(time.Microsecond))
+func (a *app) writeJSON(rs []perf.Result) error {
+	if !a.f.outJSON || len(rs) == 0 {
+		return nil
 	}
+	return os.WriteFile(a.f.jsonFile, perf.JSON(rs, a.f.gbits), 0o644)
+}
+
+func (a *app) server() int {
+	l, err := a.listen()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "iwperf:", err)
-		return 1
+		return a.fail(err)
+	}
+	defer l.Close()
+	fmt.Fprintf(a.stderr, "iwperf: waiting for clients on %v\n", l.Addr())
+	var rs []perf.Result
+	s := &perf.Server{Limits: perf.Limits{MaxSize: a.f.maxSize, MaxDepth: a.f.maxDepth, MaxQPs: a.f.maxQPs, MaxMem: a.f.maxMem},
+		Timeout: a.f.timeout, Log: a.stderr, Out: a.stdout, Gbits: a.f.gbits,
+		OnResult: func(r perf.Result) { rs = append(rs, r) }}
+	err = s.Serve(a.ctx, l, a.f.persistent)
+	if jerr := a.writeJSON(rs); jerr != nil {
+		return a.fail(jerr)
+	}
+	if err != nil && a.ctx.Err() == nil {
+		return a.fail(err)
 	}
 	return 0
 }
 
-func errString(err error) string {
-	if err == nil {
-		return ""
+func (a *app) options() perf.Options {
+	f := a.f
+	o := perf.Options{Test: a.test, Size: f.size, Iters: f.iters, Duration: time.Duration(f.dur) * time.Second, Depth: f.depth,
+		QPs: f.qps, Bidir: f.bidir, PostList: f.postList, CQMod: f.cqMod, IRD: f.ird, ORD: f.ord, Config: a.cfg, Timeout: f.timeout}
+	if o.Size < 0 {
+		o.Size = perf.DefaultSize(a.test)
 	}
-	return err.Error()
+	return o
+}
+
+func (a *app) client() int {
+	f := a.f
+	o := a.options()
+	if f.plot != "" && !f.all {
+		fmt.Fprintln(a.stderr, "iwperf: --plot draws a size sweep: it needs -a")
+		return 2
+	}
+	if f.infinite {
+		o.Every = 5 * time.Second
+		if f.dur > 0 {
+			o.Every = time.Duration(f.dur) * time.Second
+		}
+		o.Duration = 0
+		o.Stop = a.ctx.Done()
+		fmt.Fprint(a.stdout, perf.Line)
+		perf.Header(a.stdout, a.test, f.gbits)
+		o.Tick = func(r perf.Row) { perf.FormatRow(a.stdout, a.test, r, f.gbits) }
+		res, err := perf.Run(context.WithoutCancel(a.ctx), a.dialer(), o)
+		fmt.Fprint(a.stdout, perf.Line)
+		if err != nil {
+			return a.fail(err)
+		}
+		if err := a.writeJSON([]perf.Result{res}); err != nil {
+			return a.fail(err)
+		}
+		return 0
+	}
+	if !f.all {
+		res, err := perf.Run(a.ctx, a.dialer(), o)
+		if err != nil {
+			return a.fail(err)
+		}
+		res.Format(a.stdout, f.gbits)
+		if err := a.writeJSON([]perf.Result{res}); err != nil {
+			return a.fail(err)
+		}
+		return 0
+	}
+	var rs []perf.Result
+	err := perf.Sweep(a.ctx, a.dialer(), o, perf.SweepSizes(), func(r perf.Result) {
+		if len(rs) == 0 {
+			perf.Banner(a.stdout, r)
+			perf.Header(a.stdout, a.test, f.gbits)
+		}
+		perf.FormatRow(a.stdout, a.test, r.Row, f.gbits)
+		rs = append(rs, r)
+	})
+	if len(rs) > 0 {
+		fmt.Fprint(a.stdout, perf.Line)
+	}
+	if err != nil {
+		return a.fail(err)
+	}
+	if err := a.writeJSON(rs); err != nil {
+		return a.fail(err)
+	}
+	if f.plot != "" {
+		if err := perf.Plot(f.plot, rs, f.gbits); err != nil {
+			return a.fail(err)
+		}
+	}
+	return 0
+}
+
+func (a *app) rping() int {
+	f := a.f
+	o := rping.Options{Size: f.size, Count: f.count, Validate: f.validate, Config: a.cfg, Timeout: f.timeout, IRD: f.ird, ORD: f.ord}
+	if o.Size < 0 {
+		o.Size = 64
+	}
+	if f.verbose {
+		o.Verbose = a.stdout
+	}
+	if a.host == "" {
+		l, err := a.listen()
+		if err != nil {
+			return a.fail(err)
+		}
+		defer l.Close()
+		o.Count = f.iters // 0: until the client disconnects
+		res, err := rping.Serve(a.ctx, l, o, f.persistent)
+		return a.rpingReport(res, err)
+	}
+	dial := a.dialer()
+	o.Dial = func(ctx context.Context) (net.Conn, error) { return dial(ctx) }
+	res, err := rping.Client(a.ctx, "", o)
+	return a.rpingReport(res, err)
+}
+
+func (a *app) rpingReport(res rping.Result, err error) int {
+	if a.f.outJSON {
+		es := ""
+		if err != nil {
+			es = err.Error()
+		}
+		b := fmt.Sprintf(`{"pings":%d,"bytes":%d,"elapsed_ns":%d,"error":%q}`+"\n", res.Pings, res.Bytes, res.Duration.Nanoseconds(), es)
+		if werr := os.WriteFile(a.f.jsonFile, []byte(b), 0o644); werr != nil {
+			return a.fail(werr)
+		}
+	}
+	fmt.Fprintf(a.stdout, "rping: %d pings, %d octets moved in %v\n", res.Pings, res.Bytes, res.Duration.Round(time.Microsecond))
+	if err != nil {
+		return a.fail(err)
+	}
+	return 0
 }

@@ -1,17 +1,28 @@
 // Package perf runs perftest-style bandwidth and latency tests between two
-// iwkit endpoints (or an iwkit client and an iwkit server): RDMA Write,
-// Send and RDMA Read, bandwidth with many work requests outstanding or
-// latency by ping-pong. The client names the test in its MPA Private Data;
-// the server answers with the advertisement of its buffer in the Reply's.
+// iwkit endpoints: RDMA Write, Send and RDMA Read, bandwidth with many work
+// requests outstanding or latency by ping-pong, over one or several
+// connections (perftest's QPs), one way or both ways.
+//
+// Each connection has an active side, which posts the measured operations,
+// and a passive side, which serves them (it exposes its buffer, reposts
+// receives, echoes pings). The client is active on its forward connections
+// and passive on the reverse ones a bidirectional run adds. The client names
+// the test in its MPA Private Data; the server answers with the
+// advertisement of its buffers in the Reply's, or rejects the request with
+// the reason in the Reject's. At the end the active side RDMA Writes its
+// measurement into the passive side's report slot and sends a solicited
+// "done"; the passive side answers with a solicited Send. So both sides can
+// print the same table, as perftest's server does.
 package perf
 
 import (
 	"context"
-	"encoding/json"
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
+	"math"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/iwkit/iwkit/endpoint"
@@ -22,61 +33,139 @@ const (
 	WriteBW  = "write_bw"
 	SendBW   = "send_bw"
 	ReadBW   = "read_bw"
+	AtomicBW = "atomic_bw"
 	WriteLat = "write_lat"
 	SendLat  = "send_lat"
 	ReadLat  = "read_lat"
 )
 
-// Tests lists the test names.
+// Tests lists the test names the package runs.
 var Tests = []string{WriteBW, SendBW, ReadBW, WriteLat, SendLat, ReadLat}
+
+// ErrAtomicsUnsupported is returned for atomic_bw: the endpoint does not
+// implement the RFC 7306 atomic operations yet.
+var ErrAtomicsUnsupported = errors.New("perf: atomic_bw needs RFC 7306 atomics, which the iwkit endpoint does not implement yet")
+
+// IsBW says whether test is a bandwidth test.
+func IsBW(test string) bool {
+	return test == WriteBW || test == SendBW || test == ReadBW || test == AtomicBW
+}
+
+// IsLat says whether test is a latency test.
+func IsLat(test string) bool { return test == WriteLat || test == SendLat || test == ReadLat }
+
+// Defaults and bounds, perftest's where it has them.
+const (
+	DefaultPort     = 18515   // perftest's DEF_PORT
+	DefaultSizeBW   = 65536   // DEF_SIZE_BW
+	DefaultSizeLat  = 2       // DEF_SIZE_LAT
+	DefaultItersBW  = 5000    // DEF_ITERS_WB
+	DefaultItersLat = 1000    // DEF_ITERS
+	DefaultDepthBW  = 128     // DEF_TX_BW
+	DefaultCQMod    = 100     // DEF_CQ_MOD
+	MaxSize         = 1 << 23 // perftest's MAX_SIZE: -a runs 2 .. 8 MiB
+	MaxDepth        = 8000    // the SQ holds 2×depth+16 of the endpoint's 16384
+	// bufCap bounds a data buffer: bandwidth tests cycle through at most
+	// this many octets of slots (one slot when the size is larger).
+	bufCap = 16 << 20
+)
+
+// SweepSizes are -a's sizes: powers of two from 2 to MaxSize.
+func SweepSizes() []int {
+	var s []int
+	for n := 2; n <= MaxSize; n *= 2 {
+		s = append(s, n)
+	}
+	return s
+}
 
 // Options configure a client run.
 type Options struct {
 	Test     string
-	Size     int           // message size
-	Iters    int           // messages (ignored when Duration is set)
-	Duration time.Duration // run for this long instead
-	Depth    int           // work requests outstanding (bandwidth tests)
+	Size     int           // message size (see DefaultSize)
+	Iters    int           // messages per connection (0: perftest's default)
+	Duration time.Duration // run for this long instead of Iters
+	Depth    int           // work requests outstanding per connection (bandwidth tests; 0: 128)
+	QPs      int           // connections (perftest's -q; 0: 1)
+	Bidir    bool          // both directions at once (-b)
+	PostList int           // work requests per PostSend (-l; 0: 1)
+	CQMod    int           // signal one work request in CQMod (-Q; 0: 100, at most Depth)
+	IRD, ORD int           // the QPs' IRD/ORD (0: per test)
 	Config   endpoint.Config
 	Timeout  time.Duration // per wait (10 s)
+	// Tick, when set with Every, is called every Every with the traffic
+	// of that interval (perftest's --run_infinitely reports).
+	Every time.Duration
+	Tick  func(Row)
+	// Stop ends a run early (a Duration or infinite run), cleanly.
+	Stop <-chan struct{}
+	// Final marks the last run of a sweep, so that a server that serves
+	// one sweep ends after it. Sweep sets it; a single Run always does.
+	Final bool
+	sweep uint64
 }
 
-// request is the client's MPA Private Data.
-type request struct {
-	Magic string `json:"iwperf"`
-	Test  string `json:"test"`
-	Size  int    `json:"size"`
-	Depth int    `json:"depth"`
-	// The client's buffer, for write_lat's pongs.
-	Addr uint64 `json:"addr,omitempty"`
-	RKey uint32 `json:"rkey,omitempty"`
+// DefaultSize is perftest's message size for test.
+func DefaultSize(test string) int {
+	if IsLat(test) {
+		return DefaultSizeLat
+	}
+	return DefaultSizeBW
 }
 
-// advert is the server's MPA Private Data.
-type advert struct {
-	Addr uint64 `json:"addr"`
-	RKey uint32 `json:"rkey"`
-	Len  int    `json:"len"`
+// Normalize fills the defaults in (not the size: zero-length messages are
+// a valid test; see DefaultSize) and checks the bounds; Run calls it.
+func (o *Options) Normalize() error {
+	switch {
+	case o.Test == AtomicBW:
+		return ErrAtomicsUnsupported
+	case !IsBW(o.Test) && !IsLat(o.Test):
+		return fmt.Errorf("perf: unknown test %q", o.Test)
+	}
+	if o.Size < 0 || o.Size > MaxSize {
+		return fmt.Errorf("perf: size %d is not within 0..%d", o.Size, MaxSize)
+	}
+	if o.Iters <= 0 {
+		o.Iters = DefaultItersBW
+		if IsLat(o.Test) {
+			o.Iters = DefaultItersLat
+		}
+	}
+	if IsLat(o.Test) {
+		o.Depth = 1
+	} else if o.Depth <= 0 {
+		o.Depth = DefaultDepthBW
+	}
+	if o.Depth > MaxDepth {
+		return fmt.Errorf("perf: tx depth %d above %d", o.Depth, MaxDepth)
+	}
+	o.QPs = max(o.QPs, 1)
+	o.PostList = min(max(o.PostList, 1), o.Depth)
+	if o.CQMod <= 0 {
+		o.CQMod = DefaultCQMod
+	}
+	o.CQMod = min(o.CQMod, o.Depth)
+	if o.IRD < 0 || o.ORD < 0 || o.IRD > 128 || o.ORD > 128 {
+		return fmt.Errorf("perf: IRD/ORD %d/%d not within 0..128", o.IRD, o.ORD)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	return nil
 }
 
-// Result is one run's outcome.
-type Result struct {
-	Test     string            `json:"test"`
-	Size     int               `json:"size"`
-	Iters    int               `json:"iters"`
-	Bytes    int64             `json:"bytes"`
-	Elapsed  time.Duration     `json:"elapsed_ns"`
-	MBps     float64           `json:"mb_per_s"`
-	Gbps     float64           `json:"gbit_per_s"`
-	MsgRate  float64           `json:"msg_per_s"`
-	Lat      *Latency          `json:"latency,omitempty"`
-	Params   endpoint.Params   `json:"-"`
-	Counters endpoint.Counters `json:"counters"`
-}
-
-// Latency summarizes one-way latencies (half a round trip) in microseconds.
+// Latency summarizes latencies in microseconds as perftest does: t_min,
+// t_max, t_typical (the median), t_avg, t_stdev and two percentiles. For
+// write_lat and send_lat a sample is half a round trip, for read_lat a
+// whole one, as in perftest.
 type Latency struct {
-	Min, Mean, P50, P99, P999, Max float64
+	Min     float64 `json:"t_min"`
+	Max     float64 `json:"t_max"`
+	Typical float64 `json:"t_typical"`
+	Avg     float64 `json:"t_avg"`
+	Stdev   float64 `json:"t_stdev"`
+	P99     float64 `json:"percentile_99"`
+	P999    float64 `json:"percentile_99.9"`
 }
 
 func summarize(samples []time.Duration) *Latency {
@@ -86,67 +175,161 @@ func summarize(samples []time.Duration) *Latency {
 	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 	q := func(p float64) float64 { return us(samples[min(len(samples)-1, int(p*float64(len(samples))))]) }
-	var sum time.Duration
+	var sum, sq float64
 	for _, s := range samples {
-		sum += s
+		sum += us(s)
 	}
-	return &Latency{Min: us(samples[0]), Mean: us(sum / time.Duration(len(samples))), P50: q(0.5), P99: q(0.99), P999: q(0.999), Max: us(samples[len(samples)-1])}
+	avg := sum / float64(len(samples))
+	for _, s := range samples {
+		sq += (us(s) - avg) * (us(s) - avg)
+	}
+	return &Latency{Min: us(samples[0]), Max: us(samples[len(samples)-1]), Typical: q(0.5), Avg: avg,
+		Stdev: math.Sqrt(sq / float64(len(samples))), P99: q(0.99), P999: q(0.999)}
 }
 
-// Format prints r in the style of perftest.
-func (r Result) Format(w io.Writer) {
-	fmt.Fprintf(w, "%-10s %10s %10s %12s %12s %12s\n", "test", "bytes", "iters", "BW MB/s", "BW Gb/s", "Mmsg/s")
-	fmt.Fprintf(w, "%-10s %10d %10d %12.2f %12.3f %12.4f\n", r.Test, r.Size, r.Iters, r.MBps, r.Gbps, r.MsgRate/1e6)
-	if r.Lat != nil {
-		fmt.Fprintf(w, "latency usec: min %.2f  mean %.2f  p50 %.2f  p99 %.2f  p99.9 %.2f  max %.2f\n",
-			r.Lat.Min, r.Lat.Mean, r.Lat.P50, r.Lat.P99, r.Lat.P999, r.Lat.Max)
+// stats is one connection's measurement, as the active side saw it.
+type stats struct {
+	Iters   int
+	Bytes   int64
+	Elapsed time.Duration
+	PeakBps float64 // best window, octets per second
+	Lat     *Latency
+}
+
+// reportSlot is the size of a report slot: 11 little-endian 64-bit words.
+const reportSlot = 128
+
+// encode is the report the active side writes into the peer's report slot.
+func (s stats) encode(b []byte) {
+	le := binary.LittleEndian
+	l := s.Lat
+	if l == nil {
+		l = &Latency{Min: -1}
+	}
+	for i, v := range []uint64{uint64(s.Iters), uint64(s.Bytes), uint64(s.Elapsed), math.Float64bits(s.PeakBps),
+		math.Float64bits(l.Min), math.Float64bits(l.Max), math.Float64bits(l.Typical), math.Float64bits(l.Avg),
+		math.Float64bits(l.Stdev), math.Float64bits(l.P99), math.Float64bits(l.P999)} {
+		le.PutUint64(b[8*i:], v)
 	}
 }
 
-// JSON encodes r.
-func (r Result) JSON() []byte {
-	b, _ := json.Marshal(r)
-	return b
+func decodeStats(b []byte) stats {
+	le := binary.LittleEndian
+	w := func(i int) uint64 { return le.Uint64(b[8*i:]) }
+	f := func(i int) float64 { return math.Float64frombits(w(i)) }
+	s := stats{Iters: int(w(0)), Bytes: int64(w(1)), Elapsed: time.Duration(w(2)), PeakBps: f(3)}
+	if f(4) >= 0 {
+		s.Lat = &Latency{Min: f(4), Max: f(5), Typical: f(6), Avg: f(7), Stdev: f(8), P99: f(9), P999: f(10)}
+	}
+	return s
 }
 
+// peak finds the best rate over windows of at least minMsgs messages in a
+// timeline of (time, messages completed) points.
+func peak(tl []mark, size int, minMsgs int) float64 {
+	best := 0.0
+	j := 0
+	for i := 1; i < len(tl); i++ {
+		for j < i && tl[i].n-tl[j+1].n >= minMsgs {
+			j++
+		}
+		if tl[i].n-tl[j].n >= minMsgs {
+			if dt := tl[i].t.Sub(tl[j].t).Seconds(); dt > 0 {
+				best = max(best, float64(tl[i].n-tl[j].n)*float64(size)/dt)
+			}
+		}
+	}
+	return best
+}
+
+type mark struct {
+	t time.Time
+	n int
+}
+
+// peer is one side of one connection.
 type peer struct {
-	dev  *endpoint.Device
-	qp   *endpoint.QP
-	cq   *endpoint.CQ
-	buf  *endpoint.MR // data buffer: depth slots of size
-	ctl  *endpoint.MR // 64-octet control buffers
-	size int
-	to   time.Duration
-	pend []endpoint.WorkCompletion
+	dev   *endpoint.Device
+	qp    *endpoint.QP
+	cq    *endpoint.CQ
+	buf   *endpoint.MR // data: slots of size octets
+	ctl   *endpoint.MR // 64-octet receive slots, then our report, then the peer's
+	size  int
+	slots int
+	nctl  int
+	to    time.Duration
+	pend  []endpoint.WorkCompletion
+	prog  *atomic.Int64 // messages completed, for Tick
 }
 
-func newPeer(size, slots, depth int, to time.Duration) (*peer, error) {
-	p := &peer{dev: endpoint.OpenDevice(endpoint.DeviceAttr{}), size: size, to: to}
+// slotsFor is the number of data slots a peer cycles through: one for
+// the latency tests, up to Depth (at most bufCap octets) otherwise. The
+// content does not matter, so slots are reused (a send_bw receiver's 2×Depth
+// receives share them).
+func slotsFor(test string, size, depth int) int {
+	if IsLat(test) {
+		return 1
+	}
+	return max(1, min(depth, bufCap/max(size, 1)))
+}
+
+// bufLen is the data buffer a peer allocates.
+func bufLen(test string, size, depth int) int {
+	return max(size, 1) * slotsFor(test, size, depth)
+}
+
+func newPeer(test string, size, depth, ird, ord int, to time.Duration) (*peer, error) {
+	slots := slotsFor(test, size, depth)
+	p := &peer{dev: endpoint.OpenDevice(endpoint.DeviceAttr{}), size: size, slots: slots, to: to, nctl: 2*depth + 16}
 	pd := p.dev.AllocPD()
 	var err error
 	if p.cq, err = p.dev.CreateCQ(8 * (depth + 16)); err != nil {
 		return nil, err
 	}
-	ord := min(depth, 128)
-	if p.qp, err = pd.CreateQP(endpoint.QPAttr{SendCQ: p.cq, RecvCQ: p.cq, SQDepth: 2*depth + 16, RQDepth: 2*depth + 16, IRD: ord, ORD: ord}); err != nil {
+	if ird == 0 {
+		ird = 16
+		if test == ReadBW || test == ReadLat {
+			ird = min(depth, 128)
+		}
+	}
+	if ord == 0 {
+		ord = ird
+	}
+	if p.qp, err = pd.CreateQP(endpoint.QPAttr{SendCQ: p.cq, RecvCQ: p.cq, SQDepth: 2*depth + 16, RQDepth: 2*depth + 16, IRD: ird, ORD: ord}); err != nil {
 		return nil, err
 	}
-	if p.buf, err = pd.RegisterMR(make([]byte, max(size, 1)*max(slots, 1)), endpoint.AccessAll, nil); err != nil {
+	if p.buf, err = pd.RegisterMR(make([]byte, max(size, 1)*slots), endpoint.AccessAll, nil); err != nil {
 		return nil, err
 	}
-	p.ctl, err = pd.RegisterMR(make([]byte, 64*(2*depth+16)), endpoint.AccessAll, nil)
+	p.ctl, err = pd.RegisterMR(make([]byte, 64*p.nctl+2*reportSlot), endpoint.AccessAll, nil)
 	return p, err
 }
 
+func (p *peer) myReport() []byte   { return p.ctl.Buf()[64*p.nctl : 64*p.nctl+reportSlot] }
+func (p *peer) peerReport() []byte { return p.ctl.Buf()[64*p.nctl+reportSlot:] }
+
+// advert is one side's buffers, in the MPA Private Data.
+type advert struct {
+	Addr    uint64 `json:"addr"`
+	RKey    uint32 `json:"rkey"`
+	Len     int    `json:"len"`
+	CtlAddr uint64 `json:"ctl"` // the report slot
+	CtlRKey uint32 `json:"ctlkey"`
+}
+
+func (p *peer) advert() advert {
+	return advert{Addr: p.buf.Addr(), RKey: uint32(p.buf.STag()), Len: p.buf.Len(),
+		CtlAddr: p.ctl.Addr() + uint64(64*p.nctl+reportSlot), CtlRKey: uint32(p.ctl.STag())}
+}
+
 func (p *peer) postCtlRecv(i int) error {
-	_, err := p.qp.PostRecv(endpoint.RecvWR{WRID: uint64(1<<32 | i), SGL: []endpoint.SGE{p.ctl.SGE(64*i, 64)}})
+	_, err := p.qp.PostRecv(endpoint.RecvWR{WRID: uint64(1<<32 | i), SGL: []endpoint.SGE{p.ctl.SGE(64*(i%p.nctl), 64)}})
 	return err
 }
 
 // postDataRecv posts a receive of size octets into data slot i.
 func (p *peer) postDataRecv(i int) error {
-	slots := p.buf.Len() / max(p.size, 1)
-	_, err := p.qp.PostRecv(endpoint.RecvWR{WRID: uint64(i), SGL: []endpoint.SGE{p.buf.SGE((i%slots)*p.size, p.size)}})
+	_, err := p.qp.PostRecv(endpoint.RecvWR{WRID: uint64(i), SGL: []endpoint.SGE{p.buf.SGE((i%p.slots)*p.size, p.size)}})
 	return err
 }
 
@@ -158,15 +341,20 @@ func (p *peer) repost(wc endpoint.WorkCompletion) error {
 	return p.postDataRecv(int(wc.WRID))
 }
 
-// next returns the next completion (error completions are errors).
-func (p *peer) next(ctx context.Context) (endpoint.WorkCompletion, error) {
+// next returns the next completion (error completions are errors). It
+// waits at most the peer's timeout unless wait is 0: then until ctx ends or
+// the connection fails (which flushes the receives).
+func (p *peer) next(ctx context.Context, wait time.Duration) (endpoint.WorkCompletion, error) {
 	if len(p.pend) > 0 {
 		wc := p.pend[0]
 		p.pend = p.pend[1:]
 		return wc, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.to)
-	defer cancel()
+	if wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
 	var wcs [64]endpoint.WorkCompletion
 	n, err := p.cq.Wait(ctx, wcs[:])
 	if err != nil {
@@ -187,9 +375,9 @@ func (p *peer) next(ctx context.Context) (endpoint.WorkCompletion, error) {
 }
 
 // waitRecv returns the next receive completion, skipping others.
-func (p *peer) waitRecv(ctx context.Context) (endpoint.WorkCompletion, error) {
+func (p *peer) waitRecv(ctx context.Context, wait time.Duration) (endpoint.WorkCompletion, error) {
 	for {
-		wc, err := p.next(ctx)
+		wc, err := p.next(ctx, wait)
 		if err != nil || wc.Opcode == endpoint.OpRecv {
 			return wc, err
 		}
@@ -205,15 +393,18 @@ func (p *peer) send(se bool) error {
 	return err
 }
 
-// done tells the server the client is done (a Send with Solicited
-// Event) and waits for its answer, the server's solicited Send, reposting
-// the receives that come before it.
-func (p *peer) done(ctx context.Context) error {
-	if err := p.send(true); err != nil {
+// finish ends the active side: it writes its report into the peer's
+// report slot, sends a solicited "done" and waits for the peer's solicited
+// answer, reposting the receives that come before it.
+func (p *peer) finish(ctx context.Context, s stats, rem advert) error {
+	s.encode(p.myReport())
+	if _, err := p.qp.PostSend(
+		endpoint.SendWR{Opcode: endpoint.OpWrite, SGL: []endpoint.SGE{p.ctl.SGE(64*p.nctl, reportSlot)}, RemoteAddr: rem.CtlAddr, RKey: endpoint.STag(rem.CtlRKey)},
+		endpoint.SendWR{Opcode: endpoint.OpSendSE}); err != nil {
 		return err
 	}
 	for {
-		wc, err := p.waitRecv(ctx)
+		wc, err := p.waitRecv(ctx, p.to)
 		if err != nil {
 			return err
 		}
@@ -224,251 +415,171 @@ func (p *peer) done(ctx context.Context) error {
 	}
 }
 
-func checkOpts(o *Options) error {
-	found := false
-	for _, t := range Tests {
-		found = found || t == o.Test
-	}
-	if !found {
-		return fmt.Errorf("perf: unknown test %q", o.Test)
-	}
-	if o.Size < 0 || o.Size > 1<<30 {
-		return fmt.Errorf("perf: size %d", o.Size)
-	}
-	if o.Depth <= 0 {
-		o.Depth = 64
-	}
-	if o.Test == SendBW || o.Test == ReadBW || o.Test == WriteBW {
-		o.Depth = min(o.Depth, 1024)
-	} else {
-		o.Depth = 1
-	}
-	if o.Iters <= 0 && o.Duration <= 0 {
-		o.Iters = 1000
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Second
-	}
-	return nil
+// clock says whether the active side should post more.
+type clock struct {
+	iters   int
+	end     time.Time // zero: iterations
+	stop    <-chan struct{}
+	forever bool
 }
 
-// Client runs one test against an iwperf server at addr.
-func Client(ctx context.Context, addr string, o Options) (Result, error) {
-	if err := checkOpts(&o); err != nil {
-		return Result{}, err
+func (c *clock) more(n int) bool {
+	select {
+	case <-c.stop:
+		return false
+	default:
 	}
-	slots := o.Depth
-	if o.Test == SendBW {
-		slots = 1 // the source is reused
+	if c.forever {
+		return true
 	}
-	p, err := newPeer(o.Size, slots, o.Depth, o.Timeout)
-	if err != nil {
-		return Result{}, err
+	if !c.end.IsZero() {
+		return time.Now().Before(c.end)
 	}
-	for i := 0; i < 8; i++ {
-		if o.Test == SendLat || o.Test == WriteLat {
-			p.postDataRecv(0) // pongs land in the data buffer
-		} else {
-			p.postCtlRecv(i)
-		}
-	}
-	pd, _ := json.Marshal(request{Magic: "1", Test: o.Test, Size: o.Size, Depth: o.Depth, Addr: p.buf.Addr(), RKey: uint32(p.buf.STag())})
-	cfg := o.Config
-	cfg.PrivateData = pd
-	conn, err := endpoint.Dial(ctx, "tcp", addr, p.qp, &cfg)
-	if err != nil {
-		return Result{}, err
-	}
-	defer conn.Close()
-	var adv advert
-	if err := json.Unmarshal(conn.Params().PeerPrivateData, &adv); err != nil {
-		return Result{}, fmt.Errorf("perf: server's Private Data: %w", err)
-	}
-	res := Result{Test: o.Test, Size: o.Size, Params: conn.Params()}
-	more := func(i int, start time.Time) bool {
-		if o.Duration > 0 {
-			return time.Since(start) < o.Duration
-		}
-		return i < o.Iters
-	}
-	start := time.Now()
-	var lat []time.Duration
+	return n < c.iters
+}
+
+// activeBW runs write_bw, read_bw or send_bw's sending side.
+func (p *peer) activeBW(ctx context.Context, o *Options, rem advert, c *clock) (stats, error) {
+	var s stats
+	tl := []mark{{time.Now(), 0}}
+	start := tl[0].t
 	switch o.Test {
 	case WriteBW, ReadBW:
 		op := endpoint.OpWrite
 		if o.Test == ReadBW {
 			op = endpoint.OpRead
 		}
+		remSlots := max(rem.Len/max(o.Size, 1), 1)
 		posted, done := 0, 0
-		sig := max(o.Depth/4, 1)
-		for more(posted, start) || done < posted {
-			for more(posted, start) && posted-done < o.Depth {
-				slot := posted % o.Depth
-				w := endpoint.SendWR{WRID: uint64(posted), Opcode: op, SGL: []endpoint.SGE{p.buf.SGE(slot*o.Size, o.Size)},
-					RemoteAddr: adv.Addr + uint64(slot%max(adv.Len/max(o.Size, 1), 1)*o.Size), RKey: endpoint.STag(adv.RKey),
-					Signaled: posted%sig == sig-1}
-				if _, err := p.qp.PostSend(w); err != nil {
-					return res, err
+		extra := -1 // a closing zero-length signaled request (duration runs)
+		wrs := make([]endpoint.SendWR, 0, o.PostList)
+		for c.more(posted) || done < posted {
+			for c.more(posted) && posted-done < o.Depth {
+				n := min(o.PostList, o.Depth-(posted-done))
+				if c.end.IsZero() && !c.forever {
+					n = min(n, o.Iters-posted)
 				}
-				posted++
+				wrs = wrs[:0]
+				for i := posted; i < posted+n; i++ {
+					wrs = append(wrs, endpoint.SendWR{WRID: uint64(i), Opcode: op,
+						SGL:        []endpoint.SGE{p.buf.SGE((i%p.slots)*o.Size, o.Size)},
+						RemoteAddr: rem.Addr + uint64(i%remSlots*o.Size), RKey: endpoint.STag(rem.RKey),
+						Signaled: i%o.CQMod == o.CQMod-1 || (c.end.IsZero() && !c.forever && i == o.Iters-1)})
+				}
+				if _, err := p.qp.PostSend(wrs...); err != nil {
+					return s, err
+				}
+				posted += n
 			}
-			if done < posted && posted-done >= o.Depth || !more(posted, start) {
-				// Make sure the last one is signaled.
-				if !more(posted, start) && (posted-1)%sig != sig-1 {
-					if _, err := p.qp.PostSend(endpoint.SendWR{WRID: uint64(posted), Opcode: op, Signaled: true,
-						SGL: []endpoint.SGE{p.buf.SGE(0, 0)}, RemoteAddr: adv.Addr, RKey: endpoint.STag(adv.RKey)}); err != nil {
-						return res, err
-					}
-					posted++
-					sig = 1
+			if !c.more(posted) && extra < 0 && (posted-1)%o.CQMod != o.CQMod-1 && !(c.end.IsZero() && !c.forever) {
+				extra = posted
+				if _, err := p.qp.PostSend(endpoint.SendWR{WRID: uint64(posted), Opcode: op, Signaled: true,
+					SGL: []endpoint.SGE{p.buf.SGE(0, 0)}, RemoteAddr: rem.Addr, RKey: endpoint.STag(rem.RKey)}); err != nil {
+					return s, err
 				}
-				wc, err := p.next(ctx)
-				if err != nil {
-					return res, err
-				}
-				done = max(done, int(wc.WRID)+1)
 			}
-		}
-		res.Iters = posted
-		if err := p.send(true); err != nil { // done; the server acknowledges
-			return res, err
-		}
-		if _, err := p.waitRecv(ctx); err != nil {
-			return res, err
-		}
-	case SendBW:
-		// The server credits every Depth receives it reposts.
-		sent, credited := 0, 0
-		for more(sent, start) || credited < sent {
-			for more(sent, start) && sent-credited < o.Depth {
-				if _, err := p.qp.PostSend(endpoint.SendWR{Opcode: endpoint.OpSend, SGL: []endpoint.SGE{p.buf.SGE(0, o.Size)}}); err != nil {
-					return res, err
-				}
-				sent++
-			}
-			if !more(sent, start) {
-				if err := p.done(ctx); err != nil {
-					return res, err
-				}
-				credited = sent
+			if done >= posted {
 				break
 			}
-			wc, err := p.waitRecv(ctx)
+			wc, err := p.next(ctx, p.to)
 			if err != nil {
-				return res, err
+				return s, err
+			}
+			if int(wc.WRID) == extra {
+				done = posted
+			} else {
+				done = max(done, int(wc.WRID)+1)
+			}
+			tl = append(tl, mark{time.Now(), done})
+			if p.prog != nil {
+				p.prog.Store(int64(done))
+			}
+		}
+		s.Iters = posted
+	case SendBW:
+		// The passive side credits every Depth receives it reposts.
+		sent, credited := 0, 0
+		wrs := make([]endpoint.SendWR, 0, o.PostList)
+		for c.more(sent) {
+			for c.more(sent) && sent-credited < o.Depth {
+				n := min(o.PostList, o.Depth-(sent-credited))
+				if c.end.IsZero() && !c.forever {
+					n = min(n, o.Iters-sent)
+				}
+				wrs = wrs[:0]
+				for i := 0; i < n; i++ {
+					wrs = append(wrs, endpoint.SendWR{Opcode: endpoint.OpSend, SGL: []endpoint.SGE{p.buf.SGE(0, o.Size)}})
+				}
+				if _, err := p.qp.PostSend(wrs...); err != nil {
+					return s, err
+				}
+				sent += n
+			}
+			if !c.more(sent) {
+				break
+			}
+			wc, err := p.waitRecv(ctx, p.to)
+			if err != nil {
+				return s, err
 			}
 			p.repost(wc)
 			credited = min(credited+o.Depth, sent)
-		}
-		res.Iters = sent
-	case WriteLat, SendLat, ReadLat:
-		n := 0
-		for ; more(n, start); n++ {
-			t0 := time.Now()
-			switch o.Test {
-			case ReadLat:
-				if _, err := p.qp.PostSend(endpoint.SendWR{Opcode: endpoint.OpRead, Signaled: true, SGL: []endpoint.SGE{p.buf.SGE(0, o.Size)},
-					RemoteAddr: adv.Addr, RKey: endpoint.STag(adv.RKey)}); err != nil {
-					return res, err
-				}
-				if _, err := p.next(ctx); err != nil {
-					return res, err
-				}
-			default:
-				if err := p.ping(o.Test, adv); err != nil {
-					return res, err
-				}
-				wc, err := p.waitRecv(ctx)
-				if err != nil {
-					return res, err
-				}
-				p.repost(wc)
+			tl = append(tl, mark{time.Now(), credited})
+			if p.prog != nil {
+				p.prog.Store(int64(credited))
 			}
-			lat = append(lat, time.Since(t0)/2)
 		}
-		res.Iters = n
-		if err := p.done(ctx); err != nil {
-			return res, err
-		}
+		s.Iters = sent
 	}
-	res.Elapsed = time.Since(start)
-	res.Bytes = int64(res.Iters) * int64(o.Size)
-	sec := res.Elapsed.Seconds()
-	res.MBps = float64(res.Bytes) / sec / 1e6
-	res.Gbps = float64(res.Bytes) * 8 / sec / 1e9
-	res.MsgRate = float64(res.Iters) / sec
-	if o.Test == ReadLat {
-		for i := range lat {
-			lat[i] *= 2 // a Read's round trip is its latency
-		}
-	}
-	res.Lat = summarize(lat)
-	res.Counters = p.qp.Counters()
-	return res, nil
+	s.Elapsed = time.Since(start)
+	s.Bytes = int64(s.Iters) * int64(o.Size)
+	s.PeakBps = peak(tl, o.Size, max(o.Depth, s.Iters/50))
+	return s, nil
 }
 
-// ping sends one ping: a Send of size octets, or an RDMA Write of size
-// octets followed by a zero-length Send that says it is placed.
-func (p *peer) ping(test string, adv advert) error {
-	if test == WriteLat {
-		_, err := p.qp.PostSend(
-			endpoint.SendWR{Opcode: endpoint.OpWrite, SGL: []endpoint.SGE{p.buf.SGE(0, p.size)}, RemoteAddr: adv.Addr, RKey: endpoint.STag(adv.RKey)},
-			endpoint.SendWR{Opcode: endpoint.OpSend})
-		return err
-	}
-	_, err := p.qp.PostSend(endpoint.SendWR{Opcode: endpoint.OpSend, SGL: []endpoint.SGE{p.buf.SGE(0, p.size)}})
-	return err
-}
-
-// Serve accepts iwperf clients from l, one at a time (each until it is
-// done); log gets one line per run. It returns when ctx ends or after the
-// first client unless persistent.
-func Serve(ctx context.Context, l *endpoint.Listener, persistent bool, to time.Duration, log io.Writer) error {
-	if to <= 0 {
-		to = 10 * time.Second
-	}
+// passive serves one connection until the active side's done, answers
+// it, and returns the active side's report. Pings are echoed (latency);
+// Send receives are reposted and credited (send_bw).
+func (p *peer) passive(ctx context.Context, o *Options, rem advert) (stats, error) {
+	n := 0
 	for {
-		req, err := l.Accept(ctx)
+		wc, err := p.waitRecv(ctx, 0)
 		if err != nil {
-			var me *endpoint.MPAError
-			if errors.As(err, &me) {
-				fmt.Fprintf(log, "iwperf: %v\n", err)
-				continue
+			return stats{}, err
+		}
+		p.repost(wc)
+		if wc.Solicited { // done
+			if err := p.send(true); err != nil {
+				return stats{}, err
 			}
-			return err
+			return decodeStats(p.peerReport()), nil
 		}
-		err = serveOne(ctx, req, to, log)
-		if err != nil {
-			fmt.Fprintf(log, "iwperf: %v: %v\n", req.RemoteAddr(), err)
-		}
-		if !persistent {
-			return err
+		n++
+		switch o.Test {
+		case SendBW:
+			if n%o.Depth == 0 {
+				if err := p.send(false); err != nil {
+					return stats{}, err
+				}
+			}
+		case SendLat, WriteLat:
+			if err := p.ping(o.Test, rem); err != nil {
+				return stats{}, err
+			}
 		}
 	}
 }
 
-func serveOne(ctx context.Context, req *endpoint.ConnRequest, to time.Duration, log io.Writer) error {
-	var r request
-	if err := json.Unmarshal(req.PrivateData, &r); err != nil || r.Magic != "1" {
-		req.Reject([]byte("not an iwperf client"))
-		return fmt.Errorf("rejected: Private Data %q is not an iwperf request", req.PrivateData)
-	}
-	o := Options{Test: r.Test, Size: r.Size, Depth: r.Depth, Iters: 1}
-	if err := checkOpts(&o); err != nil {
-		req.Reject([]byte(err.Error()))
-		return err
-	}
-	p, err := newPeer(o.Size, o.Depth, o.Depth, to)
-	if err != nil {
-		req.Close()
-		return err
-	}
-	switch o.Test {
-	case SendBW:
-		for i := 0; i < 2*o.Depth; i++ {
+// postInitialRecvs posts what each role receives before the connection
+// is up: data receives for a send_bw receiver and for pongs/pings of the
+// latency tests, control receives (credits, done, answers) otherwise.
+func (p *peer) postInitialRecvs(test string, active bool) {
+	switch {
+	case test == SendBW && !active:
+		for i := 0; i < p.nctl-16; i++ { // 2×Depth
 			p.postDataRecv(i)
 		}
-	case SendLat, WriteLat:
+	case test == SendLat || test == WriteLat:
 		for i := 0; i < 8; i++ {
 			p.postDataRecv(0)
 		}
@@ -477,67 +588,72 @@ func serveOne(ctx context.Context, req *endpoint.ConnRequest, to time.Duration, 
 			p.postCtlRecv(i)
 		}
 	}
-	adv, _ := json.Marshal(advert{Addr: p.buf.Addr(), RKey: uint32(p.buf.STag()), Len: p.buf.Len()})
-	conn, err := req.Accept(p.qp, adv)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
+}
+
+// activeLat runs the ping-pong of a latency test.
+func (p *peer) activeLat(ctx context.Context, o *Options, rem advert, c *clock) (stats, error) {
+	var s stats
+	var lat []time.Duration
 	start := time.Now()
 	n := 0
-	switch o.Test {
-	case WriteBW, ReadBW:
-		// Passive: wait for the client's done, acknowledge it.
-		if _, err := p.waitRecv(ctx); err != nil {
-			return err
-		}
-		if err := p.send(false); err != nil {
-			return err
-		}
-	case SendBW:
-		for {
-			wc, err := p.waitRecv(ctx)
+	for ; c.more(n); n++ {
+		t0 := time.Now()
+		switch o.Test {
+		case ReadLat:
+			if _, err := p.qp.PostSend(endpoint.SendWR{Opcode: endpoint.OpRead, Signaled: true, SGL: []endpoint.SGE{p.buf.SGE(0, o.Size)},
+				RemoteAddr: rem.Addr, RKey: endpoint.STag(rem.RKey)}); err != nil {
+				return s, err
+			}
+			if _, err := p.next(ctx, p.to); err != nil {
+				return s, err
+			}
+			lat = append(lat, time.Since(t0)) // a Read's round trip is its latency
+		default:
+			if err := p.ping(o.Test, rem); err != nil {
+				return s, err
+			}
+			wc, err := p.waitRecv(ctx, p.to)
 			if err != nil {
-				return err
+				return s, err
 			}
 			p.repost(wc)
-			if wc.Solicited { // the client's done
-				if err := p.send(true); err != nil {
-					return err
-				}
-				break
-			}
-			n++
-			if n%o.Depth == 0 {
-				if err := p.send(false); err != nil {
-					return err
-				}
-			}
+			lat = append(lat, time.Since(t0)/2)
 		}
-	default:
-		// Echo pings until the client's done.
-		peerBuf := advert{Addr: r.Addr, RKey: r.RKey}
-		for {
-			wc, err := p.waitRecv(ctx)
-			if err != nil {
-				return err
-			}
-			p.repost(wc)
-			if wc.Solicited {
-				if err := p.send(true); err != nil {
-					return err
-				}
-				break
-			}
-			if o.Test == ReadLat {
-				continue
-			}
-			n++
-			if err := p.ping(o.Test, peerBuf); err != nil {
-				return err
-			}
+		if p.prog != nil {
+			p.prog.Store(int64(n + 1))
 		}
 	}
-	fmt.Fprintf(log, "iwperf: %v: %s size %d done in %v (%d messages seen)\n", conn.RemoteAddr(), o.Test, o.Size, time.Since(start).Round(time.Millisecond), n)
-	return nil
+	s.Iters = n
+	s.Elapsed = time.Since(start)
+	s.Bytes = int64(n) * int64(o.Size)
+	s.Lat = summarize(lat)
+	return s, nil
+}
+
+// ping sends one ping: a Send of size octets, or an RDMA Write of size
+// octets followed by a zero-length Send that says it is placed.
+func (p *peer) ping(test string, rem advert) error {
+	if test == WriteLat {
+		_, err := p.qp.PostSend(
+			endpoint.SendWR{Opcode: endpoint.OpWrite, SGL: []endpoint.SGE{p.buf.SGE(0, p.size)}, RemoteAddr: rem.Addr, RKey: endpoint.STag(rem.RKey)},
+			endpoint.SendWR{Opcode: endpoint.OpSend})
+		return err
+	}
+	_, err := p.qp.PostSend(endpoint.SendWR{Opcode: endpoint.OpSend, SGL: []endpoint.SGE{p.buf.SGE(0, p.size)}})
+	return err
+}
+
+// active runs the active side of any test, then finish.
+func (p *peer) active(ctx context.Context, o *Options, rem advert, c *clock) (stats, error) {
+	var s stats
+	var err error
+	if IsLat(o.Test) {
+		s, err = p.activeLat(ctx, o, rem, c)
+	} else {
+		s, err = p.activeBW(ctx, o, rem, c)
+	}
+	if err != nil {
+		return s, err
+	}
+	return s, p.finish(ctx, s, rem)
 }

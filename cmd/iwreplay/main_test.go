@@ -1,0 +1,28 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		rc   int
+		msg  string
+	}{
+		{[]string{"--help"}, 0, "usage: iwreplay -i IFACE"},
+		{[]string{"x.pcap"}, 2, "usage:"},
+		{[]string{"-i", "lo"}, 2, "usage:"},
+		{[]string{"-i", "lo", "--pps", "10", "--mbps", "1", "x.pcap"}, 2, "at most one of"},
+		{[]string{"-i", "lo", "--loop", "0", "x.pcap"}, 2, "--loop"},
+		{[]string{"-i", "lo", "--connect", "h:1", "x.pcap"}, 2, "not built yet"},
+		{[]string{"-i", "no-such-iface0", "x.pcap"}, 1, "no-such-iface0"},
+	} {
+		var out, errb bytes.Buffer
+		if rc := run(c.args, &out, &errb); rc != c.rc || !strings.Contains(errb.String(), c.msg) {
+			t.Errorf("%v: exit %d, %q", c.args, rc, errb.String())
+		}
+	}
+}
