@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -107,7 +108,19 @@ func Open(cfg Config) (*Session, error) {
 		s.Name = lc.Iface
 		src = &spillSource{src: live, s: st}
 	} else if ir, err := pcap.OpenIndexed(cfg.File); err == nil {
-		st = &store{rr: ir.Random()}
+		// Its own handle: the source's closes when indexing ends.
+		fh, err := os.Open(cfg.File)
+		if err != nil {
+			ir.Close()
+			return nil, err
+		}
+		rr, err := pcap.NewRandomReader(fh)
+		if err != nil {
+			fh.Close()
+			ir.Close()
+			return nil, err
+		}
+		st = &store{rr: rr, file: fh}
 		src = &indexedSource{r: ir, s: st}
 		if total, err = fileSize(cfg.File); err != nil {
 			ir.Close()

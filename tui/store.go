@@ -20,6 +20,7 @@ type store struct {
 	mu      sync.Mutex
 	offsets []int64 // by frame number - 1; -1: not stored
 	rr      *pcap.RandomReader
+	file    *os.File // the capture, read in place
 
 	// spill
 	spill   *os.File
@@ -69,6 +70,9 @@ func (s *store) read(n int, f *pcap.Frame, buf []byte) ([]byte, error) {
 }
 
 func (s *store) close() {
+	if s.file != nil {
+		s.file.Close()
+	}
 	if s.spill != nil {
 		s.spill.Close()
 		os.Remove(s.spill.Name())
