@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -108,6 +109,32 @@ func (u *UI) fillOps() {
 			blames[[2]int{f.Conn, f.Frames[0]}] = f.Frames[1]
 		}
 	}
+	type entry struct {
+		frame int
+		color tcell.Color
+		jump  int
+		blame int
+		cells []string
+	}
+	var es []entry
+	// Terminates, from the tracker's rdmap.terminate findings: the first
+	// frame is the Terminate, the second the one it blames.
+	for _, f := range ix.Findings() {
+		if f.Code != "rdmap.terminate" || len(f.Frames) == 0 {
+			continue
+		}
+		blame, det := 0, f.Message
+		if len(f.Frames) > 1 {
+			blame = f.Frames[1]
+			det = fmt.Sprintf("blames frame %d (b): %s", blame, f.Message)
+		}
+		dir := ""
+		if c := ix.Conn(f.Conn); c != nil {
+			dir = c.DirName(f.Dir)
+		}
+		es = append(es, entry{f.Frames[0], tcell.ColorPurple, f.Frames[0], blame,
+			[]string{fmt.Sprint(f.Frames[0]), secs(f.Rel), fmt.Sprint(f.Conn), dir, "Terminate", "", "", "", det}})
+	}
 	for _, o := range ix.Ops() {
 		lat := ""
 		if o.Latency > 0 {
@@ -140,8 +167,12 @@ func (u *UI) fillOps() {
 		case o.Kind == track.OpRead:
 			color = tcell.ColorGreen
 		}
-		v.add(color, o.RequestFrame, blame, fmt.Sprint(o.RequestFrame), secs(o.Rel), fmt.Sprint(o.Conn), o.Dir.String(),
-			o.Opcode.String(), fmt.Sprint(o.Length), lat, o.Status.String(), det)
+		es = append(es, entry{o.RequestFrame, color, o.RequestFrame, blame, []string{fmt.Sprint(o.RequestFrame), secs(o.Rel), fmt.Sprint(o.Conn), o.Dir.String(),
+			o.Opcode.String(), fmt.Sprint(o.Length), lat, o.Status.String(), det}})
+	}
+	sort.SliceStable(es, func(i, j int) bool { return es[i].frame < es[j].frame })
+	for _, e := range es {
+		v.add(e.color, e.jump, e.blame, e.cells...)
 	}
 	v.done()
 }
