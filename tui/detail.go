@@ -310,6 +310,9 @@ func sortSTags(s []STagUse) {
 		if s[i].Conn != s[j].Conn {
 			return s[i].Conn < s[j].Conn
 		}
-		return s[i].First < s[j].First
+		if s[i].First != s[j].First {
+			return s[i].First < s[j].First
+		}
+		return s[i].STag < s[j].STag
 	})
 }
