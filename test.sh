@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Runs every iwkit test. Installs what the tests need when it is missing:
 # Go modules through the module proxy, and tshark/tcpdump (the differential
-# oracles) from Debian's packages. Usage: ./test.sh [extra go test flags]
+# oracles, tmux and termshark for iwtui's tests and benchmarks) from Debian's packages. Usage: ./test.sh [extra go test flags]
 set -euo pipefail
 cd "$(dirname "$0")"
 
 need=()
 command -v tshark >/dev/null 2>&1 || need+=(tshark)
 command -v tcpdump >/dev/null 2>&1 || need+=(tcpdump)
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
+command -v termshark >/dev/null 2>&1 || need+=(termshark)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test.sh: installing ${need[*]}" >&2

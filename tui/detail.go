@@ -268,7 +268,7 @@ func (l *loader) lines(d *Detail, c *ConnInfo) []Line {
 		ln := Line{Depth: 0, Text: fmt.Sprintf("%s %s: %s", f.Severity, f.Code, f.Message)}
 		if len(f.Frames) > 1 {
 			ln.Frame = f.Frames[1]
-			ln.Text += fmt.Sprintf("  [Enter: frame %d]", f.Frames[1])
+			ln.Text = fmt.Sprintf("%s %s [Enter: frame %d]: %s", f.Severity, f.Code, f.Frames[1], f.Message)
 		}
 		out = append(out, ln)
 	}

@@ -369,6 +369,9 @@ func (u *UI) keys(ev *tcell.EventKey) *tcell.EventKey {
 		where = "views"
 	}
 	a := Lookup(ev, where)
+	if ev.Key() == tcell.KeyEnter && u.page == "main" {
+		a = ActJump
+	}
 	if u.page == "help" && a != ActQuit && a != ActHelp && a != ActBack {
 		return ev
 	}
