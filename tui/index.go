@@ -6,6 +6,7 @@ package tui
 import (
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/iwkit/iwkit/analyze"
@@ -135,7 +136,7 @@ type STagUse struct {
 // every access takes its lock.
 type Index struct {
 	mu       sync.RWMutex
-	rows     []Row
+	rows     chunked[Row]
 	findings []Finding
 	ops      []Op
 	conns    map[int]*ConnInfo
@@ -145,8 +146,8 @@ type Index struct {
 	done     bool
 	err      error
 	report   *analyze.Report
-	read     int64 // octets read (progress)
-	total    int64 // octets in the input (0: unknown)
+	read     atomic.Int64 // octets read (progress)
+	total    int64        // octets in the input (0: unknown)
 	frames   int
 	worst    uint8
 
@@ -161,14 +162,14 @@ func newIndex(st *store, total int64) *Index {
 func (ix *Index) Len() int {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	return len(ix.rows)
+	return ix.rows.Len()
 }
 
 // Row returns row i.
 func (ix *Index) Row(i int) Row {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	return ix.rows[i]
+	return *ix.rows.At(i)
 }
 
 // Progress reports the octets read, the input size (0: unknown), whether
@@ -176,7 +177,7 @@ func (ix *Index) Row(i int) Row {
 func (ix *Index) Progress() (read, total int64, done bool, err error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	return ix.read, ix.total, ix.done, ix.err
+	return ix.read.Load(), ix.total, ix.done, ix.err
 }
 
 // Finding returns finding i.
@@ -240,15 +241,15 @@ func (ix *Index) FindRow(n int) int {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	best := -1
-	for i := range ix.rows {
-		r := &ix.rows[i]
+	for i := 0; i < ix.rows.Len(); i++ {
+		r := ix.rows.At(i)
 		if r.Kind == RowFinding {
 			continue
 		}
 		if int(r.First) <= n && n <= int(r.Last) {
 			return i
 		}
-		if int(r.Last) >= n && (best < 0 || r.Last < ix.rows[best].Last) {
+		if int(r.Last) >= n && (best < 0 || r.Last < ix.rows.At(best).Last) {
 			best = i
 		}
 	}
@@ -267,7 +268,7 @@ func (x *indexer) Record(r *analyze.Record) {
 	ix := x.ix
 	if r.Kind == analyze.KindPDU || r.Kind == analyze.KindFinding {
 		ix.mu.RLock()
-		n := len(ix.rows)
+		n := ix.rows.Len()
 		ix.mu.RUnlock()
 		defer x.match(r, n)
 	}
@@ -364,12 +365,12 @@ func (x *indexer) pdu(r *analyze.Record) {
 			}
 		}
 	}
-	ix.rows = append(ix.rows, row)
+	ix.rows.Append(row)
 }
 
 func (x *indexer) finding(r *analyze.Record) {
 	ix := x.ix
-	f := Finding{Rel: int64(r.Rel), Frame: r.Frame, Severity: r.Finding.Severity, Code: r.Finding.Code, Message: r.Finding.Message, Row: len(ix.rows)}
+	f := Finding{Rel: int64(r.Rel), Frame: r.Frame, Severity: r.Finding.Severity, Code: r.Finding.Code, Message: r.Finding.Message, Row: ix.rows.Len()}
 	if r.Finding.Track != nil {
 		f.Frames = append([]int(nil), r.Finding.Track.Frames...)
 	}
@@ -384,8 +385,8 @@ func (x *indexer) finding(r *analyze.Record) {
 			c.Findings++
 		}
 		// Colour the PDU the finding is about.
-		for i := len(ix.rows) - 1; i >= 0 && i >= len(ix.rows)-256; i-- {
-			p := &ix.rows[i]
+		for i := ix.rows.Len() - 1; i >= 0 && i >= ix.rows.Len()-256; i-- {
+			p := ix.rows.At(i)
 			if p.Kind != RowFinding && p.Conn == row.Conn && int(p.First) <= r.Frame && r.Frame <= int(p.Last) {
 				p.Sev = max(p.Sev, sev)
 				break
@@ -393,7 +394,7 @@ func (x *indexer) finding(r *analyze.Record) {
 		}
 	}
 	ix.findings = append(ix.findings, f)
-	ix.rows = append(ix.rows, row)
+	ix.rows.Append(row)
 }
 
 func (x *indexer) op(r *analyze.Record) {
@@ -464,24 +465,25 @@ func containsWord(list, w string) bool {
 // boundary is installed here.
 func (x *indexer) Frame(fr *pcap.Frame) {
 	s := x.s
-	if s == nil {
+	if s == nil || !s.hasPending.Load() {
 		return
 	}
 	s.fmu.Lock()
+	s.hasPending.Store(false)
 	if p := s.pending; p != nil {
 		s.pending = nil
 		x.ix.mu.RLock()
-		p.cut = len(x.ix.rows)
+		p.cut = x.ix.rows.Len()
 		x.ix.mu.RUnlock()
 		p.upto = fr.Number - 1
 		s.flt = p
+		s.cur.Store(p)
 		if p.upto == 0 {
 			p.Done = true
 		} else {
 			go s.pass(p)
 		}
 	}
-	s.frame = fr.Number
 	s.fmu.Unlock()
 }
 
@@ -491,10 +493,7 @@ func (x *indexer) match(r *analyze.Record, row int) {
 	if s == nil {
 		return
 	}
-	s.fmu.Lock()
-	f := s.flt
-	s.fmu.Unlock()
-	if f != nil && row >= f.cut && f.f.Match(r) {
+	if f := s.cur.Load(); f != nil && row >= f.cut && f.f.Match(r) {
 		f.set(row)
 	}
 }

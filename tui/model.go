@@ -109,10 +109,9 @@ func (l *List) Refresh() {
 	}
 	n := l.ix.Len()
 	l.ix.mu.RLock()
-	rows := l.ix.rows[:n]
-	l.ix.mu.RUnlock()
+	defer l.ix.mu.RUnlock()
 	for i := l.seen; i < n; i++ {
-		if !l.follow.match(&rows[i]) {
+		if !l.follow.match(l.ix.rows.At(i)) {
 			continue
 		}
 		if l.flt != nil && !l.flt.Match(i) {

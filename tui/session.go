@@ -34,11 +34,12 @@ type Session struct {
 	// rows were added, at most once per batch of frames.
 	OnRows func()
 
-	fmu     sync.Mutex
-	flt     *FilterRun // the display filter being applied or applied
-	pending *FilterRun // to install at the next frame boundary
-	frame   int        // the frame being fed
-	idx     *indexer
+	fmu        sync.Mutex
+	flt        *FilterRun                // the display filter being applied or applied
+	cur        atomic.Pointer[FilterRun] // flt, for the indexer's hot path
+	pending    *FilterRun                // to install at the next frame boundary
+	hasPending atomic.Bool               // pending is set
+	idx        *indexer
 }
 
 // FilterRun is a display filter applied to the rows: a bitset of the rows
@@ -164,11 +165,7 @@ func (c *cancelSource) Next(f *pcap.Frame) error {
 func (s *Session) build(cfg Config) {
 	defer close(s.done)
 	ix := s.Ix
-	rc := analyze.Config{Ports: cfg.Ports, Workers: 1, Progress: func(n int) {
-		ix.mu.Lock()
-		ix.read += int64(n)
-		ix.mu.Unlock()
-	}}
+	rc := analyze.Config{Ports: cfg.Ports, Workers: 1, Progress: func(n int) { ix.read.Add(int64(n)) }}
 	w := bufio.NewWriter(io.Discard)
 	rep, err := analyze.Run(&cancelSource{Source: s.src, s: s}, rc, w, func(int, *analyze.Out) analyze.Consumer { return s.idx })
 	s.src.Close()
@@ -225,6 +222,7 @@ func (s *Session) ApplyFilter(expr string) (*FilterRun, error) {
 	if expr == "" {
 		s.fmu.Lock()
 		s.flt, s.pending = nil, nil
+		s.cur.Store(nil)
 		s.fmu.Unlock()
 		return nil, nil
 	}
@@ -238,6 +236,7 @@ func (s *Session) ApplyFilter(expr string) (*FilterRun, error) {
 		fr.cut = 1 << 62
 		s.fmu.Lock()
 		s.flt, s.pending = fr, nil
+		s.cur.Store(fr)
 		s.fmu.Unlock()
 		go s.pass(fr)
 		return fr, nil
@@ -246,6 +245,7 @@ func (s *Session) ApplyFilter(expr string) (*FilterRun, error) {
 	// the rows the pass covers.
 	s.fmu.Lock()
 	s.pending = fr
+	s.hasPending.Store(true)
 	s.fmu.Unlock()
 	return fr, nil
 }

@@ -18,7 +18,7 @@ import (
 // again. The offsets are the frame index: 8 octets per frame.
 type store struct {
 	mu      sync.Mutex
-	offsets []int64 // by frame number - 1; -1: not stored
+	offsets chunked[int64] // by frame number - 1; -1: not stored
 	rr      *pcap.RandomReader
 	file    *os.File // the capture, read in place
 
@@ -32,14 +32,7 @@ type store struct {
 // add records that frame number n's record is at off.
 func (s *store) add(n int, off int64) {
 	s.mu.Lock()
-	for len(s.offsets) < n-1 {
-		s.offsets = append(s.offsets, -1)
-	}
-	if len(s.offsets) == n-1 {
-		s.offsets = append(s.offsets, off)
-	} else if n-1 < len(s.offsets) {
-		s.offsets[n-1] = off
-	}
+	s.setOffset(n, off)
 	s.mu.Unlock()
 }
 
@@ -47,17 +40,17 @@ func (s *store) add(n int, off int64) {
 func (s *store) frames() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.offsets)
+	return s.offsets.Len()
 }
 
 // read reads frame number n into f, its data in buf.
 func (s *store) read(n int, f *pcap.Frame, buf []byte) ([]byte, error) {
 	s.mu.Lock()
-	if n < 1 || n > len(s.offsets) || s.offsets[n-1] < 0 || s.rr == nil {
+	if n < 1 || n > s.offsets.Len() || *s.offsets.At(n - 1) < 0 || s.rr == nil {
 		s.mu.Unlock()
 		return buf, fmt.Errorf("frame %d is not in the index", n)
 	}
-	off := s.offsets[n-1]
+	off := *s.offsets.At(n - 1)
 	if s.bw != nil && s.flushed <= off+16+pcap.MaxSnaplen && s.flushed < s.written {
 		s.bw.Flush()
 		s.flushed = s.written
@@ -149,13 +142,7 @@ func (x *spillSource) Next(f *pcap.Frame) error {
 	if _, err := s.bw.Write(f.Data); err != nil {
 		return err
 	}
-	n := f.Number
-	for len(s.offsets) < n-1 {
-		s.offsets = append(s.offsets, -1)
-	}
-	if len(s.offsets) == n-1 {
-		s.offsets = append(s.offsets, s.written)
-	}
+	s.setOffset(f.Number, s.written)
 	s.written += 16 + int64(len(f.Data))
 	return nil
 }
@@ -177,4 +164,16 @@ func fileSize(name string) (int64, error) {
 		return 0, err
 	}
 	return st.Size(), nil
+}
+
+// setOffset records frame n's offset (frames skipped get -1).
+func (s *store) setOffset(n int, off int64) {
+	for s.offsets.Len() < n-1 {
+		s.offsets.Append(-1)
+	}
+	if s.offsets.Len() == n-1 {
+		s.offsets.Append(off)
+	} else if n-1 < s.offsets.Len() {
+		*s.offsets.At(n - 1) = off
+	}
 }

@@ -250,12 +250,12 @@ func (ix *Index) Buckets(n int) (pdus, octets, errs []int, step time.Duration) {
 	defer ix.mu.RUnlock()
 	pdus, octets, errs = make([]int, n), make([]int, n), make([]int, n)
 	var end int64
-	for i := range ix.rows {
-		end = max(end, ix.rows[i].Rel)
+	for i := 0; i < ix.rows.Len(); i++ {
+		end = max(end, ix.rows.At(i).Rel)
 	}
 	step = time.Duration(end/int64(n) + 1)
-	for i := range ix.rows {
-		r := &ix.rows[i]
+	for i := 0; i < ix.rows.Len(); i++ {
+		r := ix.rows.At(i)
 		b := min(int(r.Rel/int64(step)), n-1)
 		if r.Kind == RowFinding {
 			if r.Sev == 3 {
