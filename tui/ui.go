@@ -18,23 +18,24 @@ import (
 // built on another and only QueueUpdateDraw crosses over (batched by a
 // ticker, never one redraw per packet).
 type UI struct {
-	S      *Session
-	App    *tview.Application
-	List   *List
-	pages  *tview.Pages
-	main   *tview.Flex
-	table  *tview.Table
-	tree   *tview.Table
-	hex    *hexView
-	status *tview.TextView
-	bar    *tview.InputField
-	barFor string
-	help   *tview.TextView
-	views  map[string]*viewTable
-	graph  *ioGraph
-	page   string
-	panes  []tview.Primitive
-	pane   int
+	S         *Session
+	App       *tview.Application
+	List      *List
+	pages     *tview.Pages
+	main      *tview.Flex
+	table     *tview.Table
+	tree      *tview.Table
+	hex       *hexView
+	status    *tview.TextView
+	bar       *tview.InputField
+	barFor    string
+	help      *tview.TextView
+	quitModal *tview.Modal
+	views     map[string]*viewTable
+	graph     *ioGraph
+	page      string
+	panes     []tview.Primitive
+	pane      int
 
 	loader  *loader
 	detail  *Detail
@@ -183,6 +184,16 @@ func New(s *Session) *UI {
 	u.pages.AddPage("graph", u.graph, true, false)
 	u.pages.AddPage("help", u.help, true, false)
 	u.page = "main"
+	u.quitModal = tview.NewModal().SetText("The live capture is not saved (w writes it). Quit anyway?").
+		AddButtons([]string{"Quit", "Cancel"}).SetDoneFunc(func(i int, label string) {
+		if label == "Quit" {
+			u.App.Stop()
+			return
+		}
+		u.pages.HidePage("quit")
+		u.showPage("main")
+	})
+	u.pages.AddPage("quit", u.quitModal, true, false)
 
 	u.App.SetRoot(u.pages, true).EnableMouse(true)
 	u.App.SetInputCapture(u.keys)
@@ -361,7 +372,7 @@ func (u *UI) showPage(name string) {
 
 // keys is the one dispatcher over the key table.
 func (u *UI) keys(ev *tcell.EventKey) *tcell.EventKey {
-	if u.App.GetFocus() == u.bar {
+	if u.App.GetFocus() == u.bar || u.page == "quit" {
 		return ev
 	}
 	where := "main"
@@ -407,6 +418,13 @@ func (u *UI) Do(a Action) {
 	case ActQuit:
 		if u.page != "main" {
 			u.showPage("main")
+			return
+		}
+		if u.S.Live() && !u.saved {
+			// The capture lives in a temporary file that goes at exit.
+			u.pages.ShowPage("quit")
+			u.page = "quit"
+			u.App.SetFocus(u.quitModal)
 			return
 		}
 		u.App.Stop()

@@ -1,0 +1,138 @@
+package tui
+
+import (
+	"bufio"
+	"io"
+	"testing"
+
+	"github.com/iwkit/iwkit/analyze"
+	"github.com/iwkit/iwkit/gen"
+)
+
+type matchCollector struct {
+	f    interface{ Match(*analyze.Record) bool }
+	row  int
+	want []int
+}
+
+func (m *matchCollector) Record(r *analyze.Record) {
+	if r.Kind != analyze.KindPDU && r.Kind != analyze.KindFinding {
+		return
+	}
+	if m.f.Match(r) {
+		m.want = append(m.want, m.row)
+	}
+	m.row++
+}
+
+// TestFilterRows: a display filter shows exactly the rows whose records
+// iwdump -Y would print, whether applied while the index is being built
+// (installed at a frame boundary, the frames before it passed again) or
+// after.
+func TestFilterRows(t *testing.T) {
+	path := genCapture(t, t.TempDir(), "hostile", "hostile.pcap", gen.Params{Seed: 3, Count: 40})
+	for _, expr := range []string{`finding`, `rdmap.opcode == "Send" || finding.severity == "error"`, `ddp.tagged && mpa.crc_status == "bad"`} {
+		f, err := analyze.CompileFilter(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, _, err := analyze.OpenFiles([]string{path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &matchCollector{f: f}
+		analyze.Run(src, analyze.Config{Workers: 1}, bufio.NewWriter(io.Discard), func(int, *analyze.Out) analyze.Consumer { return m })
+		src.Close()
+		for _, early := range []bool{true, false} {
+			s, err := Open(Config{File: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !early {
+				s.Wait()
+			}
+			fr, err := s.ApplyFilter(expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Wait()
+			for {
+				if _, done, _ := fr.Status(); done {
+					break
+				}
+			}
+			var got []int
+			for i := 0; i < s.Ix.Len(); i++ {
+				if fr.Match(i) {
+					got = append(got, i)
+				}
+			}
+			s.Close()
+			if len(got) != len(m.want) {
+				t.Fatalf("%s (early %v): %d rows, iwdump -Y %d", expr, early, len(got), len(m.want))
+			}
+			for i := range got {
+				if got[i] != m.want[i] {
+					t.Fatalf("%s (early %v): row %d is %d, want %d", expr, early, i, got[i], m.want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestListModel: follow, marks, search and go-to on the list model.
+func TestListModel(t *testing.T) {
+	s, err := Open(Config{File: genCapture(t, t.TempDir(), "every-terminate", "t.pcap", gen.Params{Seed: 1})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Wait()
+	l := newList(s.Ix)
+	total := l.Len()
+	l.GoRow(5)
+	conn := s.Ix.Row(5).Conn
+	l.SetFollow(Follow{On: true, Conn: conn})
+	if l.Len() == 0 || l.Len() >= total {
+		t.Fatalf("follow conn %d: %d of %d rows", conn, l.Len(), total)
+	}
+	for p := 0; p < l.Len(); p++ {
+		if s.Ix.Row(l.RowAt(p)).Conn != conn {
+			t.Fatal("a row of another connection is shown")
+		}
+	}
+	if l.RowAt(l.Cursor) != 5 {
+		t.Fatalf("cursor moved to row %d on follow", l.RowAt(l.Cursor))
+	}
+	l.SetFollow(Follow{})
+	if l.Len() != total {
+		t.Fatal("unfollow did not show all rows")
+	}
+	l.Cursor = 3
+	l.ToggleMark()
+	l.Cursor = 10
+	l.ToggleMark()
+	l.Cursor = 0
+	if !l.NextMark(1) || l.Cursor != 3 || !l.NextMark(1) || l.Cursor != 10 || !l.NextMark(1) || l.Cursor != 3 {
+		t.Fatalf("marks: cursor %d", l.Cursor)
+	}
+	if !l.NextMark(-1) || l.Cursor != 10 {
+		t.Fatalf("previous mark: cursor %d", l.Cursor)
+	}
+	l.Cursor = 0
+	if !l.Find("terminate qn 2", 1) || s.Ix.Row(l.RowAt(l.Cursor)).Op != 7 {
+		t.Fatal("search did not find a Terminate")
+	}
+	if l.Find("no such text", 1) {
+		t.Fatal("search found what is not there")
+	}
+	if i := s.Ix.FindRow(254); i < 0 || s.Ix.Row(i).Last != 254 {
+		t.Fatalf("frame 254 is row %d", i)
+	}
+	l.AddHistory("a")
+	l.AddHistory("b")
+	l.AddHistory("a")
+	if len(l.History) != 2 || l.History[1] != "a" {
+		t.Fatalf("history %q", l.History)
+	}
+}
