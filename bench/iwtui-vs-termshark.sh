@@ -31,7 +31,7 @@ echo "capture: $frames frames, $(du -h "$cap" | cut -f1); load average $(cut -d'
 
 now() { date +%s.%N; }
 pane() { tmux -S "$sock" capture-pane -p -t b 2>/dev/null || true; }
-hwm() { awk '/VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+hwm() { local v; v=$(awk '/VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null); echo "${v:-0}"; }
 
 # warm-up: termshark's first start builds its caches
 tmux -S "$sock" new-session -d -s b -x 200 -y 50 "termshark -r $(ls testdata/siw/*.pcap | head -1)"

@@ -211,19 +211,40 @@ func (u *UI) Run() error {
 	return err
 }
 
-// ticker batches redraws: at most five a second, only when the index,
-// the filter or the live counters moved.
+// ticker batches redraws: at most ten a second, and only when the index,
+// the filter or the live counters moved; the first ones come soon, so
+// the first screen does not wait for a tick.
 func (u *UI) ticker() {
-	t := time.NewTicker(200 * time.Millisecond)
-	defer t.Stop()
-	for {
+	var last [5]uint64
+	for i := 0; ; i++ {
+		d := 100 * time.Millisecond
+		if i < 10 {
+			d = 10 * time.Millisecond
+		}
 		select {
 		case <-u.stop:
 			return
-		case <-t.C:
+		case <-time.After(d):
+		}
+		read, _, done, _ := u.S.Ix.Progress()
+		var gen uint64
+		if fr := u.S.Filter(); fr != nil {
+			gen = fr.Gen()
+		}
+		_, drops, _ := u.S.Drops()
+		now := [5]uint64{uint64(u.S.Ix.Len()), uint64(read), gen, drops, b2u(done)}
+		if now != last {
+			last = now
 			u.App.QueueUpdateDraw(u.Refresh)
 		}
 	}
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Refresh takes in new rows (unless paused) and updates the status line.
