@@ -31,19 +31,22 @@ echo "capture: $frames frames, $(du -h "$cap" | cut -f1); load average $(cut -d'
 
 now() { date +%s.%N; }
 pane() { tmux -S "$sock" capture-pane -p -t b 2>/dev/null || true; }
+# shows RE: whether the pane shows RE (not "pane | grep -q": with pipefail
+# an early grep exit fails the pipe by SIGPIPE)
+shows() { local s; s=$(pane); grep -q "$1" <<< "$s"; }
 hwm() { local v; v=$(awk '/VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null); echo "${v:-0}"; }
 
 # warm-up: termshark's first start builds its caches
 tmux -S "$sock" new-session -d -s b -x 200 -y 50 "termshark -r $(ls testdata/siw/*.pcap | head -1)"
-for _ in $(seq 600); do pane | grep -q ' 1  *0\.0' && break; sleep 0.1; done
+for _ in $(seq 600); do shows ' 1  *0\.0' && break; sleep 0.1; done
 tmux -S "$sock" kill-server; sleep 0.5
 
 # iwtui
 start=$(now)
 tmux -S "$sock" new-session -d -s b -x 200 -y 50 "$tmp/iwtui $cap"
-until pane | grep -q 'MPA Request'; do sleep 0.02; done
+until shows 'MPA Request'; do sleep 0.02; done
 first=$(echo "$(now) - $start" | bc -l)
-until pane | grep -q 'rows [0-9]*/[0-9]*  ? help'; do sleep 0.05; done
+until shows 'rows [0-9]*/[0-9]*  ? help'; do sleep 0.05; done
 index=$(echo "$(now) - $start" | bc -l)
 pid=$(pgrep -f "^$tmp/iwtui $cap" | head -1)
 rss=$(hwm "$pid")
@@ -57,7 +60,7 @@ start=$(now)
 tmux -S "$sock" new-session -d -s b -x 200 -y 50 "termshark -r $cap"
 peak=0 seen=0 first=""
 while :; do
-  if [ -z "$first" ] && pane | grep -q ' 1  *0\.0'; then first=$(echo "$(now) - $start" | bc -l); fi
+  if [ -z "$first" ] && shows ' 1  *0\.0'; then first=$(echo "$(now) - $start" | bc -l); fi
   psml=$(pgrep -f "tshark.*-T psml" | head -1 || true)
   if [ -n "$psml" ]; then
     seen=1

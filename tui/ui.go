@@ -89,6 +89,10 @@ func rowColor(r *Row) tcell.Color {
 	return tcell.ColorDefault
 }
 
+// colWidths are the widths of the number, time, connection and direction
+// columns, set once: up to 9,999,999 frames, 99,999 s, 99,999 connections.
+var colWidths = []int{8, 12, 5, 3}
+
 // listContent is the list as a virtual table over the index.
 type listContent struct {
 	tview.TableContentReadOnly
@@ -100,7 +104,11 @@ func (c *listContent) GetColumnCount() int { return len(columns) }
 
 func (c *listContent) GetCell(row, col int) *tview.TableCell {
 	if row == 0 {
-		return tview.NewTableCell(columns[col]).SetSelectable(false).SetAttributes(tcell.AttrBold)
+		h := columns[col]
+		if col < len(colWidths) {
+			h = strings.Repeat(" ", colWidths[col]-len(h)) + h
+		}
+		return tview.NewTableCell(h).SetSelectable(false).SetAttributes(tcell.AttrBold)
 	}
 	i := c.u.List.RowAt(row - 1)
 	if i < 0 {
@@ -112,10 +120,11 @@ func (c *listContent) GetCell(row, col int) *tview.TableCell {
 	if col == 0 && c.u.List.Marks[i] {
 		text = "*" + text
 	}
-	cell := tview.NewTableCell(text).SetTextColor(rowColor(&r))
-	if col <= 2 {
-		cell.SetAlign(tview.AlignRight)
+	if col < len(colWidths) && len(text) < colWidths[col] {
+		// Fixed widths: columns do not shift as larger numbers scroll in.
+		text = strings.Repeat(" ", colWidths[col]-len(text)) + text
 	}
+	cell := tview.NewTableCell(text).SetTextColor(rowColor(&r))
 	if col == 4 {
 		cell.SetExpansion(1)
 	}
