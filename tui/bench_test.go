@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/gdamore/tcell/v2"
+
 	"github.com/iwkit/iwkit/gen"
 )
 
@@ -35,21 +37,31 @@ func BenchmarkIndex(b *testing.B) {
 	runtime.GC()
 }
 
-// BenchmarkFirstScreen: from Open to the rows of a first screen (40)
-// indexed and the first one decoded again for the detail pane.
+// BenchmarkFirstScreen: from Open to a first screen drawn (200x50, on a
+// SimulationScreen): the rows of a screenful indexed, the first decoded
+// again for the tree and the hex, everything drawn.
 func BenchmarkFirstScreen(b *testing.B) {
 	path := benchCapture(b)
+	sim := tcell.NewSimulationScreen("UTF-8")
+	if err := sim.Init(); err != nil {
+		b.Fatal(err)
+	}
+	sim.SetSize(200, 50)
+	sim.Show()
 	for i := 0; i < b.N; i++ {
 		s, err := Open(Config{File: path})
 		if err != nil {
 			b.Fatal(err)
 		}
-		for s.Ix.Len() < 40 {
+		for s.Ix.Len() < 50 {
 			runtime.Gosched()
 		}
-		l := &loader{ix: s.Ix}
-		if d := l.Load(0); d.Err != nil {
-			b.Fatal(d.Err)
+		u := New(s)
+		u.pages.SetRect(0, 0, 200, 50)
+		u.pages.Draw(sim)
+		sim.Show()
+		if u.detail == nil || u.detail.Err != nil || len(u.detail.Wire) == 0 {
+			b.Fatal("no detail on the first screen")
 		}
 		s.Close()
 	}
