@@ -3,10 +3,13 @@ package tui
 import (
 	"bufio"
 	"io"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/gen"
+	"github.com/iwkit/iwkit/pcap"
 )
 
 type matchCollector struct {
@@ -134,5 +137,62 @@ func TestListModel(t *testing.T) {
 	l.AddHistory("a")
 	if len(l.History) != 2 || l.History[1] != "a" {
 		t.Fatalf("history %q", l.History)
+	}
+}
+
+// TestFilterErrorText: the status line names the column and shows the
+// expression with the offending octet marked.
+func TestFilterErrorText(t *testing.T) {
+	_, err := CheckFilter(`ddp.msn == 1 && rdmap.opcod == 3`)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	got := FilterErrorText(err)
+	want := "column 17: "
+	if !strings.Contains(got, want) || !strings.Contains(got, "ddp.msn == 1 && [red::r]r[-::-]dmap.opcod == 3") {
+		t.Fatalf("%q", got)
+	}
+}
+
+// TestWriteConn: W writes every frame of the connection's 4-tuple, both
+// directions, handshake included, and nothing else.
+func TestWriteConn(t *testing.T) {
+	dir := t.TempDir()
+	path := genCapture(t, dir, "mixed", "m.pcap", gen.Params{Seed: 2, Conns: 3, Count: 4})
+	s, err := Open(Config{File: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Wait()
+	c := s.Ix.Conn(2)
+	if c == nil {
+		t.Fatal("no connection 2")
+	}
+	out := filepath.Join(dir, "c2.pcapng")
+	n, err := WriteConn(s.Ix, 2, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(name string, keep func(*pcap.Packet) bool) int {
+		r, err := pcap.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		var f pcap.Frame
+		var p pcap.Packet
+		k := 0
+		for r.Next(&f) == nil {
+			if pcap.DecodeTCP(f.LinkType, f.Data, &p) == nil && keep(&p) {
+				k++
+			}
+		}
+		return k
+	}
+	mine := func(p *pcap.Packet) bool { return s.Ix.tupleOf(2, p) }
+	want := count(path, mine)
+	if n != want || count(out, mine) != want || count(out, func(*pcap.Packet) bool { return true }) != want {
+		t.Fatalf("wrote %d frames, the connection has %d", n, want)
 	}
 }

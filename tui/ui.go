@@ -585,7 +585,7 @@ func (u *UI) barChanged(text string) {
 	}
 	if _, err := CheckFilter(text); err != nil {
 		u.bar.SetFieldTextColor(tcell.ColorRed)
-		u.msg = "[red]" + tview.Escape(err.Error()) + "[-]"
+		u.msg = FilterErrorText(err)
 	} else {
 		u.bar.SetFieldTextColor(tcell.ColorGreen)
 		u.msg = "[green]ok[-]"

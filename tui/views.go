@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 	"github.com/iwkit/iwkit/analyze"
+	"github.com/iwkit/iwkit/filter"
 	"github.com/iwkit/iwkit/track"
 	"github.com/rivo/tview"
 )
@@ -16,6 +18,23 @@ import (
 func CheckFilter(expr string) (any, error) {
 	f, err := analyze.CompileFilter(expr)
 	return f, err
+}
+
+// FilterErrorText words a filter error for the status line: the column,
+// the message, and the expression with the octet at the column shown in
+// reverse video (tview colour tags).
+func FilterErrorText(err error) string {
+	var fe *filter.Error
+	if !errors.As(err, &fe) {
+		return "[red]" + tview.Escape(err.Error()) + "[-]"
+	}
+	src, col := fe.Src, min(fe.Column, len(fe.Src))
+	at, rest := " ", ""
+	if col < len(src) {
+		at, rest = src[col:col+1], src[col+1:]
+	}
+	return fmt.Sprintf("[red]column %d: %s[-]  %s[red::r]%s[-::-]%s", fe.Column+1, tview.Escape(fe.Msg),
+		tview.Escape(src[:col]), tview.Escape(at), tview.Escape(rest))
 }
 
 // viewTable is one of the tables a key away (findings, operations,
