@@ -196,3 +196,59 @@ func TestWriteConn(t *testing.T) {
 		t.Fatalf("wrote %d frames, the connection has %d", n, want)
 	}
 }
+
+// TestCaptureFilterOnFile: with a capture filter, the index holds the
+// frames it passes, their PDUs decode again, and a display filter's pass
+// sees the same frames (the same rows).
+func TestCaptureFilterOnFile(t *testing.T) {
+	path := genCapture(t, t.TempDir(), "every-terminate", "t.pcap", gen.Params{Seed: 1})
+	const capture = "tcp port 33001"
+	ff, err := pcap.NewExprFilter(capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _, err := analyze.OpenFiles([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := analyze.CompileFilter("finding || ddp.last")
+	m := &matchCollector{f: f}
+	analyze.Run(analyze.Filtered(in, ff, analyze.Tee{}), analyze.Config{Workers: 1}, bufio.NewWriter(io.Discard), func(int, *analyze.Out) analyze.Consumer { return m })
+	in.Close()
+
+	s, err := Open(Config{File: path, CaptureExpr: capture})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Wait()
+	if s.Ix.Len() != m.row || len(s.Ix.Conns()) != 1 {
+		t.Fatalf("%d rows, %d connections; the pipeline has %d rows", s.Ix.Len(), len(s.Ix.Conns()), m.row)
+	}
+	l := &loader{ix: s.Ix}
+	for i := 0; i < s.Ix.Len(); i++ {
+		if s.Ix.Row(i).Kind != RowFinding {
+			if d := l.Load(i); d.Err != nil {
+				t.Fatalf("row %d: %v", i, d.Err)
+			}
+		}
+	}
+	fr, err := s.ApplyFilter("finding || ddp.last")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, done, _ := fr.Status(); done {
+			break
+		}
+	}
+	n, _, ferr := fr.Status()
+	if ferr != nil || n != len(m.want) {
+		t.Fatalf("filter matched %d rows (%v), want %d", n, ferr, len(m.want))
+	}
+	for _, i := range m.want {
+		if !fr.Match(i) {
+			t.Fatalf("row %d not matched", i)
+		}
+	}
+}

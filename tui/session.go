@@ -11,20 +11,25 @@ import (
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/filter"
 	"github.com/iwkit/iwkit/pcap"
+	"golang.org/x/net/bpf"
 )
 
 // Config says what a Session opens.
 type Config struct {
-	File          string              // a capture file (pcap/pcapng, plain or gzip)
-	Ports         []uint16            // taken for iWARP (iwdump --decode-as)
-	CaptureFilter *pcap.FrameFilter   // files: a capture filter over the frames
-	Live          *analyze.LiveConfig // a live capture instead of File
+	File  string   // a capture file (pcap/pcapng, plain or gzip)
+	Ports []uint16 // taken for iWARP (iwdump --decode-as)
+	// Files: a capture filter over the frames, an expression or a BPF
+	// program (tcpdump -ddd). Each pass over the frames compiles its own.
+	CaptureExpr    string
+	CaptureProgram []bpf.RawInstruction
+	Live           *analyze.LiveConfig // a live capture instead of File
 }
 
 // Session is an open capture: its index, being built, and what reads it.
 type Session struct {
 	Ix     *Index
 	Name   string
+	cfg    Config
 	live   *analyze.Live
 	src    analyze.Source
 	cancel atomic.Bool
@@ -88,6 +93,19 @@ func (fr *FilterRun) Status() (int, bool, error) {
 
 var errCancelled = errors.New("cancelled")
 
+// captureFilter compiles the capture filter of a file (nil: none).
+func (s *Session) captureFilter() (*pcap.FrameFilter, error) {
+	switch {
+	case s.cfg.Live != nil:
+		return nil, nil // the kernel applies it
+	case s.cfg.CaptureProgram != nil:
+		return pcap.NewProgramFilter(s.cfg.CaptureProgram)
+	case s.cfg.CaptureExpr != "":
+		return pcap.NewExprFilter(s.cfg.CaptureExpr)
+	}
+	return nil, nil
+}
+
 // Open opens a capture and starts indexing it on its own goroutine.
 func Open(cfg Config) (*Session, error) {
 	s := &Session{Name: cfg.File, done: make(chan struct{})}
@@ -141,7 +159,14 @@ func Open(cfg Config) (*Session, error) {
 	} else {
 		return nil, err
 	}
-	src = analyze.Filtered(src, cfg.CaptureFilter, analyze.Tee{})
+	s.cfg = cfg
+	ff, err := s.captureFilter()
+	if err != nil {
+		st.close()
+		src.Close()
+		return nil, err
+	}
+	src = analyze.Filtered(src, ff, analyze.Tee{})
 	s.src = src
 	s.Ix = newIndex(st, total)
 	s.idx = &indexer{ix: s.Ix, s: s}
@@ -273,13 +298,21 @@ func (s *Session) pass(fr *FilterRun) {
 			s.OnRows()
 		}
 	}()
-	src := &storeSource{st: s.Ix.store, upto: fr.upto}
+	ss := &storeSource{st: s.Ix.store, upto: fr.upto}
 	if fr.upto == 0 {
-		src.upto = s.Ix.store.frames()
+		ss.upto = s.Ix.store.frames()
 	}
+	// The frames the index saw: the stored ones through the same capture
+	// filter.
+	ff, err := s.captureFilter()
+	if err != nil {
+		fr.Err = err
+		return
+	}
+	src := analyze.Filtered(ss, ff, analyze.Tee{})
 	m := &matcher{fr: fr, s: s}
 	w := bufio.NewWriter(io.Discard)
-	_, err := analyze.Run(src, analyze.Config{Workers: 1}, w, func(int, *analyze.Out) analyze.Consumer { return m })
+	_, err = analyze.Run(src, analyze.Config{Ports: s.cfg.Ports, Workers: 1}, w, func(int, *analyze.Out) analyze.Consumer { return m })
 	if err != nil && err != errCancelled {
 		fr.Err = err
 	}

@@ -116,18 +116,17 @@ func run(args []string, stdout *os.File, stderr io.Writer) int {
 		cfg.Live = &analyze.LiveConfig{Iface: *iface, Snaplen: *snaplen, Promisc: !*noPromisc, BufferSize: *bufKiB << 10,
 			Filter: prog, Decode: true, Stderr: io.Discard}
 	} else if prog != nil || expr != "" {
-		var ff *pcap.FrameFilter
+		cfg.CaptureExpr, cfg.CaptureProgram = expr, prog
 		var err error
 		if prog != nil {
-			ff, err = pcap.NewProgramFilter(prog)
+			_, err = pcap.NewProgramFilter(prog)
 		} else {
-			ff, err = pcap.NewExprFilter(expr)
+			_, err = pcap.NewExprFilter(expr)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "iwtui: capture filter: %v\n", err)
 			return exitUsage
 		}
-		cfg.CaptureFilter = ff
 	}
 	s, err := tui.Open(cfg)
 	if err != nil {
