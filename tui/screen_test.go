@@ -2,6 +2,7 @@ package tui
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -311,5 +312,28 @@ func TestKeyTable(t *testing.T) {
 	}
 	if Lookup(tcell.NewEventKey(tcell.KeyTab, 0, 0), "main") != ActNextPane {
 		t.Error("Tab does not move between panes")
+	}
+}
+
+// TestHexMouse: a click on an octet's hex digits or on its character
+// moves the cursor there.
+func TestHexMouse(t *testing.T) {
+	h := newHexView()
+	h.SetRect(0, 0, 80, 10)
+	data := make([]byte, 100)
+	h.SetData(data)
+	var got []int
+	h.onCursor = func(off int) { got = append(got, off) }
+	click := func(x, y int) {
+		ev := tcell.NewEventMouse(x, y, tcell.Button1, 0)
+		h.MouseHandler()(tview.MouseLeftClick, ev, func(tview.Primitive) {})
+	}
+	// Inner rect starts at (1, 1): line 0 is offsets 0-15.
+	click(1+6+3*3, 1)       // hex of octet 3
+	click(1+6+3*9+1, 2)     // hex of octet 9 on line 1 (after the middle gap): 25
+	click(1+6+16*3+2+15, 3) // character of octet 15 on line 2: 47
+	want := []int{3, 25, 47}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("clicks went to %v, want %v", got, want)
 	}
 }

@@ -104,9 +104,38 @@ func (u *UI) fillFindings() {
 	v := u.views["findings"]
 	v.reset("Frame", "Time", "Conn", "Severity", "Code", "Message")
 	fs := u.S.Ix.Findings()
+	// As Wireshark's expert info: first the groups, worst first, each a
+	// count and its first frame; then every finding.
+	type group struct {
+		sev, code string
+		n, first  int
+	}
+	var groups []*group
+	byCode := map[string]*group{}
 	counts := map[string]int{}
 	for _, f := range fs {
 		counts[f.Severity]++
+		g := byCode[f.Code]
+		if g == nil {
+			g = &group{sev: f.Severity, code: f.Code, first: f.Frame}
+			byCode[f.Code] = g
+			groups = append(groups, g)
+		}
+		g.n++
+	}
+	sort.SliceStable(groups, func(i, j int) bool {
+		if a, b := analyze.SeverityRank(groups[i].sev), analyze.SeverityRank(groups[j].sev); a != b {
+			return a > b
+		}
+		return groups[i].code < groups[j].code
+	})
+	for _, g := range groups {
+		v.add(sevColor(g.sev), g.first, 0, fmt.Sprint(g.first), "", "", g.sev, g.code, fmt.Sprintf("%d× (Enter: the first)", g.n))
+	}
+	if len(groups) > 0 {
+		v.add(tcell.ColorDefault, 0, 0, "", "", "", "", "", "")
+	}
+	for _, f := range fs {
 		blame := 0
 		if len(f.Frames) > 1 {
 			blame = f.Frames[1]
