@@ -258,8 +258,9 @@ func (ix *Index) FindRow(n int) int {
 
 // indexer is the analyze.Consumer that builds an Index.
 type indexer struct {
-	ix *Index
-	s  *Session
+	ix   *Index
+	s    *Session
+	last int // the frame fed last
 }
 
 func sevRank(s string) uint8 { return uint8(analyze.SeverityRank(s) + 1) }
@@ -461,31 +462,8 @@ func containsWord(list, w string) bool {
 	return false
 }
 
-// Frame is called before each frame is fed: a filter waiting for a frame
-// boundary is installed here.
-func (x *indexer) Frame(fr *pcap.Frame) {
-	s := x.s
-	if s == nil || !s.hasPending.Load() {
-		return
-	}
-	s.fmu.Lock()
-	s.hasPending.Store(false)
-	if p := s.pending; p != nil {
-		s.pending = nil
-		x.ix.mu.RLock()
-		p.cut = x.ix.rows.Len()
-		x.ix.mu.RUnlock()
-		p.upto = fr.Number - 1
-		s.flt = p
-		s.cur.Store(p)
-		if p.upto == 0 {
-			p.Done = true
-		} else {
-			go s.pass(p)
-		}
-	}
-	s.fmu.Unlock()
-}
+// Frame is called before each frame is fed.
+func (x *indexer) Frame(fr *pcap.Frame) { x.last = fr.Number }
 
 // live matches a new row against the filter installed.
 func (x *indexer) match(r *analyze.Record, row int) {

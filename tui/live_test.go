@@ -122,6 +122,24 @@ func TestLiveIndex(t *testing.T) {
 	if sends != n {
 		t.Fatalf("%d Sends indexed, want %d", sends, n)
 	}
+	// A display filter applied while the capture idles is installed at
+	// once (no frame boundary comes) and matches what came before.
+	fr, err := s.ApplyFilter("ddp.msn > 20")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if n, done, _ := fr.Status(); done && s.Filter() == fr {
+			if n != 30 {
+				t.Fatalf("filter matched %d rows, want 30", n)
+			}
+			break
+		}
+		if time.Now().After(deadline.Add(10 * time.Second)) {
+			t.Fatal("the filter was never applied on the idle capture")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if recv, _, ok := s.Drops(); !ok || recv == 0 {
 		t.Fatalf("kernel counters: %d received, ok %v", recv, ok)
 	}

@@ -39,12 +39,14 @@ type Session struct {
 	// rows were added, at most once per batch of frames.
 	OnRows func()
 
-	fmu        sync.Mutex
-	flt        *FilterRun                // the display filter being applied or applied
-	cur        atomic.Pointer[FilterRun] // flt, for the indexer's hot path
-	pending    *FilterRun                // to install at the next frame boundary
-	hasPending atomic.Bool               // pending is set
-	idx        *indexer
+	fmu sync.Mutex
+	flt *FilterRun                // the display filter being applied or applied
+	cur atomic.Pointer[FilterRun] // flt, for the indexer's hot path
+	// feed is held by the indexing goroutine while it feeds a frame, and
+	// let go while it waits for the next one: whoever holds it is at a
+	// frame boundary (every record of the frames read so far handed out).
+	feed sync.Mutex
+	idx  *indexer
 }
 
 // FilterRun is a display filter applied to the rows: a bitset of the rows
@@ -56,7 +58,7 @@ type FilterRun struct {
 	mu    sync.Mutex
 	bits  []uint64
 	cut   int  // rows below cut come from the pass
-	upto  int  // frames the pass covers (0: all)
+	upto  int  // frames the pass covers: 1..upto
 	Done  bool // the pass is over
 	Err   error
 	gen   atomic.Uint64
@@ -184,11 +186,16 @@ func (c *cancelSource) Next(f *pcap.Frame) error {
 	if c.s.cancel.Load() {
 		return errCancelled
 	}
-	return c.Source.Next(f)
+	c.s.feed.Unlock() // at a frame boundary while waiting
+	err := c.Source.Next(f)
+	c.s.feed.Lock()
+	return err
 }
 
 func (s *Session) build(cfg Config) {
 	defer close(s.done)
+	s.feed.Lock()
+	defer s.feed.Unlock()
 	ix := s.Ix
 	rc := analyze.Config{Ports: cfg.Ports, Workers: 1, Progress: func(n int) { ix.read.Add(int64(n)) }}
 	w := bufio.NewWriter(io.Discard)
@@ -242,11 +249,14 @@ func (s *Session) Drops() (received, dropped uint64, ok bool) {
 }
 
 // ApplyFilter starts applying a display filter ("" removes it) and returns
-// the run; nil for "".
+// the run; nil for "". At a frame boundary it fixes the rows a pass over
+// the frames read so far decides; the indexer matches later rows as they
+// come, so a filter applies while the index is built or a live capture
+// runs (quiet or not).
 func (s *Session) ApplyFilter(expr string) (*FilterRun, error) {
 	if expr == "" {
 		s.fmu.Lock()
-		s.flt, s.pending = nil, nil
+		s.flt = nil
 		s.cur.Store(nil)
 		s.fmu.Unlock()
 		return nil, nil
@@ -256,22 +266,25 @@ func (s *Session) ApplyFilter(expr string) (*FilterRun, error) {
 		return nil, err
 	}
 	fr := &FilterRun{Expr: expr, f: f}
-	_, _, done, _ := s.Ix.Progress()
-	if done {
-		fr.cut = 1 << 62
-		s.fmu.Lock()
-		s.flt, s.pending = fr, nil
-		s.cur.Store(fr)
-		s.fmu.Unlock()
-		go s.pass(fr)
-		return fr, nil
+	s.feed.Lock()
+	if _, _, done, _ := s.Ix.Progress(); done {
+		fr.cut, fr.upto = 1<<62, s.Ix.store.frames()
+	} else {
+		fr.cut, fr.upto = s.Ix.Len(), s.idx.last
 	}
-	// Installed by the indexer at the next frame boundary, which fixes
-	// the rows the pass covers.
 	s.fmu.Lock()
-	s.pending = fr
-	s.hasPending.Store(true)
+	s.flt = fr
+	s.cur.Store(fr)
 	s.fmu.Unlock()
+	s.feed.Unlock()
+	if fr.upto == 0 {
+		fr.mu.Lock()
+		fr.Done = true
+		fr.mu.Unlock()
+		fr.gen.Add(1)
+	} else {
+		go s.pass(fr)
+	}
 	return fr, nil
 }
 
@@ -279,9 +292,6 @@ func (s *Session) ApplyFilter(expr string) (*FilterRun, error) {
 func (s *Session) Filter() *FilterRun {
 	s.fmu.Lock()
 	defer s.fmu.Unlock()
-	if s.pending != nil {
-		return s.pending
-	}
 	return s.flt
 }
 
@@ -299,9 +309,6 @@ func (s *Session) pass(fr *FilterRun) {
 		}
 	}()
 	ss := &storeSource{st: s.Ix.store, upto: fr.upto}
-	if fr.upto == 0 {
-		ss.upto = s.Ix.store.frames()
-	}
 	// The frames the index saw: the stored ones through the same capture
 	// filter.
 	ff, err := s.captureFilter()
