@@ -138,6 +138,13 @@ func TestScreens(t *testing.T) {
 			s.runes("jjjj")
 		}},
 		{"follow-conn", func(s *screen) { s.runes("jjjc") }},
+		{"write-prompt", func(s *screen) { s.runes("w") }},
+		{"search", func(s *screen) {
+			s.runes("fmsn 1 L len 70")
+			s.key(tcell.KeyEnter)
+		}},
+		{"marks", func(s *screen) { s.runes("jjmjjjjm'") }},
+		{"follow-queue", func(s *screen) { s.runes(":254"); s.key(tcell.KeyEnter); s.runes("u") }},
 		{"goto", func(s *screen) {
 			s.runes(":254")
 			s.key(tcell.KeyEnter)

@@ -431,6 +431,7 @@ func (u *UI) keys(ev *tcell.EventKey) *tcell.EventKey {
 	}
 	u.msg = ""
 	u.Do(a)
+	u.status.SetText(u.statusText())
 	return nil
 }
 
