@@ -289,6 +289,9 @@ func (u *UI) statusText() string {
 	}
 	if f := u.List.follow; f.On {
 		fmt.Fprintf(&b, "  follow %s", f)
+		if c := ix.Conn(int(f.Conn)); c != nil && f.Queue {
+			fmt.Fprintf(&b, " (%s)", c.DirName(f.Dir))
+		}
 	}
 	switch {
 	case err != nil && err != errCancelled:
