@@ -96,10 +96,6 @@ func run(args []string, stdout *os.File, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	if !term.IsTerminal(int(stdout.Fd())) {
-		fmt.Fprintln(stderr, "iwtui: standard output is not a terminal; for text output use iwdump (iwdump -r FILE [-V] [-Y FILTER])")
-		return exitNotATerm
-	}
 	cfg := tui.Config{File: file, Ports: ports}
 	if *iface != "" {
 		lt, err := pcap.InterfaceLinkType(*iface)
@@ -134,6 +130,11 @@ func run(args []string, stdout *os.File, stderr io.Writer) int {
 		return exitError
 	}
 	defer s.Close()
+	if !term.IsTerminal(int(stdout.Fd())) {
+		fmt.Fprintln(stderr, "iwtui: standard output is not a terminal; for text output use iwdump (iwdump -r FILE [-V] [-Y FILTER])")
+		return exitNotATerm
+	}
+
 	u := tui.New(s)
 	if *display != "" {
 		u.ApplyFilter(*display)

@@ -183,3 +183,38 @@ func TestNotATerminal(t *testing.T) {
 		t.Fatalf("message %q", stderr.String())
 	}
 }
+
+// TestExitCodes: bad flags and filters exit 2, an input that cannot be
+// opened 1, a good one with standard output not a terminal 3.
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	capture := filepath.Join(dir, "m.pcap")
+	writeScenario(t, capture, "mixed")
+	junk := filepath.Join(dir, "junk.pcap")
+	os.WriteFile(junk, []byte("not a capture at all"), 0o644)
+	cases := []struct {
+		args []string
+		code int
+		say  string
+	}{
+		{nil, exitUsage, "no input"},
+		{[]string{"-Y", "rdmap.opcode ==", capture}, exitUsage, "column 16"},
+		{[]string{capture, "tcp", "port"}, exitUsage, "capture filter"},
+		{[]string{"--nosuchflag", capture}, exitUsage, "nosuchflag"},
+		{[]string{filepath.Join(dir, "missing.pcap")}, exitError, "no such file"},
+		{[]string{junk}, exitError, "not a pcap"},
+		{[]string{capture}, exitNotATerm, "iwdump"},
+		{[]string{"-Y", "finding", capture, "tcp port 4791"}, exitNotATerm, "not a terminal"},
+	}
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	for _, tc := range cases {
+		var stderr strings.Builder
+		if got := run(tc.args, devnull, &stderr); got != tc.code || !strings.Contains(stderr.String(), tc.say) {
+			t.Errorf("iwtui %q: exit %d, want %d; stderr %q (want %q in it)", tc.args, got, tc.code, stderr.String(), tc.say)
+		}
+	}
+}
