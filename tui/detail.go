@@ -254,6 +254,18 @@ func (l *loader) lines(d *Detail, c *ConnInfo) []Line {
 			}
 		}
 	}
+	// The operation the PDU belongs to.
+	if o, ok := l.ix.OpOf(r); ok {
+		t := fmt.Sprintf("operation: %s of %d octets, request frame %d", o.Opcode, o.Length, o.RequestFrame)
+		if o.ResponseFirst > 0 {
+			t += fmt.Sprintf(", response frames %d-%d", o.ResponseFirst, o.RespLast)
+		}
+		if o.Latency > 0 {
+			t += fmt.Sprintf(", latency %v", o.Latency)
+		}
+		t += fmt.Sprintf(", %s [Enter: the request]", o.Status)
+		out = append(out, Line{Text: t, Frame: o.RequestFrame})
+	}
 	// Findings raised on this PDU's frames.
 	ix := l.ix
 	ix.mu.RLock()

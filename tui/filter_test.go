@@ -252,3 +252,33 @@ func TestCaptureFilterOnFile(t *testing.T) {
 		}
 	}
 }
+
+// TestOpOf: a Read Response's row leads back to its Read, whose request
+// frame is a Read Request of the same connection.
+func TestOpOf(t *testing.T) {
+	s, err := Open(Config{File: genCapture(t, t.TempDir(), "read-heavy", "r.pcap", gen.Params{Seed: 1, Count: 8})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Wait()
+	reads := 0
+	for i := 0; i < s.Ix.Len(); i++ {
+		r := s.Ix.Row(i)
+		if r.Kind != RowFPDU || r.Op != 2 { // RDMA Read Response
+			continue
+		}
+		o, ok := s.Ix.OpOf(&r)
+		if !ok {
+			t.Fatalf("row %d (Read Response, frame %d): no operation", i, r.Last)
+		}
+		req := s.Ix.Row(s.Ix.FindRow(o.RequestFrame))
+		if req.Op != 1 || req.Conn != r.Conn || o.Latency <= 0 {
+			t.Fatalf("row %d: operation's request frame %d is %+v, latency %v", i, o.RequestFrame, req, o.Latency)
+		}
+		reads++
+	}
+	if reads == 0 {
+		t.Fatal("no Read Responses")
+	}
+}

@@ -86,6 +86,7 @@ type Op struct {
 	TO                                    uint64
 	MSN                                   uint32
 	RequestFrame, ResponseFirst, RespLast int
+	RequestLast                           int
 	Rel                                   int64
 	Latency                               time.Duration
 }
@@ -403,7 +404,7 @@ func (x *indexer) op(r *analyze.Record) {
 	o := r.Op
 	op := Op{Conn: o.Conn, Dir: o.Dir, Kind: o.Kind, Opcode: o.Opcode, Status: o.Status, Length: o.Length, Size: o.Size,
 		STag: o.STag, SrcSTag: o.SrcSTag, InvSTag: o.InvalidateSTag, TO: o.TO, MSN: o.MSN,
-		RequestFrame: o.RequestFrame, ResponseFirst: o.ResponseFirstFrame, RespLast: o.ResponseLastFrame,
+		RequestFrame: o.RequestFrame, ResponseFirst: o.ResponseFirstFrame, RespLast: o.ResponseLastFrame, RequestLast: o.LastRequestFrame,
 		Latency: o.Latency}
 	if !o.Start.IsZero() {
 		op.Rel = int64(o.Start.Sub(ix.first))
@@ -474,4 +475,46 @@ func (x *indexer) match(r *analyze.Record, row int) {
 	if f := s.cur.Load(); f != nil && row >= f.cut && f.f.Match(r) {
 		f.set(row)
 	}
+}
+
+// opKinds maps an opcode to the kind of operation its PDUs belong to.
+func opKind(op decode.Opcode) track.OpKind {
+	switch op {
+	case decode.OpWrite:
+		return track.OpWrite
+	case decode.OpReadRequest, decode.OpReadResponse:
+		return track.OpRead
+	case decode.OpSend, decode.OpSendInv, decode.OpSendSE, decode.OpSendSEInv:
+		return track.OpSend
+	case decode.OpAtomicRequest, decode.OpAtomicResponse:
+		return track.OpAtomic
+	case decode.OpImmData, decode.OpImmDataSE:
+		return track.OpImmediate
+	}
+	return 0
+}
+
+// OpOf returns the operation PDU row r belongs to: one of its connection
+// and kind whose request or response frames hold it (false if none).
+func (ix *Index) OpOf(r *Row) (Op, bool) {
+	if r.Kind != RowFPDU {
+		return Op{}, false
+	}
+	k := opKind(decode.Opcode(r.Op))
+	if k == 0 {
+		return Op{}, false
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	f := int(r.Last)
+	for i := range ix.ops {
+		o := &ix.ops[i]
+		if o.Conn != int(r.Conn) || o.Kind != k {
+			continue
+		}
+		if (o.RequestFrame <= f && f <= max(o.RequestLast, o.RequestFrame)) || (o.ResponseFirst > 0 && o.ResponseFirst <= f && f <= o.RespLast) {
+			return *o, true
+		}
+	}
+	return Op{}, false
 }

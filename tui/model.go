@@ -100,12 +100,18 @@ func (l *List) Refresh() {
 	if l.all {
 		return
 	}
+	anchor := -1
 	if l.flt != nil {
 		if g := l.flt.Gen(); g != l.gen {
-			// The pass matched rows anywhere below its cut: start over.
+			// The pass matched rows anywhere below its cut: start over,
+			// keeping the cursor on its row.
+			anchor = l.RowAt(l.Cursor)
 			l.gen = g
 			l.sel, l.seen = l.sel[:0], 0
 		}
+	}
+	if anchor >= 0 {
+		defer l.GoRow(anchor)
 	}
 	n := l.ix.Len()
 	l.ix.mu.RLock()

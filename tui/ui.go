@@ -266,6 +266,9 @@ func (u *UI) Refresh() {
 			u.table.Select(u.List.Cursor+1, 0)
 		}
 	}
+	if r, _ := u.table.GetSelection(); r != u.List.Cursor+1 && u.List.Len() > 0 {
+		u.table.Select(u.List.Cursor+1, 0) // shows the detail
+	}
 	if u.detail == nil && u.List.Len() > 0 {
 		u.showDetail()
 	}
