@@ -3,19 +3,16 @@ package tui
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/gopacket/gopacket/layers"
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/gen"
-	"github.com/iwkit/iwkit/pcap"
 )
 
-// genCapture writes a built-in scenario to dir/name.
+// genCapture writes a built-in scenario to dir/name (pcapng, gzip by the
+// name).
 func genCapture(t testing.TB, dir, scenario, name string, p gen.Params) string {
 	t.Helper()
 	sc, err := gen.Builtin(scenario, p)
@@ -23,28 +20,9 @@ func genCapture(t testing.TB, dir, scenario, name string, p gen.Params) string {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, name)
-	fh, err := os.Create(path)
-	if err != nil {
+	if _, err := gen.WriteFile(path, sc, nil); err != nil {
 		t.Fatal(err)
 	}
-	var w io.Writer = fh
-	var gz *gzip.Writer
-	if filepath.Ext(name) == ".gz" {
-		gz = gzip.NewWriter(fh)
-		w = gz
-	}
-	pw, err := pcap.NewWriter(w, pcap.FormatForName(name), layers.LinkTypeEthernet, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gen.Run(sc, pw, nil); err != nil {
-		t.Fatal(err)
-	}
-	pw.Flush()
-	if gz != nil {
-		gz.Close()
-	}
-	fh.Close()
 	return path
 }
 

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket/layers"
 	"github.com/iwkit/iwkit/gen"
 	"github.com/iwkit/iwkit/pcap"
 )
@@ -34,19 +33,7 @@ func writeScenario(t *testing.T, path, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fh, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	w, err := pcap.NewWriter(fh, pcap.FormatPcap, layers.LinkTypeEthernet, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gen.Run(sc, w, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Flush(); err != nil {
+	if _, err := gen.WriteFile(path, sc, nil); err != nil {
 		t.Fatal(err)
 	}
 }
