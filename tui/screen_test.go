@@ -139,6 +139,8 @@ func TestScreens(t *testing.T) {
 		}},
 		{"follow-conn", func(s *screen) { s.runes("jjjc") }},
 		{"write-prompt", func(s *screen) { s.runes("w") }},
+		{"pause", func(s *screen) { s.runes("p") }},
+		{"views-back", func(s *screen) { s.runes("o"); s.key(tcell.KeyEscape); s.runes("e"); s.runes("q") }},
 		{"search", func(s *screen) {
 			s.runes("fmsn 1 L len 70")
 			s.key(tcell.KeyEnter)
