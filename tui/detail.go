@@ -78,7 +78,7 @@ func (l *loader) gather(c *ConnInfo, r *Row) error {
 	var err error
 	got := 0
 	for fr := int(r.First); fr <= int(r.Last); fr++ {
-		if l.buf, err = ix(l).store.read(fr, &f, l.buf); err != nil {
+		if l.buf, err = l.ix.store.read(fr, &f, l.buf); err != nil {
 			return err
 		}
 		if pcap.DecodeTCP(f.LinkType, f.Data, &p) != nil {
@@ -107,8 +107,6 @@ func (l *loader) gather(c *ConnInfo, r *Row) error {
 	}
 	return nil
 }
-
-func ix(l *loader) *Index { return l.ix }
 
 // decode decodes l.wire as the framer did (reassembly's emitFPDU).
 func (l *loader) decode(d *Detail, c *ConnInfo) {

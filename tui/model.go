@@ -32,7 +32,7 @@ func (f Follow) String() string {
 		return ""
 	}
 	if f.Queue {
-		return fmt.Sprintf("conn %d dir %d %s", f.Conn, f.Dir, queueName(f.Q))
+		return fmt.Sprintf("conn %d %s", f.Conn, queueName(f.Q))
 	}
 	return fmt.Sprintf("conn %d", f.Conn)
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/gdamore/tcell/v2"
@@ -347,5 +346,4 @@ func (g *ioGraph) Draw(screen tcell.Screen) {
 		}
 	}
 	tview.Print(screen, fmt.Sprintf("interval %v, %d columns; findings below the axis", step.Round(time.Microsecond), gw), x+10, y+gh+1, gw, tview.AlignLeft, tcell.ColorDefault)
-	_ = strings.Repeat
 }
