@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every iwkit test. Installs what the tests need when it is missing:
 # Go modules through the module proxy, and tshark/tcpdump (the differential
-# oracles), perftest and tcpreplay from Debian's packages. Usage: ./test.sh [extra go test flags]
+# oracles), perftest and tcpreplay, tmux and termshark (iwtui's tests and
+# benchmarks) from Debian's packages. Usage: ./test.sh [extra go test flags]
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -12,6 +13,8 @@ command -v tcpdump >/dev/null 2>&1 || need+=(tcpdump)
 # tcpreplay: iwreplay's report is checked against tcpreplay's.
 command -v ib_write_bw >/dev/null 2>&1 || need+=(perftest)
 command -v tcpreplay >/dev/null 2>&1 || need+=(tcpreplay)
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
+command -v termshark >/dev/null 2>&1 || need+=(termshark)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test.sh: installing ${need[*]}" >&2

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Opens the same generated one-million-frame capture in iwtui and in
+# termshark (Debian's package; test.sh installs it), one after the other,
+# each in its own tmux server, and prints what BENCHMARKS.md records:
+# time to the first screen, time until the whole index (termshark: its
+# PSML pass) is built, and peak resident memory per frame. Usage:
+#   bench/iwtui-vs-termshark.sh [CAPTURE]
+# Without CAPTURE it generates a read-heavy capture of ~1 M frames (944 MB,
+# four connections, markers toward the responder, CRC on).
+#
+# First screen: iwtui's list shows the first MPA Request; termshark's
+# shows frame 1. Index: iwtui's status line no longer says "indexing";
+# termshark's "tshark -T psml" child has exited. Memory: iwtui's VmHWM;
+# termshark's VmHWM plus the largest VmHWM its tshark children reached
+# (sampled every 0.2 s while they ran). termshark's first start builds a
+# field cache (tshark -G); a warm-up run on a small file does that first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d)
+sock="$tmp/tmux.sock"
+trap 'tmux -S "$sock" kill-server 2>/dev/null || true; rm -rf "$tmp"' EXIT
+go build -o "$tmp/iwtui" ./cmd/iwtui
+go build -o "$tmp/iwgen" ./cmd/iwgen
+cap=${1:-}
+if [ -z "$cap" ]; then
+  cap="$tmp/1m.pcap"
+  "$tmp/iwgen" -q -s read-heavy -conns 4 -size 900MiB -w "$cap"
+fi
+frames=$(capinfos -c -M "$cap" 2>/dev/null | awk '/Number of packets/ {print $NF}')
+echo "capture: $frames frames, $(du -h "$cap" | cut -f1); load average $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs"
+
+now() { date +%s.%N; }
+pane() { tmux -S "$sock" capture-pane -p -t b 2>/dev/null || true; }
+# shows RE: whether the pane shows RE (not "pane | grep -q": with pipefail
+# an early grep exit fails the pipe by SIGPIPE)
+shows() { local s; s=$(pane); grep -q "$1" <<< "$s"; }
+hwm() { local v; v=$(awk '/VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null); echo "${v:-0}"; }
+
+# warm-up: termshark's first start builds its caches
+tmux -S "$sock" new-session -d -s b -x 200 -y 50 "termshark -r $(ls testdata/siw/*.pcap | head -1)"
+for _ in $(seq 600); do shows ' 1  *0\.0' && break; sleep 0.1; done
+tmux -S "$sock" kill-server; sleep 0.5
+
+# iwtui
+start=$(now)
+tmux -S "$sock" new-session -d -s b -x 200 -y 50 "$tmp/iwtui $cap"
+until shows 'MPA Request'; do sleep 0.02; done
+first=$(echo "$(now) - $start" | bc -l)
+until shows 'rows [0-9]*/[0-9]*  ? help'; do sleep 0.05; done
+index=$(echo "$(now) - $start" | bc -l)
+pid=$(pgrep -f "^$tmp/iwtui $cap" | head -1)
+rss=$(hwm "$pid")
+rows=$(pane | grep -o 'rows [0-9]*' | tail -1)
+tmux -S "$sock" kill-server; sleep 0.5
+printf 'iwtui:     first screen %6.2f s   index %7.2f s   peak RSS %5d MiB (%4.0f B/frame)   %s\n' "$first" "$index" $((rss / 1024)) "$(echo "$rss * 1024 / $frames" | bc -l)" "$rows"
+iw_first=$first iw_index=$index iw_rss=$rss
+
+# termshark
+start=$(now)
+tmux -S "$sock" new-session -d -s b -x 200 -y 50 "termshark -r $cap"
+peak=0 seen=0 first=""
+while :; do
+  if [ -z "$first" ] && shows ' 1  *0\.0'; then first=$(echo "$(now) - $start" | bc -l); fi
+  psml=$(pgrep -f "tshark.*-T psml" | head -1 || true)
+  if [ -n "$psml" ]; then
+    seen=1
+    h=0; for p in $(pgrep -f "tshark .*-r" || true); do h=$((h + $(hwm "$p"))); done
+    [ "$h" -gt "$peak" ] && peak=$h
+  elif [ "$seen" = 1 ] && [ -n "$first" ]; then
+    break
+  fi
+  if [ "$(echo "$(now) - $start > 900" | bc -l)" = 1 ]; then echo "termshark: no result after 900 s"; break; fi
+  sleep 0.2
+done
+index=$(echo "$(now) - $start" | bc -l)
+tpid=$(pgrep -x termshark | head -1)
+ts=$(hwm "$tpid")
+trss=$((ts + peak))
+tmux -S "$sock" kill-server
+printf 'termshark: first screen %6.2f s   index %7.2f s   peak RSS %5d MiB (%4.0f B/frame; termshark %d MiB + tshark %d MiB)\n' "$first" "$index" $((trss / 1024)) "$(echo "$trss * 1024 / $frames" | bc -l)" $((ts / 1024)) $((peak / 1024))
+printf 'ratios (termshark / iwtui): first screen %.1fx, index %.1fx, memory %.1fx\n' \
+  "$(echo "$first / $iw_first" | bc -l)" "$(echo "$index / $iw_index" | bc -l)" "$(echo "$trss / $iw_rss" | bc -l)"

@@ -1,0 +1,68 @@
+package tui
+
+import (
+	"os"
+	"runtime"
+	"testing"
+
+	"github.com/gdamore/tcell/v2"
+
+	"github.com/iwkit/iwkit/gen"
+)
+
+// benchCapture is IWTUI_BENCH_FILE, or a generated read-heavy capture.
+func benchCapture(b *testing.B) string {
+	if f := os.Getenv("IWTUI_BENCH_FILE"); f != "" {
+		return f
+	}
+	return genCapture(b, b.TempDir(), "read-heavy", "bench.pcap", gen.Params{Seed: 1, Conns: 4, MaxBytes: 32 << 20})
+}
+
+// BenchmarkIndex builds the whole index of a capture; it reports frames
+// per second and the index's octets per frame (rows and frame offsets).
+func BenchmarkIndex(b *testing.B) {
+	path := benchCapture(b)
+	var frames, rows int
+	for i := 0; i < b.N; i++ {
+		s, err := Open(Config{File: path})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Wait()
+		frames, rows = s.Ix.store.frames(), s.Ix.Len()
+		s.Close()
+	}
+	b.ReportMetric(float64(frames)*float64(b.N)/b.Elapsed().Seconds(), "frames/s")
+	b.ReportMetric(float64(rows*40+frames*8)/float64(frames), "index-B/frame")
+	runtime.GC()
+}
+
+// BenchmarkFirstScreen: from Open to a first screen drawn (200x50, on a
+// SimulationScreen): the rows of a screenful indexed, the first decoded
+// again for the tree and the hex, everything drawn.
+func BenchmarkFirstScreen(b *testing.B) {
+	path := benchCapture(b)
+	sim := tcell.NewSimulationScreen("UTF-8")
+	if err := sim.Init(); err != nil {
+		b.Fatal(err)
+	}
+	sim.SetSize(200, 50)
+	sim.Show()
+	for i := 0; i < b.N; i++ {
+		s, err := Open(Config{File: path})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for s.Ix.Len() < 50 {
+			runtime.Gosched()
+		}
+		u := New(s)
+		u.pages.SetRect(0, 0, 200, 50)
+		u.pages.Draw(sim)
+		sim.Show()
+		if u.detail == nil || u.detail.Err != nil || len(u.detail.Wire) == 0 {
+			b.Fatal("no detail on the first screen")
+		}
+		s.Close()
+	}
+}

@@ -1,0 +1,520 @@
+// Package tui is iwtui, the terminal inspector: the model (index of a
+// capture, lazy decoding, filters, view state, the key table) in plain Go,
+// and the widgets (tview over tcell v2) in the view files (view*.go).
+package tui
+
+import (
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/iwkit/iwkit/analyze"
+	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/pcap"
+	"github.com/iwkit/iwkit/reassembly"
+	"github.com/iwkit/iwkit/track"
+)
+
+// Row kinds.
+const (
+	RowFPDU    uint8 = iota + 1 // an FPDU
+	RowMPA                      // an MPA Request or Reply
+	RowFinding                  // a finding
+)
+
+// Row flags.
+const (
+	FlagTagged  uint8 = 1 << iota // DDP T
+	FlagLast                      // DDP L
+	FlagCRCGood                   // CRC checked and good
+	FlagCRCBad                    // CRC checked and bad
+	FlagPartial                   // part of the FPDU was not captured
+	FlagSegErr                    // the DDP/RDMAP headers did not decode
+	FlagReject                    // MPA Reply with R
+	FlagReply                     // MPA Reply (else Request)
+)
+
+// Queue values of a Row besides the DDP QN (0-3).
+const (
+	QueueTagged uint8 = 4 // tagged segments (Writes, Read Responses)
+	QueueOther  uint8 = 5 // MPA frames, QN above 3, undecodable
+)
+
+// Row is one line of the list: a PDU or a finding, 40 octets. It says
+// where the PDU's octets are (frames First..Last of direction Dir of
+// connection Conn, TCP sequence range Seq..End) and a few fields for the
+// summary; the rest is decoded when the row is shown in detail.
+type Row struct {
+	Rel         int64  // ns since the first frame
+	First, Last uint32 // frames
+	Seq, End    uint32
+	Conn        uint32
+	Aux         uint32 // FPDU: STag (tagged) or MSN; finding: its index in Index.findings
+	ULen        uint16 // ULPDU_Length (MPA frame: Private Data length)
+	Kind        uint8
+	Dir         uint8 // reassembly.Dir
+	Op          uint8 // RDMAP opcode; finding: severity rank
+	Flags       uint8
+	Queue       uint8
+	Sev         uint8 // worst finding on this PDU: 0 none, 1 note, 2 warning, 3 error
+}
+
+// Finding is a finding as the index keeps it.
+type Finding struct {
+	Rel      int64
+	Frame    int
+	Frames   []int // the frames the finding names (the first raised it)
+	Conn     int
+	Dir      uint8
+	Severity string
+	Code     string
+	Message  string
+	Row      int // its row in the list
+}
+
+// Op is an RDMA operation as the index keeps it (track.Operation).
+type Op struct {
+	Conn                                  int
+	Dir                                   track.Dir
+	Kind                                  track.OpKind
+	Opcode                                decode.Opcode
+	Status                                track.OpStatus
+	Length                                uint64
+	Size                                  uint32
+	STag, SrcSTag, InvSTag                uint32
+	TO                                    uint64
+	MSN                                   uint32
+	RequestFrame, ResponseFirst, RespLast int
+	RequestLast                           int
+	Rel                                   int64
+	Latency                               time.Duration
+}
+
+// ConnInfo is what the index knows of one iWARP connection.
+type ConnInfo struct {
+	ID        int
+	Addr      [2]netip.AddrPort
+	Initiator int8
+	Params    [2]reassembly.Params
+	FirstRel  int64
+	First     int
+	Closed    string
+	PDUs      [2]uint64
+	Octets    [2]uint64 // ULPDU octets
+	CRCBad    [2]uint64
+	Markers   [2]uint64
+	Findings  uint64
+	Stats     *track.ConnStats // at the end of the capture
+}
+
+// DirName is "i2r" or "r2i" for direction d (reassembly.Dir).
+func (c *ConnInfo) DirName(d uint8) string {
+	init := uint8(0)
+	if c.Initiator >= 0 {
+		init = uint8(c.Initiator)
+	}
+	if d == init {
+		return "i2r"
+	}
+	return "r2i"
+}
+
+// STagUse is what the capture shows of one STag on one connection.
+type STagUse struct {
+	Conn        int
+	STag        uint32
+	First, Last int // frames of the first and last use
+	Uses        int
+	Octets      uint64
+	How         string // Write, Read sink, Read source, Atomic...
+	Invalidated int    // frame of the Send with Invalidate, 0 if none
+}
+
+// Index is the capture as iwtui knows it: one Row per PDU and finding,
+// the findings, operations and connections, and the frame index. It is
+// built by Build on its own goroutine and read by the screen meanwhile:
+// every access takes its lock.
+type Index struct {
+	mu       sync.RWMutex
+	rows     chunked[Row]
+	findings []Finding
+	ops      []Op
+	conns    map[int]*ConnInfo
+	connIDs  []int
+	stags    map[[2]uint64]*STagUse
+	first    time.Time
+	done     bool
+	err      error
+	report   *analyze.Report
+	read     atomic.Int64 // octets read (progress)
+	total    int64        // octets in the input (0: unknown)
+	frames   int
+	worst    uint8
+
+	store *store
+}
+
+func newIndex(st *store, total int64) *Index {
+	return &Index{conns: map[int]*ConnInfo{}, stags: map[[2]uint64]*STagUse{}, store: st, total: total}
+}
+
+// Len is the number of rows indexed so far.
+func (ix *Index) Len() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.rows.Len()
+}
+
+// Row returns row i.
+func (ix *Index) Row(i int) Row {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return *ix.rows.At(i)
+}
+
+// Progress reports the octets read, the input size (0: unknown), whether
+// the index is complete and the error that ended it.
+func (ix *Index) Progress() (read, total int64, done bool, err error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.read.Load(), ix.total, ix.done, ix.err
+}
+
+// Finding returns finding i.
+func (ix *Index) Finding(i int) Finding {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.findings[i]
+}
+
+// Findings returns a copy of the findings so far.
+func (ix *Index) Findings() []Finding {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return append([]Finding(nil), ix.findings...)
+}
+
+// Ops returns a copy of the operations so far.
+func (ix *Index) Ops() []Op {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return append([]Op(nil), ix.ops...)
+}
+
+// Conn returns connection id (nil if unknown); a copy.
+func (ix *Index) Conn(id int) *ConnInfo {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	c := ix.conns[id]
+	if c == nil {
+		return nil
+	}
+	cp := *c
+	return &cp
+}
+
+// Conns returns copies of the connections, in order of their numbers.
+func (ix *Index) Conns() []ConnInfo {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	out := make([]ConnInfo, 0, len(ix.connIDs))
+	for _, id := range ix.connIDs {
+		out = append(out, *ix.conns[id])
+	}
+	return out
+}
+
+// STags returns the STags seen, by connection and STag.
+func (ix *Index) STags() []STagUse {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	out := make([]STagUse, 0, len(ix.stags))
+	for _, s := range ix.stags {
+		out = append(out, *s)
+	}
+	sortSTags(out)
+	return out
+}
+
+// FindRow returns the first row at or after frame n (by Last), -1 if none.
+func (ix *Index) FindRow(n int) int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	best := -1
+	for i := 0; i < ix.rows.Len(); i++ {
+		r := ix.rows.At(i)
+		if r.Kind == RowFinding {
+			continue
+		}
+		if int(r.First) <= n && n <= int(r.Last) {
+			return i
+		}
+		if int(r.Last) >= n && (best < 0 || r.Last < ix.rows.At(best).Last) {
+			best = i
+		}
+	}
+	return best
+}
+
+// indexer is the analyze.Consumer that builds an Index.
+type indexer struct {
+	ix   *Index
+	s    *Session
+	last int // the frame fed last
+}
+
+func sevRank(s string) uint8 { return uint8(analyze.SeverityRank(s) + 1) }
+
+func (x *indexer) Record(r *analyze.Record) {
+	ix := x.ix
+	if r.Kind == analyze.KindPDU || r.Kind == analyze.KindFinding {
+		ix.mu.RLock()
+		n := ix.rows.Len()
+		ix.mu.RUnlock()
+		defer x.match(r, n)
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.first.IsZero() {
+		ix.first = r.Time.Add(-r.Rel)
+	}
+	switch r.Kind {
+	case analyze.KindOpened:
+		id := int(r.Conn.ID)
+		if ix.conns[id] == nil {
+			ix.conns[id] = &ConnInfo{ID: id, Addr: r.Conn.Addr, Initiator: r.Conn.Initiator, FirstRel: int64(r.Rel), First: r.Conn.FirstFrame}
+			ix.connIDs = append(ix.connIDs, id)
+		}
+	case analyze.KindNegotiated:
+		if c := ix.conns[int(r.Conn.ID)]; c != nil {
+			c.Params[r.Dir] = r.Conn.Params[r.Dir]
+			c.Params[r.Dir].Frame.PrivateData = append([]byte(nil), c.Params[r.Dir].Frame.PrivateData...)
+			c.Initiator = r.Conn.Initiator
+		}
+	case analyze.KindClosed:
+		if c := ix.conns[int(r.Conn.ID)]; c != nil && r.Close != nil {
+			c.Closed = r.Close.Reason.String()
+		}
+	case analyze.KindPDU:
+		x.pdu(r)
+	case analyze.KindFinding:
+		x.finding(r)
+	case analyze.KindOperation:
+		x.op(r)
+	}
+}
+
+func (x *indexer) pdu(r *analyze.Record) {
+	ix := x.ix
+	p := &r.PDU.PDU
+	row := Row{Rel: int64(r.Rel), First: uint32(r.FirstFrame), Last: uint32(r.LastFrame), Seq: r.Seq, End: r.End,
+		Conn: uint32(r.Conn.ID), Dir: uint8(r.Dir), Queue: QueueOther}
+	c := ix.conns[int(r.Conn.ID)]
+	if c != nil {
+		c.Initiator = r.Conn.Initiator
+	}
+	if p.IsMPAFrame {
+		row.Kind = RowMPA
+		row.ULen = p.MPA.PDLength
+		if p.MPA.Reply {
+			row.Flags |= FlagReply
+		}
+		if p.MPA.Reject {
+			row.Flags |= FlagReject
+		}
+	} else {
+		row.Kind = RowFPDU
+		row.ULen = p.FPDU.ULPDULength
+		switch p.CRCStatus {
+		case decode.CRCGood:
+			row.Flags |= FlagCRCGood
+		case decode.CRCBad:
+			row.Flags |= FlagCRCBad
+		}
+		if r.PDU.Missing > 0 {
+			row.Flags |= FlagPartial
+		}
+		if p.SegErr != nil {
+			row.Flags |= FlagSegErr
+		}
+		u := p.FPDU.ULPDU
+		if len(u) >= decode.DDPUntaggedHdrLen || (len(u) >= decode.DDPTaggedHdrLen && u[0]&decode.DDPFlagT != 0) {
+			d := &p.Seg.DDP
+			row.Op = uint8(p.Seg.RDMAP.Opcode)
+			if d.Last {
+				row.Flags |= FlagLast
+			}
+			if d.Tagged {
+				row.Flags |= FlagTagged
+				row.Aux = d.STag
+				row.Queue = QueueTagged
+			} else {
+				row.Aux = d.MSN
+				if d.QN < 4 {
+					row.Queue = uint8(d.QN)
+				}
+			}
+		} else {
+			row.Flags |= FlagSegErr
+		}
+		if c != nil {
+			c.PDUs[r.Dir]++
+			c.Octets[r.Dir] += uint64(p.FPDU.ULPDULength)
+			c.Markers[r.Dir] += uint64(len(p.Markers))
+			if p.CRCStatus == decode.CRCBad {
+				c.CRCBad[r.Dir]++
+			}
+		}
+	}
+	ix.rows.Append(row)
+}
+
+func (x *indexer) finding(r *analyze.Record) {
+	ix := x.ix
+	f := Finding{Rel: int64(r.Rel), Frame: r.Frame, Severity: r.Finding.Severity, Code: r.Finding.Code, Message: r.Finding.Message, Row: ix.rows.Len()}
+	if r.Finding.Track != nil {
+		f.Frames = append([]int(nil), r.Finding.Track.Frames...)
+	}
+	sev := sevRank(f.Severity)
+	ix.worst = max(ix.worst, sev)
+	row := Row{Rel: f.Rel, First: uint32(r.FirstFrame), Last: uint32(r.LastFrame), Seq: r.Seq, End: r.End,
+		Kind: RowFinding, Aux: uint32(len(ix.findings)), Op: sev, Sev: sev, Queue: QueueOther}
+	if r.Conn != nil {
+		f.Conn, f.Dir = int(r.Conn.ID), uint8(r.Dir)
+		row.Conn, row.Dir = uint32(r.Conn.ID), uint8(r.Dir)
+		if c := ix.conns[f.Conn]; c != nil {
+			c.Findings++
+		}
+		// Colour the PDU the finding is about.
+		for i := ix.rows.Len() - 1; i >= 0 && i >= ix.rows.Len()-256; i-- {
+			p := ix.rows.At(i)
+			if p.Kind != RowFinding && p.Conn == row.Conn && int(p.First) <= r.Frame && r.Frame <= int(p.Last) {
+				p.Sev = max(p.Sev, sev)
+				break
+			}
+		}
+	}
+	ix.findings = append(ix.findings, f)
+	ix.rows.Append(row)
+}
+
+func (x *indexer) op(r *analyze.Record) {
+	ix := x.ix
+	o := r.Op
+	op := Op{Conn: o.Conn, Dir: o.Dir, Kind: o.Kind, Opcode: o.Opcode, Status: o.Status, Length: o.Length, Size: o.Size,
+		STag: o.STag, SrcSTag: o.SrcSTag, InvSTag: o.InvalidateSTag, TO: o.TO, MSN: o.MSN,
+		RequestFrame: o.RequestFrame, ResponseFirst: o.ResponseFirstFrame, RespLast: o.ResponseLastFrame, RequestLast: o.LastRequestFrame,
+		Latency: o.Latency}
+	if !o.Start.IsZero() {
+		op.Rel = int64(o.Start.Sub(ix.first))
+	} else {
+		op.Rel = int64(r.Rel)
+	}
+	ix.ops = append(ix.ops, op)
+	use := func(stag uint32, how string, octets uint64, frame int) {
+		k := [2]uint64{uint64(o.Conn), uint64(stag)}
+		s := ix.stags[k]
+		if s == nil {
+			s = &STagUse{Conn: o.Conn, STag: stag, First: frame, How: how}
+			ix.stags[k] = s
+		}
+		s.Uses++
+		s.Octets += octets
+		s.Last = max(s.Last, frame)
+		if !containsWord(s.How, how) {
+			s.How += ", " + how
+		}
+	}
+	switch o.Kind {
+	case track.OpWrite:
+		use(o.STag, "write sink", o.Length, o.RequestFrame)
+	case track.OpRead:
+		use(o.STag, "read sink", o.Length, o.RequestFrame)
+		use(o.SrcSTag, "read source", o.Length, o.RequestFrame)
+	case track.OpAtomic:
+		use(o.SrcSTag, "atomic target", 8, o.RequestFrame)
+	}
+	if o.InvalidateSTag != 0 || o.Opcode == decode.OpSendInv || o.Opcode == decode.OpSendSEInv {
+		k := [2]uint64{uint64(o.Conn), uint64(o.InvalidateSTag)}
+		s := ix.stags[k]
+		if s == nil {
+			s = &STagUse{Conn: o.Conn, STag: o.InvalidateSTag, First: o.RequestFrame, How: "invalidated"}
+			ix.stags[k] = s
+		}
+		s.Invalidated = o.RequestFrame
+	}
+}
+
+func containsWord(list, w string) bool {
+	for len(list) > 0 {
+		i := 0
+		for i < len(list) && list[i] != ',' {
+			i++
+		}
+		if list[:i] == w {
+			return true
+		}
+		if i == len(list) {
+			break
+		}
+		list = list[i+2:]
+	}
+	return false
+}
+
+// Frame is called before each frame is fed.
+func (x *indexer) Frame(fr *pcap.Frame) { x.last = fr.Number }
+
+// live matches a new row against the filter installed.
+func (x *indexer) match(r *analyze.Record, row int) {
+	s := x.s
+	if s == nil {
+		return
+	}
+	if f := s.cur.Load(); f != nil && row >= f.cut && f.f.Match(r) {
+		f.set(row)
+	}
+}
+
+// opKinds maps an opcode to the kind of operation its PDUs belong to.
+func opKind(op decode.Opcode) track.OpKind {
+	switch op {
+	case decode.OpWrite:
+		return track.OpWrite
+	case decode.OpReadRequest, decode.OpReadResponse:
+		return track.OpRead
+	case decode.OpSend, decode.OpSendInv, decode.OpSendSE, decode.OpSendSEInv:
+		return track.OpSend
+	case decode.OpAtomicRequest, decode.OpAtomicResponse:
+		return track.OpAtomic
+	case decode.OpImmData, decode.OpImmDataSE:
+		return track.OpImmediate
+	}
+	return 0
+}
+
+// OpOf returns the operation PDU row r belongs to: one of its connection
+// and kind whose request or response frames hold it (false if none).
+func (ix *Index) OpOf(r *Row) (Op, bool) {
+	if r.Kind != RowFPDU {
+		return Op{}, false
+	}
+	k := opKind(decode.Opcode(r.Op))
+	if k == 0 {
+		return Op{}, false
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	f := int(r.Last)
+	for i := range ix.ops {
+		o := &ix.ops[i]
+		if o.Conn != int(r.Conn) || o.Kind != k {
+			continue
+		}
+		if (o.RequestFrame <= f && f <= max(o.RequestLast, o.RequestFrame)) || (o.ResponseFirst > 0 && o.ResponseFirst <= f && f <= o.RespLast) {
+			return *o, true
+		}
+	}
+	return Op{}, false
+}

@@ -1,0 +1,126 @@
+package tui
+
+import (
+	"strings"
+
+	"github.com/gdamore/tcell/v2"
+)
+
+// Action is what a key does.
+type Action int
+
+const (
+	ActNone Action = iota
+	ActFilter
+	ActHelp
+	ActQuit
+	ActNextPane
+	ActPrevPane
+	ActGoto
+	ActFind
+	ActFindNext
+	ActFindPrev
+	ActMark
+	ActNextMark
+	ActPrevMark
+	ActFollowConn
+	ActFollowQueue
+	ActFindings
+	ActOps
+	ActConns
+	ActSTags
+	ActGraph
+	ActWrite
+	ActWriteConn
+	ActPause
+	ActBack
+	ActJump
+	ActBlame
+	numActions
+)
+
+// Key is one row of the key table: the keys, the action and its help
+// line. The help overlay is this table; the handlers dispatch on it.
+type Key struct {
+	Names  string // as the help shows them
+	Keys   []tcell.Key
+	Runes  []rune
+	Action Action
+	Where  string // "main" (list, detail, hex), "views" (findings, operations, ...), "all"
+	Help   string
+}
+
+// Keys is the key table. Movement keys the list, tree and hex panes
+// handle themselves (arrows, j/k/h/l, g/G, Home/End, PgUp/PgDn,
+// Ctrl-F/Ctrl-B, mouse) are listed with ActNone.
+var Keys = []Key{
+	{Names: "/", Runes: []rune{'/'}, Action: ActFilter, Where: "main", Help: "display filter bar (iwdump -Y language); Enter applies, Esc cancels, Up/Down history"},
+	{Names: "?", Runes: []rune{'?'}, Action: ActHelp, Where: "all", Help: "this help"},
+	{Names: "q", Runes: []rune{'q'}, Action: ActQuit, Where: "all", Help: "quit (in a view: back to the list)"},
+	{Names: "Tab", Keys: []tcell.Key{tcell.KeyTab}, Action: ActNextPane, Where: "main", Help: "next pane: list, tree, hex"},
+	{Names: "Shift-Tab", Keys: []tcell.Key{tcell.KeyBacktab}, Action: ActPrevPane, Where: "main", Help: "previous pane"},
+	{Names: ":  Ctrl-G", Runes: []rune{':'}, Keys: []tcell.Key{tcell.KeyCtrlG}, Action: ActGoto, Where: "main", Help: "go to frame number"},
+	{Names: "f", Runes: []rune{'f'}, Action: ActFind, Where: "main", Help: "search the list for text"},
+	{Names: "n", Runes: []rune{'n'}, Action: ActFindNext, Where: "main", Help: "next search match"},
+	{Names: "N", Runes: []rune{'N'}, Action: ActFindPrev, Where: "main", Help: "previous search match"},
+	{Names: "m", Runes: []rune{'m'}, Action: ActMark, Where: "main", Help: "mark or unmark the row"},
+	{Names: "'", Runes: []rune{'\''}, Action: ActNextMark, Where: "main", Help: "next mark"},
+	{Names: "\"", Runes: []rune{'"'}, Action: ActPrevMark, Where: "main", Help: "previous mark"},
+	{Names: "c", Runes: []rune{'c'}, Action: ActFollowConn, Where: "main", Help: "follow the row's connection (again: show all)"},
+	{Names: "u", Runes: []rune{'u'}, Action: ActFollowQueue, Where: "main", Help: "follow the row's queue: connection, direction, QN or tagged (again: all)"},
+	{Names: "e", Runes: []rune{'e'}, Action: ActFindings, Where: "all", Help: "findings (expert info)"},
+	{Names: "o", Runes: []rune{'o'}, Action: ActOps, Where: "all", Help: "RDMA operations: Reads with latency, Writes, Sends, atomics, Terminates"},
+	{Names: "C", Runes: []rune{'C'}, Action: ActConns, Where: "all", Help: "connections: MPA parameters, counters"},
+	{Names: "t", Runes: []rune{'t'}, Action: ActSTags, Where: "all", Help: "STags: used, invalidated"},
+	{Names: "i", Runes: []rune{'i'}, Action: ActGraph, Where: "all", Help: "I/O graph"},
+	{Names: "w", Runes: []rune{'w'}, Action: ActWrite, Where: "main", Help: "write the shown rows' frames to a pcap/pcapng file"},
+	{Names: "W", Runes: []rune{'W'}, Action: ActWriteConn, Where: "main", Help: "write the row's connection to a pcap/pcapng file"},
+	{Names: "p", Runes: []rune{'p'}, Action: ActPause, Where: "main", Help: "live: pause or resume the list (capture goes on)"},
+	{Names: "Esc", Keys: []tcell.Key{tcell.KeyEscape}, Action: ActBack, Where: "all", Help: "back to the list; closes a bar or this help"},
+	{Names: "Enter", Keys: []tcell.Key{tcell.KeyEnter}, Action: ActJump, Where: "views", Help: "tree, views: go to the frame the line names"},
+	{Names: "b", Runes: []rune{'b'}, Action: ActBlame, Where: "views", Help: "operations, findings: go to the frame a Terminate blames"},
+	{Names: "j k  Up Down", Action: ActNone, Where: "all", Help: "move (list, tree, views); in hex: by 16 octets"},
+	{Names: "h l  Left Right", Action: ActNone, Where: "all", Help: "hex: move by one octet (selects the field it is in)"},
+	{Names: "g G  Home End", Action: ActNone, Where: "all", Help: "first, last row"},
+	{Names: "PgUp PgDn  Ctrl-B Ctrl-F", Action: ActNone, Where: "all", Help: "page up, down"},
+	{Names: "mouse", Action: ActNone, Where: "all", Help: "click selects a row, a field or an octet; wheel scrolls"},
+}
+
+// Lookup returns the action of ev in context where ("main" or "views").
+func Lookup(ev *tcell.EventKey, where string) Action {
+	for i := range Keys {
+		k := &Keys[i]
+		if k.Action == ActNone || (k.Where != "all" && k.Where != where) {
+			continue
+		}
+		if ev.Key() == tcell.KeyRune {
+			for _, r := range k.Runes {
+				if r == ev.Rune() && ev.Modifiers()&(tcell.ModAlt|tcell.ModCtrl) == 0 {
+					return k.Action
+				}
+			}
+			continue
+		}
+		for _, kk := range k.Keys {
+			if kk == ev.Key() {
+				return k.Action
+			}
+		}
+	}
+	return ActNone
+}
+
+// HelpText is the help overlay: the key table.
+func HelpText() string {
+	var b strings.Builder
+	b.WriteString("iwtui keys\n\n")
+	for _, k := range Keys {
+		b.WriteString("  ")
+		b.WriteString(k.Names)
+		b.WriteString(strings.Repeat(" ", max(1, 26-len(k.Names))))
+		b.WriteString(k.Help)
+		b.WriteByte('\n')
+	}
+	b.WriteString("\nColours: red error finding / bad CRC, yellow warning, cyan MPA, green Read, blue Write, magenta Terminate.\nEsc or ? closes this help.")
+	return b.String()
+}

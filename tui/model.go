@@ -1,0 +1,322 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/iwkit/iwkit/decode"
+)
+
+// Follow restricts the list to one connection, or one queue of it.
+type Follow struct {
+	On    bool
+	Conn  uint32
+	Queue bool // also Dir and Queue
+	Dir   uint8
+	Q     uint8
+}
+
+func (f Follow) match(r *Row) bool {
+	if !f.On {
+		return true
+	}
+	if r.Conn != f.Conn {
+		return false
+	}
+	return !f.Queue || (r.Dir == f.Dir && r.Queue == f.Q && r.Kind != RowFinding)
+}
+
+func (f Follow) String() string {
+	if !f.On {
+		return ""
+	}
+	if f.Queue {
+		return fmt.Sprintf("conn %d %s", f.Conn, queueName(f.Q))
+	}
+	return fmt.Sprintf("conn %d", f.Conn)
+}
+
+func queueName(q uint8) string {
+	switch q {
+	case 0:
+		return "QN 0 (Send)"
+	case 1:
+		return "QN 1 (Read Request)"
+	case 2:
+		return "QN 2 (Terminate)"
+	case 3:
+		return "QN 3 (Atomic Response)"
+	case QueueTagged:
+		return "tagged"
+	}
+	return "other"
+}
+
+// List is the view state of the PDU list: which rows are shown (display
+// filter and follow), the selection, marks, search and filter history. It
+// is plain Go; the table widget reads it.
+type List struct {
+	ix     *Index
+	flt    *FilterRun
+	follow Follow
+	sel    []int32 // rows shown; nil with no filter and no follow: all
+	all    bool
+	seen   int    // rows of the index examined for sel
+	gen    uint64 // flt.Gen() when sel was built
+	Cursor int    // position in the shown rows
+	Marks  map[int]bool
+	// History of display filters applied, oldest first.
+	History []string
+	Search  string
+}
+
+func newList(ix *Index) *List { return &List{ix: ix, all: true, Marks: map[int]bool{}} }
+
+// SetFilter shows only the rows fr matches (nil: all).
+func (l *List) SetFilter(fr *FilterRun) {
+	l.flt = fr
+	l.rebuild()
+}
+
+// SetFollow restricts the list to a connection or queue.
+func (l *List) SetFollow(f Follow) {
+	l.follow = f
+	l.rebuild()
+}
+
+func (l *List) rebuild() {
+	cur := l.RowAt(l.Cursor)
+	l.sel, l.seen = l.sel[:0], 0
+	l.all = l.flt == nil && !l.follow.On
+	l.Refresh()
+	if cur >= 0 {
+		l.GoRow(cur)
+	}
+}
+
+// Refresh takes in rows indexed (or matched) since the last call.
+func (l *List) Refresh() {
+	if l.all {
+		return
+	}
+	anchor := -1
+	if l.flt != nil {
+		if g := l.flt.Gen(); g != l.gen {
+			// The pass matched rows anywhere below its cut: start over,
+			// keeping the cursor on its row.
+			anchor = l.RowAt(l.Cursor)
+			l.gen = g
+			l.sel, l.seen = l.sel[:0], 0
+		}
+	}
+	if anchor >= 0 {
+		defer l.GoRow(anchor)
+	}
+	n := l.ix.Len()
+	l.ix.mu.RLock()
+	defer l.ix.mu.RUnlock()
+	for i := l.seen; i < n; i++ {
+		if !l.follow.match(l.ix.rows.At(i)) {
+			continue
+		}
+		if l.flt != nil && !l.flt.Match(i) {
+			continue
+		}
+		l.sel = append(l.sel, int32(i))
+	}
+	l.seen = n
+}
+
+// Len is the number of rows shown.
+func (l *List) Len() int {
+	if l.all {
+		return l.ix.Len()
+	}
+	return len(l.sel)
+}
+
+// RowAt maps a shown position to its index row (-1 if none).
+func (l *List) RowAt(pos int) int {
+	if pos < 0 || pos >= l.Len() {
+		return -1
+	}
+	if l.all {
+		return pos
+	}
+	return int(l.sel[pos])
+}
+
+// GoRow moves the cursor to index row i, or the first shown after it.
+func (l *List) GoRow(i int) {
+	if l.all {
+		l.Cursor = min(max(i, 0), max(l.Len()-1, 0))
+		return
+	}
+	lo, hi := 0, len(l.sel)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if int(l.sel[m]) < i {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	l.Cursor = min(lo, max(len(l.sel)-1, 0))
+}
+
+// Move moves the cursor by delta, within the list.
+func (l *List) Move(delta int) {
+	l.Cursor = min(max(l.Cursor+delta, 0), max(l.Len()-1, 0))
+}
+
+// ToggleMark marks or unmarks the row under the cursor.
+func (l *List) ToggleMark() {
+	if r := l.RowAt(l.Cursor); r >= 0 {
+		if l.Marks[r] {
+			delete(l.Marks, r)
+		} else {
+			l.Marks[r] = true
+		}
+	}
+}
+
+// NextMark moves to the next marked row shown (dir +1 or -1), wrapping.
+func (l *List) NextMark(dir int) bool {
+	n := l.Len()
+	for k := 1; k <= n; k++ {
+		p := ((l.Cursor+dir*k)%n + n) % n
+		if l.Marks[l.RowAt(p)] {
+			l.Cursor = p
+			return true
+		}
+	}
+	return false
+}
+
+// Find moves to the next shown row (dir +1 or -1, from the cursor,
+// wrapping) whose summary line contains text, case-insensitively.
+func (l *List) Find(text string, dir int) bool {
+	if text == "" {
+		return false
+	}
+	text = strings.ToLower(text)
+	n := l.Len()
+	var b []byte
+	for k := 1; k <= n; k++ {
+		p := ((l.Cursor+dir*k)%n + n) % n
+		r := l.ix.Row(l.RowAt(p))
+		b = l.ix.appendLine(b[:0], &r)
+		if strings.Contains(strings.ToLower(string(b)), text) {
+			l.Cursor = p
+			return true
+		}
+	}
+	return false
+}
+
+// AddHistory records an applied filter (most recent last, no repeats).
+func (l *List) AddHistory(expr string) {
+	if expr == "" {
+		return
+	}
+	for i, h := range l.History {
+		if h == expr {
+			l.History = append(l.History[:i], l.History[i+1:]...)
+			break
+		}
+	}
+	l.History = append(l.History, expr)
+}
+
+// Columns of the list.
+var columns = []string{"No.", "Time", "Conn", "Dir", "Summary"}
+
+// Cell returns the text of column c of index row i.
+func (ix *Index) Cell(r *Row, c int) string {
+	switch c {
+	case 0:
+		return strconv.FormatUint(uint64(r.Last), 10)
+	case 1:
+		return strconv.FormatFloat(float64(r.Rel)/1e9, 'f', 6, 64)
+	case 2:
+		if r.Conn == 0 {
+			return "-"
+		}
+		return strconv.FormatUint(uint64(r.Conn), 10)
+	case 3:
+		if r.Conn == 0 {
+			return ""
+		}
+		ix.mu.RLock()
+		c := ix.conns[int(r.Conn)]
+		ix.mu.RUnlock()
+		if c == nil {
+			return ""
+		}
+		return c.DirName(r.Dir)
+	case 4:
+		return string(ix.appendSummary(nil, r))
+	}
+	return ""
+}
+
+func (ix *Index) appendLine(b []byte, r *Row) []byte {
+	for c := 0; c < 4; c++ {
+		b = append(b, ix.Cell(r, c)...)
+		b = append(b, ' ')
+	}
+	return ix.appendSummary(b, r)
+}
+
+// appendSummary writes the summary column from the row's own fields.
+func (ix *Index) appendSummary(b []byte, r *Row) []byte {
+	switch r.Kind {
+	case RowFinding:
+		ix.mu.RLock()
+		f := ix.findings[r.Aux]
+		ix.mu.RUnlock()
+		b = append(b, f.Severity...)
+		b = append(b, ' ')
+		b = append(b, f.Code...)
+		b = append(b, ": "...)
+		return append(b, f.Message...)
+	case RowMPA:
+		if r.Flags&FlagReply != 0 {
+			b = append(b, "MPA Reply"...)
+		} else {
+			b = append(b, "MPA Request"...)
+		}
+		if r.Flags&FlagReject != 0 {
+			b = append(b, " REJECT"...)
+		}
+		b = append(b, " pd_length "...)
+		return strconv.AppendUint(b, uint64(r.ULen), 10)
+	}
+	if r.Flags&FlagSegErr != 0 && r.Queue == QueueOther {
+		b = append(b, "FPDU (headers do not decode)"...)
+	} else {
+		b = append(b, decode.Opcode(r.Op).String()...)
+		if r.Flags&FlagTagged != 0 {
+			b = append(b, " stag 0x"...)
+			b = strconv.AppendUint(b, uint64(r.Aux), 16)
+		} else {
+			b = append(b, " qn "...)
+			b = strconv.AppendUint(b, uint64(r.Queue), 10)
+			b = append(b, " msn "...)
+			b = strconv.AppendUint(b, uint64(r.Aux), 10)
+		}
+		if r.Flags&FlagLast != 0 {
+			b = append(b, " L"...)
+		}
+	}
+	b = append(b, " len "...)
+	b = strconv.AppendUint(b, uint64(r.ULen), 10)
+	switch {
+	case r.Flags&FlagCRCBad != 0:
+		b = append(b, " CRC BAD"...)
+	case r.Flags&FlagPartial != 0:
+		b = append(b, " partial"...)
+	}
+	return b
+}

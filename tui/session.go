@@ -1,0 +1,369 @@
+package tui
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/iwkit/iwkit/analyze"
+	"github.com/iwkit/iwkit/filter"
+	"github.com/iwkit/iwkit/pcap"
+	"golang.org/x/net/bpf"
+)
+
+// Config says what a Session opens.
+type Config struct {
+	File  string   // a capture file (pcap/pcapng, plain or gzip)
+	Ports []uint16 // taken for iWARP (iwdump --decode-as)
+	// Files: a capture filter over the frames, an expression or a BPF
+	// program (tcpdump -ddd). Each pass over the frames compiles its own.
+	CaptureExpr    string
+	CaptureProgram []bpf.RawInstruction
+	Live           *analyze.LiveConfig // a live capture instead of File
+}
+
+// Session is an open capture: its index, being built, and what reads it.
+type Session struct {
+	Ix     *Index
+	Name   string
+	cfg    Config
+	live   *analyze.Live
+	src    analyze.Source
+	cancel atomic.Bool
+	paused atomic.Bool
+	done   chan struct{}
+	// OnRows, when set, is called (on the indexing goroutine) after new
+	// rows were added, at most once per batch of frames.
+	OnRows func()
+
+	fmu sync.Mutex
+	flt *FilterRun                // the display filter being applied or applied
+	cur atomic.Pointer[FilterRun] // flt, for the indexer's hot path
+	// feed is held by the indexing goroutine while it feeds a frame, and
+	// let go while it waits for the next one: whoever holds it is at a
+	// frame boundary (every record of the frames read so far handed out).
+	feed sync.Mutex
+	idx  *indexer
+}
+
+// FilterRun is a display filter applied to the rows: a bitset of the rows
+// it matches, filled by a pass over the capture (rows before Cut) and by
+// the indexer as rows arrive (rows from Cut on).
+type FilterRun struct {
+	Expr  string
+	f     *filter.Filter[*analyze.Record]
+	mu    sync.Mutex
+	bits  []uint64
+	cut   int  // rows below cut come from the pass
+	upto  int  // frames the pass covers: 1..upto
+	Done  bool // the pass is over
+	Err   error
+	gen   atomic.Uint64
+	count int
+}
+
+// Match reports whether row i passes.
+func (fr *FilterRun) Match(i int) bool {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	return i/64 < len(fr.bits) && fr.bits[i/64]&(1<<(i%64)) != 0
+}
+
+func (fr *FilterRun) set(i int) {
+	fr.mu.Lock()
+	for len(fr.bits) <= i/64 {
+		fr.bits = append(fr.bits, 0)
+	}
+	fr.bits[i/64] |= 1 << (i % 64)
+	fr.count++
+	fr.mu.Unlock()
+	fr.gen.Add(1)
+}
+
+// Gen changes whenever the run matched more rows or finished.
+func (fr *FilterRun) Gen() uint64 { return fr.gen.Load() }
+
+// Status reports rows matched so far and whether the pass is over.
+func (fr *FilterRun) Status() (int, bool, error) {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	return fr.count, fr.Done, fr.Err
+}
+
+var errCancelled = errors.New("cancelled")
+
+// captureFilter compiles the capture filter of a file (nil: none).
+func (s *Session) captureFilter() (*pcap.FrameFilter, error) {
+	switch {
+	case s.cfg.Live != nil:
+		return nil, nil // the kernel applies it
+	case s.cfg.CaptureProgram != nil:
+		return pcap.NewProgramFilter(s.cfg.CaptureProgram)
+	case s.cfg.CaptureExpr != "":
+		return pcap.NewExprFilter(s.cfg.CaptureExpr)
+	}
+	return nil, nil
+}
+
+// Open opens a capture and starts indexing it on its own goroutine.
+func Open(cfg Config) (*Session, error) {
+	s := &Session{Name: cfg.File, done: make(chan struct{})}
+	var st *store
+	var src analyze.Source
+	var total int64
+	if cfg.Live != nil {
+		var err error
+		if st, err = newSpill(); err != nil {
+			return nil, err
+		}
+		lc := *cfg.Live
+		live, err := analyze.OpenLive(lc)
+		if err != nil {
+			st.close()
+			return nil, err
+		}
+		s.live = live
+		s.Name = lc.Iface
+		src = &spillSource{src: live, s: st}
+	} else if ir, err := pcap.OpenIndexed(cfg.File); err == nil {
+		// Its own handle: the source's closes when indexing ends.
+		fh, err := os.Open(cfg.File)
+		if err != nil {
+			ir.Close()
+			return nil, err
+		}
+		rr, err := pcap.NewRandomReader(fh)
+		if err != nil {
+			fh.Close()
+			ir.Close()
+			return nil, err
+		}
+		st = &store{rr: rr, file: fh}
+		src = &indexedSource{r: ir, s: st}
+		if total, err = fileSize(cfg.File); err != nil {
+			ir.Close()
+			return nil, err
+		}
+	} else if errors.Is(err, pcap.ErrNotSeekable) {
+		in, t, err := analyze.OpenFiles([]string{cfg.File})
+		if err != nil {
+			return nil, err
+		}
+		total = t
+		if st, err = newSpill(); err != nil {
+			in.Close()
+			return nil, err
+		}
+		src = &spillSource{src: in, s: st}
+	} else {
+		return nil, err
+	}
+	s.cfg = cfg
+	ff, err := s.captureFilter()
+	if err != nil {
+		st.close()
+		src.Close()
+		return nil, err
+	}
+	src = analyze.Filtered(src, ff, analyze.Tee{})
+	s.src = src
+	s.Ix = newIndex(st, total)
+	s.idx = &indexer{ix: s.Ix, s: s}
+	go s.build(cfg)
+	return s, nil
+}
+
+// cancelSource ends a run when the session closes.
+type cancelSource struct {
+	analyze.Source
+	s *Session
+}
+
+func (c *cancelSource) Next(f *pcap.Frame) error {
+	if c.s.cancel.Load() {
+		return errCancelled
+	}
+	c.s.feed.Unlock() // at a frame boundary while waiting
+	err := c.Source.Next(f)
+	c.s.feed.Lock()
+	return err
+}
+
+func (s *Session) build(cfg Config) {
+	defer close(s.done)
+	s.feed.Lock()
+	defer s.feed.Unlock()
+	ix := s.Ix
+	rc := analyze.Config{Ports: cfg.Ports, Workers: 1, Progress: func(n int) { ix.read.Add(int64(n)) }}
+	w := bufio.NewWriter(io.Discard)
+	rep, err := analyze.Run(&cancelSource{Source: s.src, s: s}, rc, w, func(int, *analyze.Out) analyze.Consumer { return s.idx })
+	s.src.Close()
+	if s.live != nil {
+		s.live.Finish()
+	}
+	ix.mu.Lock()
+	ix.done, ix.err, ix.report = true, err, rep
+	if rep != nil {
+		for i := range rep.ConnStats {
+			cs := rep.ConnStats[i]
+			if c := ix.conns[cs.Conn]; c != nil {
+				c.Stats = &cs
+			}
+		}
+	}
+	ix.mu.Unlock()
+	if s.OnRows != nil {
+		s.OnRows()
+	}
+}
+
+// Wait waits until the index is complete.
+func (s *Session) Wait() { <-s.done }
+
+// Close stops indexing and removes the spill file.
+func (s *Session) Close() {
+	s.cancel.Store(true)
+	if s.live != nil {
+		s.live.Capture().Stop()
+	}
+	<-s.done
+	s.Ix.store.close()
+}
+
+// Live reports whether the session is a live capture.
+func (s *Session) Live() bool { return s.live != nil }
+
+// Drops reports the kernel's counters of a live capture.
+func (s *Session) Drops() (received, dropped uint64, ok bool) {
+	if s.live == nil {
+		return 0, 0, false
+	}
+	st, err := s.live.Capture().Stats()
+	if err != nil {
+		return 0, 0, false
+	}
+	return st.Received, st.Dropped, true
+}
+
+// ApplyFilter starts applying a display filter ("" removes it) and returns
+// the run; nil for "". At a frame boundary it fixes the rows a pass over
+// the frames read so far decides; the indexer matches later rows as they
+// come, so a filter applies while the index is built or a live capture
+// runs (quiet or not).
+func (s *Session) ApplyFilter(expr string) (*FilterRun, error) {
+	if expr == "" {
+		s.fmu.Lock()
+		s.flt = nil
+		s.cur.Store(nil)
+		s.fmu.Unlock()
+		return nil, nil
+	}
+	f, err := analyze.CompileFilter(expr)
+	if err != nil {
+		return nil, err
+	}
+	fr := &FilterRun{Expr: expr, f: f}
+	s.feed.Lock()
+	if _, _, done, _ := s.Ix.Progress(); done {
+		fr.cut, fr.upto = 1<<62, s.Ix.store.frames()
+	} else {
+		fr.cut, fr.upto = s.Ix.Len(), s.idx.last
+	}
+	s.fmu.Lock()
+	s.flt = fr
+	s.cur.Store(fr)
+	s.fmu.Unlock()
+	s.feed.Unlock()
+	if fr.upto == 0 {
+		fr.mu.Lock()
+		fr.Done = true
+		fr.mu.Unlock()
+		fr.gen.Add(1)
+	} else {
+		go s.pass(fr)
+	}
+	return fr, nil
+}
+
+// Filter is the display filter applied (nil: none).
+func (s *Session) Filter() *FilterRun {
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	return s.flt
+}
+
+// pass runs the pipeline over the stored frames (1..fr.upto, or all) and
+// sets the rows below fr.cut that the filter matches: the same pipeline
+// over the same frames hands out the same records in the same order.
+func (s *Session) pass(fr *FilterRun) {
+	defer func() {
+		fr.mu.Lock()
+		fr.Done = true
+		fr.mu.Unlock()
+		fr.gen.Add(1)
+		if s.OnRows != nil {
+			s.OnRows()
+		}
+	}()
+	ss := &storeSource{st: s.Ix.store, upto: fr.upto}
+	// The frames the index saw: the stored ones through the same capture
+	// filter.
+	ff, err := s.captureFilter()
+	if err != nil {
+		fr.Err = err
+		return
+	}
+	src := analyze.Filtered(ss, ff, analyze.Tee{})
+	m := &matcher{fr: fr, s: s}
+	w := bufio.NewWriter(io.Discard)
+	_, err = analyze.Run(src, analyze.Config{Ports: s.cfg.Ports, Workers: 1}, w, func(int, *analyze.Out) analyze.Consumer { return m })
+	if err != nil && err != errCancelled {
+		fr.Err = err
+	}
+}
+
+// matcher numbers the rows of a filter pass as the indexer does.
+type matcher struct {
+	fr  *FilterRun
+	s   *Session
+	row int
+}
+
+func (m *matcher) Record(r *analyze.Record) {
+	if r.Kind != analyze.KindPDU && r.Kind != analyze.KindFinding {
+		return
+	}
+	if m.row < m.fr.cut && m.fr.f.Match(r) {
+		m.fr.set(m.row)
+	}
+	m.row++
+}
+
+// storeSource reads frames 1..upto back from the store.
+type storeSource struct {
+	st   *store
+	upto int
+	n    int
+	buf  []byte
+	s    *Session
+}
+
+func (x *storeSource) Next(f *pcap.Frame) error {
+	for {
+		if x.n >= x.upto {
+			return io.EOF
+		}
+		x.n++
+		var err error
+		x.buf, err = x.st.read(x.n, f, x.buf)
+		if err == nil {
+			return nil
+		}
+		// frames dropped by a capture filter are not stored
+	}
+}
+
+func (x *storeSource) Close() error { return nil }

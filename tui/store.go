@@ -1,0 +1,179 @@
+package tui
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/iwkit/iwkit/analyze"
+	"github.com/iwkit/iwkit/pcap"
+)
+
+// store holds the frames of a capture for reading again at random: the
+// offsets of their records in a classic pcap file. A plain classic pcap is
+// read where it is; anything else (gzip, pcapng, live capture) is spilled
+// to a temporary classic pcap file as it is read, and that file is read
+// again. The offsets are the frame index: 8 octets per frame.
+type store struct {
+	mu      sync.Mutex
+	offsets chunked[int64] // by frame number - 1; -1: not stored
+	rr      *pcap.RandomReader
+	file    *os.File // the capture, read in place
+
+	// spill
+	spill   *os.File
+	bw      *bufio.Writer
+	written int64 // octets written to the spill (through bw)
+	flushed int64 // octets of the spill on disk
+}
+
+// add records that frame number n's record is at off.
+func (s *store) add(n int, off int64) {
+	s.mu.Lock()
+	s.setOffset(n, off)
+	s.mu.Unlock()
+}
+
+// frames is the number of frames known.
+func (s *store) frames() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.offsets.Len()
+}
+
+// read reads frame number n into f, its data in buf.
+func (s *store) read(n int, f *pcap.Frame, buf []byte) ([]byte, error) {
+	s.mu.Lock()
+	if n < 1 || n > s.offsets.Len() || *s.offsets.At(n - 1) < 0 || s.rr == nil {
+		s.mu.Unlock()
+		return buf, fmt.Errorf("frame %d is not in the index", n)
+	}
+	off := *s.offsets.At(n - 1)
+	if s.bw != nil && s.flushed <= off+16+pcap.MaxSnaplen && s.flushed < s.written {
+		s.bw.Flush()
+		s.flushed = s.written
+	}
+	rr := s.rr
+	s.mu.Unlock()
+	buf, err := rr.ReadAt(off, f, buf)
+	f.Number = n
+	return buf, err
+}
+
+func (s *store) close() {
+	if s.file != nil {
+		s.file.Close()
+	}
+	if s.spill != nil {
+		s.spill.Close()
+		os.Remove(s.spill.Name())
+	}
+}
+
+// indexedSource reads a plain classic pcap and indexes every frame.
+type indexedSource struct {
+	r *pcap.IndexedReader
+	s *store
+}
+
+func (x *indexedSource) Next(f *pcap.Frame) error {
+	if err := x.r.Next(f); err != nil {
+		return err
+	}
+	x.s.add(f.Number, x.r.Offset())
+	return nil
+}
+
+func (x *indexedSource) Close() error { return x.r.Close() }
+
+// spillSource copies every frame of src to the spill file and indexes it.
+type spillSource struct {
+	src analyze.Source
+	s   *store
+	n   int
+}
+
+func (x *spillSource) Next(f *pcap.Frame) error {
+	if err := x.src.Next(f); err != nil {
+		if x.s.bw != nil {
+			x.s.mu.Lock()
+			x.s.bw.Flush()
+			x.s.flushed = x.s.written
+			x.s.mu.Unlock()
+		}
+		return err
+	}
+	x.n++
+	if f.Number == 0 {
+		f.Number = x.n
+	}
+	s := x.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.written == 0 {
+		// A classic pcap header, nanosecond timestamps (libpcap's
+		// savefile.c), the link type of the first frame.
+		var h [24]byte
+		binary.LittleEndian.PutUint32(h[0:], 0xa1b23c4d)
+		binary.LittleEndian.PutUint16(h[4:], 2)
+		binary.LittleEndian.PutUint16(h[6:], 4)
+		binary.LittleEndian.PutUint32(h[16:], pcap.MaxSnaplen)
+		binary.LittleEndian.PutUint32(h[20:], uint32(f.LinkType))
+		s.bw.Write(h[:])
+		if err := s.bw.Flush(); err != nil {
+			return err
+		}
+		s.written, s.flushed = 24, 24
+		rr, err := pcap.NewRandomReader(s.spill)
+		if err != nil {
+			return err
+		}
+		s.rr = rr
+	}
+	var h [16]byte
+	ts := f.Timestamp
+	binary.LittleEndian.PutUint32(h[0:], uint32(ts.Unix()))
+	binary.LittleEndian.PutUint32(h[4:], uint32(ts.Nanosecond()))
+	binary.LittleEndian.PutUint32(h[8:], uint32(len(f.Data)))
+	binary.LittleEndian.PutUint32(h[12:], uint32(max(f.OrigLen, len(f.Data))))
+	s.bw.Write(h[:])
+	if _, err := s.bw.Write(f.Data); err != nil {
+		return err
+	}
+	s.setOffset(f.Number, s.written)
+	s.written += 16 + int64(len(f.Data))
+	return nil
+}
+
+func (x *spillSource) Close() error { return x.src.Close() }
+
+// newSpill makes a store that spills to a temporary file.
+func newSpill() (*store, error) {
+	fh, err := os.CreateTemp("", "iwtui-*.pcap")
+	if err != nil {
+		return nil, err
+	}
+	return &store{spill: fh, bw: bufio.NewWriterSize(fh, 1<<20)}, nil
+}
+
+func fileSize(name string) (int64, error) {
+	st, err := os.Stat(name)
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// setOffset records frame n's offset (frames skipped get -1).
+func (s *store) setOffset(n int, off int64) {
+	for s.offsets.Len() < n-1 {
+		s.offsets.Append(-1)
+	}
+	if s.offsets.Len() == n-1 {
+		s.offsets.Append(off)
+	} else if n-1 < s.offsets.Len() {
+		*s.offsets.At(n - 1) = off
+	}
+}

@@ -1,0 +1,688 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gdamore/tcell/v2"
+	"github.com/iwkit/iwkit/decode"
+	"github.com/rivo/tview"
+)
+
+// UI is the screen: the PDU list, the detail tree and the hex pane, the
+// status line and the bar (filter, search, go to, write), and the views a
+// key away. Everything here runs on tview's event goroutine; the index is
+// built on another and only QueueUpdateDraw crosses over (batched by a
+// ticker, never one redraw per packet).
+type UI struct {
+	S         *Session
+	App       *tview.Application
+	List      *List
+	pages     *tview.Pages
+	main      *tview.Flex
+	table     *tview.Table
+	tree      *tview.Table
+	hex       *hexView
+	status    *tview.TextView
+	bar       *tview.InputField
+	barFor    string
+	help      *tview.TextView
+	quitModal *tview.Modal
+	views     map[string]*viewTable
+	graph     *ioGraph
+	page      string
+	panes     []tview.Primitive
+	pane      int
+
+	loader  *loader
+	detail  *Detail
+	dRow    int
+	msg     string
+	paused  bool
+	histPos int
+	saved   bool
+	stop    chan struct{}
+	once    sync.Once
+	lastLen int
+	lastGen uint64
+}
+
+// Theme: the terminal's own foreground and background, and the eight
+// basic colours, which both dark and light palettes keep readable.
+func setTheme() {
+	tview.Styles.PrimitiveBackgroundColor = tcell.ColorDefault
+	tview.Styles.ContrastBackgroundColor = tcell.ColorDefault
+	tview.Styles.MoreContrastBackgroundColor = tcell.ColorDefault
+	tview.Styles.PrimaryTextColor = tcell.ColorDefault
+	tview.Styles.SecondaryTextColor = tcell.ColorTeal
+	tview.Styles.TertiaryTextColor = tcell.ColorGreen
+	tview.Styles.BorderColor = tcell.ColorDefault
+	tview.Styles.TitleColor = tcell.ColorDefault
+	tview.Styles.GraphicsColor = tcell.ColorDefault
+	tview.Styles.InverseTextColor = tcell.ColorDefault
+	tview.Styles.ContrastSecondaryTextColor = tcell.ColorDefault
+}
+
+// rowColor colours a row: by finding severity first, then by opcode.
+func rowColor(r *Row) tcell.Color {
+	switch {
+	case r.Sev == 3 || r.Flags&FlagCRCBad != 0:
+		return tcell.ColorRed
+	case r.Sev == 2:
+		return tcell.ColorOlive
+	case r.Kind == RowFinding:
+		return tcell.ColorTeal
+	case r.Kind == RowMPA:
+		return tcell.ColorTeal
+	}
+	switch decode.Opcode(r.Op) {
+	case decode.OpTerminate:
+		return tcell.ColorPurple
+	case decode.OpReadRequest, decode.OpReadResponse:
+		return tcell.ColorGreen
+	case decode.OpWrite:
+		return tcell.ColorNavy
+	}
+	return tcell.ColorDefault
+}
+
+// colWidths are the widths of the number, time, connection and direction
+// columns, set once: up to 9,999,999 frames, 99,999 s, 99,999 connections.
+var colWidths = []int{8, 12, 5, 3}
+
+// listContent is the list as a virtual table over the index.
+type listContent struct {
+	tview.TableContentReadOnly
+	u *UI
+}
+
+func (c *listContent) GetRowCount() int    { return c.u.List.Len() + 1 }
+func (c *listContent) GetColumnCount() int { return len(columns) }
+
+func (c *listContent) GetCell(row, col int) *tview.TableCell {
+	if row == 0 {
+		h := columns[col]
+		if col < len(colWidths) {
+			h = strings.Repeat(" ", colWidths[col]-len(h)) + h
+		}
+		return tview.NewTableCell(h).SetSelectable(false).SetAttributes(tcell.AttrBold)
+	}
+	i := c.u.List.RowAt(row - 1)
+	if i < 0 {
+		return nil
+	}
+	ix := c.u.S.Ix
+	r := ix.Row(i)
+	text := ix.Cell(&r, col)
+	if col == 0 && c.u.List.Marks[i] {
+		text = "*" + text
+	}
+	if col < len(colWidths) && len(text) < colWidths[col] {
+		// Fixed widths: columns do not shift as larger numbers scroll in.
+		text = strings.Repeat(" ", colWidths[col]-len(text)) + text
+	}
+	cell := tview.NewTableCell(text).SetTextColor(rowColor(&r))
+	if col == 4 {
+		cell.SetExpansion(1)
+	}
+	return cell
+}
+
+// New builds the screen over a session.
+func New(s *Session) *UI {
+	setTheme()
+	u := &UI{S: s, App: tview.NewApplication(), List: newList(s.Ix), views: map[string]*viewTable{}, stop: make(chan struct{})}
+	u.loader = &loader{ix: s.Ix}
+	u.dRow = -1
+
+	u.table = tview.NewTable().SetContent(&listContent{u: u}).SetFixed(1, 0).SetSelectable(true, false)
+	u.table.SetBorder(true).SetTitle(" Packets ").SetTitleAlign(tview.AlignLeft)
+	u.table.SetSelectionChangedFunc(func(row, col int) {
+		if row >= 1 {
+			u.List.Cursor = row - 1
+		}
+		u.showDetail()
+	})
+	u.table.SetSelectedStyle(tcell.StyleDefault.Reverse(true))
+
+	u.tree = tview.NewTable().SetSelectable(true, false)
+	u.tree.SetBorder(true).SetTitle(" Detail ").SetTitleAlign(tview.AlignLeft)
+	u.tree.SetSelectedStyle(tcell.StyleDefault.Reverse(true))
+	u.tree.SetSelectionChangedFunc(func(row, col int) { u.lineSelected(row) })
+
+	u.hex = newHexView()
+	u.hex.onCursor = func(off int) {
+		if u.detail == nil {
+			return
+		}
+		if i := u.detail.LineAt(off); i >= 0 {
+			ln := u.detail.Lines[i]
+			u.tree.Select(i, 0)
+			u.hex.hiOff, u.hex.hiLen = ln.Off, ln.Len
+			u.hex.cursor = off
+		}
+	}
+
+	u.status = tview.NewTextView().SetDynamicColors(true)
+	u.bar = tview.NewInputField()
+	u.bar.SetFieldBackgroundColor(tcell.ColorDefault).SetFieldTextColor(tcell.ColorDefault)
+	u.bar.SetChangedFunc(u.barChanged)
+	u.bar.SetDoneFunc(u.barDone)
+	u.bar.SetInputCapture(u.barKeys)
+
+	u.main = tview.NewFlex().SetDirection(tview.FlexRow).
+		AddItem(u.table, 0, 5, true).
+		AddItem(tview.NewFlex().AddItem(u.tree, 0, 1, false).AddItem(u.hex, 6+16*3+2+16+3, 0, false), 0, 4, false).
+		AddItem(u.bar, 0, 0, false).
+		AddItem(u.status, 1, 0, false)
+	u.panes = []tview.Primitive{u.table, u.tree, u.hex}
+
+	u.help = tview.NewTextView().SetText(HelpText())
+	u.help.SetBorder(true).SetTitle(" Help ")
+	u.graph = newIOGraph(s.Ix)
+
+	u.pages = tview.NewPages().AddPage("main", u.main, true, true)
+	for _, name := range []string{"findings", "ops", "conns", "stags"} {
+		v := newViewTable(name)
+		u.views[name] = v
+		u.pages.AddPage(name, v.t, true, false)
+	}
+	u.pages.AddPage("graph", u.graph, true, false)
+	u.pages.AddPage("help", u.help, true, false)
+	u.page = "main"
+	u.quitModal = tview.NewModal().SetText("The live capture is not saved (w writes it). Quit anyway?").
+		AddButtons([]string{"Quit", "Cancel"}).SetDoneFunc(func(i int, label string) {
+		if label == "Quit" {
+			u.App.Stop()
+			return
+		}
+		u.pages.HidePage("quit")
+		u.showPage("main")
+	})
+	u.pages.AddPage("quit", u.quitModal, true, false)
+
+	u.App.SetRoot(u.pages, true).EnableMouse(true)
+	u.App.SetInputCapture(u.keys)
+	u.Refresh()
+	u.table.Select(1, 0)
+	return u
+}
+
+// Run shows the screen until the user quits.
+func (u *UI) Run() error {
+	go u.ticker()
+	u.S.OnRows = nil
+	err := u.App.Run()
+	u.once.Do(func() { close(u.stop) })
+	return err
+}
+
+// ticker batches redraws: at most ten a second, and only when the index,
+// the filter or the live counters moved; the first ones come soon, so
+// the first screen does not wait for a tick.
+func (u *UI) ticker() {
+	var last [5]uint64
+	for i := 0; ; i++ {
+		d := 100 * time.Millisecond
+		if i < 10 {
+			d = 10 * time.Millisecond
+		}
+		select {
+		case <-u.stop:
+			return
+		case <-time.After(d):
+		}
+		read, _, done, _ := u.S.Ix.Progress()
+		var gen uint64
+		if fr := u.S.Filter(); fr != nil {
+			gen = fr.Gen()
+		}
+		_, drops, _ := u.S.Drops()
+		now := [5]uint64{uint64(u.S.Ix.Len()), uint64(read), gen, drops, b2u(done)}
+		if now != last {
+			last = now
+			u.App.QueueUpdateDraw(u.Refresh)
+		}
+	}
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Refresh takes in new rows (unless paused) and updates the status line.
+func (u *UI) Refresh() {
+	atEnd := u.List.Cursor >= u.List.Len()-1
+	if !u.paused {
+		u.List.Refresh()
+		if u.S.Live() && atEnd && u.List.Len() > 0 && u.page == "main" && u.App.GetFocus() == u.table {
+			u.List.Cursor = u.List.Len() - 1
+			u.table.Select(u.List.Cursor+1, 0)
+		}
+	}
+	if r, _ := u.table.GetSelection(); r != u.List.Cursor+1 && u.List.Len() > 0 {
+		u.table.Select(u.List.Cursor+1, 0) // shows the detail
+	}
+	if u.detail == nil && u.List.Len() > 0 {
+		u.showDetail()
+	}
+	u.status.SetText(u.statusText())
+}
+
+func (u *UI) statusText() string {
+	ix := u.S.Ix
+	read, total, done, err := ix.Progress()
+	var b strings.Builder
+	fmt.Fprintf(&b, "[::b]%s[::-]  ", tview.Escape(u.S.Name))
+	fmt.Fprintf(&b, "rows %d/%d", u.List.Len(), ix.Len())
+	if fr := u.S.Filter(); fr != nil && u.List.flt != nil {
+		n, fdone, ferr := fr.Status()
+		fmt.Fprintf(&b, "  filter %q %d", fr.Expr, n)
+		if ferr != nil {
+			fmt.Fprintf(&b, " [red]%s[-]", tview.Escape(ferr.Error()))
+		} else if !fdone {
+			b.WriteString(" (searching)")
+		}
+	}
+	if f := u.List.follow; f.On {
+		fmt.Fprintf(&b, "  follow %s", f)
+		if c := ix.Conn(int(f.Conn)); c != nil && f.Queue {
+			fmt.Fprintf(&b, " (%s)", c.DirName(f.Dir))
+		}
+	}
+	switch {
+	case err != nil && err != errCancelled:
+		fmt.Fprintf(&b, "  [red]index: %s[-]", tview.Escape(err.Error()))
+	case !done && total > 0:
+		fmt.Fprintf(&b, "  indexing %d%%", read*100/total)
+	case !done:
+		fmt.Fprintf(&b, "  indexing %d MB", read>>20)
+	}
+	if recv, drop, ok := u.S.Drops(); ok {
+		fmt.Fprintf(&b, "  live: %d received, %d dropped by kernel", recv, drop)
+	}
+	if u.paused {
+		b.WriteString("  [::r]PAUSED[::-]")
+	}
+	if len(u.List.Marks) > 0 {
+		fmt.Fprintf(&b, "  marks %d", len(u.List.Marks))
+	}
+	if u.msg != "" {
+		b.WriteString("  ")
+		b.WriteString(u.msg)
+	}
+	b.WriteString("  [::d]? help[::-]")
+	return b.String()
+}
+
+// showDetail decodes the selected row again and fills tree and hex.
+func (u *UI) showDetail() {
+	i := u.List.RowAt(u.List.Cursor)
+	if i < 0 {
+		u.detail, u.dRow = nil, -1
+		u.tree.Clear()
+		u.hex.SetData(nil)
+		return
+	}
+	if i == u.dRow && u.detail != nil {
+		return
+	}
+	d := u.loader.Load(i)
+	u.detail, u.dRow = d, i
+	u.tree.Clear()
+	for k, ln := range d.Lines {
+		text := strings.Repeat("  ", ln.Depth) + ln.Text
+		c := tview.NewTableCell(tview.Escape(text)).SetExpansion(1)
+		if ln.Frame > 0 {
+			c.SetTextColor(tcell.ColorTeal)
+		}
+		if strings.HasPrefix(ln.Text, "error") || strings.HasPrefix(ln.Text, "CRC BAD") || strings.HasPrefix(ln.Text, "decode error") {
+			c.SetTextColor(tcell.ColorRed)
+		} else if strings.HasPrefix(ln.Text, "warning") {
+			c.SetTextColor(tcell.ColorOlive)
+		}
+		u.tree.SetCell(k, 0, c)
+	}
+	u.tree.Select(0, 0)
+	u.tree.ScrollToBeginning()
+	u.hex.SetData(d.Wire)
+	u.lineSelected(0)
+}
+
+func (u *UI) lineSelected(row int) {
+	if u.detail == nil || row < 0 || row >= len(u.detail.Lines) {
+		return
+	}
+	ln := u.detail.Lines[row]
+	if ln.Len > 0 {
+		u.hex.Highlight(ln.Off, ln.Len)
+	} else {
+		u.hex.hiLen = 0
+	}
+}
+
+// GoFrame selects the row of frame n (the first at or after it) in the
+// list, clearing the filter and follow if they hide it.
+func (u *UI) GoFrame(n int) bool {
+	i := u.S.Ix.FindRow(n)
+	if i < 0 {
+		u.msg = fmt.Sprintf("[red]frame %d: no PDU there[-]", n)
+		return false
+	}
+	u.List.GoRow(i)
+	if u.List.RowAt(u.List.Cursor) != i {
+		u.List.SetFilter(nil)
+		u.List.SetFollow(Follow{})
+		u.S.ApplyFilter("")
+		u.List.GoRow(i)
+		u.msg = "filter cleared to show the frame"
+	}
+	u.showPage("main")
+	u.App.SetFocus(u.table)
+	u.pane = 0
+	u.table.Select(u.List.Cursor+1, 0)
+	u.showDetail()
+	return true
+}
+
+func (u *UI) showPage(name string) {
+	u.page = name
+	u.pages.SwitchToPage(name)
+	switch name {
+	case "main":
+		u.App.SetFocus(u.panes[u.pane])
+	case "graph":
+		u.App.SetFocus(u.graph)
+	case "help":
+		u.App.SetFocus(u.help)
+	default:
+		u.App.SetFocus(u.views[name].t)
+	}
+}
+
+// keys is the one dispatcher over the key table.
+func (u *UI) keys(ev *tcell.EventKey) *tcell.EventKey {
+	if u.App.GetFocus() == u.bar || u.page == "quit" {
+		return ev
+	}
+	where := "main"
+	if u.page != "main" {
+		where = "views"
+	}
+	a := Lookup(ev, where)
+	if ev.Key() == tcell.KeyEnter && u.page == "main" {
+		a = ActJump
+	}
+	if u.page == "help" && a != ActQuit && a != ActHelp && a != ActBack {
+		return ev
+	}
+	if a == ActJump && u.page == "main" {
+		if u.App.GetFocus() == u.tree && u.detail != nil {
+			r, _ := u.tree.GetSelection()
+			if r >= 0 && r < len(u.detail.Lines) && u.detail.Lines[r].Frame > 0 {
+				u.GoFrame(u.detail.Lines[r].Frame)
+				return nil
+			}
+		}
+		return ev
+	}
+	if a == ActNone {
+		return ev
+	}
+	u.msg = ""
+	u.Do(a)
+	u.status.SetText(u.statusText())
+	return nil
+}
+
+// Do performs an action of the key table.
+func (u *UI) Do(a Action) {
+	switch a {
+	case ActFilter:
+		u.openBar("filter", "Filter: ", u.filterText())
+	case ActHelp:
+		if u.page == "help" {
+			u.showPage("main")
+		} else {
+			u.showPage("help")
+		}
+	case ActQuit:
+		if u.page != "main" {
+			u.showPage("main")
+			return
+		}
+		if u.S.Live() && !u.saved {
+			// The capture lives in a temporary file that goes at exit.
+			u.pages.ShowPage("quit")
+			u.page = "quit"
+			u.App.SetFocus(u.quitModal)
+			return
+		}
+		u.App.Stop()
+	case ActNextPane, ActPrevPane:
+		d := 1
+		if a == ActPrevPane {
+			d = len(u.panes) - 1
+		}
+		u.pane = (u.pane + d) % len(u.panes)
+		u.App.SetFocus(u.panes[u.pane])
+	case ActGoto:
+		u.openBar("goto", "Go to frame: ", "")
+	case ActFind:
+		u.openBar("find", "Find: ", u.List.Search)
+	case ActFindNext, ActFindPrev:
+		d := 1
+		if a == ActFindPrev {
+			d = -1
+		}
+		if u.List.Find(u.List.Search, d) {
+			u.table.Select(u.List.Cursor+1, 0)
+		} else if u.List.Search != "" {
+			u.msg = fmt.Sprintf("%q not found", u.List.Search)
+		}
+	case ActMark:
+		u.List.ToggleMark()
+	case ActNextMark, ActPrevMark:
+		d := 1
+		if a == ActPrevMark {
+			d = -1
+		}
+		if u.List.NextMark(d) {
+			u.table.Select(u.List.Cursor+1, 0)
+		} else {
+			u.msg = "no marks"
+		}
+	case ActFollowConn, ActFollowQueue:
+		if u.List.follow.On {
+			u.List.SetFollow(Follow{})
+		} else if i := u.List.RowAt(u.List.Cursor); i >= 0 {
+			r := u.S.Ix.Row(i)
+			if r.Conn != 0 {
+				u.List.SetFollow(Follow{On: true, Conn: r.Conn, Queue: a == ActFollowQueue, Dir: r.Dir, Q: r.Queue})
+			}
+		}
+		u.table.Select(u.List.Cursor+1, 0)
+		u.dRow = -1
+		u.showDetail()
+	case ActFindings:
+		u.fillFindings()
+		u.showPage("findings")
+	case ActOps:
+		u.fillOps()
+		u.showPage("ops")
+	case ActConns:
+		u.fillConns()
+		u.showPage("conns")
+	case ActSTags:
+		u.fillSTags()
+		u.showPage("stags")
+	case ActGraph:
+		u.showPage("graph")
+	case ActWrite:
+		u.openBar("write", "Write shown rows to: ", "")
+	case ActWriteConn:
+		if i := u.List.RowAt(u.List.Cursor); i >= 0 {
+			u.openBar("writeconn", fmt.Sprintf("Write connection %d to: ", u.S.Ix.Row(i).Conn), "")
+		}
+	case ActPause:
+		u.paused = !u.paused
+	case ActBack:
+		if u.page != "main" {
+			u.showPage("main")
+		}
+	case ActJump, ActBlame:
+		if v := u.views[u.page]; v != nil {
+			r, _ := v.t.GetSelection()
+			fr := 0
+			if r >= 1 && r-1 < len(v.jump) {
+				fr = v.jump[r-1]
+				if a == ActBlame {
+					fr = v.blame[r-1]
+				}
+			}
+			if fr > 0 {
+				u.GoFrame(fr)
+			} else if a == ActBlame {
+				u.msg = "no blamed frame on this line"
+			}
+		}
+	}
+}
+
+func (u *UI) filterText() string {
+	if u.List.flt != nil {
+		return u.List.flt.Expr
+	}
+	return ""
+}
+
+func (u *UI) openBar(mode, label, text string) {
+	u.barFor = mode
+	u.bar.SetLabel(label).SetText(text)
+	u.histPos = len(u.List.History)
+	u.main.ResizeItem(u.bar, 1, 0)
+	u.showPage("main")
+	u.App.SetFocus(u.bar)
+	u.barChanged(text)
+}
+
+func (u *UI) closeBar() {
+	u.main.ResizeItem(u.bar, 0, 0)
+	u.bar.SetFieldTextColor(tcell.ColorDefault)
+	u.barFor = ""
+	u.App.SetFocus(u.panes[u.pane])
+}
+
+// barChanged checks a filter as it is typed.
+func (u *UI) barChanged(text string) {
+	if u.barFor != "filter" {
+		return
+	}
+	if strings.TrimSpace(text) == "" {
+		u.bar.SetFieldTextColor(tcell.ColorDefault)
+		u.msg = ""
+		u.status.SetText(u.statusText())
+		return
+	}
+	if _, err := CheckFilter(text); err != nil {
+		u.bar.SetFieldTextColor(tcell.ColorRed)
+		u.msg = FilterErrorText(err)
+	} else {
+		u.bar.SetFieldTextColor(tcell.ColorGreen)
+		u.msg = "[green]ok[-]"
+	}
+	u.status.SetText(u.statusText())
+}
+
+func (u *UI) barKeys(ev *tcell.EventKey) *tcell.EventKey {
+	if u.barFor != "filter" || len(u.List.History) == 0 {
+		return ev
+	}
+	switch ev.Key() {
+	case tcell.KeyUp:
+		u.histPos = max(u.histPos-1, 0)
+	case tcell.KeyDown:
+		u.histPos = min(u.histPos+1, len(u.List.History))
+	default:
+		return ev
+	}
+	if u.histPos < len(u.List.History) {
+		u.bar.SetText(u.List.History[u.histPos])
+	} else {
+		u.bar.SetText("")
+	}
+	return nil
+}
+
+func (u *UI) barDone(key tcell.Key) {
+	mode, text := u.barFor, strings.TrimSpace(u.bar.GetText())
+	if key != tcell.KeyEnter {
+		u.msg = ""
+		u.closeBar()
+		return
+	}
+	switch mode {
+	case "filter":
+		fr, err := u.S.ApplyFilter(text)
+		if err != nil {
+			return // the bar stays open with the error shown
+		}
+		u.List.AddHistory(text)
+		u.List.SetFilter(fr)
+		u.msg = ""
+	case "find":
+		u.List.Search = text
+		if !u.List.Find(text, 1) {
+			u.msg = fmt.Sprintf("%q not found", text)
+		}
+	case "goto":
+		n, err := strconv.Atoi(text)
+		if err != nil {
+			u.msg = "[red]not a frame number[-]"
+		} else {
+			u.closeBar()
+			u.GoFrame(n)
+			return
+		}
+	case "write", "writeconn":
+		if text == "" {
+			break
+		}
+		var n int
+		var err error
+		if mode == "write" {
+			n, err = WriteRows(u.S.Ix, u.List, text)
+		} else {
+			r := u.S.Ix.Row(u.List.RowAt(u.List.Cursor))
+			n, err = WriteConn(u.S.Ix, int(r.Conn), text)
+		}
+		if err != nil {
+			u.msg = "[red]" + tview.Escape(err.Error()) + "[-]"
+		} else {
+			u.msg = fmt.Sprintf("wrote %d frames to %s", n, tview.Escape(text))
+			u.saved = true
+		}
+	}
+	u.closeBar()
+	u.table.Select(u.List.Cursor+1, 0)
+	u.dRow = -1
+	u.showDetail()
+	u.status.SetText(u.statusText())
+}
+
+// ApplyFilter applies a display filter as the bar's Enter does.
+func (u *UI) ApplyFilter(expr string) error {
+	fr, err := u.S.ApplyFilter(expr)
+	if err != nil {
+		return err
+	}
+	u.List.AddHistory(expr)
+	u.List.SetFilter(fr)
+	return nil
+}

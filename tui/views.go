@@ -1,0 +1,349 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/gdamore/tcell/v2"
+	"github.com/iwkit/iwkit/analyze"
+	"github.com/iwkit/iwkit/filter"
+	"github.com/iwkit/iwkit/track"
+	"github.com/rivo/tview"
+)
+
+// CheckFilter compiles a display filter; its error names the column.
+func CheckFilter(expr string) (any, error) {
+	f, err := analyze.CompileFilter(expr)
+	return f, err
+}
+
+// FilterErrorText words a filter error for the status line: the column,
+// the message, and the expression with the octet at the column shown in
+// reverse video (tview colour tags).
+func FilterErrorText(err error) string {
+	var fe *filter.Error
+	if !errors.As(err, &fe) {
+		return "[red]" + tview.Escape(err.Error()) + "[-]"
+	}
+	src, col := fe.Src, min(fe.Column, len(fe.Src))
+	at, rest := " ", ""
+	if col < len(src) {
+		at, rest = src[col:col+1], src[col+1:]
+	}
+	return fmt.Sprintf("[red]column %d: %s[-]  %s[red::r]%s[-::-]%s", fe.Column+1, tview.Escape(fe.Msg),
+		tview.Escape(src[:col]), tview.Escape(at), tview.Escape(rest))
+}
+
+// viewTable is one of the tables a key away (findings, operations,
+// connections, STags); each line may name a frame to jump to, and a
+// frame it blames.
+type viewTable struct {
+	t     *tview.Table
+	jump  []int
+	blame []int
+}
+
+var viewTitles = map[string]string{
+	"findings": " Findings (expert info): Enter goes to the frame, b to the frame it names ",
+	"ops":      " RDMA operations: Enter goes to the request, b to the frame a Terminate blames ",
+	"conns":    " Connections ",
+	"stags":    " STags ",
+}
+
+func newViewTable(name string) *viewTable {
+	v := &viewTable{t: tview.NewTable().SetSelectable(true, false).SetFixed(1, 0)}
+	v.t.SetBorder(true).SetTitle(viewTitles[name]).SetTitleAlign(tview.AlignLeft)
+	v.t.SetSelectedStyle(tcell.StyleDefault.Reverse(true))
+	return v
+}
+
+func (v *viewTable) reset(head ...string) {
+	v.t.Clear()
+	v.jump, v.blame = v.jump[:0], v.blame[:0]
+	for c, h := range head {
+		v.t.SetCell(0, c, tview.NewTableCell(h).SetSelectable(false).SetAttributes(tcell.AttrBold))
+	}
+}
+
+func (v *viewTable) add(color tcell.Color, jump, blame int, cells ...string) {
+	r := v.t.GetRowCount()
+	for c, s := range cells {
+		cell := tview.NewTableCell(tview.Escape(s)).SetTextColor(color)
+		if c == len(cells)-1 {
+			cell.SetExpansion(1)
+		}
+		v.t.SetCell(r, c, cell)
+	}
+	v.jump = append(v.jump, jump)
+	v.blame = append(v.blame, blame)
+}
+
+func (v *viewTable) done() {
+	if v.t.GetRowCount() > 1 {
+		v.t.Select(1, 0)
+	}
+	v.t.ScrollToBeginning()
+}
+
+func sevColor(s string) tcell.Color {
+	switch s {
+	case "error":
+		return tcell.ColorRed
+	case "warning":
+		return tcell.ColorOlive
+	}
+	return tcell.ColorTeal
+}
+
+func secs(rel int64) string { return fmt.Sprintf("%.6f", float64(rel)/1e9) }
+
+func (u *UI) fillFindings() {
+	v := u.views["findings"]
+	v.reset("Frame", "Time", "Conn", "Severity", "Code", "Message")
+	fs := u.S.Ix.Findings()
+	// As Wireshark's expert info: first the groups, worst first, each a
+	// count and its first frame; then every finding.
+	type group struct {
+		sev, code string
+		n, first  int
+	}
+	var groups []*group
+	byCode := map[string]*group{}
+	counts := map[string]int{}
+	for _, f := range fs {
+		counts[f.Severity]++
+		g := byCode[f.Code]
+		if g == nil {
+			g = &group{sev: f.Severity, code: f.Code, first: f.Frame}
+			byCode[f.Code] = g
+			groups = append(groups, g)
+		}
+		g.n++
+	}
+	sort.SliceStable(groups, func(i, j int) bool {
+		if a, b := analyze.SeverityRank(groups[i].sev), analyze.SeverityRank(groups[j].sev); a != b {
+			return a > b
+		}
+		return groups[i].code < groups[j].code
+	})
+	for _, g := range groups {
+		v.add(sevColor(g.sev), g.first, 0, fmt.Sprint(g.first), "", "", g.sev, g.code, fmt.Sprintf("%d× (Enter: the first)", g.n))
+	}
+	if len(groups) > 0 {
+		v.add(tcell.ColorDefault, 0, 0, "", "", "", "", "", "")
+	}
+	for _, f := range fs {
+		blame := 0
+		if len(f.Frames) > 1 {
+			blame = f.Frames[1]
+		}
+		v.add(sevColor(f.Severity), f.Frame, blame, fmt.Sprint(f.Frame), secs(f.Rel), fmt.Sprint(f.Conn), f.Severity, f.Code, f.Message)
+	}
+	v.t.SetTitle(fmt.Sprintf("%s(%d errors, %d warnings, %d notes) ", viewTitles["findings"], counts["error"], counts["warning"], counts["note"]))
+	v.done()
+}
+
+func (u *UI) fillOps() {
+	v := u.views["ops"]
+	v.reset("Frame", "Time", "Conn", "Dir", "Operation", "Length", "Latency", "Status", "Detail")
+	ix := u.S.Ix
+	// Terminates blame a frame: the rdmap.terminate finding names it.
+	blames := map[[2]int]int{}
+	for _, f := range ix.Findings() {
+		if f.Code == "rdmap.terminate" && len(f.Frames) > 1 {
+			blames[[2]int{f.Conn, f.Frames[0]}] = f.Frames[1]
+		}
+	}
+	type entry struct {
+		frame int
+		color tcell.Color
+		jump  int
+		blame int
+		cells []string
+	}
+	var es []entry
+	// Terminates, from the tracker's rdmap.terminate findings: the first
+	// frame is the Terminate, the second the one it blames.
+	for _, f := range ix.Findings() {
+		if f.Code != "rdmap.terminate" || len(f.Frames) == 0 {
+			continue
+		}
+		blame, det := 0, f.Message
+		if len(f.Frames) > 1 {
+			blame = f.Frames[1]
+			det = fmt.Sprintf("blames frame %d (b): %s", blame, f.Message)
+		}
+		dir := ""
+		if c := ix.Conn(f.Conn); c != nil {
+			dir = c.DirName(f.Dir)
+		}
+		es = append(es, entry{f.Frames[0], tcell.ColorPurple, f.Frames[0], blame,
+			[]string{fmt.Sprint(f.Frames[0]), secs(f.Rel), fmt.Sprint(f.Conn), dir, "Terminate", "", "", "", det}})
+	}
+	for _, o := range ix.Ops() {
+		lat := ""
+		if o.Latency > 0 {
+			lat = o.Latency.Round(time.Microsecond).String()
+		}
+		var det string
+		switch o.Kind {
+		case track.OpRead:
+			det = fmt.Sprintf("sink stag 0x%x src stag 0x%x size %d, response frames %d-%d", o.STag, o.SrcSTag, o.Size, o.ResponseFirst, o.RespLast)
+		case track.OpWrite:
+			det = fmt.Sprintf("stag 0x%x to 0x%x", o.STag, o.TO)
+		case track.OpSend:
+			det = fmt.Sprintf("msn %d", o.MSN)
+			if o.InvSTag != 0 {
+				det += fmt.Sprintf(" invalidates 0x%x", o.InvSTag)
+			}
+		case track.OpAtomic:
+			det = fmt.Sprintf("target stag 0x%x, response frame %d", o.SrcSTag, o.ResponseFirst)
+		}
+		blame := blames[[2]int{o.Conn, o.RequestFrame}]
+		color := tcell.ColorDefault
+		switch {
+		case o.Kind == track.OpTerminate:
+			color = tcell.ColorPurple
+			if blame > 0 {
+				det = fmt.Sprintf("blames frame %d (b)", blame)
+			}
+		case o.Status != track.OpOK:
+			color = tcell.ColorOlive
+		case o.Kind == track.OpRead:
+			color = tcell.ColorGreen
+		}
+		es = append(es, entry{o.RequestFrame, color, o.RequestFrame, blame, []string{fmt.Sprint(o.RequestFrame), secs(o.Rel), fmt.Sprint(o.Conn), o.Dir.String(),
+			o.Opcode.String(), fmt.Sprint(o.Length), lat, o.Status.String(), det}})
+	}
+	sort.SliceStable(es, func(i, j int) bool { return es[i].frame < es[j].frame })
+	for _, e := range es {
+		v.add(e.color, e.jump, e.blame, e.cells...)
+	}
+	v.done()
+}
+
+func (u *UI) fillConns() {
+	v := u.views["conns"]
+	v.reset("Conn", "Initiator", "Responder", "Dir", "Markers", "CRC", "MPA", "PDUs", "Octets", "CRC bad", "Markers seen", "Findings", "Closed")
+	for _, c := range u.S.Ix.Conns() {
+		for d := uint8(0); d < 2; d++ {
+			p := &c.Params[d]
+			mpa := "-"
+			if p.HasFrame {
+				f := &p.Frame
+				mpa = fmt.Sprintf("rev %d", f.Rev)
+				if f.HasV2 {
+					mpa += fmt.Sprintf(" IRD %d ORD %d", f.V2.IRD, f.V2.ORD)
+				}
+				if f.Reject {
+					mpa += " REJECT"
+				}
+			}
+			ini, res := c.Addr[0].String(), c.Addr[1].String()
+			if c.Initiator == 1 {
+				ini, res = res, ini
+			}
+			color := tcell.ColorDefault
+			if c.CRCBad[d] > 0 {
+				color = tcell.ColorRed
+			}
+			first := c.First
+			if d == 1 {
+				ini, res, first = "", "", 0
+			}
+			v.add(color, first, 0, fmt.Sprint(c.ID), ini, res, c.DirName(d),
+				fmt.Sprintf("%v (%s)", p.Markers, p.MarkersSource), fmt.Sprintf("%v (%s)", p.CRC, p.CRCSource), mpa,
+				fmt.Sprint(c.PDUs[d]), fmt.Sprint(c.Octets[d]), fmt.Sprint(c.CRCBad[d]), fmt.Sprint(c.Markers[d]), fmt.Sprint(c.Findings), c.Closed)
+		}
+	}
+	v.done()
+}
+
+func (u *UI) fillSTags() {
+	v := u.views["stags"]
+	v.reset("Conn", "STag", "First", "Last", "Uses", "Octets", "Invalidated", "How")
+	for _, s := range u.S.Ix.STags() {
+		inv := ""
+		color := tcell.ColorDefault
+		if s.Invalidated > 0 {
+			inv = fmt.Sprintf("frame %d", s.Invalidated)
+			color = tcell.ColorOlive
+		}
+		v.add(color, s.First, s.Invalidated, fmt.Sprint(s.Conn), fmt.Sprintf("0x%08x", s.STag), fmt.Sprint(s.First), fmt.Sprint(s.Last),
+			fmt.Sprint(s.Uses), fmt.Sprint(s.Octets), inv, s.How)
+	}
+	v.done()
+}
+
+// ioGraph draws PDUs per interval over the capture, with a line of
+// findings under it, in block characters.
+type ioGraph struct {
+	*tview.Box
+	ix *Index
+}
+
+func newIOGraph(ix *Index) *ioGraph {
+	g := &ioGraph{Box: tview.NewBox(), ix: ix}
+	g.SetBorder(true).SetTitle(" I/O graph: PDUs per interval (red: intervals with error findings) ").SetTitleAlign(tview.AlignLeft)
+	return g
+}
+
+// Buckets counts PDUs, ULPDU octets and error findings in n intervals of
+// the capture; it returns them and the interval length.
+func (ix *Index) Buckets(n int) (pdus, octets, errs []int, step time.Duration) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	pdus, octets, errs = make([]int, n), make([]int, n), make([]int, n)
+	var end int64
+	for i := 0; i < ix.rows.Len(); i++ {
+		end = max(end, ix.rows.At(i).Rel)
+	}
+	step = time.Duration(end/int64(n) + 1)
+	for i := 0; i < ix.rows.Len(); i++ {
+		r := ix.rows.At(i)
+		b := min(int(r.Rel/int64(step)), n-1)
+		if r.Kind == RowFinding {
+			if r.Sev == 3 {
+				errs[b]++
+			}
+			continue
+		}
+		pdus[b]++
+		octets[b] += int(r.ULen)
+	}
+	return
+}
+
+var blocks = []rune(" ▁▂▃▄▅▆▇█")
+
+func (g *ioGraph) Draw(screen tcell.Screen) {
+	g.DrawForSubclass(screen, g)
+	x, y, w, h := g.GetInnerRect()
+	if w < 12 || h < 4 {
+		return
+	}
+	gw, gh := w-10, h-3
+	pdus, _, errs, step := g.ix.Buckets(gw)
+	peak := 1
+	for _, p := range pdus {
+		peak = max(peak, p)
+	}
+	tview.Print(screen, fmt.Sprint(peak), x, y, 9, tview.AlignRight, tcell.ColorDefault)
+	tview.Print(screen, "0", x, y+gh-1, 9, tview.AlignRight, tcell.ColorDefault)
+	for c, p := range pdus {
+		eighths := p * gh * 8 / peak
+		for row := 0; row < gh; row++ {
+			level := eighths - (gh-1-row)*8
+			if level <= 0 {
+				continue
+			}
+			screen.SetContent(x+10+c, y+row, blocks[min(level, 8)], nil, tcell.StyleDefault.Foreground(tcell.ColorGreen))
+		}
+		if errs[c] > 0 {
+			screen.SetContent(x+10+c, y+gh, '!', nil, tcell.StyleDefault.Foreground(tcell.ColorRed))
+		}
+	}
+	tview.Print(screen, fmt.Sprintf("interval %v, %d columns; findings below the axis", step.Round(time.Microsecond), gw), x+10, y+gh+1, gw, tview.AlignLeft, tcell.ColorDefault)
+}
