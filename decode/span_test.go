@@ -16,8 +16,7 @@ func TestSpanReadsTheField(t *testing.T) {
 	for name, seg := range segs {
 		wire := AppendFPDU(nil, seg, true)
 		var p PDU
-		crc := true
-		if _, err := DecodeFPDU(wire, &crc, &p); err != nil {
+		if _, err := DecodeFPDU(wire, CRCUseOn, &p); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if p.SegErr != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/gen"
 	"github.com/iwkit/iwkit/pcap"
+	pcapbpf "github.com/iwkit/iwkit/pcap/bpf"
 )
 
 type matchCollector struct {
@@ -203,7 +204,7 @@ func TestWriteConn(t *testing.T) {
 func TestCaptureFilterOnFile(t *testing.T) {
 	path := genCapture(t, t.TempDir(), "every-terminate", "t.pcap", gen.Params{Seed: 1})
 	const capture = "tcp port 33001"
-	ff, err := pcap.NewExprFilter(capture)
+	ff, err := pcapbpf.NewFilter(capture)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
 	"github.com/iwkit/iwkit/track"
@@ -67,8 +68,8 @@ type Finding struct {
 	Frames   []int // the frames the finding names (the first raised it)
 	Conn     int
 	Dir      uint8
-	Severity string
-	Code     string
+	Severity finding.Severity
+	Code     finding.Code
 	Message  string
 	Row      int // its row in the list
 }
@@ -264,7 +265,7 @@ type indexer struct {
 	last int // the frame fed last
 }
 
-func sevRank(s string) uint8 { return uint8(analyze.SeverityRank(s) + 1) }
+func sevRank(s finding.Severity) uint8 { return uint8(s) + 1 }
 
 func (x *indexer) Record(r *analyze.Record) {
 	ix := x.ix

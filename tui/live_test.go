@@ -13,6 +13,7 @@ import (
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/pcap"
+	pcapbpf "github.com/iwkit/iwkit/pcap/bpf"
 )
 
 // mpaFrame is an MPA Request or Reply, Rev 1, CRC wanted, no Private Data.
@@ -46,7 +47,7 @@ func TestLiveIndex(t *testing.T) {
 	}
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
-	prog, err := pcap.CompileFilter(fmt.Sprintf("tcp port %d", port), layers.LinkTypeEthernet, pcap.FilterOptions{Kernel: true})
+	prog, err := pcapbpf.Compile(fmt.Sprintf("tcp port %d", port), layers.LinkTypeEthernet, pcapbpf.Options{Kernel: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -276,9 +276,9 @@ func (ix *Index) appendSummary(b []byte, r *Row) []byte {
 		ix.mu.RLock()
 		f := ix.findings[r.Aux]
 		ix.mu.RUnlock()
-		b = append(b, f.Severity...)
+		b = append(b, f.Severity.String()...)
 		b = append(b, ' ')
-		b = append(b, f.Code...)
+		b = append(b, f.Code.String()...)
 		b = append(b, ": "...)
 		return append(b, f.Message...)
 	case RowMPA:

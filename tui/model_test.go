@@ -44,7 +44,7 @@ func (c *collector) Record(r *analyze.Record) {
 		c.rows = append(c.rows, wantRow{kind: r.Kind, first: r.FirstFrame, last: r.LastFrame,
 			summary: string(r.PDU.PDU.AppendSummary(nil)), wire: append([]byte(nil), r.PDU.Wire...)})
 	case analyze.KindFinding:
-		c.rows = append(c.rows, wantRow{kind: r.Kind, first: r.FirstFrame, last: r.LastFrame, code: r.Finding.Code})
+		c.rows = append(c.rows, wantRow{kind: r.Kind, first: r.FirstFrame, last: r.LastFrame, code: r.Finding.Code.String()})
 	}
 }
 
@@ -97,7 +97,7 @@ func TestIndexAndLazyDecode(t *testing.T) {
 					t.Fatalf("row %d frames %d-%d, pipeline %d-%d", i, r.First, r.Last, w.first, w.last)
 				}
 				if w.kind == analyze.KindFinding {
-					if r.Kind != RowFinding || s.Ix.Finding(int(r.Aux)).Code != w.code {
+					if r.Kind != RowFinding || s.Ix.Finding(int(r.Aux)).Code.String() != w.code {
 						t.Fatalf("row %d: not finding %s", i, w.code)
 					}
 					continue

@@ -11,6 +11,7 @@ import (
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/filter"
 	"github.com/iwkit/iwkit/pcap"
+	pcapbpf "github.com/iwkit/iwkit/pcap/bpf"
 	"golang.org/x/net/bpf"
 )
 
@@ -96,14 +97,14 @@ func (fr *FilterRun) Status() (int, bool, error) {
 var errCancelled = errors.New("cancelled")
 
 // captureFilter compiles the capture filter of a file (nil: none).
-func (s *Session) captureFilter() (*pcap.FrameFilter, error) {
+func (s *Session) captureFilter() (*pcapbpf.Filter, error) {
 	switch {
 	case s.cfg.Live != nil:
 		return nil, nil // the kernel applies it
 	case s.cfg.CaptureProgram != nil:
-		return pcap.NewProgramFilter(s.cfg.CaptureProgram)
+		return pcapbpf.NewProgramFilter(s.cfg.CaptureProgram)
 	case s.cfg.CaptureExpr != "":
-		return pcap.NewExprFilter(s.cfg.CaptureExpr)
+		return pcapbpf.NewFilter(s.cfg.CaptureExpr)
 	}
 	return nil, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gdamore/tcell/v2"
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/filter"
+	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/track"
 	"github.com/rivo/tview"
 )
@@ -87,11 +88,11 @@ func (v *viewTable) done() {
 	v.t.ScrollToBeginning()
 }
 
-func sevColor(s string) tcell.Color {
+func sevColor(s finding.Severity) tcell.Color {
 	switch s {
-	case "error":
+	case finding.Error:
 		return tcell.ColorRed
-	case "warning":
+	case finding.Warning:
 		return tcell.ColorOlive
 	}
 	return tcell.ColorTeal
@@ -106,12 +107,13 @@ func (u *UI) fillFindings() {
 	// As Wireshark's expert info: first the groups, worst first, each a
 	// count and its first frame; then every finding.
 	type group struct {
-		sev, code string
-		n, first  int
+		sev      finding.Severity
+		code     finding.Code
+		n, first int
 	}
 	var groups []*group
-	byCode := map[string]*group{}
-	counts := map[string]int{}
+	byCode := map[finding.Code]*group{}
+	counts := map[finding.Severity]int{}
 	for _, f := range fs {
 		counts[f.Severity]++
 		g := byCode[f.Code]
@@ -123,13 +125,13 @@ func (u *UI) fillFindings() {
 		g.n++
 	}
 	sort.SliceStable(groups, func(i, j int) bool {
-		if a, b := analyze.SeverityRank(groups[i].sev), analyze.SeverityRank(groups[j].sev); a != b {
+		if a, b := groups[i].sev, groups[j].sev; a != b {
 			return a > b
 		}
-		return groups[i].code < groups[j].code
+		return groups[i].code.String() < groups[j].code.String()
 	})
 	for _, g := range groups {
-		v.add(sevColor(g.sev), g.first, 0, fmt.Sprint(g.first), "", "", g.sev, g.code, fmt.Sprintf("%d× (Enter: the first)", g.n))
+		v.add(sevColor(g.sev), g.first, 0, fmt.Sprint(g.first), "", "", g.sev.String(), g.code.String(), fmt.Sprintf("%d× (Enter: the first)", g.n))
 	}
 	if len(groups) > 0 {
 		v.add(tcell.ColorDefault, 0, 0, "", "", "", "", "", "")
@@ -139,9 +141,9 @@ func (u *UI) fillFindings() {
 		if len(f.Frames) > 1 {
 			blame = f.Frames[1]
 		}
-		v.add(sevColor(f.Severity), f.Frame, blame, fmt.Sprint(f.Frame), secs(f.Rel), fmt.Sprint(f.Conn), f.Severity, f.Code, f.Message)
+		v.add(sevColor(f.Severity), f.Frame, blame, fmt.Sprint(f.Frame), secs(f.Rel), fmt.Sprint(f.Conn), f.Severity.String(), f.Code.String(), f.Message)
 	}
-	v.t.SetTitle(fmt.Sprintf("%s(%d errors, %d warnings, %d notes) ", viewTitles["findings"], counts["error"], counts["warning"], counts["note"]))
+	v.t.SetTitle(fmt.Sprintf("%s(%d errors, %d warnings, %d notes) ", viewTitles["findings"], counts[finding.Error], counts[finding.Warning], counts[finding.Note]))
 	v.done()
 }
 
@@ -152,7 +154,7 @@ func (u *UI) fillOps() {
 	// Terminates blame a frame: the rdmap.terminate finding names it.
 	blames := map[[2]int]int{}
 	for _, f := range ix.Findings() {
-		if f.Code == "rdmap.terminate" && len(f.Frames) > 1 {
+		if f.Code == finding.RDMAPTerminate && len(f.Frames) > 1 {
 			blames[[2]int{f.Conn, f.Frames[0]}] = f.Frames[1]
 		}
 	}
@@ -167,7 +169,7 @@ func (u *UI) fillOps() {
 	// Terminates, from the tracker's rdmap.terminate findings: the first
 	// frame is the Terminate, the second the one it blames.
 	for _, f := range ix.Findings() {
-		if f.Code != "rdmap.terminate" || len(f.Frames) == 0 {
+		if f.Code != finding.RDMAPTerminate || len(f.Frames) == 0 {
 			continue
 		}
 		blame, det := 0, f.Message

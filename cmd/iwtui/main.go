@@ -15,6 +15,7 @@ import (
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/pcap"
+	pcapbpf "github.com/iwkit/iwkit/pcap/bpf"
 	"github.com/iwkit/iwkit/tui"
 	"golang.org/x/net/bpf"
 	"golang.org/x/term"
@@ -77,7 +78,7 @@ func run(args []string, stdout *os.File, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "iwtui: -F: %v\n", err)
 			return exitUsage
 		}
-		if p, err := pcap.ParseProgram(string(b)); err == nil {
+		if p, err := pcapbpf.ParseProgram(string(b)); err == nil {
 			prog = p
 		} else {
 			var lines []string
@@ -104,7 +105,7 @@ func run(args []string, stdout *os.File, stderr io.Writer) int {
 			return exitError
 		}
 		if prog == nil && expr != "" {
-			if prog, err = pcap.CompileFilter(expr, lt, pcap.FilterOptions{Kernel: *iface != pcap.AnyInterface, Snaplen: *snaplen}); err != nil {
+			if prog, err = pcapbpf.Compile(expr, lt, pcapbpf.Options{Kernel: *iface != pcap.AnyInterface, Snaplen: *snaplen}); err != nil {
 				fmt.Fprintf(stderr, "iwtui: capture filter: %v\n", err)
 				return exitUsage
 			}
@@ -115,9 +116,9 @@ func run(args []string, stdout *os.File, stderr io.Writer) int {
 		cfg.CaptureExpr, cfg.CaptureProgram = expr, prog
 		var err error
 		if prog != nil {
-			_, err = pcap.NewProgramFilter(prog)
+			_, err = pcapbpf.NewProgramFilter(prog)
 		} else {
-			_, err = pcap.NewExprFilter(expr)
+			_, err = pcapbpf.NewFilter(expr)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "iwtui: capture filter: %v\n", err)
