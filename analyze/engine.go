@@ -189,7 +189,7 @@ type handler struct {
 func newHandler(c Consumer) *handler {
 	h := &handler{c: c, conns: map[int]*reassembly.Conn{}, worst: -1}
 	h.fc, _ = c.(FrameConsumer)
-	h.t = track.New(track.Config{OnFinding: h.onFinding, OnOperation: h.onOperation})
+	h.t = track.New(track.Config{OnFinding: h.onFinding, OnOperation: h.onOperation, OnTerminate: h.onTerminate})
 	return h
 }
 
@@ -237,6 +237,20 @@ func (h *handler) onOperation(op *track.Operation) {
 	if c := h.conns[op.Conn]; c != nil {
 		d := reassembly.DirAB
 		if TrackDir(c, reassembly.DirBA) == op.Dir {
+			d = reassembly.DirBA
+		}
+		r.onConn(c, d)
+	}
+	h.emit()
+}
+
+// onTerminate hands out a Terminate decoded in context.
+func (h *handler) onTerminate(tr *track.TerminateReport) {
+	r := h.reset(KindTerminate, tr.Frame, tr.Time)
+	r.Term = tr
+	if c := h.conns[tr.Conn]; c != nil {
+		d := reassembly.DirAB
+		if TrackDir(c, reassembly.DirBA) == tr.Dir {
 			d = reassembly.DirBA
 		}
 		r.onConn(c, d)

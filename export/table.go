@@ -1,0 +1,306 @@
+package export
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/snappy"
+)
+
+// ColType is the type of a column, as it is in the Parquet files. Only
+// standard Parquet logical types are used (LogicalTypes.md): any engine
+// that reads Parquet reads them.
+type ColType uint8
+
+const (
+	Bool    ColType = iota + 1 // BOOLEAN
+	Uint8                      // INT32, INT(8, false)
+	Uint16                     // INT32, INT(16, false)
+	Uint32                     // INT32, INT(32, false)
+	Uint64                     // INT64, INT(64, false)
+	Int64                      // INT64, INT(64, true)
+	String                     // BYTE_ARRAY, STRING
+	Bytes                      // BYTE_ARRAY, no logical type (binary)
+	Time                       // INT64, TIMESTAMP(isAdjustedToUTC=true, NANOS)
+	Int64s                     // LIST of required INT64 (INT(64, true))
+	Strings                    // LIST of required STRING
+)
+
+// SQL names the type as DuckDB shows it: what the README's schema lists.
+func (t ColType) SQL() string {
+	return [...]string{"", "BOOLEAN", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "BIGINT", "VARCHAR", "BLOB",
+		"TIMESTAMP WITH TIME ZONE", "BIGINT[]", "VARCHAR[]"}[t]
+}
+
+// goType and tag give the column to parquet-go's schema builder.
+func (t ColType) goType() (reflect.Type, string) {
+	switch t {
+	case Bool:
+		return reflect.TypeFor[bool](), ""
+	case Uint8:
+		return reflect.TypeFor[uint8](), ""
+	case Uint16:
+		return reflect.TypeFor[uint16](), ""
+	case Uint32:
+		return reflect.TypeFor[uint32](), ""
+	case Uint64:
+		return reflect.TypeFor[uint64](), ""
+	case Int64:
+		return reflect.TypeFor[int64](), ""
+	case String:
+		return reflect.TypeFor[string](), ""
+	case Bytes:
+		return reflect.TypeFor[[]byte](), ""
+	case Time:
+		return reflect.TypeFor[int64](), ",timestamp(nanosecond)"
+	case Int64s:
+		return reflect.TypeFor[[]int64](), ",list"
+	case Strings:
+		return reflect.TypeFor[[]string](), ",list"
+	}
+	panic("export: bad column type")
+}
+
+// Column is one column of a table.
+type Column struct {
+	Name     string
+	Type     ColType
+	Optional bool // NULL where the row has no value (a field the PDU does not carry)
+	Desc     string
+}
+
+// Table is one of the exported tables: its name (the directory under
+// the export directory) and its columns, in order.
+type Table struct {
+	Name   string
+	Desc   string
+	Cols   []Column
+	schema *parquet.Schema
+	index  map[string]int
+}
+
+// newTable builds the Parquet schema of the columns, in their order (a
+// struct type made for the purpose: parquet-go's groups sort their fields
+// by name, structs keep their order).
+func newTable(name, desc string, cols []Column) *Table {
+	fields := make([]reflect.StructField, len(cols))
+	index := make(map[string]int, len(cols))
+	for i, c := range cols {
+		if _, dup := index[c.Name]; dup {
+			panic("export: duplicate column " + name + "." + c.Name)
+		}
+		index[c.Name] = i
+		typ, tag := c.Type.goType()
+		if c.Optional {
+			tag += ",optional"
+		}
+		fields[i] = reflect.StructField{Name: fmt.Sprintf("F%d", i), Type: typ,
+			Tag: reflect.StructTag(fmt.Sprintf(`parquet:"%s%s"`, c.Name, tag))}
+	}
+	st := reflect.StructOf(fields)
+	schema := parquet.SchemaOf(reflect.New(st).Interface())
+	return &Table{Name: name, Desc: desc, Cols: cols, schema: parquet.NewSchema(name, schema), index: index}
+}
+
+// Column returns the index of the named column, or -1.
+func (t *Table) Column(name string) int {
+	if i, ok := t.index[name]; ok {
+		return i
+	}
+	return -1
+}
+
+// Schema is the table's Parquet schema.
+func (t *Table) Schema() *parquet.Schema { return t.schema }
+
+// row builds one row, column after column in the table's order.
+type row struct {
+	t    *Table
+	vals parquet.Row
+	col  int
+}
+
+func (r *row) reset() { r.vals, r.col = r.vals[:0], 0 }
+
+func (r *row) put(v parquet.Value) {
+	def := 0
+	if r.t.Cols[r.col].Optional {
+		def = 1
+	}
+	r.vals = append(r.vals, v.Level(0, def, r.col))
+	r.col++
+}
+
+// null leaves the column empty (optional columns only).
+func (r *row) null() {
+	r.vals = append(r.vals, parquet.Value{}.Level(0, 0, r.col))
+	r.col++
+}
+
+func (r *row) bool(x bool)    { r.put(parquet.BooleanValue(x)) }
+func (r *row) u32(x uint32)   { r.put(parquet.Int32Value(int32(x))) }
+func (r *row) u16(x uint16)   { r.put(parquet.Int32Value(int32(x))) }
+func (r *row) u64(x uint64)   { r.put(parquet.Int64Value(int64(x))) }
+func (r *row) i64(x int64)    { r.put(parquet.Int64Value(x)) }
+func (r *row) bytes(b []byte) { r.put(parquet.ByteArrayValue(b)) }
+func (r *row) str(s string) {
+	r.put(parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(s), len(s))))
+}
+func (r *row) time(t time.Time) { r.put(parquet.Int64Value(t.UnixNano())) }
+
+// timeOrNull writes t, or NULL for the zero time.
+func (r *row) timeOrNull(t time.Time) {
+	if t.IsZero() {
+		r.null()
+		return
+	}
+	r.time(t)
+}
+
+// frameOrNull writes a frame number, or NULL for 0 (none).
+func (r *row) frameOrNull(f int) {
+	if f <= 0 {
+		r.null()
+		return
+	}
+	r.i64(int64(f))
+}
+
+// strOrNull writes s, or NULL for "".
+func (r *row) strOrNull(s string) {
+	if s == "" {
+		r.null()
+		return
+	}
+	r.str(s)
+}
+
+// i64s writes a list column (required list of required elements: an
+// empty list is a single value at definition level 0).
+func (r *row) i64s(xs []int) {
+	if len(xs) == 0 {
+		r.vals = append(r.vals, parquet.Value{}.Level(0, 0, r.col))
+	}
+	for i, x := range xs {
+		rep := 1
+		if i == 0 {
+			rep = 0
+		}
+		r.vals = append(r.vals, parquet.Int64Value(int64(x)).Level(rep, 1, r.col))
+	}
+	r.col++
+}
+
+func (r *row) strs(xs []string) {
+	if len(xs) == 0 {
+		r.vals = append(r.vals, parquet.Value{}.Level(0, 0, r.col))
+	}
+	for i, x := range xs {
+		rep := 1
+		if i == 0 {
+			rep = 0
+		}
+		r.vals = append(r.vals, parquet.ByteArrayValue([]byte(x)).Level(rep, 1, r.col))
+	}
+	r.col++
+}
+
+// RowGroupRows is the number of rows after which a part file's row group
+// is flushed: what bounds the memory of a writer (the column buffers of
+// one row group, compressed pages until the flush).
+const RowGroupRows = 64 << 10
+
+// part is one part file being written: to a hidden temporary name in its
+// partition directory, renamed into place by commit.
+type part struct {
+	t          *Table
+	f          *os.File
+	w          *parquet.Writer
+	tmp, final string
+	rows       int64
+	inGroup    int
+	one        [1]parquet.Row
+	err        error
+}
+
+func newPart(t *Table, dir, capture, name string) (*part, error) {
+	pdir := filepath.Join(dir, t.Name, "capture="+capture)
+	if err := os.MkdirAll(pdir, 0o755); err != nil {
+		return nil, err
+	}
+	p := &part{t: t, final: filepath.Join(pdir, name+".parquet"), tmp: filepath.Join(pdir, "."+name+".parquet.tmp")}
+	f, err := os.OpenFile(p.tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	p.f = f
+	p.w = parquet.NewWriter(f, t.schema,
+		parquet.Compression(&snappy.Codec{}),
+		parquet.PageBufferSize(64<<10),
+		parquet.CreatedBy("iwkit", "", ""),
+		parquet.KeyValueMetadata("iwkit.table", t.Name),
+		parquet.KeyValueMetadata("iwkit.capture", capture))
+	return p, nil
+}
+
+// write appends a row; the first error sticks and is returned by close.
+func (p *part) write(r *row) {
+	if p.err != nil {
+		return
+	}
+	if r.col != len(p.t.Cols) {
+		panic(fmt.Sprintf("export: %s row has %d columns, want %d", p.t.Name, r.col, len(p.t.Cols)))
+	}
+	p.one[0] = r.vals
+	if _, err := p.w.WriteRows(p.one[:]); err != nil {
+		p.err = err
+		return
+	}
+	p.rows++
+	if p.inGroup++; p.inGroup >= RowGroupRows {
+		p.inGroup = 0
+		p.err = p.w.Flush()
+	}
+}
+
+// close finishes the file under its temporary name.
+func (p *part) close() error {
+	if p.f == nil {
+		return p.err
+	}
+	err := p.err
+	if e := p.w.Close(); err == nil {
+		err = e
+	}
+	if e := p.f.Sync(); err == nil {
+		err = e
+	}
+	if e := p.f.Close(); err == nil {
+		err = e
+	}
+	p.f = nil
+	return err
+}
+
+// commit renames the finished file into place: readers see all of it or
+// nothing of it.
+func (p *part) commit() error { return os.Rename(p.tmp, p.final) }
+
+// abort closes and removes the temporary file.
+func (p *part) abort() {
+	if p.f != nil {
+		p.f.Close()
+		p.f = nil
+	}
+	os.Remove(p.tmp)
+}
+
+// fieldColumn is the column name of a field-table name: dots become
+// underscores, which every engine takes unquoted.
+func fieldColumn(name string) string { return strings.ReplaceAll(name, ".", "_") }
