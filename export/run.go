@@ -79,6 +79,9 @@ func ExportEach(sets []Set, cfg Config, jobs int, done func(Result)) []Result {
 		res := make([]Result, len(sets))
 		for i := range res {
 			res[i] = Result{Set: sets[i], Err: err}
+			if done != nil {
+				done(res[i])
+			}
 		}
 		return res
 	}

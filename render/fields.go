@@ -95,6 +95,7 @@ func yesNo(name, val string) (bool, error) {
 
 // recordFields are the fields of a PDU's record rather than its octets:
 // NDJSON's top-level keys, and tshark's frame.* names for habit's sake.
+// All but missing are the frame's: one occurrence a line.
 var recordFields = []struct {
 	name, desc string
 	kind       decode.FieldKind
@@ -192,7 +193,11 @@ func (p *FieldsPrinter) Record(r *analyze.Record) {
 		}
 		var ok bool
 		if c.rec >= 0 {
-			b, ok = p.appendRecordField(b, c.rec, r), true
+			// Fields of the frame (all but missing) occur once a line,
+			// as tshark's frame.number.
+			if ok = c.n == 0 || recordFields[c.rec].name == "missing"; ok {
+				b = p.appendRecordField(b, c.rec, r)
+			}
 		} else {
 			var v decode.Value
 			if v, ok = c.f.GetIn(pdu, m); ok {
