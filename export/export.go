@@ -81,6 +81,8 @@ type Exporter struct {
 	conns  map[uint64]*connInfo
 	counts map[*Table]int64
 
+	addrs map[netip.AddrPort]string // ip:port texts, made once
+
 	frames              int64
 	firstTime, lastTime time.Time
 	frameSet            bool
@@ -93,7 +95,7 @@ func New(o Options) (*Exporter, error) {
 		return nil, fmt.Errorf("export: capture name %q: use CaptureName", o.Capture)
 	}
 	e := &Exporter{o: o, id: newPartID(), parts: map[*Table]*part{}, rows: map[*Table]*row{},
-		conns: map[uint64]*connInfo{}, counts: map[*Table]int64{}}
+		conns: map[uint64]*connInfo{}, counts: map[*Table]int64{}, addrs: map[netip.AddrPort]string{}}
 	for _, t := range Tables {
 		p, err := newPart(t, o.Dir, o.Capture, "part-"+e.id)
 		if err != nil {
@@ -101,7 +103,7 @@ func New(o Options) (*Exporter, error) {
 			return nil, fmt.Errorf("export: %w", err)
 		}
 		e.parts[t] = p
-		e.rows[t] = &row{t: t}
+		e.rows[t] = &row{t: t, p: p}
 	}
 	return e, nil
 }
@@ -183,8 +185,21 @@ func (e *Exporter) touch(r *analyze.Record) *connInfo {
 	return ci
 }
 
+// addr is a's ip:port text, as the NDJSON writes it.
+func (e *Exporter) addr(a netip.AddrPort) string {
+	if s, ok := e.addrs[a]; ok {
+		return s
+	}
+	if len(e.addrs) >= 1<<16 {
+		clear(e.addrs)
+	}
+	s := addrString(a)
+	e.addrs[a] = s
+	return s
+}
+
 // head writes the columns of where() and connCols().
-func head(w *row, r *analyze.Record, frame int, optionalConn bool) {
+func (e *Exporter) head(w *row, r *analyze.Record, frame int, optionalConn bool) {
 	w.i64(int64(frame))
 	w.time(r.Time)
 	w.i64(int64(r.Rel))
@@ -200,8 +215,8 @@ func head(w *row, r *analyze.Record, frame int, optionalConn bool) {
 	}
 	w.i64(int64(r.Conn.ID))
 	w.str(analyze.DirName(r.Conn, r.Dir))
-	w.str(addrString(r.Src))
-	w.str(addrString(r.Dst))
+	w.str(e.addr(r.Src))
+	w.str(e.addr(r.Dst))
 }
 
 // addrString is ip:port as the NDJSON writes it.
@@ -211,7 +226,7 @@ func (e *Exporter) pdu(r *analyze.Record) {
 	w := e.rows[Pdus]
 	w.reset()
 	ev := r.PDU
-	head(w, r, r.Frame, false)
+	e.head(w, r, r.Frame, false)
 	w.i64(int64(r.FirstFrame))
 	w.u32(ev.Seq)
 	w.u32(uint32(ev.Len))
@@ -245,7 +260,7 @@ func (e *Exporter) finding(r *analyze.Record) {
 	w := e.rows[Findings]
 	w.reset()
 	f := &r.Finding
-	head(w, r, r.Frame, true)
+	e.head(w, r, r.Frame, true)
 	w.str(f.Severity)
 	w.str(f.Code)
 	w.str(f.Message)
@@ -274,7 +289,7 @@ func (e *Exporter) operation(r *analyze.Record) {
 	w := e.rows[Operations]
 	w.reset()
 	op := r.Op
-	head(w, r, r.Frame, true)
+	e.head(w, r, r.Frame, true)
 	w.str(op.Kind.String())
 	w.str(op.Opcode.String())
 	w.str(op.Status.String())
@@ -339,7 +354,7 @@ func (e *Exporter) terminate(r *analyze.Record) {
 	w := e.rows[Operations]
 	w.reset()
 	t := r.Term
-	head(w, r, r.Frame, true)
+	e.head(w, r, r.Frame, true)
 	w.str(track.OpTerminate.String())
 	w.str(decode.OpTerminate.String())
 	for range 11 { // status .. request_id
