@@ -366,3 +366,32 @@ func TestCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeQueries: the README's everyday queries run on the committed
+// captures and answer.
+func TestReadmeQueries(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(readme)
+	i, j := strings.Index(s, "## iwsql"), strings.Index(s, "### Beyond one machine")
+	if i < 0 || j < i {
+		t.Fatal("README has no iwsql section")
+	}
+	blocks := regexp.MustCompile("(?s)```sql\n(.*?)```").FindAllStringSubmatch(s[i:j], -1)
+	if len(blocks) < 5 {
+		t.Fatalf("%d queries in the README", len(blocks))
+	}
+	dir := exportAll(t)
+	for _, b := range blocks {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{"-o", "csv", dir, b[1]}, nil, &stdout, &stderr); code != 0 {
+			t.Errorf("query %s: exit %d: %s", b[1], code, stderr.String())
+			continue
+		}
+		if lines := strings.Count(stdout.String(), "\n"); lines < 2 {
+			t.Errorf("query %s: no rows:\n%s", b[1], stdout.String())
+		}
+	}
+}
