@@ -234,13 +234,7 @@ func (h *handler) onOperation(op *track.Operation) {
 	r := h.reset(KindOperation, max(op.ResponseLastFrame, op.LastRequestFrame), t)
 	r.FirstFrame = op.RequestFrame
 	r.Op = op
-	if c := h.conns[op.Conn]; c != nil {
-		d := reassembly.DirAB
-		if TrackDir(c, reassembly.DirBA) == op.Dir {
-			d = reassembly.DirBA
-		}
-		r.onConn(c, d)
-	}
+	h.onTrackConn(r, op.Conn, op.Dir)
 	h.emit()
 }
 
@@ -248,14 +242,21 @@ func (h *handler) onOperation(op *track.Operation) {
 func (h *handler) onTerminate(tr *track.TerminateReport) {
 	r := h.reset(KindTerminate, tr.Frame, tr.Time)
 	r.Term = tr
-	if c := h.conns[tr.Conn]; c != nil {
+	h.onTrackConn(r, tr.Conn, tr.Dir)
+	h.emit()
+}
+
+// onTrackConn fills the connection part of a record from the tracker's
+// connection number and MPA direction (nothing if the connection is
+// unknown).
+func (h *handler) onTrackConn(r *Record, conn int, dir track.Dir) {
+	if c := h.conns[conn]; c != nil {
 		d := reassembly.DirAB
-		if TrackDir(c, reassembly.DirBA) == tr.Dir {
+		if TrackDir(c, reassembly.DirBA) == dir {
 			d = reassembly.DirBA
 		}
 		r.onConn(c, d)
 	}
-	h.emit()
 }
 
 // onFinding hands out a tracker finding. The connection may already be
@@ -277,13 +278,7 @@ func (h *handler) onFinding(f *track.Finding) {
 		r.LastFrame = f.Frames[n-1]
 	}
 	r.Finding = Finding{Severity: f.Severity.String(), Code: f.Code.String(), Message: f.Message, Track: f}
-	if c := h.conns[f.Conn]; c != nil {
-		d := reassembly.DirAB
-		if TrackDir(c, reassembly.DirBA) == f.Dir {
-			d = reassembly.DirBA
-		}
-		r.onConn(c, d)
-	}
+	h.onTrackConn(r, f.Conn, f.Dir)
 	h.emit()
 }
 
