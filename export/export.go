@@ -82,6 +82,7 @@ type Exporter struct {
 	counts map[*Table]int64
 
 	addrs map[netip.AddrPort]string // ip:port texts, made once
+	masks map[decode.Mask][]int     // present fields by Present mask
 
 	frames              int64
 	firstTime, lastTime time.Time
@@ -95,7 +96,7 @@ func New(o Options) (*Exporter, error) {
 		return nil, fmt.Errorf("export: capture name %q: use CaptureName", o.Capture)
 	}
 	e := &Exporter{o: o, id: newPartID(), parts: map[*Table]*part{}, rows: map[*Table]*row{},
-		conns: map[uint64]*connInfo{}, counts: map[*Table]int64{}, addrs: map[netip.AddrPort]string{}}
+		conns: map[uint64]*connInfo{}, counts: map[*Table]int64{}, addrs: map[netip.AddrPort]string{}, masks: map[decode.Mask][]int{}}
 	for _, t := range Tables {
 		p, err := newPart(t, o.Dir, o.Capture, "part-"+e.id)
 		if err != nil {
@@ -233,13 +234,10 @@ func (e *Exporter) pdu(r *analyze.Record) {
 	w.u32(uint32(ev.Missing))
 	p := &ev.PDU
 	m := decode.Present(p)
-	for i := range pduFields {
+	for _, i := range e.present(m) {
 		pf := &pduFields[i]
-		v, ok := pf.f.GetIn(p, m)
-		if !ok {
-			w.null()
-			continue
-		}
+		v, _ := pf.f.GetIn(p, m)
+		w.skip(pduBase + i)
 		switch pf.typ {
 		case Bool:
 			w.bool(v.U != 0)
@@ -253,7 +251,29 @@ func (e *Exporter) pdu(r *analyze.Record) {
 			w.bytes(v.B)
 		}
 	}
+	w.skip(len(Pdus.Cols))
 	e.emit(Pdus, w)
+}
+
+// pduBase is the column of the first field of the table.
+var pduBase = Pdus.Column(fieldColumn(pduFields[0].f.Name))
+
+// present lists the pduFields a PDU with Present mask m carries (cached
+// by mask: a capture has a few dozen kinds of PDU).
+func (e *Exporter) present(m decode.Mask) []int {
+	if l, ok := e.masks[m]; ok {
+		return l
+	}
+	var l []int
+	for i := range pduFields {
+		if pduFields[i].f.In(m) {
+			l = append(l, i)
+		}
+	}
+	if len(e.masks) < 4096 {
+		e.masks[m] = l
+	}
+	return l
 }
 
 func (e *Exporter) finding(r *analyze.Record) {

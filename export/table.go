@@ -141,15 +141,19 @@ type row struct {
 func (r *row) reset() { r.col = 0 }
 
 func (r *row) put(v parquet.Value) {
+	r.p.fill(r.col)
 	r.p.batch[r.col] = append(r.p.batch[r.col], v.Level(0, int(r.t.def[r.col]), r.col))
+	r.p.rowsIn[r.col]++
 	r.col++
 }
 
-// null leaves the column empty (optional columns only).
-func (r *row) null() {
-	r.p.batch[r.col] = append(r.p.batch[r.col], r.t.nulls[r.col])
-	r.col++
-}
+// null leaves the column empty (optional columns only): nothing is
+// written now, the NULLs of a column are filled in before its next value
+// and at the end of the batch (most fields of a PDU are absent).
+func (r *row) null() { r.col++ }
+
+// skip leaves the columns up to col empty.
+func (r *row) skip(col int) { r.col = col }
 
 func (r *row) bool(x bool)  { r.put(parquet.BooleanValue(x)) }
 func (r *row) u32(x uint32) { r.put(parquet.Int32Value(int32(x))) }
@@ -202,6 +206,8 @@ func (r *row) strOrNull(s string) {
 // i64s writes a list column (required list of required elements: an
 // empty list is a single value at definition level 0).
 func (r *row) i64s(xs []int) {
+	r.p.fill(r.col)
+	r.p.rowsIn[r.col]++
 	c := &r.p.batch[r.col]
 	if len(xs) == 0 {
 		*c = append(*c, parquet.Value{}.Level(0, 0, r.col))
@@ -213,6 +219,8 @@ func (r *row) i64s(xs []int) {
 }
 
 func (r *row) strs(xs []string) {
+	r.p.fill(r.col)
+	r.p.rowsIn[r.col]++
 	c := &r.p.batch[r.col]
 	if len(xs) == 0 {
 		*c = append(*c, parquet.Value{}.Level(0, 0, r.col))
@@ -241,6 +249,7 @@ type part struct {
 	// column writers (column by column: far cheaper than row by row);
 	// arena the octets they point at.
 	batch   [][]parquet.Value
+	rowsIn  []int // rows of the batch each column has values for
 	inBatch int
 	arena   []byte
 	err     error
@@ -255,7 +264,7 @@ func newPart(t *Table, dir, capture, name string) (*part, error) {
 		return nil, err
 	}
 	p := &part{t: t, final: filepath.Join(pdir, name+".parquet"), tmp: filepath.Join(pdir, "."+name+".parquet.tmp"),
-		batch: make([][]parquet.Value, len(t.Cols))}
+		batch: make([][]parquet.Value, len(t.Cols)), rowsIn: make([]int, len(t.Cols))}
 	f, err := os.OpenFile(p.tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
@@ -263,7 +272,7 @@ func newPart(t *Table, dir, capture, name string) (*part, error) {
 	p.f = f
 	p.w = parquet.NewWriter(f, t.schema,
 		parquet.Compression(&snappy.Codec{}),
-		parquet.PageBufferSize(64<<10),
+		parquet.PageBufferSize(16<<10),
 		parquet.CreatedBy("iwkit", "", ""),
 		parquet.KeyValueMetadata("iwkit.table", t.Name),
 		parquet.KeyValueMetadata("iwkit.capture", capture))
@@ -288,11 +297,28 @@ func (p *part) write(r *row) {
 	}
 }
 
+// fill appends the NULLs column col lacks for the rows before the
+// current one.
+func (p *part) fill(col int) {
+	if n := p.inBatch - p.rowsIn[col]; n > 0 {
+		null := p.t.nulls[col]
+		b := p.batch[col]
+		for range n {
+			b = append(b, null)
+		}
+		p.batch[col], p.rowsIn[col] = b, p.inBatch
+	}
+}
+
 // flushBatch hands the batched values to the column writers, which copy
 // them.
 func (p *part) flushBatch() {
 	if p.inBatch == 0 {
 		return
+	}
+	for i := range p.batch {
+		p.fill(i)
+		p.rowsIn[i] = 0
 	}
 	p.inBatch = 0
 	for i, cw := range p.w.ColumnWriters() {

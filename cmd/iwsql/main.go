@@ -1,3 +1,5 @@
+//go:build cgo
+
 // Command iwsql queries iwdump --export directories with embedded DuckDB:
 // the tables (connections, pdus, operations, findings, captures) are
 // views over every capture set's Parquet files.
