@@ -212,3 +212,21 @@ connections:
 	}
 	return file
 }
+
+// TestFrameFilter: -Y 'frame == N' shows what an export row points at:
+// the PDUs and findings reported at frame N, nothing else.
+func TestFrameFilter(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"-r", "../../testdata/siw/term_read_badstag.pcap", "-Y", "frame == 9"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "9 ") {
+			t.Errorf("line %q", l)
+		}
+	}
+	if len(lines) < 2 || !strings.Contains(stdout.String(), "Terminate") {
+		t.Errorf("frame 9:\n%s", stdout.String())
+	}
+}
