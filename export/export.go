@@ -281,8 +281,8 @@ func (e *Exporter) finding(r *analyze.Record) {
 	w.reset()
 	f := &r.Finding
 	e.head(w, r, r.Frame, true)
-	w.str(f.Severity)
-	w.str(f.Code)
+	w.str(fmt.Sprint(f.Severity)) // a string, or a catalogue type with String
+	w.str(fmt.Sprint(f.Code))
 	w.str(f.Message)
 	switch {
 	case f.Track != nil && len(f.Track.Frames) > 0:

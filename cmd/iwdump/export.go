@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/export"
 )
 
@@ -43,7 +42,7 @@ func runExport(o *options, args []string, stdout, stderr io.Writer) int {
 		return fail("--export takes no -Y, -z, --plot, -w or -T")
 	case x.jobs < 0:
 		return fail("--jobs takes a positive number, not %d", x.jobs)
-	case o.failOn != "" && analyze.SeverityRank(o.failOn) < 0:
+	case o.failOn != "" && severityRank(o.failOn) < 0:
 		return fail("--fail-on takes error, warning or note, not %q", o.failOn)
 	}
 	files := o.files
@@ -114,8 +113,22 @@ func runExport(o *options, args []string, stdout, stderr io.Writer) int {
 			worst = max(worst, r.Report.Worst)
 		}
 	}
-	if code == exitOK && o.failOn != "" && worst >= analyze.SeverityRank(o.failOn) {
+	if code == exitOK && o.failOn != "" && worst >= severityRank(o.failOn) {
 		return exitFindings
 	}
 	return code
+}
+
+// severityRank orders the severities as analyze.Report.Worst does: note
+// 0, warning 1, error 2; -1 for anything else.
+func severityRank(s string) int {
+	switch s {
+	case "note":
+		return 0
+	case "warning":
+		return 1
+	case "error":
+		return 2
+	}
+	return -1
 }
