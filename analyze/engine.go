@@ -176,7 +176,7 @@ type handler struct {
 func newHandler(c Consumer) *handler {
 	h := &handler{c: c, conns: map[int]*reassembly.Conn{}, worst: -1}
 	h.fc, _ = c.(FrameConsumer)
-	h.t = track.New(track.Config{OnFinding: h.onFinding, OnOperation: h.onOperation})
+	h.t = track.New(track.Config{OnFinding: h.onFinding, OnOperation: h.onOperation, OnTerminate: h.onTerminate})
 	h.feed = track.Feed{T: h.t}
 	return h
 }
@@ -219,6 +219,14 @@ func (h *handler) onOperation(op *track.Operation) {
 	r.FirstFrame = op.RequestFrame
 	r.Op = op
 	h.onTrackConn(r, op.Conn, op.Dir)
+	h.emit()
+}
+
+// onTerminate hands out a Terminate decoded in context.
+func (h *handler) onTerminate(tr *track.TerminateReport) {
+	r := h.reset(KindTerminate, tr.Frame, tr.Time)
+	r.Term = tr
+	h.onTrackConn(r, tr.Conn, tr.Dir)
 	h.emit()
 }
 

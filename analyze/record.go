@@ -36,6 +36,9 @@ const (
 	// KindClosed: the connection ended (Record.Close: FIN, RST, idle,
 	// end of capture, eviction).
 	KindClosed
+	// KindTerminate: a Terminate decoded in context (Record.Term): its
+	// cause as read, and the frame of the segment it blames.
+	KindTerminate
 )
 
 func (k Kind) String() string {
@@ -54,6 +57,8 @@ func (k Kind) String() string {
 		return "operation"
 	case KindClosed:
 		return "closed"
+	case KindTerminate:
+		return "terminate"
 	}
 	return "unknown"
 }
@@ -86,9 +91,10 @@ type Record struct {
 	HasSeq                bool
 	Seq, End              uint32 // TCP sequence range [Seq, End) of the PDU or gap
 
-	PDU     *reassembly.PDUEvent // KindPDU
-	Finding Finding              // KindFinding
-	Op      *track.Operation     // KindOperation
+	PDU     *reassembly.PDUEvent   // KindPDU
+	Finding Finding                // KindFinding
+	Op      *track.Operation       // KindOperation
+	Term    *track.TerminateReport // KindTerminate
 	Close   *reassembly.CloseEvent
 	Gap     *reassembly.GapEvent    // a tcp.gap or mpa.skipped finding
 	Resync  *reassembly.ResyncEvent // an mpa.resync finding
@@ -128,6 +134,11 @@ var findingFields = map[string]filter.Getter[*Record]{
 	"finding": func(r *Record) (decode.Value, bool) {
 		return decode.Value{Kind: decode.KindBool, U: 1}, r.Kind == KindFinding
 	},
+	// frame: the frame a PDU or finding is reported at (iwdump -Y 'frame
+	// == N' finds what a query over an export points at).
+	"frame": func(r *Record) (decode.Value, bool) {
+		return decode.Value{Kind: decode.KindUint, U: uint64(r.Frame)}, true
+	},
 }
 
 // ResolveField serves display filters (package filter) over records: the
@@ -135,8 +146,11 @@ var findingFields = map[string]filter.Getter[*Record]{
 func ResolveField(name string) (filter.Getter[*Record], decode.FieldKind, bool) {
 	if g, ok := findingFields[name]; ok {
 		kind := decode.KindString
-		if name == "finding" {
+		switch name {
+		case "finding":
 			kind = decode.KindBool
+		case "frame":
+			kind = decode.KindUint
 		}
 		return g, kind, true
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,7 +54,18 @@ func liveFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&l.write, "w", "", "write the frames that pass the capture filter to `FILE` (pcap, or pcapng if FILE ends in .pcapng; - for standard output)")
 	fs.StringVar(&l.wformat, "format", "", "capture file `format` for -w: pcap or pcapng (default: from the -w file name)")
 	fs.StringVar(&l.rotateSize, "C", "", "with -w, start a new file when the current one exceeds `SIZE` million octets (suffix k, m, g: KiB, MiB, GiB); files are named FILE, FILE1, FILE2, ...")
-	fs.IntVar(&l.rotateSecs, "G", 0, "with -w, start a new file every `SECONDS`; FILE may hold strftime(3) conversions such as %Y%m%d-%H%M%S")
+	fs.Func("G", "with -w, start a new file every `SECONDS`; FILE may hold strftime(3) conversions such as %Y%m%d-%H%M%S. -G fields lists the fields of -e, -Y and the export, as tshark -G fields does", func(v string) error {
+		if v == "fields" {
+			o.glossary = v
+			return nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("-G takes SECONDS or fields, not %q", v)
+		}
+		l.rotateSecs = n
+		return nil
+	})
 	fs.IntVar(&l.maxFiles, "W", 0, "with -C, keep at most `COUNT` files, reusing their names in a ring; with -G alone, stop after COUNT files")
 	fs.StringVar(&l.filterFile, "F", "", "read the capture filter from `FILE`: a BPF program in tcpdump -ddd format, or a filter expression")
 	fs.BoolVar(&l.printProg, "d", false, "print the capture filter's BPF program in readable form and exit")

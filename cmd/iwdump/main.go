@@ -37,7 +37,10 @@ type options struct {
 	progress string
 	workers  int
 	print    render.Options
-	live     liveOptions // -i, capture filter, -w and their flags (live.go)
+	live     liveOptions          // -i, capture filter, -w and their flags (live.go)
+	fields   render.FieldsOptions // -T fields: -e, -E
+	glossary string               // -G fields
+	export   exportOptions        // --export, --each, --jobs (export.go)
 }
 
 func main() {
@@ -48,6 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("iwdump", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
+	o.fields = render.DefaultFieldsOptions()
 	fs.Func("r", "read frames from `FILE` (pcap or pcapng, may be gzip-compressed; - for stdin); repeat to merge several files in time order", func(v string) error {
 		o.files = append(o.files, v)
 		return nil
@@ -80,10 +84,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto (large files, stderr a terminal), always, never")
 	fs.IntVar(&o.workers, "workers", 0, "reassemble and decode on `N` goroutines, flows sharded by their addresses (0: one per core, up to 4, for files of 64 MiB or more; 1 otherwise); the output does not depend on N")
 	fs.StringVar(&o.print.TimeFormat, "t", "r", "time `format` of text lines: r (seconds since the first frame), a (time of day, UTC), ad (date and time, UTC), e (seconds since the epoch)")
-	fs.StringVar(&o.print.Format, "T", "text", "output `format`: text or json (NDJSON, one object per PDU or finding)")
-	liveFlags(fs, &o) // live.go
+	fs.StringVar(&o.print.Format, "T", "text", "output `format`: text, json (NDJSON, one object per PDU or finding) or fields (tshark's -T fields: the -e fields, a line per frame)")
+	fs.Func("e", "with -T fields, print `FIELD` (repeatable; iwdump -G fields lists them)", func(v string) error {
+		o.fields.Fields = append(o.fields.Fields, v)
+		return nil
+	})
+	fs.Func("E", "with -T fields, tshark's `OPTION`: header=y|n, separator=/t|/s|C, occurrence=f|l|a, aggregator=,|/s|C, quote=d|s|n, escape=y|n", o.fields.SetE)
+	liveFlags(fs, &o)   // live.go
+	exportFlags(fs, &o) // export.go
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: iwdump {-r FILE [-r FILE]... | -i IFACE [-w FILE]} [-c N] [-n] [-q] [-V] [-x] [-t r|a|ad|e] [-Y FILTER] [-T text|json] [-z STAT] [--plot FILE] [--fail-on SEVERITY] [--workers N] [capture filter]\n")
+		fmt.Fprintf(stderr, "       iwdump -r FILE -T fields -e FIELD [-e FIELD]... [-E header=y] [-E separator=,|/t] [-E quote=d] [-E occurrence=f|l|a]\n")
+		fmt.Fprintf(stderr, "       iwdump -G fields\n")
+		fmt.Fprintf(stderr, "       iwdump --export DIR [--each] [--jobs N] -r FILE [-r FILE]... | iwdump --export DIR --each [--jobs N] FILE...\n")
 		fs.PrintDefaults()
 	}
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to `FILE` (for performance work)")
@@ -105,6 +118,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitError
 	}
+	if o.glossary != "" {
+		render.WriteGlossary(stdout)
+		return exitOK
+	}
+	if o.export.dir != "" {
+		return runExport(&o, fs.Args(), stdout, stderr) // export.go
+	}
 	// The arguments after the flags are a capture filter (live.go).
 	if code, done := liveSetup(&o, fs.Args(), stdout, stderr); done {
 		return code
@@ -112,7 +132,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(o.files) == 0 && o.live.iface == "":
 		return usage("no input: give -r FILE or -i IFACE")
-	case o.print.Format != "text" && o.print.Format != "json":
+	case o.print.Format != "text" && o.print.Format != "json" && o.print.Format != "fields":
 		return usage(fmt.Sprintf("unknown output format %q", o.print.Format))
 	case o.failOn != "" && !validSeverity(o.failOn):
 		return usage(fmt.Sprintf("--fail-on takes error, warning or note, not %q", o.failOn))
@@ -146,8 +166,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o.live.iface != "" {
 		cfg.Workers = 1 // frames come as they are captured: no chunks to shard
 	}
+	if o.print.Format == "fields" {
+		cfg.Workers = 1 // a line gathers every PDU of its frame
+	}
 	var shardPlots []*plots
+	var fp *render.FieldsPrinter
+	if o.print.Format == "fields" {
+		var match func(*analyze.Record) bool
+		if o.print.Filter != nil {
+			match = o.print.Filter.Match
+		}
+		var err error
+		if fp, err = render.NewFieldsPrinter(w, o.fields, o.print.Numeric, match); err != nil {
+			fmt.Fprintf(stderr, "iwdump: %v\n", err)
+			return exitError
+		}
+	}
 	rep, derr := analyze.Run(src, cfg, w, func(_ int, out *analyze.Out) analyze.Consumer {
+		if fp != nil {
+			return fp
+		}
 		p := render.New(out, &o.print)
 		if o.plot == "" {
 			return p
@@ -157,6 +195,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return pc
 	})
 	prog.finish()
+	if fp != nil {
+		fp.Flush()
+	}
 	if derr != nil {
 		// Everything before the damage is printed first.
 		w.Flush()

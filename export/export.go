@@ -1,0 +1,579 @@
+package export
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/iwkit/iwkit/analyze"
+	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/pcap"
+	"github.com/iwkit/iwkit/reassembly"
+	"github.com/iwkit/iwkit/track"
+)
+
+// Options say where an export goes.
+type Options struct {
+	// Dir is the export directory: DIR/<table>/capture=<Capture>/part-<id>.parquet.
+	Dir string
+	// Capture names the capture set (the Hive partition value); see
+	// CaptureName.
+	Capture string
+	// Files are the capture files, recorded in the captures table.
+	Files []string
+	// Now, when set, stamps captures.exported_at (tests); else time.Now.
+	Now func() time.Time
+}
+
+// CaptureName is the capture-set name of a file: its base name without
+// .gz, .pcap or .pcapng, with every octet other than letters, digits, '.',
+// '-' and '_' replaced by '_' (the name is a directory, a Hive partition
+// value and an SQL string: nothing in it needs escaping).
+func CaptureName(file string) string {
+	base := filepath.Base(file)
+	for _, ext := range []string{".gz", ".pcapng", ".pcap", ".cap"} {
+		base = strings.TrimSuffix(base, ext)
+	}
+	b := []byte(base)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 || b[0] == '.' || b[0] == '_' { // hidden files to Spark and Hive
+		b = append([]byte("c"), b...)
+	}
+	return string(b)
+}
+
+// validCapture: a name CaptureName could have made.
+func validCapture(s string) bool { return s != "" && CaptureName(s) == s }
+
+// connInfo is what the export keeps of a connection until its row is
+// written at the end.
+type connInfo struct {
+	addr                  [2]netip.AddrPort
+	initiator             int8
+	syn                   bool
+	firstFrame, lastFrame int
+	firstTime, lastTime   time.Time
+	markers, crc          [2]bool // by reassembly direction
+	src                   [2]string
+	closed                string
+	closeFrame            int
+}
+
+// Exporter is an analyze.Consumer (with Workers 1) that writes the
+// records of one capture set as Parquet part files. Make it with New,
+// run the pipeline, then call Finish with the report (or Abort).
+type Exporter struct {
+	o      Options
+	id     string
+	parts  map[*Table]*part
+	rows   map[*Table]*row
+	conns  map[uint64]*connInfo
+	counts map[*Table]int64
+
+	addrs map[netip.AddrPort]string // ip:port texts, made once
+	masks map[decode.Mask][]int     // present fields by Present mask
+
+	frames              int64
+	firstTime, lastTime time.Time
+	frameSet            bool
+}
+
+// New creates the part files of a capture set under their temporary
+// names.
+func New(o Options) (*Exporter, error) {
+	if !validCapture(o.Capture) {
+		return nil, fmt.Errorf("export: capture name %q: use CaptureName", o.Capture)
+	}
+	e := &Exporter{o: o, id: newPartID(), parts: map[*Table]*part{}, rows: map[*Table]*row{},
+		conns: map[uint64]*connInfo{}, counts: map[*Table]int64{}, addrs: map[netip.AddrPort]string{}, masks: map[decode.Mask][]int{}}
+	for _, t := range Tables {
+		p, err := newPart(t, o.Dir, o.Capture, "part-"+e.id)
+		if err != nil {
+			e.Abort()
+			return nil, fmt.Errorf("export: %w", err)
+		}
+		e.parts[t] = p
+		e.rows[t] = &row{t: t, p: p}
+	}
+	return e, nil
+}
+
+// newPartID is unique across processes and machines writing one
+// directory: the time and 64 random bits. Names sort by time.
+func newPartID() string {
+	var r [8]byte
+	rand.Read(r[:])
+	return time.Now().UTC().Format("20060102T150405.000000000Z") + "-" + hex.EncodeToString(r[:])
+}
+
+// Frame counts the frames and their time span (analyze.FrameConsumer).
+func (e *Exporter) Frame(fr *pcap.Frame) {
+	if !e.frameSet {
+		e.firstTime, e.frameSet = fr.Timestamp, true
+	}
+	e.lastTime = fr.Timestamp
+	e.frames++
+}
+
+func (e *Exporter) emit(t *Table, r *row) {
+	e.parts[t].write(r)
+	e.counts[t]++
+}
+
+// Record turns a record into a row (analyze.Consumer).
+func (e *Exporter) Record(r *analyze.Record) {
+	switch r.Kind {
+	case analyze.KindPDU:
+		e.touch(r)
+		e.pdu(r)
+	case analyze.KindFinding:
+		e.finding(r)
+	case analyze.KindOperation:
+		e.operation(r)
+	case analyze.KindTerminate:
+		e.terminate(r)
+	case analyze.KindOpened, analyze.KindNegotiated:
+		e.touch(r)
+	case analyze.KindClosed:
+		if ci := e.touch(r); ci != nil {
+			ci.closed = r.Close.Reason.String()
+			ci.closeFrame = r.Close.Frame
+		}
+	}
+}
+
+// touch keeps what the connection row needs from a record about c.
+func (e *Exporter) touch(r *analyze.Record) *connInfo {
+	c := r.Conn
+	if c == nil {
+		return nil
+	}
+	ci := e.conns[c.ID]
+	if ci == nil {
+		ci = &connInfo{addr: c.Addr, syn: c.SYN, firstFrame: c.FirstFrame, firstTime: c.FirstTime}
+		e.conns[c.ID] = ci
+	}
+	ci.initiator = c.Initiator
+	if c.LastFrame > ci.lastFrame {
+		ci.lastFrame, ci.lastTime = c.LastFrame, c.LastTime
+	}
+	if r.Kind == analyze.KindPDU && r.Frame > ci.lastFrame {
+		ci.lastFrame, ci.lastTime = r.Frame, r.Time
+	}
+	for d := range c.Params {
+		p := &c.Params[d]
+		ci.markers[d], ci.crc[d] = p.Markers, p.CRC
+		switch {
+		case p.MarkersSource == reassembly.SourceHandshake || p.CRCSource == reassembly.SourceHandshake:
+			ci.src[d] = "handshake"
+		case p.MarkersSource == reassembly.SourceInferred || p.CRCSource == reassembly.SourceInferred:
+			ci.src[d] = "inferred"
+		default:
+			ci.src[d] = "unknown"
+		}
+	}
+	return ci
+}
+
+// addr is a's ip:port text, as the NDJSON writes it.
+func (e *Exporter) addr(a netip.AddrPort) string {
+	if s, ok := e.addrs[a]; ok {
+		return s
+	}
+	if len(e.addrs) >= 1<<16 {
+		clear(e.addrs)
+	}
+	s := addrString(a)
+	e.addrs[a] = s
+	return s
+}
+
+// head writes the columns of where() and connCols().
+func (e *Exporter) head(w *row, r *analyze.Record, frame int, optionalConn bool) {
+	w.i64(int64(frame))
+	w.time(r.Time)
+	w.i64(int64(r.Rel))
+	if r.Conn == nil {
+		if !optionalConn {
+			panic("export: record without a connection")
+		}
+		w.null()
+		w.null()
+		w.null()
+		w.null()
+		return
+	}
+	w.i64(int64(r.Conn.ID))
+	w.str(analyze.DirName(r.Conn, r.Dir))
+	w.str(e.addr(r.Src))
+	w.str(e.addr(r.Dst))
+}
+
+// addrString is ip:port as the NDJSON writes it.
+func addrString(a netip.AddrPort) string { return string(a.AppendTo(nil)) }
+
+func (e *Exporter) pdu(r *analyze.Record) {
+	w := e.rows[Pdus]
+	w.reset()
+	ev := r.PDU
+	e.head(w, r, r.Frame, false)
+	w.i64(int64(r.FirstFrame))
+	w.u32(ev.Seq)
+	w.u32(uint32(ev.Len))
+	w.u32(uint32(ev.Missing))
+	p := &ev.PDU
+	m := decode.Present(p)
+	for _, i := range e.present(m) {
+		pf := &pduFields[i]
+		v, _ := pf.f.GetIn(p, m)
+		w.skip(pduBase + i)
+		switch pf.typ {
+		case Bool:
+			w.bool(v.U != 0)
+		case Uint8, Uint16, Uint32:
+			w.u32(uint32(v.U))
+		case Uint64:
+			w.u64(v.U)
+		case String:
+			w.str(v.S)
+		case Bytes:
+			w.bytes(v.B)
+		}
+	}
+	w.skip(len(Pdus.Cols))
+	e.emit(Pdus, w)
+}
+
+// pduBase is the column of the first field of the table.
+var pduBase = Pdus.Column(fieldColumn(pduFields[0].f.Name))
+
+// present lists the pduFields a PDU with Present mask m carries (cached
+// by mask: a capture has a few dozen kinds of PDU).
+func (e *Exporter) present(m decode.Mask) []int {
+	if l, ok := e.masks[m]; ok {
+		return l
+	}
+	var l []int
+	for i := range pduFields {
+		if pduFields[i].f.In(m) {
+			l = append(l, i)
+		}
+	}
+	if len(e.masks) < 4096 {
+		e.masks[m] = l
+	}
+	return l
+}
+
+func (e *Exporter) finding(r *analyze.Record) {
+	w := e.rows[Findings]
+	w.reset()
+	f := &r.Finding
+	e.head(w, r, r.Frame, true)
+	w.str(fmt.Sprint(f.Severity)) // a string, or a catalogue type with String
+	w.str(fmt.Sprint(f.Code))
+	w.str(f.Message)
+	switch {
+	case f.Track != nil && len(f.Track.Frames) > 0:
+		w.i64s(f.Track.Frames)
+	case r.Frame > 0:
+		w.i64s([]int{r.Frame})
+	default:
+		w.i64s(nil)
+	}
+	if f.Track != nil {
+		w.strOrNull(f.Track.Checks)
+	} else {
+		w.null()
+	}
+	if r.HasSeq {
+		w.u32(r.Seq)
+	} else {
+		w.null()
+	}
+	e.emit(Findings, w)
+}
+
+func (e *Exporter) operation(r *analyze.Record) {
+	w := e.rows[Operations]
+	w.reset()
+	op := r.Op
+	e.head(w, r, r.Frame, true)
+	w.str(op.Kind.String())
+	w.str(op.Opcode.String())
+	w.str(op.Status.String())
+	w.u64(op.Length)
+	isRead := op.Opcode == decode.OpReadRequest
+	isWrite := op.Opcode == decode.OpWrite
+	isAtomic := op.Kind == track.OpAtomic
+	if isRead {
+		w.u32(op.Size)
+	} else {
+		w.null()
+	}
+	if isRead || isWrite {
+		w.u32(op.STag)
+		w.u64(op.TO)
+	} else {
+		w.null()
+		w.null()
+	}
+	if isRead || isAtomic {
+		w.u32(op.SrcSTag)
+		w.u64(op.SrcTO)
+	} else {
+		w.null()
+		w.null()
+	}
+	if op.Opcode == decode.OpSendInv || op.Opcode == decode.OpSendSEInv {
+		w.u32(op.InvalidateSTag)
+	} else {
+		w.null()
+	}
+	if !isWrite {
+		w.u32(op.MSN)
+	} else {
+		w.null()
+	}
+	if isAtomic {
+		w.str(op.AtomicOp.String())
+		w.u32(op.RequestID)
+	} else {
+		w.null()
+		w.null()
+	}
+	w.i64(int64(op.RequestFrame))
+	w.i64(int64(op.LastRequestFrame))
+	w.frameOrNull(op.ResponseFirstFrame)
+	w.frameOrNull(op.ResponseLastFrame)
+	w.time(op.Start)
+	w.timeOrNull(op.End)
+	if op.ResponseLastFrame > 0 && (isRead || isAtomic) {
+		w.i64(int64(op.Latency))
+	} else {
+		w.null()
+	}
+	for range 9 { // the Terminate columns
+		w.null()
+	}
+	e.emit(Operations, w)
+}
+
+func (e *Exporter) terminate(r *analyze.Record) {
+	w := e.rows[Operations]
+	w.reset()
+	t := r.Term
+	e.head(w, r, r.Frame, true)
+	w.str(track.OpTerminate.String())
+	w.str(decode.OpTerminate.String())
+	for range 11 { // status .. request_id
+		w.null()
+	}
+	w.i64(int64(t.Frame))
+	w.i64(int64(t.Frame))
+	w.null()
+	w.null()
+	w.time(t.Time)
+	w.time(t.Time)
+	w.null()
+	w.str(t.Cause.LayerName)
+	w.str(t.Cause.ETypeName)
+	w.str(t.Cause.CodeName)
+	w.str(t.Cause.Short())
+	w.bool(t.Siw)
+	w.frameOrNull(t.BlamedFrame)
+	if t.BlamedFrame > 0 {
+		w.str(t.BlamedOpcode.String())
+	} else {
+		w.null()
+	}
+	w.str(t.Verdict.String())
+	w.strOrNull(t.Reason)
+	e.emit(Operations, w)
+}
+
+// connections writes a row per connection of the report, by number.
+func (e *Exporter) connections(rep *analyze.Report) {
+	w := e.rows[Connections]
+	stats := slices.Clone(rep.ConnStats)
+	slices.SortFunc(stats, func(a, b track.ConnStats) int { return a.Conn - b.Conn })
+	for i := range stats {
+		cs := &stats[i]
+		ci := e.conns[uint64(cs.Conn)]
+		if ci == nil {
+			c := rep.Conns[cs.Conn]
+			if c == nil {
+				continue
+			}
+			ci = &connInfo{addr: c.Addr, initiator: c.Initiator, syn: c.SYN, firstFrame: c.FirstFrame, firstTime: c.FirstTime,
+				lastFrame: c.LastFrame, lastTime: c.LastTime, src: [2]string{"unknown", "unknown"}}
+		}
+		init := reassembly.DirAB
+		if ci.initiator >= 0 {
+			init = reassembly.Dir(ci.initiator)
+		}
+		ia, ra := ci.addr[init], ci.addr[init.Other()]
+		w.reset()
+		w.i64(int64(cs.Conn))
+		w.str(addrString(ia))
+		w.str(addrString(ra))
+		w.str(ia.Addr().String())
+		w.u16(ia.Port())
+		w.str(ra.Addr().String())
+		w.u16(ra.Port())
+		w.bool(ci.syn)
+		w.i64(int64(ci.firstFrame))
+		w.i64(int64(ci.lastFrame))
+		w.time(ci.firstTime)
+		w.time(ci.lastTime)
+		era := &cs.Era
+		w.str(era.Name())
+		if era.Handshake {
+			w.u32(uint32(era.ReqRev))
+			w.u32(uint32(era.RepRev))
+		} else {
+			w.null()
+			w.null()
+		}
+		w.bool(era.Enhanced)
+		w.bool(era.P2P)
+		w.strOrNull(cs.Negotiated.RTR)
+		w.bool(cs.Negotiated.Rejected)
+		w.bool(era.CRC)
+		for _, td := range []track.Dir{track.I2R, track.R2I} {
+			rd := init
+			if td == track.R2I {
+				rd = init.Other()
+			}
+			w.bool(ci.markers[rd])
+			w.bool(ci.crc[rd])
+			w.str(orUnknown(ci.src[rd]))
+			for _, x := range []int{cs.Negotiated.IRD[td], cs.Negotiated.ORD[td]} {
+				if x < 0 {
+					w.null()
+				} else {
+					w.i64(int64(x))
+				}
+			}
+			s := &cs.Dir[td]
+			for _, x := range []uint64{s.FPDUs, s.ULPDUOctets, s.PayloadOctets, s.CRCGood, s.CRCBad, s.Gaps, s.GapOctets, s.Retransmissions,
+				s.Ops.Writes, s.Ops.Sends, s.Ops.Reads, s.Ops.ReadsAnswered, s.Ops.Atomics, s.Ops.Terminates} {
+				w.u64(x)
+			}
+		}
+		var nf uint64
+		for _, n := range cs.Findings {
+			nf += uint64(n)
+		}
+		w.u64(nf)
+		w.strOrNull(ci.closed)
+		w.frameOrNull(ci.closeFrame)
+		e.emit(Connections, w)
+	}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// Counts are the rows written per table.
+type Counts struct {
+	Frames                                  int64
+	Connections, PDUs, Operations, Findings int64
+}
+
+// Finish writes the connections and the captures row, closes every part
+// file and renames them into place, then removes the parts of earlier
+// exports of the same capture set (so that re-running an export, as a
+// retried batch job does, leaves one copy). rep is what analyze.Run
+// returned.
+func (e *Exporter) Finish(rep *analyze.Report) (Counts, error) {
+	if rep != nil {
+		e.connections(rep)
+	}
+	now := time.Now
+	if e.o.Now != nil {
+		now = e.o.Now
+	}
+	w := e.rows[Captures]
+	w.reset()
+	w.strs(e.o.Files)
+	w.i64(e.frames)
+	if e.frameSet {
+		w.time(e.firstTime)
+		w.time(e.lastTime)
+	} else {
+		w.null()
+		w.null()
+	}
+	n := Counts{Frames: e.frames, Connections: e.counts[Connections], PDUs: e.counts[Pdus], Operations: e.counts[Operations], Findings: e.counts[Findings]}
+	for _, x := range []int64{n.Connections, n.PDUs, n.Operations, n.Findings} {
+		w.i64(x)
+	}
+	w.time(now())
+	e.emit(Captures, w)
+	var err error
+	for _, t := range Tables {
+		if cerr := e.parts[t].close(); cerr != nil && err == nil {
+			err = fmt.Errorf("export %s: %w", t.Name, cerr)
+		}
+	}
+	if err != nil {
+		e.Abort()
+		return n, err
+	}
+	// The captures part goes last: a reader that sees a capture set's
+	// captures row sees all its tables.
+	for _, t := range Tables {
+		if cerr := e.parts[t].commit(); cerr != nil {
+			e.Abort()
+			return n, fmt.Errorf("export %s: %w", t.Name, cerr)
+		}
+	}
+	for _, t := range Tables {
+		e.removeOld(t)
+	}
+	return n, nil
+}
+
+// removeOld removes the committed parts of the capture set that an
+// earlier export wrote (names sort by time: those older than ours).
+func (e *Exporter) removeOld(t *Table) {
+	p := e.parts[t]
+	dir := filepath.Dir(p.final)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	mine := filepath.Base(p.final)
+	for _, de := range ents {
+		name := de.Name()
+		if strings.HasPrefix(name, "part-") && strings.HasSuffix(name, ".parquet") && name < mine {
+			os.Remove(filepath.Join(dir, name))
+		}
+	}
+}
+
+// Abort removes the temporary part files.
+func (e *Exporter) Abort() {
+	for _, p := range e.parts {
+		p.abort()
+	}
+}
+
+// ErrNoCapture is returned by Run for a capture set with no files.
+var ErrNoCapture = errors.New("export: no capture files")

@@ -1,0 +1,130 @@
+package export
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/iwkit/iwkit/analyze"
+)
+
+// Set is one capture set to export: its files (merged in time order, as
+// iwdump -r FILE -r FILE does) and its name.
+type Set struct {
+	Capture string
+	Files   []string
+}
+
+// Config is what an export run needs besides the sets.
+type Config struct {
+	Dir   string
+	Ports []uint16 // iwdump --decode-as
+	Count int      // stop each set after that many frames (0: all)
+	// Progress, when set, hears of the octets read, from every job
+	// (called concurrently).
+	Progress func(octets int)
+}
+
+// Result is the outcome of one set.
+type Result struct {
+	Set    Set
+	Counts Counts
+	Report *analyze.Report
+	Err    error
+}
+
+// Export runs the pipeline over one capture set and writes its tables.
+// The pipeline runs on one worker: the export's parallelism is across
+// capture sets (ExportEach), whose rows then carry one reassembler's
+// connection numbers with no merging. A damaged file ends the set with
+// an error after what came before it was analyzed; its tables are still
+// committed, like iwdump's output up to the damage.
+func Export(set Set, cfg Config) Result {
+	res := Result{Set: set}
+	if len(set.Files) == 0 {
+		res.Err = ErrNoCapture
+		return res
+	}
+	src, _, err := analyze.OpenFiles(set.Files)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	defer src.Close()
+	e, err := New(Options{Dir: cfg.Dir, Capture: set.Capture, Files: set.Files})
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	acfg := analyze.Config{Ports: cfg.Ports, Count: cfg.Count, Workers: 1, Progress: cfg.Progress}
+	w := bufio.NewWriter(io.Discard) // the export writes nothing in line
+	rep, derr := analyze.Run(src, acfg, w, func(int, *analyze.Out) analyze.Consumer { return e })
+	res.Report = rep
+	res.Counts, err = e.Finish(rep)
+	switch {
+	case err != nil:
+		res.Err = err
+	case derr != nil:
+		res.Err = derr
+	}
+	return res
+}
+
+// ExportEach exports each set on its own, jobs at a time (at least 1),
+// and returns the results in the order of sets. done, when set, is
+// called as each set ends (from the job's goroutine, serialized).
+func ExportEach(sets []Set, cfg Config, jobs int, done func(Result)) []Result {
+	if err := checkNames(sets); err != nil {
+		res := make([]Result, len(sets))
+		for i := range res {
+			res[i] = Result{Set: sets[i], Err: err}
+			if done != nil {
+				done(res[i])
+			}
+		}
+		return res
+	}
+	jobs = max(1, min(jobs, len(sets)))
+	results := make([]Result, len(sets))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				results[i] = Export(sets[i], cfg)
+				if done != nil {
+					mu.Lock()
+					done(results[i])
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range sets {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return results
+}
+
+// checkNames refuses two sets of one name: the second would replace the
+// first.
+func checkNames(sets []Set) error {
+	seen := map[string]string{}
+	for _, s := range sets {
+		f := ""
+		if len(s.Files) > 0 {
+			f = s.Files[0]
+		}
+		if prev, ok := seen[s.Capture]; ok {
+			return fmt.Errorf("export: %s and %s have the same capture name %q", prev, f, s.Capture)
+		}
+		seen[s.Capture] = f
+	}
+	return nil
+}

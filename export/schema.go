@@ -1,0 +1,222 @@
+package export
+
+import (
+	"math/bits"
+
+	"github.com/iwkit/iwkit/decode"
+)
+
+// The tables and their columns: a contract (README "Export"). Columns may
+// be added; none changes name, type or meaning. The capture name is not a
+// column of the files: it is the Hive partition (capture=NAME in the
+// path), which every engine reads as a column.
+
+// where are the columns every row that points at frames starts with.
+func where(frameDesc string) []Column {
+	return []Column{
+		{Name: "frame", Type: Int64, Desc: frameDesc},
+		{Name: "time", Type: Time, Desc: "capture time of that frame (UTC, ns)"},
+		{Name: "time_rel_ns", Type: Int64, Desc: "nanoseconds since the first frame of the capture (NDJSON's \"time\" is this in seconds)"},
+	}
+}
+
+// connCols are a row's connection and direction (NULL when unknown).
+func connCols(optional bool) []Column {
+	return []Column{
+		{Name: "conn", Type: Int64, Optional: optional, Desc: "connection number, as iwdump's NDJSON \"conn\""},
+		{Name: "dir", Type: String, Optional: optional, Desc: `"i2r" (from the MPA initiator) or "r2i"`},
+		{Name: "src", Type: String, Optional: optional, Desc: "sender, ip:port ([v6]:port)"},
+		{Name: "dst", Type: String, Optional: optional, Desc: "receiver, ip:port"},
+	}
+}
+
+func cat(groups ...[]Column) []Column {
+	var out []Column
+	for _, g := range groups {
+		out = append(out, g...)
+	}
+	return out
+}
+
+// pduField is a field-table field with its column.
+type pduField struct {
+	f   *decode.Field
+	typ ColType
+}
+
+// fieldType is the column type of a field: unsigned integers as wide as
+// the field is on the wire, named values by their name.
+func fieldType(f *decode.Field) ColType {
+	switch f.Kind {
+	case decode.KindBool:
+		return Bool
+	case decode.KindEnum, decode.KindString:
+		return String
+	case decode.KindBytes:
+		return Bytes
+	}
+	n := f.Size * 8
+	if f.Size == 0 {
+		n = 32 // a count the decoder derives
+		if f.Mask != 0 {
+			n = bits.Len64(f.Mask)
+		}
+	}
+	switch {
+	case n > 32:
+		return Uint64
+	case n > 16:
+		return Uint32
+	case n > 8:
+		return Uint16
+	}
+	return Uint8
+}
+
+// pduFields are the field-table columns of the pdus table: every field
+// but "data" (the payload), in table order.
+var pduFields = func() []pduField {
+	var out []pduField
+	fs := decode.Fields()
+	for i := range fs {
+		if fs[i].Name == "data" {
+			continue
+		}
+		out = append(out, pduField{f: &fs[i], typ: fieldType(&fs[i])})
+	}
+	return out
+}()
+
+// Pdus: every MPA frame and FPDU.
+var Pdus = func() *Table {
+	cols := cat(where("frame holding the PDU's last octet"), connCols(false), []Column{
+		{Name: "first_frame", Type: Int64, Desc: "frame holding the PDU's first octet"},
+		{Name: "tcp_seq", Type: Uint32, Desc: "TCP sequence number of the PDU's first octet (a leading marker included)"},
+		{Name: "wire_length", Type: Uint32, Desc: "octets on the wire, markers included"},
+		{Name: "missing", Type: Uint32, Desc: "octets at the PDU's end not captured (gap or snaplen); 0 when whole"},
+	})
+	for _, pf := range pduFields {
+		cols = append(cols, Column{Name: fieldColumn(pf.f.Name), Type: pf.typ, Optional: true, Desc: pf.f.Name + ": " + pf.f.Desc})
+	}
+	return newTable("pdus", "every MPA Request/Reply frame and FPDU, with the field table's fields as columns (NULL where the PDU does not carry the field)", cols)
+}()
+
+// Findings: everything iwdump reports as a finding.
+var Findings = newTable("findings", "every finding (receiver checks, framing, TCP gaps and resyncs), as iwdump -T json reports them",
+	cat(where("frame the finding is reported at (0: the end of the capture)"), connCols(true), []Column{
+		{Name: "severity", Type: String, Desc: "note, warning or error"},
+		{Name: "code", Type: String, Desc: "stable finding code, e.g. ddp.msn_gap"},
+		{Name: "message", Type: String, Desc: "what was found, with its RFC reference"},
+		{Name: "frames", Type: Int64s, Desc: "every frame involved: the one that raised it first, then context (e.g. the Read Request a response was matched against)"},
+		{Name: "checks", Type: String, Optional: true, Desc: "receiver-check rows behind the code"},
+		{Name: "tcp_seq", Type: Uint32, Optional: true, Desc: "TCP sequence number where it applies (gaps, resyncs, framing)"},
+	}))
+
+// Operations: RDMA operations and Terminates.
+var Operations = newTable("operations", "RDMA operations (Writes, Sends, Reads with their responses and latency, atomics, immediates, RTRs) and Terminates with the frame they blame",
+	cat(where("last frame of the operation (its response's last frame, if any)"), connCols(true), []Column{
+		{Name: "kind", Type: String, Desc: "write, send, read, atomic, immediate, rtr, terminate"},
+		{Name: "opcode", Type: String, Desc: "RDMAP opcode of the request (or the only message)"},
+		{Name: "status", Type: String, Optional: true, Desc: "ok, mismatch, unanswered, terminated, incomplete (NULL for a Terminate)"},
+		{Name: "length", Type: Uint64, Optional: true, Desc: "payload octets: the Write's or Send's, the Read Response's"},
+		{Name: "read_size", Type: Uint32, Optional: true, Desc: "RDMA Read Message Size requested"},
+		{Name: "sink_stag", Type: Uint32, Optional: true, Desc: "Data Sink STag: the Write's, or the Read's (where the Read Response goes)"},
+		{Name: "sink_to", Type: Uint64, Optional: true, Desc: "Data Sink Tagged Offset of the Write or Read"},
+		{Name: "src_stag", Type: Uint32, Optional: true, Desc: "Read: Data Source STag; atomic: Remote STag"},
+		{Name: "src_to", Type: Uint64, Optional: true, Desc: "Read: Data Source Tagged Offset; atomic: Remote Tagged Offset"},
+		{Name: "inval_stag", Type: Uint32, Optional: true, Desc: "Send with Invalidate: the STag invalidated"},
+		{Name: "msn", Type: Uint32, Optional: true, Desc: "MSN of the untagged request or Send"},
+		{Name: "atomic_op", Type: String, Optional: true, Desc: "FetchAdd or CmpSwap"},
+		{Name: "request_id", Type: Uint32, Optional: true, Desc: "atomic Request Identifier"},
+		{Name: "request_frame", Type: Int64, Desc: "first frame of the request (or message); the Terminate's frame"},
+		{Name: "last_request_frame", Type: Int64, Desc: "last frame of the request (or message)"},
+		{Name: "response_first_frame", Type: Int64, Optional: true, Desc: "first frame of the response"},
+		{Name: "response_last_frame", Type: Int64, Optional: true, Desc: "last frame of the response"},
+		{Name: "start_time", Type: Time, Desc: "time of the request's first segment"},
+		{Name: "end_time", Type: Time, Optional: true, Desc: "time of the last segment (response's, if any)"},
+		{Name: "latency_ns", Type: Int64, Optional: true, Desc: "request to the response's last segment, ns (Reads, atomics)"},
+		{Name: "term_layer", Type: String, Optional: true, Desc: "Terminate: layer (RDMAP, DDP, LLP)"},
+		{Name: "term_etype", Type: String, Optional: true, Desc: "Terminate: error type"},
+		{Name: "term_code", Type: String, Optional: true, Desc: "Terminate: error code"},
+		{Name: "term_cause", Type: String, Optional: true, Desc: "Terminate: layer/type/code in words, as read in context"},
+		{Name: "term_siw_encoding", Type: Bool, Optional: true, Desc: "Terminate: control word in Linux siw's encoding"},
+		{Name: "blamed_frame", Type: Int64, Optional: true, Desc: "Terminate: frame of the segment its copied header names"},
+		{Name: "blamed_opcode", Type: String, Optional: true, Desc: "Terminate: opcode of that segment"},
+		{Name: "verdict", Type: String, Optional: true, Desc: "Terminate: whether the capture supports the blame (consistent, plausible, inconsistent, unmatched, unknown, no header)"},
+		{Name: "verdict_reason", Type: String, Optional: true, Desc: "Terminate: why the verdict"},
+	}))
+
+// dirCols are the per-direction columns of connections, prefixed i2r_
+// and r2i_.
+func dirCols(d string) []Column {
+	c := func(name string, t ColType, opt bool, desc string) Column {
+		return Column{Name: d + "_" + name, Type: t, Optional: opt, Desc: desc + " (" + d + ")"}
+	}
+	return []Column{
+		c("markers", Bool, false, "FPDUs carry markers"),
+		c("crc", Bool, false, "FPDUs carry a CRC32c to check"),
+		c("params_source", String, false, "how markers and CRC are known: handshake, inferred, unknown"),
+		c("ird", Int64, true, "IRD the sender announced (MPA v2 or Rev 1 Private Data)"),
+		c("ord", Int64, true, "ORD the sender announced"),
+		c("fpdus", Uint64, false, "FPDUs"),
+		c("ulpdu_octets", Uint64, false, "DDP segment octets"),
+		c("payload_octets", Uint64, false, "ULP payload octets"),
+		c("crc_good", Uint64, false, "FPDUs whose CRC matched"),
+		c("crc_bad", Uint64, false, "FPDUs whose CRC did not match"),
+		c("gaps", Uint64, false, "TCP gaps"),
+		c("gap_octets", Uint64, false, "octets missing in gaps"),
+		c("retransmissions", Uint64, false, "retransmitted segments"),
+		c("writes", Uint64, false, "RDMA Writes sent"),
+		c("sends", Uint64, false, "Sends sent"),
+		c("reads", Uint64, false, "RDMA Read Requests sent"),
+		c("reads_answered", Uint64, false, "of those, answered"),
+		c("atomics", Uint64, false, "Atomic Requests sent"),
+		c("terminates", Uint64, false, "Terminates sent"),
+	}
+}
+
+// Connections: one row per iWARP connection.
+var Connections = newTable("connections", "one row per iWARP connection: addresses, MPA parameters per direction, counters, first and last frame and time",
+	cat([]Column{
+		{Name: "conn", Type: Int64, Desc: "connection number, as iwdump's NDJSON \"conn\""},
+		{Name: "initiator", Type: String, Desc: "MPA initiator (the Request's sender; before a Request is seen, the TCP client), ip:port"},
+		{Name: "responder", Type: String, Desc: "the other end, ip:port"},
+		{Name: "initiator_ip", Type: String, Desc: "initiator address"},
+		{Name: "initiator_port", Type: Uint16, Desc: "initiator TCP port"},
+		{Name: "responder_ip", Type: String, Desc: "responder address"},
+		{Name: "responder_port", Type: Uint16, Desc: "responder TCP port"},
+		{Name: "syn", Type: Bool, Desc: "the TCP handshake was captured (else attached mid-stream)"},
+		{Name: "first_frame", Type: Int64, Desc: "first frame of the connection"},
+		{Name: "last_frame", Type: Int64, Desc: "last frame of the connection"},
+		{Name: "first_time", Type: Time, Desc: "time of the first frame"},
+		{Name: "last_time", Type: Time, Desc: "time of the last frame"},
+		{Name: "era", Type: String, Desc: "RFC 6581, RFC 5044, RDMAC (MPA Rev 0) or direct start (no handshake)"},
+		{Name: "mpa_request_rev", Type: Uint8, Optional: true, Desc: "MPA revision of the Request"},
+		{Name: "mpa_reply_rev", Type: Uint8, Optional: true, Desc: "MPA revision of the Reply"},
+		{Name: "enhanced", Type: Bool, Desc: "RFC 6581 IRD/ORD block on both frames"},
+		{Name: "p2p", Type: Bool, Desc: "peer-to-peer mode (RFC 6581)"},
+		{Name: "rtr", Type: String, Optional: true, Desc: "ready-to-receive message the initiator sent: send, write, read"},
+		{Name: "rejected", Type: Bool, Desc: "the MPA Reply rejected the connection"},
+		{Name: "crc", Type: Bool, Desc: "CRC32c in use"},
+	}, dirCols("i2r"), dirCols("r2i"), []Column{
+		{Name: "findings", Type: Uint64, Desc: "findings raised on the connection"},
+		{Name: "closed", Type: String, Optional: true, Desc: "how it ended: fin, rst, idle, end (of capture), evicted, reused"},
+		{Name: "close_frame", Type: Int64, Optional: true, Desc: "frame that closed it"},
+	}))
+
+// Captures: one row per capture set.
+var Captures = newTable("captures", "one row per exported capture set: its files and counts",
+	[]Column{
+		{Name: "files", Type: Strings, Desc: "the capture files, as given to iwdump (iwdump -r FILE -Y 'frame == N' opens a row's frame)"},
+		{Name: "frames", Type: Int64, Desc: "frames read"},
+		{Name: "first_time", Type: Time, Optional: true, Desc: "time of the first frame"},
+		{Name: "last_time", Type: Time, Optional: true, Desc: "time of the last frame"},
+		{Name: "connections", Type: Int64, Desc: "rows in connections"},
+		{Name: "pdus", Type: Int64, Desc: "rows in pdus"},
+		{Name: "operations", Type: Int64, Desc: "rows in operations"},
+		{Name: "findings", Type: Int64, Desc: "rows in findings"},
+		{Name: "exported_at", Type: Time, Desc: "when the export finished"},
+	})
+
+// Tables lists the exported tables, in the order the README shows them.
+var Tables = []*Table{Connections, Pdus, Operations, Findings, Captures}
