@@ -45,7 +45,7 @@ import (
 // Peer is the VM peer of this repository with a usable image.
 type Peer struct {
 	Dir   string // peers/siw in the module
-	Cache string // the image cache (SIW_PEER_CACHE, default /var/tmp/siw-peer)
+	Cache string // the image cache (SIW_PEER_CACHE, default /var/tmp/iwkit-siw-peer)
 }
 
 // CacheDir is where the image lives: outside the repository.
@@ -53,7 +53,7 @@ func CacheDir() string {
 	if c := os.Getenv("SIW_PEER_CACHE"); c != "" {
 		return c
 	}
-	return "/var/tmp/siw-peer"
+	return "/var/tmp/iwkit-siw-peer"
 }
 
 // Unavailable skips t with reason, or fails it when CI is set: under CI a

@@ -6,13 +6,13 @@
 # content, and must not rebuild). Needs root and Debian's archive; installs
 # the host packages it needs (qemu, debootstrap, ...) with apt-get.
 #
-#   SIW_PEER_CACHE   image cache, outside the repository (default /var/tmp/siw-peer)
+#   SIW_PEER_CACHE   image cache, outside the repository (default /var/tmp/iwkit-siw-peer)
 #   SIW_PEER_MIRROR  Debian mirror for debootstrap (default: the first Debian
 #                    URI in this machine's apt sources, either format)
 #   SIW_PEER_SUITE   Debian suite of the guest (default bookworm)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-CACHE=${SIW_PEER_CACHE:-/var/tmp/siw-peer}
+CACHE=${SIW_PEER_CACHE:-/var/tmp/iwkit-siw-peer}
 SUITE=${SIW_PEER_SUITE:-bookworm}
 ROOT=$CACHE/rootfs
 IMG=$CACHE/root.img

@@ -4,13 +4,13 @@
 # guest: nvmet + nvme-cli (NVMe-oF/RDMA), nfsd + the NFS client (RPC-over-RDMA),
 # LIO + open-iscsi (iSER), ksmbd + cifs (SMB Direct). Built on demand only
 # (test.sh does not); needs root. Idempotent, stamps compared by content.
-#   SIW_PEER_CACHE  the base image (default /var/tmp/siw-peer; built if missing)
-#   SIW_ULP_CACHE   this image (default /var/tmp/siw-ulp); boot it with
+#   SIW_PEER_CACHE  the base image (default /var/tmp/iwkit-siw-peer; built if missing)
+#   SIW_ULP_CACHE   this image (default /var/tmp/iwkit-siw-ulp); boot it with
 #                   SIW_PEER_CACHE=$SIW_ULP_CACHE ../run ...
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-BASE=${SIW_PEER_CACHE:-/var/tmp/siw-peer}
-CACHE=${SIW_ULP_CACHE:-/var/tmp/siw-ulp}
+BASE=${SIW_PEER_CACHE:-/var/tmp/iwkit-siw-peer}
+CACHE=${SIW_ULP_CACHE:-/var/tmp/iwkit-siw-ulp}
 ROOT=$CACHE/rootfs
 IMG=$CACHE/root.img
 ULP_PKGS="nvme-cli nfs-kernel-server nfs-common rpcbind targetcli-fb open-iscsi python3-rtslib-fb cifs-utils ksmbd-tools"

@@ -3,10 +3,10 @@
 # (commands, exit codes, siw parameters, data check), NAME.dmesg and
 # NAME.console.log land in OUTDIR.
 #   capture-ulp.sh OUTDIR [NAME...]     (default: all)
-# Needs build-ulp.sh's image (SIW_ULP_CACHE, default /var/tmp/siw-ulp).
+# Needs build-ulp.sh's image (SIW_ULP_CACHE, default /var/tmp/iwkit-siw-ulp).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-export SIW_PEER_CACHE=${SIW_ULP_CACHE:-/var/tmp/siw-ulp}
+export SIW_PEER_CACHE=${SIW_ULP_CACHE:-/var/tmp/iwkit-siw-ulp}
 OUT=${1:?usage: capture-ulp.sh OUTDIR [NAME...]}; shift
 mkdir -p "$OUT"
 # NAME -> guest command and siw module parameters (crc_ = mpa_crc_required)
