@@ -182,7 +182,6 @@ type VM struct {
 	reaped   bool
 	timedOut bool
 	killed   bool
-	started  chan struct{}
 	done     chan struct{}
 	res      Result
 }
@@ -215,7 +214,7 @@ func (p *Peer) Start(t testing.TB, command string, o Options) (*VM, error) {
 	if o.Out == "" {
 		o.Out = t.TempDir()
 	}
-	vm := &VM{Name: uniqueName(), ctl: t.TempDir(), started: make(chan struct{}), done: make(chan struct{})}
+	vm := &VM{Name: uniqueName(), ctl: t.TempDir(), done: make(chan struct{})}
 	guest := max(o.Timeout-60*time.Second, 10*time.Second)
 	args := []string{"-x", "-c", vm.ctl, "-o", o.Out, "-n", vm.Name, "-t", strconv.Itoa(int(guest.Seconds()))}
 	for _, e := range o.Env {
@@ -232,8 +231,25 @@ func (p *Peer) Start(t testing.TB, command string, o Options) (*VM, error) {
 	cmd := exec.Command(filepath.Join(p.Dir, "run"), args...)
 	cmd.Env = append(os.Environ(), "SIW_PEER_CACHE="+p.Cache)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// One VM of ours at a time on the machine: under TCG a VM keeps two
+	// cores busy, and two test binaries (go test runs packages in
+	// parallel) booting at once would slow each other's guests past their
+	// protocol timeouts. The lock is a file lock: the kernel releases it
+	// when its holder dies, however it dies.
+	lock, err := os.OpenFile(filepath.Join(p.Cache, ".boot-lock"), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return nil, err
+	}
+	if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		t.Logf("siw peer: waiting for another VM of this machine's tests to end")
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+			lock.Close()
+			return nil, err
+		}
+	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
+		lock.Close()
 		return nil, err
 	}
 	cmd.Stdin = nil
@@ -258,6 +274,7 @@ func (p *Peer) Start(t testing.TB, command string, o Options) (*VM, error) {
 
 	startErr := make(chan error, 1)
 	go func() {
+		defer lock.Close() // and so unlock, once the VM is reaped
 		// Pdeathsig fires when the forking thread ends: keep this
 		// goroutine on its thread until the child is reaped.
 		runtime.LockOSThread()

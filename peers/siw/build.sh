@@ -63,7 +63,16 @@ if ! stamp_ok debootstrap "$want" || [ ! -d "$ROOT/lib/modules" ]; then
   say "debootstrap $SUITE from $MIRROR into $ROOT (log: $CACHE/debootstrap.log)"
   rm -rf "$ROOT" "$ROOT.tmp" "$CACHE"/.iwkit-*
   debootstrap --variant=minbase --include="$GUEST_PKGS" "$SUITE" "$ROOT.tmp" "$MIRROR" \
-    > "$CACHE/debootstrap.log" 2>&1 || { tail -n 20 "$CACHE/debootstrap.log" >&2; exit 1; }
+    > "$CACHE/debootstrap.log" 2>&1 &
+  ds=$!
+  # A line of progress every 20 s: this stage is silent for minutes.
+  n=0
+  while kill -0 $ds 2>/dev/null; do
+    sleep 1
+    n=$((n + 1))
+    if [ $((n % 20)) = 0 ]; then say "debootstrap: $(tail -n 1 "$CACHE/debootstrap.log")"; fi
+  done
+  wait $ds || { tail -n 20 "$CACHE/debootstrap.log" >&2; exit 1; }
   mv "$ROOT.tmp" "$ROOT"
   stamp_set debootstrap "$want"
 fi
