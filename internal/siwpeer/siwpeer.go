@@ -125,17 +125,27 @@ func (p *Peer) prepare() (reason, log string) {
 	if _, err := exec.LookPath("apt-get"); err != nil {
 		canBuild = false
 	}
+	var buildErr string
 	if canBuild {
 		out, err := exec.Command(filepath.Join(p.Dir, "build.sh")).CombinedOutput()
 		log = string(out)
 		if err != nil {
-			return fmt.Sprintf("peers/siw/build.sh failed (%v):\n%s", err, tail(out, 2000)), log
+			buildErr = fmt.Sprintf("peers/siw/build.sh failed (%v):\n%s", err, tail(out, 2000))
 		}
 	}
 	for _, f := range []string{"vmlinuz", "initrd.img", "root.img"} {
 		if _, err := os.Stat(filepath.Join(p.Cache, f)); err != nil {
+			if buildErr != "" {
+				return buildErr, log
+			}
 			return fmt.Sprintf("no image in %s and this machine cannot build one (peers/siw/build.sh needs root and apt-get)", p.Cache), log
 		}
+	}
+	if buildErr != "" {
+		// build.sh replaces the image only whole (rename), so the one
+		// there is consistent, if older: a refresh that failed (say, the
+		// mirror was unreachable) need not stop the tests.
+		log += "\nthe refresh failed; using the image already built. " + buildErr
 	}
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 		return "qemu-system-x86_64 is not installed (peers/siw/build.sh installs it as root)", log
