@@ -121,13 +121,15 @@ func Require(t testing.TB) *Peer {
 
 // prepare builds the image when it can and says why the peer is unusable.
 func (p *Peer) prepare() (reason, log string) {
-	canBuild := os.Geteuid() == 0
-	if _, err := exec.LookPath("apt-get"); err != nil {
-		canBuild = false
+	why := "" // why build.sh cannot run here
+	if os.Geteuid() != 0 {
+		why = "peers/siw/build.sh needs root"
+	} else if _, err := exec.LookPath("apt-get"); err != nil {
+		why = "peers/siw/build.sh needs apt-get"
+	} else if os.Getenv("SIW_PEER_BUILD") == "0" {
+		why = "SIW_PEER_BUILD=0 says not to build" // use the image as it is
 	}
-	if os.Getenv("SIW_PEER_BUILD") == "0" {
-		canBuild = false // use the image as it is
-	}
+	canBuild := why == ""
 	var buildErr string
 	if canBuild {
 		out, err := exec.Command(filepath.Join(p.Dir, "build.sh")).CombinedOutput()
@@ -141,7 +143,7 @@ func (p *Peer) prepare() (reason, log string) {
 			if buildErr != "" {
 				return buildErr, log
 			}
-			return fmt.Sprintf("no image in %s and this machine cannot build one (peers/siw/build.sh needs root and apt-get)", p.Cache), log
+			return fmt.Sprintf("no image in %s, and none can be built: %s", p.Cache, why), log
 		}
 	}
 	if buildErr != "" {
