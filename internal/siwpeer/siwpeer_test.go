@@ -110,7 +110,9 @@ func TestGuestOopsKilled(t *testing.T) {
 // likely still booting).
 func TestTimeout(t *testing.T) {
 	p := Require(t)
-	vm, err := p.Start(t, "sleep 600", Options{Timeout: 3 * time.Second})
+	// Long enough for the run script to reach qemu on a loaded machine,
+	// short of a full TCG boot.
+	vm, err := p.Start(t, "sleep 600", Options{Timeout: 15 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
