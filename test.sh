@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every iwkit test. Installs what the tests need when it is missing:
-# Go modules through the module proxy, and tshark/tcpdump (the differential
+# Go modules through the module proxy; tshark/tcpdump (the differential
 # oracles), perftest and tcpreplay, tmux and termshark (iwtui's tests and
-# benchmarks) from Debian's packages. Usage: ./test.sh [extra go test flags]
+# benchmarks) from Debian's packages; and the siw VM peer (peers/siw: qemu
+# and a Debian guest running Linux soft-iWARP, cached outside the tree).
+# Usage: ./test.sh [extra go test flags]
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -25,6 +27,17 @@ if [ ${#need[@]} -gt 0 ]; then
   else
     echo "test.sh: ${need[*]} missing and cannot install (need root and apt-get); the tests that use them will fail" >&2
   fi
+fi
+
+# The siw VM peer that the interop tests boot. build.sh is idempotent: about
+# 2 minutes from nothing (debootstrap), under a second when current.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "== siw VM peer: peers/siw/build.sh (image in ${SIW_PEER_CACHE:-/var/tmp/iwkit-siw-peer})"
+  if ! peers/siw/build.sh; then
+    echo "test.sh: the siw VM peer could not be built (output above); the tests that boot it say why (under CI=true they fail)" >&2
+  fi
+else
+  echo "test.sh: the siw VM peer cannot be built here (needs root and apt-get): TestSiwInterop and internal/siwpeer's tests will skip, saying why (under CI=true they fail)" >&2
 fi
 
 go mod download

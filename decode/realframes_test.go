@@ -13,13 +13,13 @@ import (
 )
 
 // realUnits returns every MPA frame and FPDU found whole at the start of a
-// TCP payload in the real captures: the siw ones committed in testdata/ and
-// the public ones in ../shared. They seed the fuzz targets and drive the
+// TCP payload in the real captures: the ones of Linux siw committed in
+// testdata/. They seed the fuzz targets and drive the
 // round-trip test.
 func realUnits(tb testing.TB) [][]byte {
 	tb.Helper()
 	var files []string
-	for _, pat := range []string{"../testdata/*/*.pcap", "../../shared/captures/public/*.pcap"} {
+	for _, pat := range []string{"../testdata/*/*.pcap"} {
 		m, _ := filepath.Glob(pat)
 		files = append(files, m...)
 	}

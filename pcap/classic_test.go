@@ -16,9 +16,8 @@ import (
 // classicSeeds are the committed classic pcap files.
 func classicSeeds(tb testing.TB) [][]byte {
 	var out [][]byte
-	paths, _ := filepath.Glob("../testdata/siw/*.pcap")
-	public, _ := filepath.Glob(filepath.Join(publicDir, "*.pcap"))
-	for _, p := range append(paths, public...) {
+	paths, _ := filepath.Glob(filepath.Join(siwDir, "*.pcap"))
+	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			tb.Fatal(err)

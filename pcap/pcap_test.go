@@ -16,7 +16,9 @@ import (
 	"github.com/gopacket/gopacket/layers"
 )
 
-const publicDir = "../../shared/captures/public"
+// siwDir holds captures of Linux siw, an independent iWARP implementation,
+// made with the repository's VM peer (peers/siw) and tcpdump -i lo.
+const siwDir = "../testdata/siw"
 
 func readAll(t *testing.T, r *Reader) []Frame {
 	t.Helper()
@@ -41,11 +43,12 @@ func TestPublicCaptures(t *testing.T) {
 		frames int
 		mpaReq int // frame with the MPA Request
 	}{
-		{"softuiwarp-8cdd2a5d-send.pcap", 14, 4},
-		{"softuiwarp-422babab-rping.pcap", 15, 4},
+		{"v1_rping.pcap", 13, 4},
+		{"rping.pcap", 50, 4},
+		{"crc_rping.pcap", 50, 4},
 	} {
 		t.Run(c.file, func(t *testing.T) {
-			r, err := Open(filepath.Join(publicDir, c.file))
+			r, err := Open(filepath.Join(siwDir, c.file))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +71,7 @@ func TestPublicCaptures(t *testing.T) {
 			if !bytes.HasPrefix(p.Payload, []byte("MPA ID Req Frame")) {
 				t.Errorf("frame %d payload %q, want the MPA Request", c.mpaReq, p.Payload)
 			}
-			if p.DstPort != 9999 || p.Src != netip.MustParseAddr("10.10.1.1") {
+			if p.DstPort != 7170 || p.Src != netip.MustParseAddr("10.0.2.15") {
 				t.Errorf("got %v:%d -> %v:%d", p.Src, p.SrcPort, p.Dst, p.DstPort)
 			}
 			// The SYN carries the MSS option.
@@ -255,11 +258,15 @@ func TestBadFiles(t *testing.T) {
 	}
 }
 
+// fuzzSeedCaptures are small siw captures: an MPA v1 handshake cut short,
+// and a Terminate.
+var fuzzSeedCaptures = []string{"v1_rping.pcap", "term_read_badstag.pcap"}
+
 func FuzzDecodeTCP(f *testing.F) {
-	for _, c := range []string{"softuiwarp-8cdd2a5d-send.pcap", "softuiwarp-422babab-rping.pcap"} {
-		r, err := Open(filepath.Join(publicDir, c))
+	for _, c := range fuzzSeedCaptures {
+		r, err := Open(filepath.Join(siwDir, c))
 		if err != nil {
-			continue
+			f.Fatal(err)
 		}
 		var fr Frame
 		for r.Next(&fr) == nil {
@@ -278,10 +285,12 @@ func FuzzDecodeTCP(f *testing.F) {
 }
 
 func FuzzReader(f *testing.F) {
-	for _, c := range []string{"softuiwarp-8cdd2a5d-send.pcap", "softuiwarp-422babab-rping.pcap"} {
-		if b, err := os.ReadFile(filepath.Join(publicDir, c)); err == nil {
-			f.Add(b)
+	for _, c := range fuzzSeedCaptures {
+		b, err := os.ReadFile(filepath.Join(siwDir, c))
+		if err != nil {
+			f.Fatal(err)
 		}
+		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := NewReader(bytes.NewReader(data))

@@ -10,9 +10,11 @@ import (
 	"github.com/iwkit/iwkit/reassembly"
 )
 
-// Reading a capture and printing every PDU, gap and resync.
+// Reading a capture and printing every PDU, gap and resync. The capture
+// (testdata/siw) is Linux siw answering an RDMA Read Request for an
+// invalid STag with a Terminate.
 func Example() {
-	rd, err := pcap.Open("../../shared/captures/public/softuiwarp-422babab-rping.pcap")
+	rd, err := pcap.Open("../testdata/siw/term_read_badstag.pcap")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -47,16 +49,11 @@ func Example() {
 		}
 	}
 	a.Flush()
-	// Prints (the capture is read from ../shared, so this example is not
-	// run as a test):
-	//
-	// conn 1 10.10.1.1:42742 <-> 10.10.1.2:9999
-	//   frame 4 A>B MPA Request rev 1
-	//   frame 6 B>A MPA Reply rev 1
-	//   frame 8 A>B Send qn 0 msn 1 mo 0 len 16 L, crc unchecked
-	//   frame 9 A>B Send qn 0 msn 2 mo 0 len 16 L, crc unchecked
-	//   frame 10 B>A ReadReq msn 1 sink 0x40cc4300 to 0x563616bbc670 src 0xffffe080 to 0x7fffffffe080 size 64 L, crc unchecked
-	//   frame 12 A>B Send qn 0 msn 3 mo 0 len 16 L, crc unchecked
-	//   frame 13 A>B Send qn 0 msn 4 mo 0 len 16 L, crc unchecked
-	// conn 1 closed (rst), CRC false
+	// Output:
+	// conn 1 10.0.2.15:43098 <-> 10.0.2.15:7172
+	//   frame 4 A>B MPA Request rev 2
+	//   frame 6 B>A MPA Reply rev 2
+	//   frame 8 A>B ReadReq msn 1 sink 0x8cdfce00 to 0x55d6f034e0b0 src 0x5f486000 to 0x55a8d7734320 size 256 L, crc unchecked
+	//   frame 9 B>A Terminate RDMAP/RemoteProt/Invalid STag (siw encoding) blames ReadReq qn 1 msn 256 mo 0 L, crc unchecked
+	// conn 1 closed (fin), CRC false
 }

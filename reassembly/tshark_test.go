@@ -24,12 +24,12 @@ import (
 // tshark cannot handle are checked against how synthetic captures were
 // built, in reassembly_test.go).
 
-// realCaptures lists the siw captures in testdata/ and the public ones,
-// read from ../shared (they carry no licence: not copied into the repo).
+// realCaptures lists the captures of Linux siw, an independent
+// implementation, committed in testdata/siw, and any others in testdata/.
 func realCaptures(t *testing.T) []string {
 	t.Helper()
 	var files []string
-	for _, pat := range []string{"../testdata/siw/*.pcap*", "../testdata/*.pcap*", "../../shared/captures/public/*.pcap"} {
+	for _, pat := range []string{"../testdata/siw/*.pcap*", "../testdata/*.pcap*"} {
 		m, _ := filepath.Glob(pat)
 		files = append(files, m...)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // siwCaptures returns the real captures between two Linux siw endpoints
-// (../testdata/siw, made with ../shared/peers/siw). IWKIT_SIW_CAPTURES, a
+// (../testdata/siw, made with the VM peer in ../peers/siw). IWKIT_SIW_CAPTURES, a
 // glob, overrides the location.
 func siwCaptures(t *testing.T) []string {
 	pat := os.Getenv("IWKIT_SIW_CAPTURES")

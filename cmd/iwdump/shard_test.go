@@ -107,8 +107,8 @@ func TestWorkersSameOutput(t *testing.T) {
 	for _, c := range append(goldenCaptures, "gen/rping.pcap", "gen/impaired/hostile.pcapng", "gen/impaired/example.pcapng") {
 		inputs = append(inputs, []string{filepath.Join("../../testdata", c)})
 	}
-	public, _ := filepath.Glob("../../../shared/captures/public/*.pcap")
-	for _, c := range public {
+	terms, _ := filepath.Glob("../../testdata/siw/term_*.pcap")
+	for _, c := range terms {
 		inputs = append(inputs, []string{c})
 	}
 	for _, name := range []string{"mixed", "read-heavy", "rping", "hostile", "every-terminate"} {

@@ -1,77 +1,21 @@
 package rping
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/iwkit/iwkit/endpoint"
+	"github.com/iwkit/iwkit/internal/siwpeer"
 )
-
-// siwPeer finds shared/peers/siw and makes sure its VM image exists,
-// building it when this machine can (root + apt; build.sh is idempotent and
-// takes about 2 minutes from nothing). It returns the run script, or a
-// reason to skip.
-func siwPeer(t *testing.T) (run string, skip string) {
-	dir := os.Getenv("IWKIT_SIW_PEER")
-	if dir == "" {
-		wd, _ := os.Getwd()
-		for d := wd; ; d = filepath.Dir(d) {
-			for _, c := range []string{filepath.Join(d, "shared", "peers", "siw"), filepath.Join(d, "peers", "siw")} {
-				if _, err := os.Stat(filepath.Join(c, "run")); err == nil {
-					dir = c
-				}
-			}
-			if dir != "" || d == filepath.Dir(d) {
-				break
-			}
-		}
-	}
-	if dir == "" {
-		return "", "siw peer scripts (shared/peers/siw) not found; set IWKIT_SIW_PEER"
-	}
-	cache := os.Getenv("SIW_PEER_CACHE")
-	if cache == "" {
-		cache = "/var/tmp/siw-peer"
-	}
-	ready := func() bool {
-		for _, f := range []string{"vmlinuz", "initrd.img", "root.img"} {
-			if _, err := os.Stat(filepath.Join(cache, f)); err != nil {
-				return false
-			}
-		}
-		_, err := exec.LookPath("qemu-system-x86_64")
-		return err == nil
-	}
-	if os.Geteuid() == 0 {
-		if _, err := exec.LookPath("apt-get"); err == nil {
-			// Idempotent: well under a second when the image is current.
-			t.Logf("siw peer: running %s/build.sh", dir)
-			cmd := exec.Command(filepath.Join(dir, "build.sh"))
-			out, err := cmd.CombinedOutput()
-			if err != nil && !ready() {
-				return "", fmt.Sprintf("siw peer image cannot be built here: build.sh: %v\n%s", err, tail(out, 1500))
-			}
-		}
-	}
-	if !ready() {
-		return "", fmt.Sprintf("siw peer image missing in %s and this machine cannot build it (build.sh needs root and apt-get)", cache)
-	}
-	return filepath.Join(dir, "run"), ""
-}
 
 // guestOops matches the console lines of a guest kernel crash.
 var guestOops = regexp.MustCompile(`\] (BUG:|Oops|kernel BUG|general protection fault|Kernel panic|RIP: 0010:)`)
@@ -174,10 +118,7 @@ func TestSiwInterop(t *testing.T) {
 	if os.Getenv("IWKIT_SIW_INTEROP") == "0" {
 		t.Skip("IWKIT_SIW_INTEROP=0")
 	}
-	run, skip := siwPeer(t)
-	if skip != "" {
-		t.Skip(skip)
-	}
+	peer := siwpeer.Require(t)
 	variants := siwVariants
 	if only := os.Getenv("IWKIT_SIW_VARIANTS"); only != "" {
 		variants = nil
@@ -206,8 +147,8 @@ func TestSiwInterop(t *testing.T) {
 	listeners := make([]*endpoint.Listener, len(variants))
 	var held []net.Listener
 	fwd := make([]int, len(variants))
-	args := []string{"-t", fmt.Sprint(int((budget - 40*time.Second).Seconds())), "-o", t.TempDir(),
-		"-g", fmt.Sprintf("%d:%d", ctlGuestPort, ctl.Addr().(*net.TCPAddr).Port)}
+	opts := siwpeer.Options{Timeout: budget,
+		GuestFwd: []string{fmt.Sprintf("%d:%d", ctlGuestPort, ctl.Addr().(*net.TCPAddr).Port)}}
 	for i, v := range variants {
 		gs, gc := 7500+i, 7400+i
 		gt := v.guestTimeout
@@ -221,7 +162,8 @@ func TestSiwInterop(t *testing.T) {
 		defer l.Close()
 		listeners[i] = l
 		fwd[i] = reservePort(t, &held)
-		args = append(args, "-f", fmt.Sprintf("%d:%d", fwd[i], gs), "-g", fmt.Sprintf("%d:%d", gc, l.Addr().(*net.TCPAddr).Port))
+		opts.HostFwd = append(opts.HostFwd, fmt.Sprintf("%d:%d", fwd[i], gs))
+		opts.GuestFwd = append(opts.GuestFwd, fmt.Sprintf("%d:%d", gc, l.Addr().(*net.TCPAddr).Port))
 		fmt.Fprintf(&script, `set_params %s
 echo "=== VARIANT %s params: $(for p in mpa_version mpa_crc_required peer_to_peer; do printf '%%s=%%s ' $p $(cat $P/$p); done)"
 timeout %d rping -s -a 10.0.2.15 -p %d -C %d -S %d -v -V > /tmp/s%d.log 2>&1 & SP=$!
@@ -237,7 +179,6 @@ echo "=== END %s"
 `, v.params, v.name,
 			gt, gs, siwPings, siwSize, i, gs, i, ctlGuestPort, gt, gc, siwPings, siwSize, i, v.name, i, i, v.name)
 	}
-	args = append(args, script.String())
 
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
@@ -331,44 +272,31 @@ echo "=== END %s"
 		}()
 	}
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, run, args...)
-	// run starts qemu under timeout: on cancel, end the whole group.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// Watch the console: a guest kernel oops (siw or iw_cm) ends the run at
-	// once instead of leaving the rest to time out.
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	var out []byte
-	var oops, oopsVariant string
-	scanDone := make(chan struct{})
-	go func() {
-		defer close(scanDone)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		variant := ""
-		for sc.Scan() {
-			line := sc.Text()
-			out = append(append(out, line...), '\n')
-			if strings.HasPrefix(line, "=== VARIANT ") {
-				variant = strings.Fields(line)[2]
-			}
-			if oops == "" && guestOops.MatchString(line) {
-				oops, oopsVariant = fmt.Sprintf("guest kernel oops during variant %q: %s", variant, line), variant
-				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			}
+	// once instead of leaving the rest to time out. OnLine runs on one
+	// goroutine, which has finished when Wait returns.
+	var oops, oopsVariant, variant string
+	var vm *siwpeer.VM
+	vmStarted := make(chan struct{})
+	opts.OnLine = func(line string) {
+		if strings.HasPrefix(line, "=== VARIANT ") {
+			variant = strings.Fields(line)[2]
 		}
-		io.Copy(io.Discard, pr)
-	}()
+		if oops == "" && guestOops.MatchString(line) {
+			oops, oopsVariant = fmt.Sprintf("guest kernel oops during variant %q: %s", variant, line), variant
+			go func() { <-vmStarted; vm.Kill() }()
+		}
+	}
 	for _, l := range held {
 		l.Close()
 	}
-	err = cmd.Start()
-	if err == nil {
-		err = cmd.Wait()
+	vm, err = peer.Start(t, script.String(), opts)
+	close(vmStarted)
+	if err != nil {
+		t.Fatal(err)
 	}
-	pw.Close()
-	<-scanDone
+	r := vm.Wait()
+	out := []byte(r.Console)
 	crashOK := false
 	for _, v := range variants {
 		crashOK = crashOK || v.name == oopsVariant && v.mayCrash
@@ -380,9 +308,9 @@ echo "=== END %s"
 	}
 	close(vmDone)
 	wg.Wait()
-	t.Logf("VM run: %v in %v", err, time.Since(start).Round(time.Second))
-	if err != nil && !bytes.Contains(out, []byte("=== END")) && !crashOK {
-		t.Fatalf("siw VM failed: %v\n%s", err, tail(out, 4000))
+	t.Logf("VM run: exit code %d (killed %v, timed out %v, %v) in %v", r.ExitCode, r.Killed, r.TimedOut, r.Err, time.Since(start).Round(time.Second))
+	if r.ExitCode != 0 && !bytes.Contains(out, []byte("=== END")) && !crashOK {
+		t.Fatalf("siw VM failed: exit code %d, %v\n%s", r.ExitCode, r.Err, tail(out, 4000))
 	}
 	text := string(out)
 	for i, v := range variants {

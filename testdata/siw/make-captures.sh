@@ -1,6 +1,6 @@
 #!/bin/bash
 # Regenerate the soft-iWARP (Linux siw) captures in testdata/siw/ with the
-# throw-away VM peer in ../shared/peers/siw (see its README.md).
+# repository's VM peer, peers/siw (see "The siw VM peer" in README.md).
 #
 #   sudo testdata/siw/make-captures.sh [DEST]     # run from anywhere; needs root
 #
@@ -9,20 +9,15 @@
 # /tmp/siwcaps), one sub-directory per run. Runs are sequential on purpose:
 # under TCG (no usable KVM) one VM already keeps 2 cores busy.
 #
-# Env: SIW_PEER_DIR (default <repo>/../shared/peers/siw), WORK, and the
-# peer's own SIW_PEER_CACHE (default /var/tmp/siw-peer; must not be inside the
-# repo), SIW_PEER_SMP, SIW_PEER_ACCEL, SIW_PEER_MIRROR.
+# Env: WORK, and the peer's own SIW_PEER_CACHE (default
+# /var/tmp/iwkit-siw-peer; outside the repository), SIW_PEER_SMP,
+# SIW_PEER_ACCEL, SIW_PEER_MIRROR.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-PEER=${SIW_PEER_DIR:-$REPO/../shared/peers/siw}
+PEER=$REPO/peers/siw
 DEST=${1:-$HERE}
 WORK=${WORK:-/tmp/siwcaps}
-[ -x "$PEER/run" ] || { echo "siw peer not found at $PEER (set SIW_PEER_DIR)" >&2; exit 1; }
-# build.sh derives the mirror from /etc/apt/sources.list*; on hosts that only
-# have deb822 *.sources files its apt_mirror() fails under 'set -o pipefail'
-# and build.sh exits 2 without a message. Passing the mirror avoids that.
-export SIW_PEER_MIRROR=${SIW_PEER_MIRROR:-http://deb.debian.org/debian}
 
 "$PEER/build.sh"
 
@@ -69,3 +64,5 @@ done
 ls -l "$DEST"
 # Opcode summary per file (Wireshark's Tibia dissector claims tcp/7171-7172):
 #   tshark -n --disable-protocol tibia -r F -Y iwarp_rdma -T fields -e iwarp_rdma.opcode | sort | uniq -c
+# The expected tshark outputs follow the captures they describe.
+if [ "$DEST" = "$HERE" ] && command -v tshark >/dev/null; then "$HERE/make-expected.sh"; fi
