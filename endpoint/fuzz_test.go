@@ -21,6 +21,7 @@ func fuzzQP(t *testing.T, data []byte, crc, markers bool, rtr uint8) {
 	}
 	regions := [][2]int{{64, 64 + 4096}, {2*64 + 4096, 2*64 + 2*4096}, {3*64 + 2*4096, 3*64 + 3*4096}}
 	dev := OpenDevice(DeviceAttr{})
+	dev.plain = true // predictable STags for the seeds
 	pd := dev.AllocPD()
 	cq, _ := dev.CreateCQ(1 << 12)
 	qp, err := pd.CreateQP(QPAttr{SendCQ: cq, RecvCQ: cq, IRD: 4, ORD: 4, DrainTimeout: 50 * time.Millisecond})

@@ -25,7 +25,8 @@ type QPAttr struct {
 	DisableRemoteRead  bool
 	DisableRemoteWrite bool
 	// DrainTimeout bounds how long the QP waits for the peer to close the
-	// LLP after a Terminate or a graceful close (2 s).
+	// LLP after a Terminate or a graceful close, and how long a Terminate
+	// may take to write (2 s).
 	DrainTimeout time.Duration
 }
 
@@ -41,6 +42,8 @@ type sqe struct {
 type rqe struct {
 	wr    RecvWR
 	parts [][]byte // resolved scatter list
+	mrs   []*MR    // the region of each part, pinned while placing
+	keys  []STag   // the STag each part was resolved with
 	size  uint64
 }
 
@@ -56,9 +59,9 @@ type orqEntry struct {
 // irrqEntry is an accepted inbound RDMA Read Request (IRRQ, counted against
 // IRD) waiting to be answered.
 type irrqEntry struct {
-	req decode.ReadRequest
-	src []byte
-	mr  *MR
+	req  decode.ReadRequest
+	hdr  [decode.DDPUntaggedHdrLen]byte // its DDP header, for a Terminate
+	sent uint64                         // response octets sent so far
 }
 
 // Counters are a QP's traffic counters.
@@ -134,6 +137,9 @@ type QP struct {
 	curLen  uint64
 
 	cnt counters
+
+	firstTimeout time.Duration // Responder: bound on the wait for the first FPDU
+	onFlush      func(int)     // tests: called with each batch's size
 }
 
 // CreateQP creates a QP in Idle on pd.
@@ -369,11 +375,13 @@ func (qp *QP) PostRecv(wrs ...RecvWR) (n int, err error) {
 			if sge.Length == 0 {
 				continue // zero-length SGEs are not validated (V00 §8.1.1)
 			}
-			_, b, e := qp.dev.lookup(sge.LKey, qp.pd, AccessLocalWrite, sge.Addr, uint64(sge.Length))
+			mr, b, e := qp.dev.check(sge.LKey, qp, AccessLocalWrite, sge.Addr, uint64(sge.Length))
 			if e != accOK {
 				return n, fmt.Errorf("%w: receive SGE %v: %v", ErrInvalidWR, sge.LKey, e)
 			}
 			r.parts = append(r.parts, b)
+			r.mrs = append(r.mrs, mr)
+			r.keys = append(r.keys, sge.LKey)
 			r.size += uint64(len(b))
 		}
 		qp.rq = append(qp.rq, r)
@@ -455,6 +463,13 @@ func (qp *QP) terminateLocked(ti TermInfo, wqe *sqe, st Status) {
 		h := ti.Header
 		qp.termOut = &h
 		qp.eventLocked(EventTerminateSent, qp.err)
+		// A peer that stopped reading must not hold the QP: the Terminate,
+		// and whatever write is under way, get DrainTimeout, and so does
+		// the wait for the peer to close.
+		if s := qp.s; s != nil {
+			s.c.SetWriteDeadline(time.Now().Add(qp.attr.DrainTimeout))
+			s.c.SetReadDeadline(time.Now().Add(2 * qp.attr.DrainTimeout))
+		}
 	} else {
 		qp.txStop = true
 		qp.eventLocked(EventTerminateReceived, qp.err)

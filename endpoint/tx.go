@@ -106,7 +106,7 @@ func (qp *QP) nextWorkLocked() txItem {
 type txState struct {
 	b       txBatch
 	doneSQ  []*sqe
-	served  []*MR
+	resp    *irrqEntry // Read Response under way, continued in the next batch
 	parts   [][]byte
 	scratch [][]byte
 	closed  bool // the write side is closed: nothing more goes out
@@ -123,13 +123,19 @@ func (qp *QP) runTx(s *stream) (wrote, done bool) {
 	b := &t.b
 	b.reset()
 	t.doneSQ = t.doneSQ[:0]
-	clear(t.served)
-	t.served = t.served[:0]
 	stopAfter := false
 fill:
-	for b.bytes < 1<<20 && len(b.bufs) < 768 {
+	for b.bytes < txBatchMax && len(b.bufs) < 768 {
+		var it txItem
 		qp.mu.Lock()
-		it := qp.nextWorkLocked()
+		if t.resp != nil && (qp.termOut != nil || qp.state != StateRTS) {
+			t.resp = nil // a Terminate or a close goes first; the response is void
+		}
+		if t.resp != nil {
+			it = txItem{kind: tkResp, irr: t.resp}
+		} else {
+			it = qp.nextWorkLocked()
+		}
 		qp.unlock()
 		switch it.kind {
 		case tkNone:
@@ -145,12 +151,16 @@ fill:
 			qp.emitRTR(s, b, it.rtr)
 		case tkResp:
 			r := it.irr
-			t.parts = append(t.parts[:0], r.src)
-			t.scratch = qp.emitTagged(s, b, decode.OpReadResponse, r.req.SinkSTag, r.req.SinkTO, t.parts, uint64(len(r.src)), t.scratch)
-			qp.cnt.txReadResps.Add(1)
-			if r.mr != nil {
-				t.served = append(t.served, r.mr)
+			t.resp = nil
+			done, ok := qp.emitReadResponse(s, b, r)
+			if !ok {
+				continue // the failure queued a Terminate
 			}
+			if !done {
+				t.resp = r
+				break fill
+			}
+			qp.cnt.txReadResps.Add(1)
 			// The IRD slot is free once the response is committed to the
 			// stream: the peer can only reuse it after receiving the
 			// response, which follows this point.
@@ -170,15 +180,15 @@ fill:
 		}
 	}
 	if len(b.bufs) > 0 {
+		if qp.onFlush != nil {
+			qp.onFlush(b.bytes)
+		}
 		if err := s.flush(b); err != nil {
 			t.closed = true
 			qp.txFailed(err)
 			return true, true
 		}
 		qp.cnt.txOctets.Add(uint64(b.bytes))
-		for _, mr := range t.served {
-			mr.sync.Add(1) // our reads of it happen before the owner's next Sync
-		}
 		qp.mu.Lock()
 		for _, w := range t.doneSQ {
 			w.done = true
@@ -191,7 +201,64 @@ fill:
 		qp.closeWrite(s)
 		return len(b.bufs) > 0, true
 	}
+	if t.resp != nil {
+		return true, false // more of the response to send
+	}
 	return len(b.bufs) > 0, false
+}
+
+// txBatchMax bounds the octets one batch (one writev) carries: a large Read
+// Response or Write goes out over several batches, so memory does not grow
+// with the message.
+const txBatchMax = 1 << 20
+
+// emitReadResponse puts the next part of an inbound Read's response into
+// the batch, at most what is left of the batch budget (at least 64 KiB).
+// The Data Source is checked again here and its octets are copied into the
+// batch under the region's pin: a region invalidated or deregistered after
+// the Read Request was accepted discloses nothing (RFC 5040 §8.1.1 item 6,
+// RFC 5042 §6.2.2); the Read then fails with the Remote Protection Error
+// the Request would have got (RFC 5040 §7.4.1). It reports whether the
+// response is complete, and false ok when it failed.
+func (qp *QP) emitReadResponse(s *stream, b *txBatch, r *irrqEntry) (done, ok bool) {
+	size := uint64(r.req.Size)
+	if size == 0 {
+		qp.emitTagged(s, b, decode.OpReadResponse, r.req.SinkSTag, r.req.SinkTO, nil, 0, nil, true)
+		return true, true
+	}
+	n := min(size-r.sent, uint64(max(txBatchMax-b.bytes, 64<<10)))
+	mr, src, e := qp.dev.lookup(STag(r.req.SrcSTag), qp, AccessRemoteRead, r.req.SrcTO+r.sent, n)
+	if e != accOK {
+		qp.readSourceFailed(r, e)
+		return false, false
+	}
+	buf := b.alloc(int(n))
+	copy(buf, src)
+	mr.sync.Add(1) // our read happens before the owner's next Sync
+	mr.unpin()
+	qp.txs.parts = append(qp.txs.parts[:0], buf)
+	r.sent += n
+	last := r.sent == size
+	qp.txs.scratch = qp.emitTagged(s, b, decode.OpReadResponse, r.req.SinkSTag, r.req.SinkTO+r.sent-n, qp.txs.parts, n, qp.txs.scratch, last)
+	qp.cnt.txPayload.Add(n)
+	return last, true
+}
+
+// readSourceFailed terminates the QP when the source of an accepted Read
+// failed its checks at response time: RDMAP Remote Protection Error, with
+// the Read Request's DDP and RDMAP headers (RFC 5040 §7.1, §7.4.1).
+func (qp *QP) readSourceFailed(r *irrqEntry, e accessErr) {
+	t := decode.Terminate{Layer: decode.TermLayerRDMAP, EType: 1, Code: readCode(e), M: true, D: true, R: true,
+		HasSegLen: true, HasDDP: true, HasRDMA: true, DDPSegmentLength: decode.ReadReqHdrLen, TermRDMA: r.req}
+	decode.ParseDDP(r.hdr[:], &t.TermDDP)
+	t.TermDDPRaw = append([]byte(nil), r.hdr[:]...)
+	var rh [decode.ReadReqHdrLen]byte
+	t.TermRDMARaw = r.req.Append(rh[:0])
+	ti := TermInfo{Local: true, Cause: decode.LookupTermCause(t.Layer, t.EType, t.Code), Header: t,
+		Reason: fmt.Sprintf("Read source STag 0x%08x TO 0x%x size %d at response time: %v", r.req.SrcSTag, r.req.SrcTO, r.req.Size, e)}
+	qp.mu.Lock()
+	qp.terminateLocked(ti, nil, 0)
+	qp.unlock()
 }
 
 // txLoop is the send engine.
@@ -259,7 +326,7 @@ func (qp *QP) gather(sgl []SGE, need Access, parts [][]byte) ([][]byte, uint64, 
 		if sge.Length == 0 {
 			continue
 		}
-		_, p, e := qp.dev.lookup(sge.LKey, qp.pd, need, sge.Addr, uint64(sge.Length))
+		_, p, e := qp.dev.check(sge.LKey, qp, need, sge.Addr, uint64(sge.Length))
 		if e != accOK {
 			return parts, 0, e, sge
 		}
@@ -275,7 +342,7 @@ func (qp *QP) emitWR(s *stream, b *txBatch, w *sqe, parts, scratch [][]byte) ([]
 		sink := w.sgl[0]
 		if sink.Length > 0 {
 			// The sink of a Read Response needs Remote Write (V00 §7.4.2).
-			if _, _, e := qp.dev.lookup(sink.LKey, qp.pd, AccessRemoteWrite, sink.Addr, uint64(sink.Length)); e != accOK {
+			if _, _, e := qp.dev.check(sink.LKey, qp, AccessRemoteWrite, sink.Addr, uint64(sink.Length)); e != accOK {
 				err := fmt.Errorf("RDMA Read sink %v: %v", sink.LKey, e)
 				qp.wqeFailed(w, e.status(), err.Error())
 				return parts, scratch, err
@@ -293,7 +360,7 @@ func (qp *QP) emitWR(s *stream, b *txBatch, w *sqe, parts, scratch [][]byte) ([]
 		return parts, scratch, err
 	}
 	if op == OpWrite {
-		scratch = qp.emitTagged(s, b, decode.OpWrite, uint32(w.wr.RKey), w.wr.RemoteAddr, parts, tot, scratch)
+		scratch = qp.emitTagged(s, b, decode.OpWrite, uint32(w.wr.RKey), w.wr.RemoteAddr, parts, tot, scratch, true)
 		qp.cnt.txWrites.Add(1)
 	} else {
 		var inv uint32
@@ -346,13 +413,13 @@ func (qp *QP) maxPayload(s *stream, hdr int) int {
 
 // emitTagged segments a tagged message (RDMA Write, Read Response): each
 // segment carries STag and the TO of its first octet (RFC 5041 §4.2, §5.2).
-func (qp *QP) emitTagged(s *stream, b *txBatch, op decode.Opcode, stag uint32, to uint64, parts [][]byte, total uint64, scratch [][]byte) [][]byte {
+func (qp *QP) emitTagged(s *stream, b *txBatch, op decode.Opcode, stag uint32, to uint64, parts [][]byte, total uint64, scratch [][]byte, lastMsg bool) [][]byte {
 	var h [decode.DDPTaggedHdrLen]byte
 	h[1] = decode.RDMAPVersion<<6 | uint8(op)
 	binary.BigEndian.PutUint32(h[2:], stag)
 	return split(parts, total, qp.maxPayload(s, len(h)), scratch, func(off uint64, seg [][]byte, n int, last bool) {
 		h[0] = decode.DDPFlagT | decode.DDPVersion
-		if last {
+		if last && lastMsg {
 			h[0] |= decode.DDPFlagL
 		}
 		binary.BigEndian.PutUint64(h[6:], to+off)
@@ -406,7 +473,7 @@ func (qp *QP) emitRTR(s *stream, b *txBatch, r rtrType) {
 	case rtrWrite:
 		// STag/TO are not checked for zero-length tagged segments (RFC 5041
 		// §5.2); like current siw, send STag 1, not 0.
-		qp.emitTagged(s, b, decode.OpWrite, 1, 0, nil, 0, nil)
+		qp.emitTagged(s, b, decode.OpWrite, 1, 0, nil, 0, nil, true)
 	case rtrRead:
 		rr := decode.ReadRequest{SinkSTag: 1, SrcSTag: 1}
 		qp.emitReadRequest(s, b, &rr)
