@@ -138,6 +138,7 @@ type QP struct {
 
 	cnt counters
 
+	destroyed    bool          // guarded by mu
 	firstTimeout time.Duration // Responder: bound on the wait for the first FPDU
 	onFlush      func(int)     // tests: called with each batch's size
 }
@@ -175,7 +176,43 @@ func (pd *PD) CreateQP(attr QPAttr) (*QP, error) {
 		d.nQP.Add(-1)
 		return nil, ErrTooManyQPs
 	}
-	return &QP{dev: d, pd: pd, num: d.nextQP.Add(1), attr: attr, ird: attr.IRD, ord: attr.ORD}, nil
+	qp := &QP{dev: d, pd: pd, num: d.nextQP.Add(1), attr: attr, ird: attr.IRD, ord: attr.ORD}
+	d.mu.Lock()
+	d.qps[qp] = struct{}{}
+	d.mu.Unlock()
+	return qp, nil
+}
+
+// Destroy destroys the QP (V00 §6.1 Destroy QP): a connected QP is reset
+// (LLP reset, QP to Error, every WR flushed) and Destroy waits for its
+// engines to end; then the QP no longer counts against MaxQP and every verb
+// on it fails with ErrClosed. Regions scoped to it stay registered but no
+// stream can use them.
+func (qp *QP) Destroy() error {
+	qp.mu.Lock()
+	if qp.destroyed {
+		qp.mu.Unlock()
+		return ErrClosed
+	}
+	qp.destroyed = true
+	done := qp.done
+	qp.unlock()
+	if done != nil {
+		qp.abort(errors.New("endpoint: QP destroyed"), EventErrorStateEntered)
+		<-done
+	}
+	qp.mu.Lock()
+	if qp.state == StateIdle {
+		qp.state = StateError
+	}
+	qp.flushLocked(StatusFlushed)
+	qp.unlock()
+	d := qp.dev
+	d.mu.Lock()
+	delete(d.qps, qp)
+	d.mu.Unlock()
+	d.nQP.Add(-1)
+	return nil
 }
 
 // Num is the QP number.
@@ -297,6 +334,9 @@ func (qp *QP) PostSend(wrs ...SendWR) (n int, err error) {
 	now := time.Now()
 	idle := len(qp.sq) == 0 && now.Sub(qp.lastPost) > 30*time.Microsecond
 	qp.lastPost = now
+	if qp.destroyed {
+		return 0, ErrClosed
+	}
 	for i := range wrs {
 		wr := &wrs[i]
 		if err := qp.checkSendWR(wr); err != nil {
@@ -357,6 +397,9 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 func (qp *QP) PostRecv(wrs ...RecvWR) (n int, err error) {
 	qp.mu.Lock()
 	defer qp.unlock()
+	if qp.destroyed {
+		return 0, ErrClosed
+	}
 	for i := range wrs {
 		wr := &wrs[i]
 		if len(wr.SGL) > qp.attr.MaxSGE {
@@ -484,6 +527,10 @@ func (qp *QP) terminateLocked(ti TermInfo, wqe *sqe, st Status) {
 // ConnRequest.Accept. Anything else is an Immediate Error.
 func (qp *QP) Modify(to QPState) error {
 	qp.mu.Lock()
+	if qp.destroyed {
+		qp.unlock()
+		return ErrClosed
+	}
 	from := qp.state
 	switch {
 	case from == to && (to == StateIdle || to == StateRTS):
@@ -613,6 +660,10 @@ func (qp *QP) finish(cause error) {
 // reset MSNs and marker positions, start processing posted WRs).
 func (qp *QP) attach(s *stream, c *Conn, initiator bool, rtrOut rtrType, rtrIn uint8) error {
 	qp.mu.Lock()
+	if qp.destroyed {
+		qp.unlock()
+		return ErrClosed
+	}
 	if qp.state != StateIdle {
 		qp.unlock()
 		return fmt.Errorf("%w: QP is %v, not Idle", ErrInvalidState, qp.state)
