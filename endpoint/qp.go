@@ -24,6 +24,12 @@ type QPAttr struct {
 	// for inbound RDMA Read, and inbound RDMA Write + Read Response.
 	DisableRemoteRead  bool
 	DisableRemoteWrite bool
+	// OnReadRequest, when set, is called by the receive engine with each
+	// inbound RDMA Read Request that passed the checks, before it is
+	// answered: its Data Sink is a valid STag of the peer with Remote
+	// Write (how iwconform learns one from an rping server). It must not
+	// block.
+	OnReadRequest func(decode.ReadRequest)
 	// DrainTimeout bounds how long the QP waits for the peer to close the
 	// LLP after a Terminate or a graceful close, and how long a Terminate
 	// may take to write (2 s).
@@ -139,6 +145,8 @@ type QP struct {
 	cnt counters
 
 	destroyed    bool          // guarded by mu
+	faults       []Fault       // injected, not yet used (guarded by mu)
+	noORD        bool          // FaultExceedORD (guarded by mu)
 	firstTimeout time.Duration // Responder: bound on the wait for the first FPDU
 	onFlush      func(int)     // tests: called with each batch's size
 }

@@ -517,6 +517,9 @@ func (qp *QP) rxDeliver(seg *rxSeg) *fault {
 				return f
 			}
 		}
+		if h := qp.attr.OnReadRequest; h != nil {
+			h(rr)
+		}
 		qp.mu.Lock()
 		qp.irrq = append(qp.irrq, e)
 		qp.irrqBusy++

@@ -30,7 +30,9 @@ type stream struct {
 	scratch   []byte // de-markered ULPDU
 
 	// send side (send engine only)
-	txPos uint32
+	txPos     uint32
+	txFault   *Fault // fault of the message being framed
+	txTrunc   bool   // a truncated FPDU went into the batch: FIN after it
 }
 
 // rbufSize holds the largest FPDU (65535 octets of ULPDU with markers)
@@ -224,6 +226,18 @@ func (b *txBatch) alloc(n int) []byte {
 // appendFPDU frames one DDP segment, hdr (DDP header and any RDMAP header)
 // followed by the payload parts, into the batch.
 func (s *stream) appendFPDU(b *txBatch, hdr []byte, parts [][]byte, plen int) {
+	if f := s.txFault; f != nil {
+		var tmp [decode.DDPUntaggedHdrLen + 64]byte
+		hdr = mangle(f, hdr, tmp[:0])
+		switch f.Kind {
+		case FaultBadCRC, FaultCRCByteOrder, FaultMarkers, FaultFPDUPTR, FaultTruncate:
+			if s.appendFaultyFPDU(b, f, hdr, parts, plen) {
+				s.txTrunc = true
+				s.txFault = nil // one truncated FPDU ends the stream
+			}
+			return
+		}
+	}
 	ulen := len(hdr) + plen
 	if s.txMarkers {
 		u := make([]byte, 0, ulen)

@@ -75,13 +75,13 @@ func (qp *QP) nextWorkLocked() txItem {
 	if qp.sqNext < len(qp.sq) {
 		w := qp.sq[qp.sqNext]
 		if w.wr.Opcode == OpRead {
-			if qp.ord == 0 {
+			if qp.ord == 0 && !qp.noORD {
 				qp.sqNext++
 				w.started = true
 				qp.terminateLocked(localTerm(0x0, 0x0, 0x00, "RDMA Read with ORD 0"), w, StatusZeroReadResources)
 				return txItem{}
 			}
-			if len(qp.orq) >= qp.ord {
+			if len(qp.orq) >= qp.ord && !qp.noORD {
 				qp.cnt.readStalls.Add(1)
 				return txItem{}
 			}
@@ -106,7 +106,8 @@ func (qp *QP) nextWorkLocked() txItem {
 type txState struct {
 	b       txBatch
 	doneSQ  []*sqe
-	resp    *irrqEntry // Read Response under way, continued in the next batch
+	resp      *irrqEntry // Read Response under way, continued in the next batch
+	respFault *Fault     // its fault
 	parts   [][]byte
 	scratch [][]byte
 	closed  bool // the write side is closed: nothing more goes out
@@ -133,25 +134,59 @@ fill:
 		}
 		if t.resp != nil {
 			it = txItem{kind: tkResp, irr: t.resp}
+			s.txFault = t.respFault
 		} else {
 			it = qp.nextWorkLocked()
+			s.txFault = nil
+			if len(qp.faults) > 0 {
+				switch it.kind {
+				case tkSQ:
+					s.txFault = qp.takeFaultLocked(wrTarget(it.wqe.wr.Opcode))
+				case tkResp:
+					s.txFault = qp.takeFaultLocked(OnReadResponse)
+					t.respFault = s.txFault
+				case tkRTR:
+					s.txFault = qp.takeFaultLocked(OnRTR)
+				case tkTerm:
+					s.txFault = qp.takeFaultLocked(OnTerminate)
+				}
+			}
 		}
 		qp.unlock()
 		switch it.kind {
 		case tkNone:
 			break fill
 		case tkTerm:
+			f := s.txFault
+			if f != nil && f.Kind == FaultDataAfterTerminate {
+				s.txFault = nil
+			}
 			qp.emitTerminate(s, b, it.term)
+			if f != nil && f.Kind == FaultDataAfterTerminate {
+				msn := qp.sendMSN[0]
+				qp.sendMSN[0]++
+				qp.emitUntagged(s, b, decode.OpSend, 0, decode.QNSend, msn, nil, [][]byte{[]byte("after-terminate")}, 15, nil)
+			}
 			stopAfter = true
 			break fill
 		case tkStop:
 			stopAfter = true
 			break fill
 		case tkRTR:
-			qp.emitRTR(s, b, it.rtr)
+			r := it.rtr
+			if f := s.txFault; f != nil && f.Kind == FaultOmitRTR {
+				continue
+			} else if f != nil && f.Kind == FaultRTRType && f.Value >= 1 && f.Value <= 3 {
+				r = rtrType(f.Value)
+				s.txFault = nil
+			}
+			qp.emitRTR(s, b, r)
 		case tkResp:
 			r := it.irr
 			t.resp = nil
+			if r.sent == 0 {
+				t.respFault = s.txFault
+			}
 			done, ok := qp.emitReadResponse(s, b, r)
 			if !ok {
 				continue // the failure queued a Terminate
@@ -196,6 +231,10 @@ fill:
 		qp.completeSQLocked()
 		qp.unlock()
 	}
+	s.txFault = nil
+	if s.txTrunc {
+		stopAfter = true // the stream is broken: nothing more can follow
+	}
 	if stopAfter {
 		t.closed = true
 		qp.closeWrite(s)
@@ -238,8 +277,13 @@ func (qp *QP) emitReadResponse(s *stream, b *txBatch, r *irrqEntry) (done, ok bo
 	mr.unpin()
 	qp.txs.parts = append(qp.txs.parts[:0], buf)
 	r.sent += n
+	to := r.req.SinkTO + r.sent - n
 	last := r.sent == size
-	qp.txs.scratch = qp.emitTagged(s, b, decode.OpReadResponse, r.req.SinkSTag, r.req.SinkTO+r.sent-n, qp.txs.parts, n, qp.txs.scratch, last)
+	if f := s.txFault; last && f != nil && f.Kind == FaultOversize {
+		qp.txs.parts = append(qp.txs.parts, make([]byte, f.Value))
+		n += uint64(f.Value)
+	}
+	qp.txs.scratch = qp.emitTagged(s, b, decode.OpReadResponse, r.req.SinkSTag, to, qp.txs.parts, n, qp.txs.scratch, last)
 	qp.cnt.txPayload.Add(n)
 	return last, true
 }
