@@ -67,7 +67,7 @@ type AsyncEvent struct {
 // Device is an opened soft RNIC: the scope of PDs, CQs, QPs and the STag
 // table (V00 §5.1).
 //
-// STags are not predictable (RFC 5040 §8.1.1 item 8, RFC 5042 §5.1.1): the
+// STags are not predictable (RFC 5040 §8.1.1 item 8, RFC 5042 §6.3.4): the
 // 24-bit index is a table slot run through a per-device random permutation,
 // the first key of a slot is random, and a reused slot's key steps by a
 // per-device random odd amount, so an index comes back only with a fresh key
@@ -188,7 +188,7 @@ type MROptions struct {
 	Key uint8
 	// QP, when set, scopes the region to that QP's stream: other QPs of the
 	// PD can neither use it locally nor let their peers access or
-	// invalidate it (RFC 5040 §8.1.1 item 3; RFC 5042 §5.2). The QP must be
+	// invalidate it (RFC 5040 §8.1.1 item 3; RFC 5042 §6.1.1). The QP must be
 	// of the same PD.
 	QP *QP
 }
@@ -208,7 +208,7 @@ type MR struct {
 	// pin is held shared while the engines move octets into or out of buf
 	// on a peer's behalf, and exclusively to revoke: Invalidate and
 	// Deregister return only after every access in flight ended, and no
-	// access starts after them (RFC 5042 §6.2.2).
+	// access starts after them (RFC 5042 §6.2.2, §6.3.3).
 	pin sync.RWMutex
 	// Guarded by pin:
 	key   uint8
@@ -367,7 +367,7 @@ func (mr *MR) SGE(off, n int) SGE {
 // Invalidate makes the STag Invalid (as Invalidate Local STag does).
 // Invalidating an Invalid STag is allowed (V00 §7.8). It returns once no
 // placement into, or Read Response from, the region is in flight; after it
-// the memory is the consumer's again (RFC 5042 §6.2.2).
+// the memory is the consumer's again (RFC 5042 §6.2.2, §6.3.3).
 func (mr *MR) Invalidate() {
 	mr.pin.Lock()
 	mr.valid = false

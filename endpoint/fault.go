@@ -62,7 +62,7 @@ const (
 	// whatever the Reply allowed.
 	FaultRTRType
 	// FaultDataAfterTerminate follows our next Terminate with a Send
-	// (RFC 5040 §5.3: nothing may follow a Terminate; the peer must
+	// (RFC 5040 §5.4: nothing may follow a Terminate; the peer must
 	// discard it and not answer).
 	FaultDataAfterTerminate
 	faultKinds

@@ -71,7 +71,7 @@ func twoQPs(t testing.TB) (a, b *side) {
 	return a, &side{dev: a.dev, pd: a.pd, cq: a.cq, qp: qp}
 }
 
-// Hole 4 (RFC 5040 §8.1.1 item 3, RFC 5042 §5.2): a region scoped to QP B
+// Hole 4 (RFC 5040 §8.1.1 item 3, RFC 5042 §6.1.1): a region scoped to QP B
 // is out of reach of the peer of QP A on the same PD: no Write, no Read, no
 // Send with Invalidate; B's peer uses it.
 func TestHoleStreamScope(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"github.com/iwkit/iwkit/decode"
 )
 
-// Hole 1 (RFC 5040 §8.1.1 item 6, RFC 5041 §8.3.1, RFC 5042 §6.2.2): a
+// Hole 1 (RFC 5040 §8.1.1 item 6, RFC 5041 §8.3.1, RFC 5042 §6.2.2, §6.3.3): a
 // peer sends an RDMA Write's header and part of its payload, the ULP
 // invalidates (or deregisters) the region and reuses the buffer, then the
 // peer sends the rest. Nothing may land in the revoked buffer and the peer

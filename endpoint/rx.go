@@ -255,7 +255,7 @@ func (qp *QP) rxTagged(seg *rxSeg) *fault {
 			return ddpFault(decode.TermLayerDDP, 1, tagCode(e), "tagged segment STag 0x%08x TO 0x%x len %d: %v", h.STag, h.TO, seg.plen, e)
 		}
 		// Pinned: a revocation waits until the copy below is done, and one
-		// that came first made the lookup fail (RFC 5042 §6.2.2).
+		// that came first made the lookup fail (RFC 5042 §6.2.2, §6.3.3).
 		mr, dst = m, b
 		defer mr.unpin()
 	}
@@ -549,7 +549,7 @@ func (qp *QP) rxDeliver(seg *rxSeg) *fault {
 }
 
 // readCode is the RDMAP Remote Protection Error code of a failed check on
-// a Read Request's Data Source (RFC 5040 §7.4.1).
+// a Read Request's Data Source (RFC 5040 §4.8).
 func readCode(e accessErr) uint8 {
 	return map[accessErr]uint8{accInvalidSTag: 0x00, accBounds: 0x01, accRights: 0x02, accPD: 0x03, accWrap: 0x04}[e]
 }

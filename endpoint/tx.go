@@ -256,8 +256,8 @@ const txBatchMax = 1 << 20
 // The Data Source is checked again here and its octets are copied into the
 // batch under the region's pin: a region invalidated or deregistered after
 // the Read Request was accepted discloses nothing (RFC 5040 §8.1.1 item 6,
-// RFC 5042 §6.2.2); the Read then fails with the Remote Protection Error
-// the Request would have got (RFC 5040 §7.4.1). It reports whether the
+// RFC 5042 §6.2.2, §6.3.3); the Read then fails with the Remote Protection Error
+// the Request would have got (RFC 5040 §4.8). It reports whether the
 // response is complete, and false ok when it failed.
 func (qp *QP) emitReadResponse(s *stream, b *txBatch, r *irrqEntry) (done, ok bool) {
 	size := uint64(r.req.Size)
@@ -290,7 +290,7 @@ func (qp *QP) emitReadResponse(s *stream, b *txBatch, r *irrqEntry) (done, ok bo
 
 // readSourceFailed terminates the QP when the source of an accepted Read
 // failed its checks at response time: RDMAP Remote Protection Error, with
-// the Read Request's DDP and RDMAP headers (RFC 5040 §7.1, §7.4.1).
+// the Read Request's DDP and RDMAP headers (RFC 5040 §4.8, §7.1).
 func (qp *QP) readSourceFailed(r *irrqEntry, e accessErr) {
 	t := decode.Terminate{Layer: decode.TermLayerRDMAP, EType: 1, Code: readCode(e), M: true, D: true, R: true,
 		HasSegLen: true, HasDDP: true, HasRDMA: true, DDPSegmentLength: decode.ReadReqHdrLen, TermRDMA: r.req}

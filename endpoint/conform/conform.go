@@ -212,15 +212,15 @@ func Cases() []Case {
 			expect: term(2, 0, 0x02), run: needCRC(sendFault(endpoint.FaultCRCByteOrder, 0))},
 		{ID: "mpa-truncated", Clause: "RFC 5044 §8 (LLP failure)", Sent: "first 10 octets of a Send's FPDU, then FIN",
 			expect: expect{closed: true}, run: sendFault(endpoint.FaultTruncate, 10)},
-		{ID: "ddp-version", Clause: "RFC 5041 §7.2 (DDP-01)", Sent: "untagged Send with DDP version 0",
+		{ID: "ddp-version", Clause: "RFC 5041 §7.1, §7.2 (DDP-01)", Sent: "untagged Send with DDP version 0",
 			expect: term(1, 2, 0x06), run: sendFault(endpoint.FaultDDPVersion, 0)},
-		{ID: "ddp-qn", Clause: "RFC 5041 §7.2 (DDP-03)", Sent: "Send on QN 5",
+		{ID: "ddp-qn", Clause: "RFC 5041 §7.1, §7.2 (DDP-03)", Sent: "Send on QN 5",
 			expect: term(1, 2, 0x01), run: sendFault(endpoint.FaultQN, 5)},
 		{ID: "ddp-msn", Clause: "RFC 5041 §5.3, §7.2 (DDP-05)", Sent: "Send with MSN 16 ahead",
 			expect: term(1, 2, 0x03), run: sendFault(endpoint.FaultMSN, 16)},
-		{ID: "ddp-mo", Clause: "RFC 5041 §7.2 (DDP-06)", Sent: "Send with MO 4096 (beyond the 16-octet receive)",
+		{ID: "ddp-mo", Clause: "RFC 5041 §7.1, §7.2 (DDP-06)", Sent: "Send with MO 4096 (beyond the 16-octet receive)",
 			expect: term(1, 2, 0x04), run: sendFault(endpoint.FaultMO, 4096)},
-		{ID: "ddp-no-recv", Clause: "RFC 5041 §7.2 (DDP-04)", Sent: "four Sends at once (rping posts one receive)",
+		{ID: "ddp-no-recv", Clause: "RFC 5041 §7.1, §7.2 (DDP-04)", Sent: "four Sends at once (rping posts one receive)",
 			expect: term(1, 2, 0x02), run: func(c *conn) (string, error) {
 				return "", c.post(c.advert(1), c.advert(2), c.advert(3), c.advert(4))
 			}},
@@ -233,12 +233,12 @@ func Cases() []Case {
 				s, to, _ := c.stag()
 				return "", c.post(c.write(s^0x80, to, 16))
 			}},
-		{ID: "ddp-bounds", Clause: "RFC 5041 §7.2 (DDP-10)", Sent: "RDMA Write 1 MiB past the learned buffer",
+		{ID: "ddp-bounds", Clause: "RFC 5041 §7.1, §7.2 (DDP-10)", Sent: "RDMA Write 1 MiB past the learned buffer",
 			needSTag: true, expect: term(1, 1, 0x01), run: func(c *conn) (string, error) {
 				s, to, _ := c.stag()
 				return "", c.post(c.write(s, to+1<<20, 16))
 			}},
-		{ID: "ddp-wrap", Clause: "RFC 5041 §7.2 (DDP-11)", Sent: "RDMA Write whose TO wraps past 2^64",
+		{ID: "ddp-wrap", Clause: "RFC 5041 §7.1, §7.2 (DDP-11)", Sent: "RDMA Write whose TO wraps past 2^64",
 			needSTag: true, expect: term(1, 1, 0x03).or(1, 1, 0x01), run: func(c *conn) (string, error) {
 				s, _, _ := c.stag()
 				return "", c.post(c.write(s, ^uint64(0)-7, 16))
@@ -289,7 +289,7 @@ func Cases() []Case {
 				}
 				return "", c.post(c.advert(1))
 			}},
-		{ID: "rdmap-data-after-terminate", Clause: "RFC 5040 §5.3, §7.1", Sent: "Terminate (Local Catastrophic), then a Send",
+		{ID: "rdmap-data-after-terminate", Clause: "RFC 5040 §5.4", Sent: "Terminate (Local Catastrophic), then a Send",
 			expect: expect{closed: true}, run: func(c *conn) (string, error) {
 				if err := c.inject(endpoint.Fault{Kind: endpoint.FaultDataAfterTerminate, On: endpoint.OnTerminate}); err != nil {
 					return "", err
@@ -297,7 +297,7 @@ func Cases() []Case {
 				c.selfTerm = true
 				return "", c.qp.Modify(endpoint.StateTerminate)
 			}},
-		{ID: "mpa-rtr-missing", Clause: "RFC 6581 §5, §9.3", Sent: "peer-to-peer: no RTR, a Send first",
+		{ID: "mpa-rtr-missing", Clause: "RFC 6581 §5, §8, §9.3", Sent: "peer-to-peer: no RTR, a Send first",
 			expect: term(2, 0, 0x07), run: func(c *conn) (string, error) {
 				return "", c.post(c.advert(1)) // the fault was injected before connecting
 			}},
