@@ -65,7 +65,9 @@ func (s *stream) fill() error {
 // peek makes n unconsumed octets available at rbuf[rr:].
 func (s *stream) peek(n int) error {
 	for s.rw-s.rr < n {
-		if len(s.rbuf)-s.rr < n {
+		if s.rr == s.rw {
+			s.rr, s.rw = 0, 0 // empty: read from the start, in one go
+		} else if len(s.rbuf)-s.rr < n {
 			s.rw = copy(s.rbuf, s.rbuf[s.rr:s.rw])
 			s.rr = 0
 		}
