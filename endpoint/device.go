@@ -214,6 +214,11 @@ type MR struct {
 	key   uint8
 	valid bool
 	dead  bool
+	// Memory windows: for a window, its type and (while bound) the region
+	// it is bound to; for a region, the windows bound to it.
+	mwType MWType
+	parent *MR
+	wins   map[*MR]struct{}
 }
 
 // RegisterMR registers buf with the given rights. At least one local right
@@ -371,7 +376,17 @@ func (mr *MR) SGE(off, n int) SGE {
 func (mr *MR) Invalidate() {
 	mr.pin.Lock()
 	mr.valid = false
+	wins := mr.wins
+	mr.wins = nil
 	mr.pin.Unlock()
+	// Windows bound to the region lose their memory with it.
+	for w := range wins {
+		w.pin.Lock()
+		if w.parent == mr {
+			w.valid, w.parent, w.buf = false, nil, nil
+		}
+		w.pin.Unlock()
+	}
 }
 
 // Reregister makes the region Valid again under a new key (0 picks one),
@@ -380,8 +395,11 @@ func (mr *MR) Invalidate() {
 func (mr *MR) Reregister(key uint8) (STag, error) {
 	mr.pin.Lock()
 	defer mr.pin.Unlock()
-	if mr.dead {
+	if mr.dead || mr.mwType != 0 {
 		return 0, ErrInvalidSTag
+	}
+	if len(mr.wins) > 0 {
+		return 0, fmt.Errorf("%w: memory windows bound to the region", ErrResourceBusy)
 	}
 	if key == 0 {
 		key = mr.key + mr.pd.dev.keyStep
@@ -407,6 +425,10 @@ func (mr *MR) Deregister() error {
 	if mr.dead {
 		mr.pin.Unlock()
 		return ErrInvalidSTag
+	}
+	if len(mr.wins) > 0 {
+		mr.pin.Unlock()
+		return fmt.Errorf("%w: %d memory windows bound to the region", ErrResourceBusy, len(mr.wins))
 	}
 	mr.dead, mr.valid = true, false
 	mr.pin.Unlock()
@@ -478,6 +500,8 @@ func (d *Device) lookup(stag STag, qp *QP, need Access, to, n uint64) (*MR, []by
 	switch {
 	case mr.pd != qp.pd || mr.qp != nil && mr.qp != qp:
 		e = accPD
+	case mr.mwType != 0 && need&(AccessLocalRead|AccessLocalWrite) != 0:
+		e = accRights // windows are not allowed in local SGLs (V00 §8.1.1)
 	case mr.access&need != need:
 		e = accRights
 	case to+n < to:
@@ -524,17 +548,19 @@ func (d *Device) invalidateRemote(stag STag, qp *QP) accessErr {
 	if mr == nil {
 		return accInvalidSTag
 	}
-	mr.pin.Lock()
-	defer mr.pin.Unlock()
+	p := mr.lockAll()
+	defer mr.unlockAll(p)
 	if mr.key != stag.Key() || mr.dead {
 		return accInvalidSTag
 	}
-	if mr.pd != qp.pd || mr.qp != nil && mr.qp != qp {
+	if mr.pd != qp.pd || mr.qp != nil && mr.qp != qp && mr.valid {
 		return accPD
 	}
-	if mr.access&(AccessRemoteRead|AccessRemoteWrite) == 0 {
+	if mr.access&(AccessRemoteRead|AccessRemoteWrite) == 0 || mr.mwType == MWType1 || len(mr.wins) > 0 {
+		// Type 1 windows are not invalidated by a peer; a region with
+		// windows bound cannot be invalidated (V00 §7.8).
 		return accRights
 	}
-	mr.valid = false
+	mr.invalidateLocked(p)
 	return accOK
 }

@@ -381,7 +381,17 @@ func (qp *QP) PostSend(wrs ...SendWR) (n int, err error) {
 }
 
 func (qp *QP) checkSendWR(wr *SendWR) error {
-	if wr.Opcode > OpRead {
+	switch {
+	case wr.Opcode <= OpRead:
+	case wr.Opcode == OpBindMW:
+		if wr.Bind == nil || wr.Bind.MW == nil || wr.Bind.MR == nil || len(wr.SGL) != 0 {
+			return fmt.Errorf("%w: Bind needs SendWR.Bind with a window and a region, and no SGL", ErrInvalidWR)
+		}
+	case wr.Opcode == OpLocalInv:
+		if len(wr.SGL) != 0 {
+			return fmt.Errorf("%w: Invalidate Local STag takes no SGL", ErrInvalidWR)
+		}
+	default:
 		return fmt.Errorf("%w: opcode %v", ErrInvalidWR, wr.Opcode)
 	}
 	if len(wr.SGL) > qp.attr.MaxSGE {

@@ -88,6 +88,9 @@ func (qp *QP) nextWorkLocked() txItem {
 		} else if w.wr.ReadFence && len(qp.orq) > 0 {
 			return txItem{}
 		}
+		if w.wr.LocalFence && qp.sqNext > 0 {
+			return txItem{} // every earlier WR must have completed (V00 §8.2.2)
+		}
 		qp.sqNext++
 		w.started = true
 		if w.wr.Opcode == OpRead {
@@ -124,7 +127,7 @@ func (qp *QP) runTx(s *stream) (wrote, done bool) {
 	b := &t.b
 	b.reset()
 	t.doneSQ = t.doneSQ[:0]
-	stopAfter := false
+	stopAfter, memOps := false, false
 fill:
 	for b.bytes < txBatchMax && len(b.bufs) < 768 {
 		var it txItem
@@ -230,6 +233,15 @@ fill:
 		}
 		qp.completeSQLocked()
 		qp.unlock()
+	} else if len(t.doneSQ) > 0 {
+		// Memory operations only: nothing to write, complete them now.
+		qp.mu.Lock()
+		for _, w := range t.doneSQ {
+			w.done = true
+		}
+		qp.completeSQLocked()
+		qp.unlock()
+		memOps = true
 	}
 	s.txFault = nil
 	if s.txTrunc {
@@ -240,8 +252,8 @@ fill:
 		qp.closeWrite(s)
 		return len(b.bufs) > 0, true
 	}
-	if t.resp != nil {
-		return true, false // more of the response to send
+	if t.resp != nil || memOps {
+		return true, false // more of the response to send, or more WRs after memory operations
 	}
 	return len(b.bufs) > 0, false
 }
@@ -382,6 +394,27 @@ func (qp *QP) gather(sgl []SGE, need Access, parts [][]byte) ([][]byte, uint64, 
 
 func (qp *QP) emitWR(s *stream, b *txBatch, w *sqe, parts, scratch [][]byte) ([][]byte, [][]byte, error) {
 	op := w.wr.Opcode
+	switch op {
+	case OpBindMW, OpLocalInv:
+		// Memory operations take effect in SQ order, before later WRs
+		// execute (V00 §8.2.2); a failure is a completion error with a
+		// Local Catastrophic Terminate (V00 Fig. 23).
+		var be *bindError
+		if op == OpBindMW {
+			if w.wr.Bind.MW.r.mwType != MWType2 {
+				be = bindErr(StatusInvalidWindow, "type 1 windows are bound by QP.BindMW")
+			} else {
+				_, be = qp.bind(w.wr.Bind)
+			}
+		} else {
+			be = qp.localInvalidate(w.wr.InvalidateSTag)
+		}
+		if be != nil {
+			qp.wqeFailed(w, be.st, be.reason)
+			return parts, scratch, be
+		}
+		return parts, scratch, nil
+	}
 	if op == OpRead {
 		sink := w.sgl[0]
 		if sink.Length > 0 {
