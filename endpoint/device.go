@@ -219,6 +219,7 @@ type MR struct {
 	mwType MWType
 	parent *MR
 	wins   map[*MR]struct{}
+	shared *MR // a shared region: the region whose memory it names (immutable)
 }
 
 // RegisterMR registers buf with the given rights. At least one local right
@@ -374,6 +375,9 @@ func (mr *MR) SGE(off, n int) SGE {
 // placement into, or Read Response from, the region is in flight; after it
 // the memory is the consumer's again (RFC 5042 §6.2.2, §6.3.3).
 func (mr *MR) Invalidate() {
+	if mr.shared != nil {
+		return // a shared region is always Valid (V00 §7.5)
+	}
 	mr.pin.Lock()
 	mr.valid = false
 	wins := mr.wins
@@ -495,6 +499,18 @@ func (d *Device) lookup(stag STag, qp *QP, need Access, to, n uint64) (*MR, []by
 		mr.pin.RUnlock()
 		return nil, nil, accInvalidSTag
 	}
+	if o := mr.shared; o != nil {
+		// A shared region's memory lives as long as the region it shares:
+		// hold that one too (lock order: the shared STag, then its
+		// original; nothing takes them the other way round).
+		o.pin.RLock()
+		if o.dead {
+			o.pin.RUnlock()
+			mr.pin.RUnlock()
+			return nil, nil, accInvalidSTag
+		}
+		o.sync.Load()
+	}
 	mr.sync.Load()
 	e := accOK
 	switch {
@@ -510,7 +526,7 @@ func (d *Device) lookup(stag STag, qp *QP, need Access, to, n uint64) (*MR, []by
 		e = accBounds
 	}
 	if e != accOK {
-		mr.pin.RUnlock()
+		mr.unpin()
 		return mr, nil, e
 	}
 	off := to - mr.base
@@ -527,7 +543,12 @@ func (d *Device) check(stag STag, qp *QP, need Access, to, n uint64) (*MR, []byt
 	return mr, b, e
 }
 
-func (mr *MR) unpin() { mr.pin.RUnlock() }
+func (mr *MR) unpin() {
+	if o := mr.shared; o != nil {
+		o.pin.RUnlock()
+	}
+	mr.pin.RUnlock()
+}
 
 // pinKey pins the region if it is still Valid under stag.
 func (mr *MR) pinKey(stag STag) bool {
@@ -535,6 +556,14 @@ func (mr *MR) pinKey(stag STag) bool {
 	if !mr.valid || mr.key != stag.Key() {
 		mr.pin.RUnlock()
 		return false
+	}
+	if o := mr.shared; o != nil {
+		o.pin.RLock()
+		if o.dead {
+			o.pin.RUnlock()
+			mr.pin.RUnlock()
+			return false
+		}
 	}
 	return true
 }
@@ -556,7 +585,7 @@ func (d *Device) invalidateRemote(stag STag, qp *QP) accessErr {
 	if mr.pd != qp.pd || mr.qp != nil && mr.qp != qp && mr.valid {
 		return accPD
 	}
-	if mr.access&(AccessRemoteRead|AccessRemoteWrite) == 0 || mr.mwType == MWType1 || len(mr.wins) > 0 {
+	if mr.access&(AccessRemoteRead|AccessRemoteWrite) == 0 || mr.mwType == MWType1 || len(mr.wins) > 0 || mr.shared != nil {
 		// Type 1 windows are not invalidated by a peer; a region with
 		// windows bound cannot be invalidated (V00 §7.8).
 		return accRights

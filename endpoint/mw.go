@@ -1,6 +1,9 @@
 package endpoint
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // MWType is a memory window's type. iwkit follows the IB verbs split that
 // V00's single window kind grew into: a type 1 window is bound by a verb
@@ -245,4 +248,82 @@ func (qp *QP) localInvalidate(stag STag) *bindError {
 	}
 	r.invalidateLocked(p)
 	return nil
+}
+
+// Rereg is RI-Reregister with new rights and, when buf is not nil, a new
+// range (V00 §7.7): the region becomes Valid under a fresh key with access
+// and buf (VA-based regions take the new buffer's address unless opt.VA
+// says otherwise); the old STag stops working once Rereg returns, after any
+// access in flight through it ended. Windows must not be bound.
+func (mr *MR) Rereg(key uint8, access Access, buf []byte, opt *MROptions) (STag, error) {
+	if access&(AccessLocalRead|AccessLocalWrite) == 0 ||
+		access&AccessRemoteWrite != 0 && access&AccessLocalWrite == 0 ||
+		access&AccessRemoteRead != 0 && access&AccessLocalRead == 0 {
+		return 0, fmt.Errorf("%w: %v", ErrInvalidAccess, access)
+	}
+	mr.pin.Lock()
+	defer mr.pin.Unlock()
+	if mr.dead || mr.mwType != 0 || mr.shared != nil {
+		return 0, ErrInvalidSTag
+	}
+	if len(mr.wins) > 0 {
+		return 0, fmt.Errorf("%w: memory windows bound to the region", ErrResourceBusy)
+	}
+	if key == 0 {
+		key = mr.key + mr.pd.dev.keyStep
+		if key == 0 {
+			key += mr.pd.dev.keyStep
+		}
+	}
+	if key == mr.key {
+		return 0, fmt.Errorf("%w: reregistering needs a fresh key", ErrInvalidWR)
+	}
+	if buf != nil {
+		base := uint64(0)
+		zero := opt != nil && opt.ZeroBased
+		if !zero {
+			if opt != nil && opt.VA != 0 {
+				base = opt.VA
+			} else if len(buf) > 0 {
+				base = uint64(uintptr(unsafe.Pointer(&buf[0])))
+			}
+			if base+uint64(len(buf)) < base {
+				return 0, fmt.Errorf("endpoint: region at VA 0x%x wraps", base)
+			}
+		}
+		mr.buf, mr.base, mr.zero = buf, base, zero
+	}
+	mr.access, mr.key, mr.valid = access, key, true
+	d := mr.pd.dev
+	d.mu.Lock()
+	d.lastKey[mr.slot] = key
+	d.mu.Unlock()
+	return STag(mr.index<<8 | uint32(key)), nil
+}
+
+// RegisterSharedMR registers another STag for the memory of mr (V00 §7.5
+// Register Shared Memory Region) with its own rights (at most what mr
+// allows) on pd, which may differ from mr's. A shared region is always
+// Valid: it cannot be invalidated, locally or by a peer, only
+// deregistered; and it goes when mr is deregistered.
+func (pd *PD) RegisterSharedMR(mr *MR, access Access, opt *MROptions) (*MR, error) {
+	mr.pin.RLock()
+	buf, base, zero, macc, ok := mr.buf, mr.base, mr.zero, mr.access, mr.valid && mr.mwType == 0
+	mr.pin.RUnlock()
+	if !ok {
+		return nil, ErrInvalidSTag
+	}
+	if access&^macc != 0 {
+		return nil, fmt.Errorf("%w: %v is more than the region's %v", ErrInvalidAccess, access, macc)
+	}
+	o := MROptions{ZeroBased: zero, VA: base}
+	if opt != nil {
+		o.Key, o.QP = opt.Key, opt.QP
+	}
+	s, err := pd.RegisterMR(buf, access, &o)
+	if err != nil {
+		return nil, err
+	}
+	s.shared = mr
+	return s, nil
 }

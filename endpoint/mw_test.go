@@ -177,3 +177,60 @@ func TestMWBindWRError(t *testing.T) {
 		t.Fatal("window bound")
 	}
 }
+
+// RI-Reregister with new rights and a new range, and shared regions.
+func TestReregAndShared(t *testing.T) {
+	var mr, shared *MR
+	var old STag
+	newBuf := make([]byte, 256)
+	r, sv, _ := rawClient(t, Config{}, v2Req(false, false), QPAttr{}, func(sv *side) {
+		mr, _ = sv.pd.RegisterMR(make([]byte, 4096), AccessAll, nil)
+		old = mr.STag()
+		var err error
+		shared, err = sv.pd.RegisterSharedMR(mr, AccessLocalRead|AccessRemoteRead, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sv.pd.RegisterSharedMR(mr, AccessAll|AccessMWBind, nil); err == nil {
+			t.Fatal("shared region with more rights than its region")
+		}
+	})
+	copy(mr.Buf(), "shared octets")
+	mr.Sync()
+	// The shared STag reads the same memory and stays Valid through a
+	// peer's Send with Invalidate attempt and a local Invalidate.
+	shared.Invalidate()
+	r.send(readReq(1, decode.ReadRequest{SinkSTag: 0x500, Size: 13, SrcSTag: uint32(shared.STag()), SrcTO: shared.Addr()}))
+	r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if s, _, err := r.readFPDU(); err != nil || string(s.Payload) != "shared octets" {
+		t.Fatalf("Read through the shared STag: %v %q", err, s.Payload)
+	}
+	// Rereg: Remote Read only, a new 256-octet buffer, a fresh key.
+	st, err := mr.Rereg(0, AccessLocalRead|AccessRemoteRead, newBuf, nil)
+	if err != nil || st == old || mr.Len() != 256 || mr.Addr() == 0 {
+		t.Fatalf("Rereg: %v %v", st, err)
+	}
+	if _, err := mr.Rereg(st.Key(), AccessAll, nil, nil); err == nil {
+		t.Fatal("Rereg with the same key")
+	}
+	// The old STag is dead; the new one reads the new buffer and may not
+	// be written.
+	r.send(readReq(2, decode.ReadRequest{SinkSTag: 0x500, Size: 8, SrcSTag: uint32(st), SrcTO: mr.Addr()}))
+	if s, _, err := r.readFPDU(); err != nil || s.RDMAP.Opcode != decode.OpReadResponse || len(s.Payload) != 8 {
+		t.Fatalf("Read with the new STag: %v", err)
+	}
+	r.send(tagged(decode.OpWrite, uint32(st), mr.Addr(), true, make([]byte, 8)))
+	r.expectTerminate(1, 1, 0x02)
+	r.c.Close()
+	waitDone(t, sv.qp, StateError)
+	if _, _, e := sv.dev.check(old, sv.qp, AccessRemoteRead, mr.Addr(), 8); e != accInvalidSTag {
+		t.Fatalf("old STag after Rereg: %v", e)
+	}
+	// Deregistering the region ends its shared STags' access.
+	if err := mr.Deregister(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, e := sv.dev.check(shared.STag(), sv.qp, AccessRemoteRead, shared.Addr(), 8); e != accInvalidSTag {
+		t.Fatalf("shared STag after its region was deregistered: %v", e)
+	}
+}
