@@ -216,3 +216,41 @@ func TestHoleReadResponseBatched(t *testing.T) {
 		t.Fatal(sv.qp.Err())
 	}
 }
+
+// CQ Resize keeps waiting completions; Destroy waits for its QPs' Destroy.
+func TestCQResizeDestroy(t *testing.T) {
+	dev := OpenDevice(DeviceAttr{MaxCQE: 64})
+	cq, _ := dev.CreateCQ(4)
+	for i := 0; i < 3; i++ {
+		cq.push(WorkCompletion{WRID: uint64(i)})
+	}
+	if err := cq.Resize(2); err == nil {
+		t.Fatal("resized below the completions waiting")
+	}
+	if err := cq.Resize(128); err == nil {
+		t.Fatal("resized beyond MaxCQE")
+	}
+	if err := cq.Resize(16); err != nil || cq.Depth() != 16 {
+		t.Fatal(err)
+	}
+	for i := 3; i < 16; i++ {
+		if !cq.push(WorkCompletion{WRID: uint64(i)}) {
+			t.Fatalf("push %d", i)
+		}
+	}
+	var wc [32]WorkCompletion
+	if n := cq.Poll(wc[:]); n != 16 || wc[0].WRID != 0 || wc[15].WRID != 15 {
+		t.Fatalf("%d completions, first %d", n, wc[0].WRID)
+	}
+	qp, _ := dev.AllocPD().CreateQP(QPAttr{SendCQ: cq, RecvCQ: cq})
+	if err := cq.Destroy(); err == nil {
+		t.Fatal("CQ destroyed under a QP")
+	}
+	qp.Destroy()
+	if err := cq.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if cq.Destroy() != ErrClosed || cq.Resize(8) != ErrClosed {
+		t.Fatal("verbs on a destroyed CQ")
+	}
+}

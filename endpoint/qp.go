@@ -185,6 +185,8 @@ func (pd *PD) CreateQP(attr QPAttr) (*QP, error) {
 		return nil, ErrTooManyQPs
 	}
 	qp := &QP{dev: d, pd: pd, num: d.nextQP.Add(1), attr: attr, ird: attr.IRD, ord: attr.ORD}
+	attr.SendCQ.users.Add(1)
+	attr.RecvCQ.users.Add(1)
 	d.mu.Lock()
 	d.qps[qp] = struct{}{}
 	d.mu.Unlock()
@@ -220,6 +222,8 @@ func (qp *QP) Destroy() error {
 	delete(d.qps, qp)
 	d.mu.Unlock()
 	d.nQP.Add(-1)
+	qp.attr.SendCQ.users.Add(-1)
+	qp.attr.RecvCQ.users.Add(-1)
 	return nil
 }
 
