@@ -395,31 +395,12 @@ func (mr *MR) Invalidate() {
 
 // Reregister makes the region Valid again under a new key (0 picks one),
 // as RI-Reregister does; the old STag no longer works. The key must differ
-// from the current one.
+// from the current one. (Rereg also changes rights and range.)
 func (mr *MR) Reregister(key uint8) (STag, error) {
-	mr.pin.Lock()
-	defer mr.pin.Unlock()
-	if mr.dead || mr.mwType != 0 {
-		return 0, ErrInvalidSTag
-	}
-	if len(mr.wins) > 0 {
-		return 0, fmt.Errorf("%w: memory windows bound to the region", ErrResourceBusy)
-	}
-	if key == 0 {
-		key = mr.key + mr.pd.dev.keyStep
-		if key == 0 {
-			key += mr.pd.dev.keyStep
-		}
-	}
-	if key == mr.key {
-		return 0, fmt.Errorf("%w: reregistering needs a fresh key", ErrInvalidWR)
-	}
-	mr.key, mr.valid = key, true
-	d := mr.pd.dev
-	d.mu.Lock()
-	d.lastKey[mr.slot] = key
-	d.mu.Unlock()
-	return STag(mr.index<<8 | uint32(key)), nil
+	mr.pin.RLock()
+	acc := mr.access
+	mr.pin.RUnlock()
+	return mr.Rereg(key, acc, nil, nil)
 }
 
 // Deregister removes the region, after any access in flight ended (as
@@ -436,12 +417,18 @@ func (mr *MR) Deregister() error {
 	}
 	mr.dead, mr.valid = true, false
 	mr.pin.Unlock()
+	mr.freeSlot()
+	return nil
+}
+
+// freeSlot returns a dead region's or window's table slot (reused later,
+// oldest first, under a fresh key).
+func (mr *MR) freeSlot() {
 	d := mr.pd.dev
 	d.mu.Lock()
 	d.mrs[mr.slot] = nil
 	d.free = append(d.free, mr.slot)
 	d.mu.Unlock()
-	return nil
 }
 
 // accessErr is the outcome of an STag check, mapped to a Terminate code or

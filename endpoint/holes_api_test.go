@@ -21,6 +21,13 @@ import (
 // rawClientOn connects a raw Initiator to sv.qp (already set up).
 func rawClientOn(t testing.TB, srv Config, req decode.MPAFrame, sv *side) *raw {
 	t.Helper()
+	r, _ := rawConnect(t, srv, req, sv)
+	return r
+}
+
+// rawConnect connects a raw Initiator to sv.qp, returning the Reply.
+func rawConnect(t testing.TB, srv Config, req decode.MPAFrame, sv *side) (*raw, decode.MPAFrame) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	l, err := Listen(ctx, "tcp", "127.0.0.1:0", &srv)
@@ -58,7 +65,7 @@ func rawClientOn(t testing.TB, srv Config, req decode.MPAFrame, sv *side) *raw {
 	}
 	r.crc = req.CRC || rep.CRC
 	t.Cleanup(func() { c.Close() })
-	return r
+	return r, rep
 }
 
 // twoQPs is one Responder device and PD with two QPs, A and B.

@@ -218,11 +218,7 @@ func (mw *MW) Dealloc() error {
 	r.invalidateLocked(p)
 	r.dead = true
 	r.unlockAll(p)
-	d := r.pd.dev
-	d.mu.Lock()
-	d.mrs[r.slot] = nil
-	d.free = append(d.free, r.slot)
-	d.mu.Unlock()
+	r.freeSlot()
 	return nil
 }
 
