@@ -36,6 +36,7 @@ const (
 	EventBadClose    // LLP closed with work outstanding, or data while Closing
 	EventLLPConnLost // LLP failure, QP in Error
 	EventErrorStateEntered
+	EventSRQLimitReached // unaffiliated with a QP: AsyncEvent.SRQ fell below its limit
 )
 
 func (t AsyncEventType) String() string {
@@ -52,6 +53,8 @@ func (t AsyncEventType) String() string {
 		return "LLPConnectionLost"
 	case EventErrorStateEntered:
 		return "ErrorStateEntered"
+	case EventSRQLimitReached:
+		return "SRQLimitReached"
 	}
 	return fmt.Sprintf("AsyncEventType(%d)", uint8(t))
 }
@@ -60,6 +63,7 @@ func (t AsyncEventType) String() string {
 type AsyncEvent struct {
 	Type  AsyncEventType
 	QP    *QP
+	SRQ   *SRQ // EventSRQLimitReached
 	State QPState
 	Err   error
 }
@@ -477,6 +481,12 @@ func (d *Device) find(stag STag) *MR {
 // held. Zero-length accesses are not checked at all by the callers (V00
 // §7.4; RFC 5041 §5.2).
 func (d *Device) lookup(stag STag, qp *QP, need Access, to, n uint64) (*MR, []byte, accessErr) {
+	return d.lookupPD(stag, qp.pd, qp, need, to, n)
+}
+
+// lookupPD is lookup for pd and, when qp is nil, no stream: a QP-scoped
+// region or a type 2 window then fails the stream check (an SRQ's buffers).
+func (d *Device) lookupPD(stag STag, pd *PD, qp *QP, need Access, to, n uint64) (*MR, []byte, accessErr) {
 	mr := d.find(stag)
 	if mr == nil {
 		return nil, nil, accInvalidSTag
@@ -501,7 +511,7 @@ func (d *Device) lookup(stag STag, qp *QP, need Access, to, n uint64) (*MR, []by
 	mr.sync.Load()
 	e := accOK
 	switch {
-	case mr.pd != qp.pd || mr.qp != nil && mr.qp != qp:
+	case mr.pd != pd || mr.qp != nil && mr.qp != qp:
 		e = accPD
 	case mr.mwType != 0 && need&(AccessLocalRead|AccessLocalWrite) != 0:
 		e = accRights // windows are not allowed in local SGLs (V00 §8.1.1)
@@ -553,6 +563,15 @@ func (mr *MR) pinKey(stag STag) bool {
 		}
 	}
 	return true
+}
+
+// checkPD is lookupPD without keeping the pin.
+func (d *Device) checkPD(stag STag, pd *PD, qp *QP, need Access, to, n uint64) (*MR, []byte, accessErr) {
+	mr, b, e := d.lookupPD(stag, pd, qp, need, to, n)
+	if e == accOK {
+		mr.unpin()
+	}
+	return mr, b, e
 }
 
 // invalidateRemote performs the checks of an incoming Send with Invalidate

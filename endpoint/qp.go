@@ -14,6 +14,9 @@ import (
 // QPAttr are the attributes of a new QP (V00 §6). Zero fields take defaults.
 type QPAttr struct {
 	SendCQ, RecvCQ *CQ // required; may be the same CQ
+	// SRQ, when set, supplies the QP's receives (PostRecv on the QP is then
+	// an error); it must be of the QP's PD.
+	SRQ *SRQ
 	SQDepth        int // work requests the SQ holds (1024)
 	RQDepth        int // work requests the RQ holds (1024)
 	MaxSGE         int // SGEs per work request (device MaxSGE)
@@ -157,6 +160,9 @@ func (pd *PD) CreateQP(attr QPAttr) (*QP, error) {
 	if attr.SendCQ == nil || attr.RecvCQ == nil {
 		return nil, fmt.Errorf("%w: QP needs a send and a receive CQ", ErrInvalidWR)
 	}
+	if attr.SRQ != nil && attr.SRQ.pd != pd {
+		return nil, fmt.Errorf("%w: SRQ of another PD", ErrInvalidWR)
+	}
 	def := func(v *int, dv, mx int) {
 		if *v <= 0 {
 			*v = dv
@@ -187,6 +193,9 @@ func (pd *PD) CreateQP(attr QPAttr) (*QP, error) {
 	qp := &QP{dev: d, pd: pd, num: d.nextQP.Add(1), attr: attr, ird: attr.IRD, ord: attr.ORD}
 	attr.SendCQ.users.Add(1)
 	attr.RecvCQ.users.Add(1)
+	if attr.SRQ != nil {
+		attr.SRQ.users.Add(1)
+	}
 	d.mu.Lock()
 	d.qps[qp] = struct{}{}
 	d.mu.Unlock()
@@ -224,6 +233,9 @@ func (qp *QP) Destroy() error {
 	d.nQP.Add(-1)
 	qp.attr.SendCQ.users.Add(-1)
 	qp.attr.RecvCQ.users.Add(-1)
+	if qp.attr.SRQ != nil {
+		qp.attr.SRQ.users.Add(-1)
+	}
 	return nil
 }
 
@@ -422,6 +434,9 @@ func (qp *QP) PostRecv(wrs ...RecvWR) (n int, err error) {
 	if qp.destroyed {
 		return 0, ErrClosed
 	}
+	if qp.attr.SRQ != nil {
+		return 0, fmt.Errorf("%w: the QP's receives come from its SRQ", ErrInvalidWR)
+	}
 	for i := range wrs {
 		wr := &wrs[i]
 		if len(wr.SGL) > qp.attr.MaxSGE {
@@ -435,19 +450,9 @@ func (qp *QP) PostRecv(wrs ...RecvWR) (n int, err error) {
 		if len(qp.rq) >= qp.attr.RQDepth {
 			return n, ErrQueueFull
 		}
-		r := &rqe{wr: RecvWR{WRID: wr.WRID}}
-		for _, sge := range wr.SGL {
-			if sge.Length == 0 {
-				continue // zero-length SGEs are not validated (V00 §8.1.1)
-			}
-			mr, b, e := qp.dev.check(sge.LKey, qp, AccessLocalWrite, sge.Addr, uint64(sge.Length))
-			if e != accOK {
-				return n, fmt.Errorf("%w: receive SGE %v: %v", ErrInvalidWR, sge.LKey, e)
-			}
-			r.parts = append(r.parts, b)
-			r.mrs = append(r.mrs, mr)
-			r.keys = append(r.keys, sge.LKey)
-			r.size += uint64(len(b))
+		r, err := resolveRecv(qp.pd, qp, wr)
+		if err != nil {
+			return n, err
 		}
 		qp.rq = append(qp.rq, r)
 		n++
@@ -502,6 +507,11 @@ func (qp *QP) flushLocked(headStatus Status) {
 		qp.attr.RecvCQ.push(WorkCompletion{WRID: r.wr.WRID, Opcode: OpRecv, Status: StatusFlushed, QPNum: qp.num})
 	}
 	qp.rq = nil
+	if r := qp.cur; r != nil && qp.attr.SRQ != nil {
+		// A receive the SRQ handed to a message in progress is this QP's
+		// to complete.
+		qp.attr.RecvCQ.push(WorkCompletion{WRID: r.wr.WRID, Opcode: OpRecv, Status: StatusFlushed, QPNum: qp.num})
+	}
 	qp.orq, qp.irrq, qp.irrqBusy = nil, nil, 0
 	qp.cur = nil
 }

@@ -326,12 +326,26 @@ func (qp *QP) rxSend(seg *rxSeg) *fault {
 	}
 	r := qp.cur
 	if r == nil {
-		qp.mu.Lock()
-		n := len(qp.rq)
-		if n > 0 {
-			r = qp.rq[0]
+		var n int
+		if srq := qp.attr.SRQ; srq != nil && h.MSN == qp.recvMSN[0] {
+			// A new message takes the SRQ's oldest receive.
+			var fired bool
+			if r, fired = srq.take(); r != nil {
+				n = 1
+			}
+			if fired && qp.dev.attr.AsyncEvent != nil {
+				qp.dev.attr.AsyncEvent(AsyncEvent{Type: EventSRQLimitReached, SRQ: srq})
+			}
+		} else if srq != nil {
+			n = srq.Len()
+		} else {
+			qp.mu.Lock()
+			n = len(qp.rq)
+			if n > 0 {
+				r = qp.rq[0]
+			}
+			qp.mu.Unlock()
 		}
-		qp.mu.Unlock()
 		if n == 0 && h.MSN == qp.recvMSN[0] {
 			return ddpFault(decode.TermLayerDDP, 2, 0x02, "Send MSN %d: no receive buffer posted", h.MSN)
 		}
