@@ -16,10 +16,10 @@ type QPAttr struct {
 	SendCQ, RecvCQ *CQ // required; may be the same CQ
 	// SRQ, when set, supplies the QP's receives (PostRecv on the QP is then
 	// an error); it must be of the QP's PD.
-	SRQ *SRQ
-	SQDepth        int // work requests the SQ holds (1024)
-	RQDepth        int // work requests the RQ holds (1024)
-	MaxSGE         int // SGEs per work request (device MaxSGE)
+	SRQ     *SRQ
+	SQDepth int // work requests the SQ holds (1024)
+	RQDepth int // work requests the RQ holds (1024)
+	MaxSGE  int // SGEs per work request (device MaxSGE)
 	// IRD and ORD are the inbound and outbound RDMA Read queue depths
 	// offered in the MPA v2 negotiation (16 each, at most the device's).
 	IRD, ORD int

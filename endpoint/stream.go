@@ -30,9 +30,9 @@ type stream struct {
 	scratch   []byte // de-markered ULPDU
 
 	// send side (send engine only)
-	txPos     uint32
-	txFault   *Fault // fault of the message being framed
-	txTrunc   bool   // a truncated FPDU went into the batch: FIN after it
+	txPos   uint32
+	txFault *Fault // fault of the message being framed
+	txTrunc bool   // a truncated FPDU went into the batch: FIN after it
 }
 
 // rbufSize holds the largest FPDU (65535 octets of ULPDU with markers)

@@ -107,13 +107,13 @@ func (qp *QP) nextWorkLocked() txItem {
 // idle and puts its WRs on the wire itself (one goroutine hand-off less per
 // message, which is most of a small message's latency).
 type txState struct {
-	b       txBatch
-	doneSQ  []*sqe
+	b         txBatch
+	doneSQ    []*sqe
 	resp      *irrqEntry // Read Response under way, continued in the next batch
 	respFault *Fault     // its fault
-	parts   [][]byte
-	scratch [][]byte
-	closed  bool // the write side is closed: nothing more goes out
+	parts     [][]byte
+	scratch   [][]byte
+	closed    bool // the write side is closed: nothing more goes out
 }
 
 // runTx builds and writes one batch of work. It reports whether anything
