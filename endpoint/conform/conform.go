@@ -570,12 +570,18 @@ func (c *conn) close() {
 	c.qp.Destroy()
 }
 
+// MaxServeConns bounds the connections Serve serves at once; a request
+// beyond it is rejected (MPA Reply with R set).
+const MaxServeConns = 64
+
 // Serve runs an rping-compatible target on ln until ctx ends: every
 // connection is served concurrently by its own QP (rping -s -P that takes
-// any number of clients). Each connection's outcome goes to logf, if set.
+// any number of clients, up to MaxServeConns at a time). Each
+// connection's outcome goes to logf, if set.
 func Serve(ctx context.Context, ln *endpoint.Listener, o rping.Options, logf func(format string, args ...any)) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	sem := make(chan struct{}, MaxServeConns)
 	for {
 		req, err := ln.Accept(ctx)
 		if err != nil {
@@ -588,9 +594,19 @@ func Serve(ctx context.Context, ln *endpoint.Listener, o rping.Options, logf fun
 			}
 			return err
 		}
+		select {
+		case sem <- struct{}{}:
+		default:
+			req.Reject(nil)
+			if logf != nil {
+				logf("%v: rejected, %d connections served", req.RemoteAddr(), MaxServeConns)
+			}
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() { <-sem }()
 			so := o
 			so.Count = 0
 			res, err := rping.ServeRequest(ctx, req, so)

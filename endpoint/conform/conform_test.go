@@ -2,6 +2,7 @@ package conform
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func serve(t *testing.T, cfg endpoint.Config) string {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Serve(ctx, ln, rping.Options{Config: cfg, Timeout: 5 * time.Second}, nil)
+		Serve(ctx, ln, rping.Options{Config: cfg, Timeout: 30 * time.Second}, nil)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -60,5 +61,38 @@ func TestSuiteAgainstIwkit(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The target serves many connections one after another and at most
+// MaxServeConns at once: the ones beyond are rejected, not queued.
+func TestServeBounded(t *testing.T) {
+	addr := serve(t, endpoint.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var conns []*endpoint.Conn
+	defer func() {
+		for _, c := range conns {
+			c.QP().Modify(endpoint.StateError)
+		}
+	}()
+	rejected := 0
+	for i := 0; i < MaxServeConns+3; i++ {
+		dev := endpoint.OpenDevice(endpoint.DeviceAttr{})
+		cq, _ := dev.CreateCQ(8)
+		qp, _ := dev.AllocPD().CreateQP(endpoint.QPAttr{SendCQ: cq, RecvCQ: cq})
+		c, err := endpoint.Dial(ctx, "tcp", addr, qp, &endpoint.Config{})
+		if err != nil {
+			var re *endpoint.RejectError
+			if !errors.As(err, &re) {
+				t.Fatalf("connection %d: %v", i, err)
+			}
+			rejected++
+			continue
+		}
+		conns = append(conns, c)
+	}
+	if len(conns) != MaxServeConns || rejected != 3 {
+		t.Fatalf("%d served, %d rejected", len(conns), rejected)
 	}
 }
