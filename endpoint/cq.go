@@ -2,7 +2,9 @@ package endpoint
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // CQ is a completion queue (V00 §5.3, §8.2.4–8.2.5). Completions are
@@ -14,14 +16,16 @@ type CQ struct {
 	dev   *Device
 	depth int
 
-	mu       sync.Mutex
-	q        []WorkCompletion // ring
-	head, n  int
-	overflow bool
-	armed    uint8 // 0 off, 1 next completion, 2 next solicited
-	fired    bool
-	wake     chan struct{} // Wait
-	notify   chan struct{} // WaitNotify
+	mu        sync.Mutex
+	q         []WorkCompletion // ring
+	head, n   int
+	overflow  bool
+	armed     uint8 // 0 off, 1 next completion, 2 next solicited
+	fired     bool
+	wake      chan struct{} // Wait
+	notify    chan struct{} // WaitNotify
+	destroyed bool
+	users     atomic.Int32 // QPs using the CQ
 }
 
 // CreateCQ creates a CQ holding at least depth completions.
@@ -37,13 +41,17 @@ func (d *Device) CreateCQ(depth int) (*CQ, error) {
 }
 
 // Depth is the number of completions the CQ holds.
-func (cq *CQ) Depth() int { return cq.depth }
+func (cq *CQ) Depth() int {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	return cq.depth
+}
 
 // push appends wc; it reports false on overflow (the QP then fails, other
 // QPs and CQs are not affected, V00 §5.3).
 func (cq *CQ) push(wc WorkCompletion) bool {
 	cq.mu.Lock()
-	if cq.n == cq.depth {
+	if cq.n == cq.depth || cq.destroyed {
 		cq.overflow = true
 		cq.mu.Unlock()
 		return false
@@ -142,3 +150,42 @@ func (cq *CQ) WaitNotify(ctx context.Context) error {
 // Notify is the channel a fired notification is delivered on (one value per
 // firing), for use in a select.
 func (cq *CQ) Notify() <-chan struct{} { return cq.notify }
+
+// Resize changes the number of completions the CQ holds (V00 §5.3 Resize
+// CQ). Completions waiting are kept; a depth below their number, or above
+// the device's MaxCQE, is an immediate error and changes nothing.
+func (cq *CQ) Resize(depth int) error {
+	if depth <= 0 || depth > cq.dev.attr.MaxCQE {
+		return fmt.Errorf("%w: CQ depth %d", ErrInvalidWR, depth)
+	}
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.destroyed {
+		return ErrClosed
+	}
+	if depth < cq.n {
+		return fmt.Errorf("%w: %d completions waiting, more than %d", ErrResourceBusy, cq.n, depth)
+	}
+	q := make([]WorkCompletion, depth)
+	for i := 0; i < cq.n; i++ {
+		q[i] = cq.q[(cq.head+i)%cq.depth]
+	}
+	cq.q, cq.head, cq.depth = q, 0, depth
+	return nil
+}
+
+// Destroy destroys the CQ (V00 §5.3 Destroy CQ); it fails while a QP that
+// was not destroyed uses it.
+func (cq *CQ) Destroy() error {
+	if n := cq.users.Load(); n > 0 {
+		return fmt.Errorf("%w: %d QPs use the CQ", ErrResourceBusy, n)
+	}
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.destroyed {
+		return ErrClosed
+	}
+	cq.destroyed = true
+	cq.q, cq.n = nil, 0
+	return nil
+}

@@ -1,7 +1,9 @@
 package endpoint
 
 import (
+	crand "crypto/rand"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -34,6 +36,7 @@ const (
 	EventBadClose    // LLP closed with work outstanding, or data while Closing
 	EventLLPConnLost // LLP failure, QP in Error
 	EventErrorStateEntered
+	EventSRQLimitReached // unaffiliated with a QP: AsyncEvent.SRQ fell below its limit
 )
 
 func (t AsyncEventType) String() string {
@@ -50,6 +53,8 @@ func (t AsyncEventType) String() string {
 		return "LLPConnectionLost"
 	case EventErrorStateEntered:
 		return "ErrorStateEntered"
+	case EventSRQLimitReached:
+		return "SRQLimitReached"
 	}
 	return fmt.Sprintf("AsyncEventType(%d)", uint8(t))
 }
@@ -58,23 +63,40 @@ func (t AsyncEventType) String() string {
 type AsyncEvent struct {
 	Type  AsyncEventType
 	QP    *QP
+	SRQ   *SRQ // EventSRQLimitReached
 	State QPState
 	Err   error
 }
 
 // Device is an opened soft RNIC: the scope of PDs, CQs, QPs and the STag
 // table (V00 §5.1).
+//
+// STags are not predictable (RFC 5040 §8.1.1 item 8, RFC 5042 §6.3.4): the
+// 24-bit index is a table slot run through a per-device random permutation,
+// the first key of a slot is random, and a reused slot's key steps by a
+// per-device random odd amount, so an index comes back only with a fresh key
+// and a given STag only after its slot served 256 regions. Freed slots are
+// reused oldest first, and only once at least minFree are free (or the table
+// is full), so a stale STag stays stale for a long time.
 type Device struct {
 	attr DeviceAttr
 
-	mu     sync.RWMutex // guards mrs, free, every MR's valid/key/pd
-	mrs    []*MR        // by STag index; index 0 is never used (STag 0 is special)
-	free   []uint32
-	nextPD uint32
-	nextQP atomic.Uint32
-	nQP    atomic.Int32
-	keySeq atomic.Uint32
+	mu      sync.RWMutex // guards mrs, lastKey, free, nextPD, qps
+	mrs     []*MR        // by slot
+	lastKey []uint8      // key last used in each slot
+	used    []bool       // slot ever used (lastKey is meaningful)
+	free    []uint32     // freed slots, oldest first
+	nextPD  uint32
+	nextQP  atomic.Uint32
+	nQP     atomic.Int32
+	qps     map[*QP]struct{}
+	perm    [4]uint32 // round keys of the index permutation
+	keyStep uint8
+	rnd     *rand.ChaCha8
+	plain   bool // tests: index = slot, key sequence 1, 2, 3...
 }
+
+const minFree = 1024
 
 // OpenDevice opens a device with the given limits.
 func OpenDevice(attr DeviceAttr) *Device {
@@ -93,13 +115,51 @@ func OpenDevice(attr DeviceAttr) *Device {
 	def(&attr.MaxMsgLen, 1<<31)
 	attr.MaxIRD = min(attr.MaxIRD, 0x3FFE) // 14 bits, 0x3FFF means "no negotiation"
 	attr.MaxORD = min(attr.MaxORD, 0x3FFE)
-	return &Device{attr: attr, mrs: make([]*MR, 1, 64)}
+	var seed [32]byte
+	crand.Read(seed[:])
+	d := &Device{attr: attr, rnd: rand.NewChaCha8(seed), qps: map[*QP]struct{}{}}
+	for i := range d.perm {
+		d.perm[i] = uint32(d.rnd.Uint64())
+	}
+	d.keyStep = uint8(d.rnd.Uint64()) | 1
+	return d
 }
 
 // Attr returns the device limits in force.
 func (d *Device) Attr() DeviceAttr { return d.attr }
 
-// PD is a protection domain (V00 §5.2).
+// feistel is a 4-round Feistel network on 24 bits: a bijection from slots to
+// STag indices keyed by the device's random round keys.
+func (d *Device) feistel(x uint32, inverse bool) uint32 {
+	if d.plain {
+		return x
+	}
+	l, r := x>>12&0xFFF, x&0xFFF
+	f := func(v, k uint32) uint32 {
+		h := (v ^ k) * 0x9E3779B1
+		return (h ^ h>>15) & 0xFFF
+	}
+	if !inverse {
+		for _, k := range d.perm {
+			l, r = r, l^f(r, k)
+		}
+	} else {
+		for i := len(d.perm) - 1; i >= 0; i-- {
+			l, r = r^f(l, d.perm[i]), l
+		}
+	}
+	return l<<12 | r
+}
+
+// slotOf maps an STag index back to its slot.
+func (d *Device) slotOf(idx uint32) uint32 { return d.feistel(idx, true) }
+
+// PD is a protection domain (V00 §5.2). What a PD shares: every QP of the PD
+// may use, for local work requests and for its peer's tagged access, every
+// region of the PD that is not bound to a QP (MROptions.QP); a region bound
+// to a QP serves that QP's stream only (RFC 5040 §8.1.1 item 3, RFC 5042
+// §5.2: "STag … associated with a stream"), locally and remotely. Regions of
+// another PD are never reachable.
 type PD struct {
 	dev *Device
 	id  uint32
@@ -130,22 +190,40 @@ type MROptions struct {
 	VA uint64
 	// Key is the 8-bit STag key; 0 picks one.
 	Key uint8
+	// QP, when set, scopes the region to that QP's stream: other QPs of the
+	// PD can neither use it locally nor let their peers access or
+	// invalidate it (RFC 5040 §8.1.1 item 3; RFC 5042 §6.1.1). The QP must be
+	// of the same PD.
+	QP *QP
 }
 
 // MR is a registered memory region: STag → buffer, base TO, length and
 // access rights (V00 §7.3).
 type MR struct {
 	pd     *PD
+	qp     *QP // stream scope, nil for PD scope
 	buf    []byte
 	base   uint64
 	zero   bool
 	access Access
+	slot   uint32
 	index  uint32
 	sync   atomic.Uint64
-	// Guarded by pd.dev.mu:
+	// pin is held shared while the engines move octets into or out of buf
+	// on a peer's behalf, and exclusively to revoke: Invalidate and
+	// Deregister return only after every access in flight ended, and no
+	// access starts after them (RFC 5042 §6.2.2, §6.3.3).
+	pin sync.RWMutex
+	// Guarded by pin:
 	key   uint8
 	valid bool
 	dead  bool
+	// Memory windows: for a window, its type and (while bound) the region
+	// it is bound to; for a region, the windows bound to it.
+	mwType MWType
+	parent *MR
+	wins   map[*MR]struct{}
+	shared *MR // a shared region: the region whose memory it names (immutable)
 }
 
 // RegisterMR registers buf with the given rights. At least one local right
@@ -161,8 +239,11 @@ func (pd *PD) RegisterMR(buf []byte, access Access, opt *MROptions) (*MR, error)
 	if opt != nil {
 		o = *opt
 	}
+	if o.QP != nil && o.QP.pd != pd {
+		return nil, fmt.Errorf("%w: QP scope with a QP of another PD", ErrInvalidWR)
+	}
 	d := pd.dev
-	mr := &MR{pd: pd, buf: buf, access: access, zero: o.ZeroBased, valid: true}
+	mr := &MR{pd: pd, qp: o.QP, buf: buf, access: access, zero: o.ZeroBased, valid: true}
 	if !o.ZeroBased {
 		mr.base = o.VA
 		if mr.base == 0 && len(buf) > 0 {
@@ -172,31 +253,81 @@ func (pd *PD) RegisterMR(buf []byte, access Access, opt *MROptions) (*MR, error)
 			return nil, fmt.Errorf("endpoint: region at VA 0x%x wraps", mr.base)
 		}
 	}
-	mr.key = o.Key
-	if mr.key == 0 {
-		mr.key = uint8(d.keySeq.Add(1))
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if n := len(d.free); n > 0 {
-		mr.index = d.free[n-1]
-		d.free = d.free[:n-1]
-		d.mrs[mr.index] = mr
-	} else {
-		if len(d.mrs) > d.attr.MaxMR || len(d.mrs) >= 1<<24 {
-			return nil, ErrTooManyQPs
-		}
-		mr.index = uint32(len(d.mrs))
-		d.mrs = append(d.mrs, mr)
+	slot, key, err := d.allocSlotLocked(o.Key)
+	if err != nil {
+		return nil, err
 	}
+	mr.slot, mr.index, mr.key = slot, d.feistel(slot, false), key
+	d.mrs[slot] = mr
+	d.lastKey[slot], d.used[slot] = key, true
 	return mr, nil
+}
+
+// allocSlotLocked picks a table slot and a key for a new region: a fresh
+// slot while fewer than minFree are free, else the oldest freed one, with a
+// key it did not carry last (want, when the consumer chose one that is
+// fresh for the slot; else the next in the slot's sequence).
+func (d *Device) allocSlotLocked(want uint8) (uint32, uint8, error) {
+	full := len(d.mrs)-len(d.free) >= d.attr.MaxMR
+	if full {
+		return 0, 0, ErrTooManyQPs
+	}
+	grow := len(d.mrs) < 1<<24 && (len(d.free) < minFree || d.plain && len(d.free) == 0)
+	if d.plain && len(d.free) > 0 {
+		grow = false
+	}
+	if !grow && len(d.free) > 0 {
+		for i, slot := range d.free {
+			key := want
+			if key == 0 {
+				key = d.lastKey[slot] + d.keyStep
+				if d.plain {
+					key = d.lastKey[slot] + 1
+				}
+				if key == 0 {
+					key += d.keyStep
+				}
+			}
+			if key == d.lastKey[slot] {
+				continue // the consumer's key is not fresh for this slot
+			}
+			d.free = append(d.free[:i], d.free[i+1:]...)
+			return slot, key, nil
+		}
+	}
+	if len(d.mrs) >= 1<<24 {
+		return 0, 0, ErrTooManyQPs
+	}
+	for {
+		slot := uint32(len(d.mrs))
+		d.mrs = append(d.mrs, nil)
+		d.lastKey = append(d.lastKey, 0)
+		d.used = append(d.used, false)
+		if d.feistel(slot, false) == 0 {
+			d.used[slot] = true // index 0 is never used (STag 0 is special)
+			continue
+		}
+		key := want
+		if key == 0 {
+			key = uint8(d.rnd.Uint64())
+			if d.plain {
+				key = 1
+			}
+			if key == 0 {
+				key = 1
+			}
+		}
+		return slot, key, nil
+	}
 }
 
 // STag is the region's current STag (index and key); it serves as both
 // local and remote key.
 func (mr *MR) STag() STag {
-	mr.pd.dev.mu.RLock()
-	defer mr.pd.dev.mu.RUnlock()
+	mr.pin.RLock()
+	defer mr.pin.RUnlock()
 	return STag(mr.index<<8 | uint32(mr.key))
 }
 
@@ -216,10 +347,13 @@ func (mr *MR) Access() Access { return mr.access }
 // PD is the region's protection domain.
 func (mr *MR) PD() *PD { return mr.pd }
 
+// QP is the QP the region is scoped to, nil when the whole PD shares it.
+func (mr *MR) QP() *QP { return mr.qp }
+
 // Valid reports whether the STag is Valid (not invalidated or deregistered).
 func (mr *MR) Valid() bool {
-	mr.pd.dev.mu.RLock()
-	defer mr.pd.dev.mu.RUnlock()
+	mr.pin.RLock()
+	defer mr.pin.RUnlock()
 	return mr.valid
 }
 
@@ -241,42 +375,64 @@ func (mr *MR) SGE(off, n int) SGE {
 }
 
 // Invalidate makes the STag Invalid (as Invalidate Local STag does).
-// Invalidating an Invalid STag is allowed (V00 §7.8).
+// Invalidating an Invalid STag is allowed (V00 §7.8). It returns once no
+// placement into, or Read Response from, the region is in flight; after it
+// the memory is the consumer's again (RFC 5042 §6.2.2, §6.3.3).
 func (mr *MR) Invalidate() {
-	mr.pd.dev.mu.Lock()
+	if mr.shared != nil {
+		return // a shared region is always Valid (V00 §7.5)
+	}
+	mr.pin.Lock()
 	mr.valid = false
-	mr.pd.dev.mu.Unlock()
+	wins := mr.wins
+	mr.wins = nil
+	mr.pin.Unlock()
+	// Windows bound to the region lose their memory with it.
+	for w := range wins {
+		w.pin.Lock()
+		if w.parent == mr {
+			w.valid, w.parent, w.buf = false, nil, nil
+		}
+		w.pin.Unlock()
+	}
 }
 
 // Reregister makes the region Valid again under a new key (0 picks one),
-// as RI-Reregister does; the old STag no longer works.
+// as RI-Reregister does; the old STag no longer works. The key must differ
+// from the current one. (Rereg also changes rights and range.)
 func (mr *MR) Reregister(key uint8) (STag, error) {
-	d := mr.pd.dev
-	if key == 0 {
-		key = uint8(d.keySeq.Add(1))
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if mr.dead {
-		return 0, ErrInvalidSTag
-	}
-	mr.key, mr.valid = key, true
-	return STag(mr.index<<8 | uint32(key)), nil
+	mr.pin.RLock()
+	acc := mr.access
+	mr.pin.RUnlock()
+	return mr.Rereg(key, acc, nil, nil)
 }
 
-// Deregister removes the region; accesses in flight fail with a protection
-// error and the index may be reused under another key.
+// Deregister removes the region, after any access in flight ended (as
+// Invalidate); the index may later be reused under another key.
 func (mr *MR) Deregister() error {
-	d := mr.pd.dev
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	mr.pin.Lock()
 	if mr.dead {
+		mr.pin.Unlock()
 		return ErrInvalidSTag
 	}
+	if len(mr.wins) > 0 {
+		mr.pin.Unlock()
+		return fmt.Errorf("%w: %d memory windows bound to the region", ErrResourceBusy, len(mr.wins))
+	}
 	mr.dead, mr.valid = true, false
-	d.mrs[mr.index] = nil
-	d.free = append(d.free, mr.index)
+	mr.pin.Unlock()
+	mr.freeSlot()
 	return nil
+}
+
+// freeSlot returns a dead region's or window's table slot (reused later,
+// oldest first, under a fresh key).
+func (mr *MR) freeSlot() {
+	d := mr.pd.dev
+	d.mu.Lock()
+	d.mrs[mr.slot] = nil
+	d.free = append(d.free, mr.slot)
+	d.mu.Unlock()
 }
 
 // accessErr is the outcome of an STag check, mapped to a Terminate code or
@@ -300,59 +456,146 @@ func (e accessErr) status() Status {
 	return [...]Status{StatusSuccess, StatusInvalidSTag, StatusInvalidPD, StatusAccessViolation, StatusBaseBounds, StatusWrapError}[e]
 }
 
-// lookup resolves stag for pd with rights need over [to, to+n). It returns
-// the region and the n octets it names. Zero-length accesses are not checked
-// at all by the callers (V00 §7.4; RFC 5041 §5.2).
-func (d *Device) lookup(stag STag, pd *PD, need Access, to, n uint64) (*MR, []byte, accessErr) {
+// find returns the region an STag index names, nil if none.
+func (d *Device) find(stag STag) *MR {
 	idx := stag.Index()
+	if idx == 0 {
+		return nil
+	}
+	slot := d.slotOf(idx)
 	d.mu.RLock()
 	var mr *MR
-	if idx != 0 && int(idx) < len(d.mrs) {
-		mr = d.mrs[idx]
-	}
-	if mr == nil || mr.key != stag.Key() || !mr.valid {
-		d.mu.RUnlock()
-		return nil, nil, accInvalidSTag
+	if int(slot) < len(d.mrs) {
+		mr = d.mrs[slot]
 	}
 	d.mu.RUnlock()
+	if mr != nil && mr.index != idx {
+		return nil
+	}
+	return mr
+}
+
+// lookup resolves stag for qp with rights need over [to, to+n). On success
+// the region is pinned (mr.pin held shared) and the caller must call
+// mr.unpin() once done with the returned n octets; on failure nothing is
+// held. Zero-length accesses are not checked at all by the callers (V00
+// §7.4; RFC 5041 §5.2).
+func (d *Device) lookup(stag STag, qp *QP, need Access, to, n uint64) (*MR, []byte, accessErr) {
+	return d.lookupPD(stag, qp.pd, qp, need, to, n)
+}
+
+// lookupPD is lookup for pd and, when qp is nil, no stream: a QP-scoped
+// region or a type 2 window then fails the stream check (an SRQ's buffers).
+func (d *Device) lookupPD(stag STag, pd *PD, qp *QP, need Access, to, n uint64) (*MR, []byte, accessErr) {
+	mr := d.find(stag)
+	if mr == nil {
+		return nil, nil, accInvalidSTag
+	}
+	mr.pin.RLock()
+	if mr.key != stag.Key() || !mr.valid {
+		mr.pin.RUnlock()
+		return nil, nil, accInvalidSTag
+	}
+	if o := mr.shared; o != nil {
+		// A shared region's memory lives as long as the region it shares:
+		// hold that one too (lock order: the shared STag, then its
+		// original; nothing takes them the other way round).
+		o.pin.RLock()
+		if o.dead {
+			o.pin.RUnlock()
+			mr.pin.RUnlock()
+			return nil, nil, accInvalidSTag
+		}
+		o.sync.Load()
+	}
 	mr.sync.Load()
-	if mr.pd != pd {
-		return mr, nil, accPD
+	e := accOK
+	switch {
+	case mr.pd != pd || mr.qp != nil && mr.qp != qp:
+		e = accPD
+	case mr.mwType != 0 && need&(AccessLocalRead|AccessLocalWrite) != 0:
+		e = accRights // windows are not allowed in local SGLs (V00 §8.1.1)
+	case mr.access&need != need:
+		e = accRights
+	case to+n < to:
+		e = accWrap
+	case to < mr.base || to+n > mr.base+uint64(len(mr.buf)):
+		e = accBounds
 	}
-	if mr.access&need != need {
-		return mr, nil, accRights
-	}
-	if to+n < to {
-		return mr, nil, accWrap
-	}
-	if to < mr.base || to+n > mr.base+uint64(len(mr.buf)) {
-		return mr, nil, accBounds
+	if e != accOK {
+		mr.unpin()
+		return mr, nil, e
 	}
 	off := to - mr.base
 	return mr, mr.buf[off : off+n : off+n], accOK
 }
 
-// invalidateRemote performs the checks of an incoming Send with Invalidate
-// (V00 §7.8): a known Non-Shared MR of this PD, not STag 0, matching key,
-// with a remote right. Invalidating an STag that is already Invalid is
-// allowed.
-func (d *Device) invalidateRemote(stag STag, pd *PD) accessErr {
-	idx := stag.Index()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var mr *MR
-	if idx != 0 && int(idx) < len(d.mrs) {
-		mr = d.mrs[idx]
+// check is lookup without keeping the pin: for local SGEs, whose memory the
+// consumer owns, and for validation before the access.
+func (d *Device) check(stag STag, qp *QP, need Access, to, n uint64) (*MR, []byte, accessErr) {
+	mr, b, e := d.lookup(stag, qp, need, to, n)
+	if e == accOK {
+		mr.unpin()
 	}
-	if mr == nil || mr.key != stag.Key() {
+	return mr, b, e
+}
+
+func (mr *MR) unpin() {
+	if o := mr.shared; o != nil {
+		o.pin.RUnlock()
+	}
+	mr.pin.RUnlock()
+}
+
+// pinKey pins the region if it is still Valid under stag.
+func (mr *MR) pinKey(stag STag) bool {
+	mr.pin.RLock()
+	if !mr.valid || mr.key != stag.Key() {
+		mr.pin.RUnlock()
+		return false
+	}
+	if o := mr.shared; o != nil {
+		o.pin.RLock()
+		if o.dead {
+			o.pin.RUnlock()
+			mr.pin.RUnlock()
+			return false
+		}
+	}
+	return true
+}
+
+// checkPD is lookupPD without keeping the pin.
+func (d *Device) checkPD(stag STag, pd *PD, qp *QP, need Access, to, n uint64) (*MR, []byte, accessErr) {
+	mr, b, e := d.lookupPD(stag, pd, qp, need, to, n)
+	if e == accOK {
+		mr.unpin()
+	}
+	return mr, b, e
+}
+
+// invalidateRemote performs the checks of an incoming Send with Invalidate
+// (V00 §7.8): a known Non-Shared MR of this PD (and of this QP's stream when
+// the region is QP-scoped), not STag 0, matching key, with a remote right.
+// Invalidating an STag that is already Invalid is allowed.
+func (d *Device) invalidateRemote(stag STag, qp *QP) accessErr {
+	mr := d.find(stag)
+	if mr == nil {
 		return accInvalidSTag
 	}
-	if mr.pd != pd {
+	p := mr.lockAll()
+	defer mr.unlockAll(p)
+	if mr.key != stag.Key() || mr.dead {
+		return accInvalidSTag
+	}
+	if mr.pd != qp.pd || mr.qp != nil && mr.qp != qp && mr.valid {
 		return accPD
 	}
-	if mr.access&(AccessRemoteRead|AccessRemoteWrite) == 0 {
+	if mr.access&(AccessRemoteRead|AccessRemoteWrite) == 0 || mr.mwType == MWType1 || len(mr.wins) > 0 || mr.shared != nil {
+		// Type 1 windows are not invalidated by a peer; a region with
+		// windows bound cannot be invalidated (V00 §7.8).
 		return accRights
 	}
-	mr.valid = false
+	mr.invalidateLocked(p)
 	return accOK
 }

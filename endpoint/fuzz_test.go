@@ -15,12 +15,15 @@ const canary = 0xA5
 // FPDU stream, and checks that no octet outside the registered regions
 // changed. Regions sit inside one array with canary octets around them.
 func fuzzQP(t *testing.T, data []byte, crc, markers bool, rtr uint8) {
-	arena := make([]byte, 3*4096+4*64)
+	// Canary pages around every region.
+	const g = 4096
+	arena := make([]byte, 3*4096+4*g)
 	for i := range arena {
 		arena[i] = canary
 	}
-	regions := [][2]int{{64, 64 + 4096}, {2*64 + 4096, 2*64 + 2*4096}, {3*64 + 2*4096, 3*64 + 3*4096}}
+	regions := [][2]int{{g, g + 4096}, {2*g + 4096, 2*g + 2*4096}, {3*g + 2*4096, 3*g + 3*4096}}
 	dev := OpenDevice(DeviceAttr{})
+	dev.plain = true // predictable STags for the seeds
 	pd := dev.AllocPD()
 	cq, _ := dev.CreateCQ(1 << 12)
 	qp, err := pd.CreateQP(QPAttr{SendCQ: cq, RecvCQ: cq, IRD: 4, ORD: 4, DrainTimeout: 50 * time.Millisecond})
@@ -60,6 +63,19 @@ func fuzzQP(t *testing.T, data []byte, crc, markers bool, rtr uint8) {
 		if !inside && c != canary {
 			t.Fatalf("octet %d outside every region changed", i)
 		}
+	}
+	// Memory stays bounded whatever the stream: the receive buffer never
+	// grows, the marker scratch holds one FPDU, the send batches stay at
+	// their cap.
+	if len(s.rbuf) != rbufSize || cap(s.scratch) > 70<<10 {
+		t.Fatalf("receive buffers grew: rbuf %d, scratch %d", len(s.rbuf), cap(s.scratch))
+	}
+	chunks := 0
+	for _, c := range qp.txs.b.chunks {
+		chunks += cap(c)
+	}
+	if chunks > 2*txBatchMax {
+		t.Fatalf("send batch chunks hold %d octets", chunks)
 	}
 	// Every WR completed or was flushed; nothing is left behind.
 	var wc [16]WorkCompletion

@@ -51,7 +51,13 @@ type Config struct {
 	PrivateData []byte
 	// Timeout bounds the MPA exchange: 10 s for an Initiator waiting for
 	// the Reply, 5 s for a Responder waiting for the Request (siw's values).
+	// A Responder also waits at most this long (5 s) for the Initiator's
+	// first FPDU after its Reply (RFC 5044 §7.1.2 rule 4, RFC 6581 §5).
 	Timeout time.Duration
+	// Backlog bounds, on a Listener, the connections whose MPA Request is
+	// being read or waits for Accept (DefaultBacklog); connections beyond
+	// it are closed at once.
+	Backlog int
 	// MULPDU caps the ULPDUs we send; 0 derives it from the TCP MSS
 	// (RFC 5044 §4.5).
 	MULPDU int
@@ -382,12 +388,16 @@ func Connect(ctx context.Context, c net.Conn, qp *QP, cfg *Config) (conn *Conn, 
 	return conn, nil
 }
 
+// DefaultBacklog is the Listener's default Backlog.
+const DefaultBacklog = 32
+
 // Listener accepts MPA connections. Each TCP connection's Request is read
 // in its own goroutine; Accept returns them as ConnRequests in arrival order.
 type Listener struct {
 	l    net.Listener
 	cfg  Config
 	ch   chan acceptResult
+	sem  chan struct{} // one token per connection in the backlog
 	done chan struct{}
 	once sync.Once
 	wg   sync.WaitGroup
@@ -410,10 +420,15 @@ func Listen(ctx context.Context, network, addr string, cfg *Config) (*Listener, 
 
 // NewListener serves MPA on an existing listener.
 func NewListener(l net.Listener, cfg *Config) *Listener {
-	ln := &Listener{l: l, ch: make(chan acceptResult, 16), done: make(chan struct{})}
+	ln := &Listener{l: l, done: make(chan struct{})}
 	if cfg != nil {
 		ln.cfg = *cfg
 	}
+	if ln.cfg.Backlog <= 0 {
+		ln.cfg.Backlog = DefaultBacklog
+	}
+	ln.ch = make(chan acceptResult, ln.cfg.Backlog+1)
+	ln.sem = make(chan struct{}, ln.cfg.Backlog)
 	ln.wg.Add(1)
 	go ln.loop()
 	return ln
@@ -454,10 +469,20 @@ func (l *Listener) loop() {
 			}
 			return
 		}
+		select {
+		case l.sem <- struct{}{}:
+		default:
+			// The backlog is full: no goroutine, no buffer for this one.
+			c.Close()
+			continue
+		}
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
 			r, err := AcceptConn(context.Background(), c, &l.cfg)
+			if err != nil {
+				<-l.sem
+			}
 			select {
 			case l.ch <- acceptResult{r: r, err: err}:
 			case <-l.done:
@@ -472,6 +497,9 @@ func (l *Listener) loop() {
 func (l *Listener) Accept(ctx context.Context) (*ConnRequest, error) {
 	select {
 	case r := <-l.ch:
+		if r.r != nil {
+			<-l.sem
+		}
 		return r.r, r.err
 	case <-l.done:
 		return nil, net.ErrClosed
@@ -646,6 +674,10 @@ func (r *ConnRequest) Accept(qp *QP, privateData []byte) (*Conn, error) {
 	qp.ird, qp.ord = ird, ord
 	qp.mu.Unlock()
 	conn := &Conn{qp: qp, c: r.c, p: p}
+	qp.firstTimeout = r.cfg.Timeout
+	if qp.firstTimeout <= 0 {
+		qp.firstTimeout = 5 * time.Second
+	}
 	if err := qp.attach(s, conn, false, rtrNone, rtrIn); err != nil {
 		r.c.Close()
 		return nil, err

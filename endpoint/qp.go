@@ -14,9 +14,12 @@ import (
 // QPAttr are the attributes of a new QP (V00 §6). Zero fields take defaults.
 type QPAttr struct {
 	SendCQ, RecvCQ *CQ // required; may be the same CQ
-	SQDepth        int // work requests the SQ holds (1024)
-	RQDepth        int // work requests the RQ holds (1024)
-	MaxSGE         int // SGEs per work request (device MaxSGE)
+	// SRQ, when set, supplies the QP's receives (PostRecv on the QP is then
+	// an error); it must be of the QP's PD.
+	SRQ     *SRQ
+	SQDepth int // work requests the SQ holds (1024)
+	RQDepth int // work requests the RQ holds (1024)
+	MaxSGE  int // SGEs per work request (device MaxSGE)
 	// IRD and ORD are the inbound and outbound RDMA Read queue depths
 	// offered in the MPA v2 negotiation (16 each, at most the device's).
 	IRD, ORD int
@@ -24,8 +27,15 @@ type QPAttr struct {
 	// for inbound RDMA Read, and inbound RDMA Write + Read Response.
 	DisableRemoteRead  bool
 	DisableRemoteWrite bool
+	// OnReadRequest, when set, is called by the receive engine with each
+	// inbound RDMA Read Request that passed the checks, before it is
+	// answered: its Data Sink is a valid STag of the peer with Remote
+	// Write (how iwconform learns one from an rping server). It must not
+	// block.
+	OnReadRequest func(decode.ReadRequest)
 	// DrainTimeout bounds how long the QP waits for the peer to close the
-	// LLP after a Terminate or a graceful close (2 s).
+	// LLP after a Terminate or a graceful close, and how long a Terminate
+	// may take to write (2 s).
 	DrainTimeout time.Duration
 }
 
@@ -41,6 +51,8 @@ type sqe struct {
 type rqe struct {
 	wr    RecvWR
 	parts [][]byte // resolved scatter list
+	mrs   []*MR    // the region of each part, pinned while placing
+	keys  []STag   // the STag each part was resolved with
 	size  uint64
 }
 
@@ -56,9 +68,9 @@ type orqEntry struct {
 // irrqEntry is an accepted inbound RDMA Read Request (IRRQ, counted against
 // IRD) waiting to be answered.
 type irrqEntry struct {
-	req decode.ReadRequest
-	src []byte
-	mr  *MR
+	req  decode.ReadRequest
+	hdr  [decode.DDPUntaggedHdrLen]byte // its DDP header, for a Terminate
+	sent uint64                         // response octets sent so far
 }
 
 // Counters are a QP's traffic counters.
@@ -134,6 +146,12 @@ type QP struct {
 	curLen  uint64
 
 	cnt counters
+
+	destroyed    bool          // guarded by mu
+	faults       []Fault       // injected, not yet used (guarded by mu)
+	noORD        bool          // FaultExceedORD (guarded by mu)
+	firstTimeout time.Duration // Responder: bound on the wait for the first FPDU
+	onFlush      func(int)     // tests: called with each batch's size
 }
 
 // CreateQP creates a QP in Idle on pd.
@@ -141,6 +159,9 @@ func (pd *PD) CreateQP(attr QPAttr) (*QP, error) {
 	d := pd.dev
 	if attr.SendCQ == nil || attr.RecvCQ == nil {
 		return nil, fmt.Errorf("%w: QP needs a send and a receive CQ", ErrInvalidWR)
+	}
+	if attr.SRQ != nil && attr.SRQ.pd != pd {
+		return nil, fmt.Errorf("%w: SRQ of another PD", ErrInvalidWR)
 	}
 	def := func(v *int, dv, mx int) {
 		if *v <= 0 {
@@ -169,7 +190,53 @@ func (pd *PD) CreateQP(attr QPAttr) (*QP, error) {
 		d.nQP.Add(-1)
 		return nil, ErrTooManyQPs
 	}
-	return &QP{dev: d, pd: pd, num: d.nextQP.Add(1), attr: attr, ird: attr.IRD, ord: attr.ORD}, nil
+	qp := &QP{dev: d, pd: pd, num: d.nextQP.Add(1), attr: attr, ird: attr.IRD, ord: attr.ORD}
+	attr.SendCQ.users.Add(1)
+	attr.RecvCQ.users.Add(1)
+	if attr.SRQ != nil {
+		attr.SRQ.users.Add(1)
+	}
+	d.mu.Lock()
+	d.qps[qp] = struct{}{}
+	d.mu.Unlock()
+	return qp, nil
+}
+
+// Destroy destroys the QP (V00 §6.1 Destroy QP): a connected QP is reset
+// (LLP reset, QP to Error, every WR flushed) and Destroy waits for its
+// engines to end; then the QP no longer counts against MaxQP and every verb
+// on it fails with ErrClosed. Regions scoped to it stay registered but no
+// stream can use them.
+func (qp *QP) Destroy() error {
+	qp.mu.Lock()
+	if qp.destroyed {
+		qp.mu.Unlock()
+		return ErrClosed
+	}
+	qp.destroyed = true
+	done := qp.done
+	qp.unlock()
+	if done != nil {
+		qp.abort(errors.New("endpoint: QP destroyed"), EventErrorStateEntered)
+		<-done
+	}
+	qp.mu.Lock()
+	if qp.state == StateIdle {
+		qp.state = StateError
+	}
+	qp.flushLocked(StatusFlushed)
+	qp.unlock()
+	d := qp.dev
+	d.mu.Lock()
+	delete(d.qps, qp)
+	d.mu.Unlock()
+	d.nQP.Add(-1)
+	qp.attr.SendCQ.users.Add(-1)
+	qp.attr.RecvCQ.users.Add(-1)
+	if qp.attr.SRQ != nil {
+		qp.attr.SRQ.users.Add(-1)
+	}
+	return nil
 }
 
 // Num is the QP number.
@@ -291,6 +358,9 @@ func (qp *QP) PostSend(wrs ...SendWR) (n int, err error) {
 	now := time.Now()
 	idle := len(qp.sq) == 0 && now.Sub(qp.lastPost) > 30*time.Microsecond
 	qp.lastPost = now
+	if qp.destroyed {
+		return 0, ErrClosed
+	}
 	for i := range wrs {
 		wr := &wrs[i]
 		if err := qp.checkSendWR(wr); err != nil {
@@ -327,7 +397,17 @@ func (qp *QP) PostSend(wrs ...SendWR) (n int, err error) {
 }
 
 func (qp *QP) checkSendWR(wr *SendWR) error {
-	if wr.Opcode > OpRead {
+	switch {
+	case wr.Opcode <= OpRead:
+	case wr.Opcode == OpBindMW:
+		if wr.Bind == nil || wr.Bind.MW == nil || wr.Bind.MR == nil || len(wr.SGL) != 0 {
+			return fmt.Errorf("%w: Bind needs SendWR.Bind with a window and a region, and no SGL", ErrInvalidWR)
+		}
+	case wr.Opcode == OpLocalInv:
+		if len(wr.SGL) != 0 {
+			return fmt.Errorf("%w: Invalidate Local STag takes no SGL", ErrInvalidWR)
+		}
+	default:
 		return fmt.Errorf("%w: opcode %v", ErrInvalidWR, wr.Opcode)
 	}
 	if len(wr.SGL) > qp.attr.MaxSGE {
@@ -351,6 +431,12 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 func (qp *QP) PostRecv(wrs ...RecvWR) (n int, err error) {
 	qp.mu.Lock()
 	defer qp.unlock()
+	if qp.destroyed {
+		return 0, ErrClosed
+	}
+	if qp.attr.SRQ != nil {
+		return 0, fmt.Errorf("%w: the QP's receives come from its SRQ", ErrInvalidWR)
+	}
 	for i := range wrs {
 		wr := &wrs[i]
 		if len(wr.SGL) > qp.attr.MaxSGE {
@@ -364,17 +450,9 @@ func (qp *QP) PostRecv(wrs ...RecvWR) (n int, err error) {
 		if len(qp.rq) >= qp.attr.RQDepth {
 			return n, ErrQueueFull
 		}
-		r := &rqe{wr: RecvWR{WRID: wr.WRID}}
-		for _, sge := range wr.SGL {
-			if sge.Length == 0 {
-				continue // zero-length SGEs are not validated (V00 §8.1.1)
-			}
-			_, b, e := qp.dev.lookup(sge.LKey, qp.pd, AccessLocalWrite, sge.Addr, uint64(sge.Length))
-			if e != accOK {
-				return n, fmt.Errorf("%w: receive SGE %v: %v", ErrInvalidWR, sge.LKey, e)
-			}
-			r.parts = append(r.parts, b)
-			r.size += uint64(len(b))
+		r, err := resolveRecv(qp.pd, qp, wr)
+		if err != nil {
+			return n, err
 		}
 		qp.rq = append(qp.rq, r)
 		n++
@@ -429,6 +507,11 @@ func (qp *QP) flushLocked(headStatus Status) {
 		qp.attr.RecvCQ.push(WorkCompletion{WRID: r.wr.WRID, Opcode: OpRecv, Status: StatusFlushed, QPNum: qp.num})
 	}
 	qp.rq = nil
+	if r := qp.cur; r != nil && qp.attr.SRQ != nil {
+		// A receive the SRQ handed to a message in progress is this QP's
+		// to complete.
+		qp.attr.RecvCQ.push(WorkCompletion{WRID: r.wr.WRID, Opcode: OpRecv, Status: StatusFlushed, QPNum: qp.num})
+	}
 	qp.orq, qp.irrq, qp.irrqBusy = nil, nil, 0
 	qp.cur = nil
 }
@@ -455,6 +538,13 @@ func (qp *QP) terminateLocked(ti TermInfo, wqe *sqe, st Status) {
 		h := ti.Header
 		qp.termOut = &h
 		qp.eventLocked(EventTerminateSent, qp.err)
+		// A peer that stopped reading must not hold the QP: the Terminate,
+		// and whatever write is under way, get DrainTimeout, and so does
+		// the wait for the peer to close.
+		if s := qp.s; s != nil {
+			s.c.SetWriteDeadline(time.Now().Add(qp.attr.DrainTimeout))
+			s.c.SetReadDeadline(time.Now().Add(2 * qp.attr.DrainTimeout))
+		}
 	} else {
 		qp.txStop = true
 		qp.eventLocked(EventTerminateReceived, qp.err)
@@ -469,6 +559,10 @@ func (qp *QP) terminateLocked(ti TermInfo, wqe *sqe, st Status) {
 // ConnRequest.Accept. Anything else is an Immediate Error.
 func (qp *QP) Modify(to QPState) error {
 	qp.mu.Lock()
+	if qp.destroyed {
+		qp.unlock()
+		return ErrClosed
+	}
 	from := qp.state
 	switch {
 	case from == to && (to == StateIdle || to == StateRTS):
@@ -598,6 +692,10 @@ func (qp *QP) finish(cause error) {
 // reset MSNs and marker positions, start processing posted WRs).
 func (qp *QP) attach(s *stream, c *Conn, initiator bool, rtrOut rtrType, rtrIn uint8) error {
 	qp.mu.Lock()
+	if qp.destroyed {
+		qp.unlock()
+		return ErrClosed
+	}
 	if qp.state != StateIdle {
 		qp.unlock()
 		return fmt.Errorf("%w: QP is %v, not Idle", ErrInvalidState, qp.state)

@@ -2,7 +2,6 @@ package endpoint
 
 import (
 	"bufio"
-	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -124,43 +123,7 @@ func rawClient(t testing.TB, srv Config, req decode.MPAFrame, attr QPAttr, prep 
 	if prep != nil {
 		prep(sv)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	l, err := Listen(ctx, "tcp", "127.0.0.1:0", &srv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	done := make(chan error, 1)
-	go func() {
-		r, err := l.Accept(ctx)
-		if err == nil {
-			sv.conn, err = r.Accept(sv.qp, nil)
-		}
-		done <- err
-	}()
-	c, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &raw{t: t, c: c, br: bufio.NewReader(c), msn: [3]uint32{1, 1, 1}}
-	r.write(req.Append(nil))
-	var rep decode.MPAFrame
-	hdr := make([]byte, 20)
-	if _, err := io.ReadFull(r.br, hdr); err != nil {
-		t.Fatalf("reading Reply: %v", err)
-	}
-	b := make([]byte, 20+int(binary.BigEndian.Uint16(hdr[18:])))
-	copy(b, hdr)
-	io.ReadFull(r.br, b[20:])
-	if _, err := decode.ParseMPAFrame(b, &rep); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("accept: %v", err)
-	}
-	r.crc = req.CRC || rep.CRC
-	t.Cleanup(func() { c.Close() })
+	r, rep := rawConnect(t, srv, req, sv)
 	return r, sv, rep
 }
 

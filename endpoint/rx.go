@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"time"
 
 	"github.com/iwkit/iwkit/decode"
 )
@@ -36,31 +37,16 @@ func ddpFault(layer, etype, code uint8, format string, args ...any) *fault {
 
 // rxSeg is the segment being processed.
 type rxSeg struct {
-	ulen   int
-	hdr    [decode.DDPUntaggedHdrLen]byte
-	hlen   int
-	h      decode.DDPHeader
-	ctl    decode.RDMAPControl
-	plen   int // DDP payload octets (after the DDP header)
-	rdma   [decode.ReadReqHdrLen]byte
-	hasRR  bool
-	placed bool // the segment was valid and its payload is consumed
-	rtr    bool // it was the RFC 6581 RTR
-	used   int  // payload octets consumed so far
-	err    error
-}
-
-// rd reads payload octets of the segment into dst.
-func (seg *rxSeg) rd(s *stream, dst []byte) bool {
-	if seg.err != nil {
-		return false
-	}
-	if err := s.read(dst); err != nil {
-		seg.err = err
-		return false
-	}
-	seg.used += len(dst)
-	return true
+	ulen  int
+	hdr   [decode.DDPUntaggedHdrLen]byte
+	hlen  int
+	h     decode.DDPHeader
+	ctl   decode.RDMAPControl
+	plen  int    // DDP payload octets (after the DDP header)
+	pay   []byte // the payload (aliases the receive buffer)
+	rdma  [decode.ReadReqHdrLen]byte
+	hasRR bool
+	rtr   bool // it was the RFC 6581 RTR
 }
 
 func (qp *QP) rxLoop(s *stream) {
@@ -68,92 +54,101 @@ func (qp *QP) rxLoop(s *stream) {
 	qp.finish(err)
 }
 
-// rxRun processes FPDUs until the connection ends. Checks run per segment
-// before Placement (MPA, DDP) and on the message (RDMAP), RFC 5041 §7.1,
-// RFC 5040 §7.2; the first error produces the Terminate.
+// rxRun processes FPDUs until the connection ends. Each FPDU is read whole
+// and its CRC and markers checked before anything else (RFC 5044 §6); then
+// the checks run on the segment before Placement (DDP, RFC 5041 §7.1) and
+// on the message (RDMAP, RFC 5040 §7.2); the first error produces the
+// Terminate.
 func (qp *QP) rxRun(s *stream) error {
 	var seg rxSeg
-	var tbuf []byte
+	var f fpdu
+	first := true
 	for {
 		qp.mu.Lock()
-		st := qp.state
+		st, gate := qp.state, qp.gateOpen
 		qp.mu.Unlock()
 		if st != StateRTS && st != StateClosing {
 			return qp.drain(s)
 		}
-		s.startFPDU()
-		var lb [2]byte
-		if err := s.read(lb[:]); err != nil {
-			return qp.llpEnd(err, s.rxPos == s.fpduStart)
+		// The Responder waits for the Initiator's first FPDU (the RTR)
+		// before it sends; that wait is bounded like the MPA exchange.
+		if first && !gate && qp.firstTimeout > 0 {
+			s.c.SetReadDeadline(time.Now().Add(qp.firstTimeout))
 		}
-		seg = rxSeg{ulen: int(binary.BigEndian.Uint16(lb[:]))}
-		f, err := qp.rxSegment(s, &seg, &tbuf, st)
-		if err != nil {
-			return qp.llpEnd(err, false)
+		boundary, err := s.nextFPDU(&f)
+		if first && !gate && qp.firstTimeout > 0 {
+			if err == nil {
+				s.c.SetReadDeadline(time.Time{})
+			} else if errors.Is(err, os.ErrDeadlineExceeded) {
+				err = fmt.Errorf("endpoint: no first FPDU within %v: %w", qp.firstTimeout, err)
+			}
 		}
-		crcOK, markOK, err := s.finishFPDU(seg.ulen)
+		first = false
 		if err != nil {
-			return qp.llpEnd(err, false)
+			return qp.llpEnd(err, boundary)
 		}
 		qp.cnt.rxFPDUs.Add(1)
-		qp.cnt.rxOctets.Add(uint64(decode.FPDULen(seg.ulen)))
+		qp.cnt.rxOctets.Add(uint64(f.wire))
+		var fl *fault
 		// An FPDU with a bad CRC or marker is invalid as a whole: that is the
-		// error to report, whatever its header said (RFC 5044 §8).
-		if !crcOK {
+		// error to report, whatever its header said (RFC 5044 §8), and
+		// nothing of it is used.
+		if !f.crcOK {
 			qp.cnt.crcErrors.Add(1)
-			f = fl(decode.TermLayerLLP, 0, 0x02, "MPA CRC error in FPDU at stream offset %d", s.fpduStart)
-		} else if !markOK {
+			seg = rxSeg{}
+			fl = mpaFault(0x02, "MPA CRC error in FPDU at stream offset %d", s.fpduStart)
+		} else if !f.markersOK {
 			qp.cnt.markerErrors.Add(1)
-			f = fl(decode.TermLayerLLP, 0, 0x03, "MPA marker does not point at the FPDU at stream offset %d", s.fpduStart)
+			seg = rxSeg{}
+			fl = mpaFault(0x03, "MPA marker does not point at the FPDU at stream offset %d", s.fpduStart)
+		} else {
+			seg = rxSeg{ulen: len(f.ulpdu)}
+			fl, err = qp.rxSegment(f.ulpdu, &seg, st)
+			if err != nil {
+				return qp.llpEnd(err, false)
+			}
 		}
-		if f == nil {
-			f = qp.rxDeliver(s, &seg, tbuf)
+		if fl == nil {
+			fl = qp.rxDeliver(&seg)
 		}
-		if f != nil {
-			qp.rxFault(&seg, f)
+		if fl != nil {
+			qp.rxFault(&seg, fl)
 			continue
 		}
 	}
 }
 
-// rxSegment reads the DDP header, checks it and reads (placing, where the
-// segment is valid) the rest of the ULPDU. tbuf receives the payload of
-// header-only messages (Read Request, Terminate).
-func (qp *QP) rxSegment(s *stream, seg *rxSeg, tbuf *[]byte, st QPState) (*fault, error) {
+func mpaFault(code uint8, format string, args ...any) *fault {
+	return fl(decode.TermLayerLLP, 0, code, format, args...)
+}
+
+// rxSegment parses and checks the DDP header of u, then checks and places
+// the payload where the segment is valid.
+func (qp *QP) rxSegment(u []byte, seg *rxSeg, st QPState) (*fault, error) {
 	if seg.ulen < decode.DDPTaggedHdrLen {
 		// MPA-21: no DDP header fits (V00 "segment size invalid").
-		return fl(decode.TermLayerDDP, 0, 0, "ULPDU_Length %d below the DDP header", seg.ulen), s.skip(seg.ulen)
+		return fl(decode.TermLayerDDP, 0, 0, "ULPDU_Length %d below the DDP header", seg.ulen), nil
 	}
-	if err := s.read(seg.hdr[:decode.DDPTaggedHdrLen]); err != nil {
-		return nil, err
-	}
+	copy(seg.hdr[:], u[:decode.DDPTaggedHdrLen])
 	seg.hlen = decode.DDPTaggedHdrLen
 	if seg.hdr[0]&decode.DDPFlagT == 0 {
 		if seg.ulen < decode.DDPUntaggedHdrLen {
-			return fl(decode.TermLayerDDP, 0, 0, "ULPDU_Length %d below the untagged DDP header", seg.ulen),
-				s.skip(seg.ulen - seg.hlen)
+			return fl(decode.TermLayerDDP, 0, 0, "ULPDU_Length %d below the untagged DDP header", seg.ulen), nil
 		}
-		if err := s.read(seg.hdr[decode.DDPTaggedHdrLen:]); err != nil {
-			return nil, err
-		}
+		copy(seg.hdr[:], u[:decode.DDPUntaggedHdrLen])
 		seg.hlen = decode.DDPUntaggedHdrLen
 	}
 	decode.ParseDDP(seg.hdr[:seg.hlen], &seg.h)
 	seg.ctl = decode.ParseRDMAPControl(seg.h.RsvdULP)
 	seg.plen = seg.ulen - seg.hlen
+	seg.pay = u[seg.hlen:]
 	if st == StateClosing && !(!seg.h.Tagged && seg.h.QN == decode.QNTerminate) {
 		return nil, errBadClose
 	}
-	var f *fault
 	if seg.h.Tagged {
-		f = qp.rxTagged(s, seg)
-	} else {
-		f = qp.rxUntagged(s, seg, tbuf)
+		return qp.rxTagged(seg), nil
 	}
-	if seg.err != nil {
-		return nil, seg.err
-	}
-	return f, s.skip(seg.plen - seg.used)
+	return qp.rxUntagged(seg), nil
 }
 
 var errBadClose = errors.New("endpoint: data arrived while Closing")
@@ -178,8 +173,11 @@ func (qp *QP) rtrCheck(seg *rxSeg) (rtrType, *fault) {
 		got = rtrWrite
 	case !seg.h.Tagged && seg.h.QN == decode.QNSend && seg.ctl.Opcode == decode.OpSend && seg.plen == 0 && seg.h.MSN == 1:
 		got = rtrSend
-	case !seg.h.Tagged && seg.h.QN == decode.QNReadReq && seg.ctl.Opcode == decode.OpReadRequest && seg.h.MSN == 1:
-		got = rtrRead // size checked once the header is read
+	case !seg.h.Tagged && seg.h.QN == decode.QNReadReq && seg.ctl.Opcode == decode.OpReadRequest && seg.h.MSN == 1 &&
+		seg.plen == decode.ReadReqHdrLen && binary.BigEndian.Uint32(seg.pay[12:]) == 0:
+		// The Read RTR is a zero-size RDMA Read Request (RFC 6581 §5):
+		// a Read with a size is not one.
+		got = rtrRead
 	}
 	if got == rtrNone || want&(1<<got) == 0 {
 		return rtrNone, fl(decode.TermLayerLLP, 0, 0x07, "first FPDU is not an RTR the Reply allowed (%v, allowed %s)", seg.ctl.Opcode, rtrSetString(want))
@@ -229,7 +227,7 @@ func tagCode(e accessErr) uint8 {
 }
 
 // rxTagged checks and places a tagged segment (RDMA Write, Read Response).
-func (qp *QP) rxTagged(s *stream, seg *rxSeg) *fault {
+func (qp *QP) rxTagged(seg *rxSeg) *fault {
 	h := &seg.h
 	if h.DV != decode.DDPVersion {
 		return ddpFault(decode.TermLayerDDP, 1, 0x04, "DDP version %d", h.DV)
@@ -239,22 +237,27 @@ func (qp *QP) rxTagged(s *stream, seg *rxSeg) *fault {
 		return f
 	}
 	if rtr == rtrWrite {
-		seg.placed, seg.rtr = true, true
+		seg.rtr = true
 		return nil
 	}
 	op := seg.ctl.Opcode
+	var mr *MR
 	var dst []byte
 	if seg.plen > 0 {
 		// STag and TO are checked only on non-zero-length segments (RFC 5041
-		// §5.2).
-		if op == decode.OpWrite && qp.attr.DisableRemoteWrite {
-			return ddpFault(decode.TermLayerDDP, 1, 0x02, "inbound RDMA Write disabled on this QP")
+		// §5.2). The RDMA Write enable covers every inbound tagged
+		// placement, Read Responses included.
+		if qp.attr.DisableRemoteWrite && (op == decode.OpWrite || op == decode.OpReadResponse) {
+			return ddpFault(decode.TermLayerDDP, 1, 0x02, "inbound tagged placement (%v) disabled on this QP", op)
 		}
-		_, b, e := qp.dev.lookup(STag(h.STag), qp.pd, AccessRemoteWrite, h.TO, uint64(seg.plen))
+		m, b, e := qp.dev.lookup(STag(h.STag), qp, AccessRemoteWrite, h.TO, uint64(seg.plen))
 		if e != accOK {
 			return ddpFault(decode.TermLayerDDP, 1, tagCode(e), "tagged segment STag 0x%08x TO 0x%x len %d: %v", h.STag, h.TO, seg.plen, e)
 		}
-		dst = b
+		// Pinned: a revocation waits until the copy below is done, and one
+		// that came first made the lookup fail (RFC 5042 §6.2.2, §6.3.3).
+		mr, dst = m, b
+		defer mr.unpin()
 	}
 	if seg.ctl.RV != decode.RDMAPVersion {
 		return ddpFault(decode.TermLayerRDMAP, 2, 0x05, "RDMAP version %d", seg.ctl.RV)
@@ -282,16 +285,13 @@ func (qp *QP) rxTagged(s *stream, seg *rxSeg) *fault {
 	default:
 		return ddpFault(decode.TermLayerRDMAP, 2, 0x06, "opcode %v in a tagged segment", op)
 	}
-	if len(dst) > 0 && !seg.rd(s, dst) {
-		return nil
-	}
-	seg.placed = true
+	copy(dst, seg.pay)
 	return nil
 }
 
 // rxUntagged checks an untagged segment and places Send payload into the
-// posted receive buffer; Read Request and Terminate headers go to tbuf.
-func (qp *QP) rxUntagged(s *stream, seg *rxSeg, tbuf *[]byte) *fault {
+// posted receive buffer.
+func (qp *QP) rxUntagged(seg *rxSeg) *fault {
 	h := &seg.h
 	if h.DV != decode.DDPVersion {
 		return ddpFault(decode.TermLayerDDP, 2, 0x06, "DDP version %d", h.DV)
@@ -306,32 +306,46 @@ func (qp *QP) rxUntagged(s *stream, seg *rxSeg, tbuf *[]byte) *fault {
 	if rtr == rtrSend {
 		// The Send RTR uses MSN 1 of QN 0 but no receive buffer.
 		qp.recvMSN[0]++
-		seg.placed, seg.rtr = true, true
+		seg.rtr = true
 		return nil
 	}
 	switch h.QN {
 	case decode.QNSend:
-		return qp.rxSend(s, seg)
+		return qp.rxSend(seg)
 	case decode.QNReadReq:
-		return qp.rxReadRequest(s, seg)
+		return qp.rxReadRequest(seg)
 	default:
-		return qp.rxTerminate(s, seg, tbuf)
+		return qp.rxTerminate(seg)
 	}
 }
 
-func (qp *QP) rxSend(s *stream, seg *rxSeg) *fault {
+func (qp *QP) rxSend(seg *rxSeg) *fault {
 	h := &seg.h
 	if qp.cur != nil && h.MSN != qp.curMSN {
 		return ddpFault(decode.TermLayerRDMAP, 2, 0x07, "MSN %d starts before message %d had its L segment", h.MSN, qp.curMSN)
 	}
 	r := qp.cur
 	if r == nil {
-		qp.mu.Lock()
-		n := len(qp.rq)
-		if n > 0 {
-			r = qp.rq[0]
+		var n int
+		if srq := qp.attr.SRQ; srq != nil && h.MSN == qp.recvMSN[0] {
+			// A new message takes the SRQ's oldest receive.
+			var fired bool
+			if r, fired = srq.take(); r != nil {
+				n = 1
+			}
+			if fired && qp.dev.attr.AsyncEvent != nil {
+				qp.dev.attr.AsyncEvent(AsyncEvent{Type: EventSRQLimitReached, SRQ: srq})
+			}
+		} else if srq != nil {
+			n = srq.Len()
+		} else {
+			qp.mu.Lock()
+			n = len(qp.rq)
+			if n > 0 {
+				r = qp.rq[0]
+			}
+			qp.mu.Unlock()
 		}
-		qp.mu.Unlock()
 		if n == 0 && h.MSN == qp.recvMSN[0] {
 			return ddpFault(decode.TermLayerDDP, 2, 0x02, "Send MSN %d: no receive buffer posted", h.MSN)
 		}
@@ -358,29 +372,34 @@ func (qp *QP) rxSend(s *stream, seg *rxSeg) *fault {
 	default:
 		return ddpFault(decode.TermLayerRDMAP, 2, 0x06, "opcode %v on QN 0", seg.ctl.Opcode)
 	}
-	// Scatter the payload at MO over the receive buffer.
-	off, left := uint64(h.MO), seg.plen
-	for _, p := range r.parts {
-		if left == 0 {
+	// Scatter the payload at MO over the receive buffer, each part under
+	// its region's pin: a receive buffer whose region was revoked after it
+	// was posted takes nothing (V00 §7.8).
+	off, pay := uint64(h.MO), seg.pay
+	for i, p := range r.parts {
+		if len(pay) == 0 {
 			break
 		}
 		if off >= uint64(len(p)) {
 			off -= uint64(len(p))
 			continue
 		}
-		n := min(left, len(p)-int(off))
-		if !seg.rd(s, p[off:off+uint64(n)]) {
-			return nil
+		n := min(len(pay), len(p)-int(off))
+		if !r.mrs[i].pinKey(r.keys[i]) {
+			f := ddpFault(decode.TermLayerDDP, 2, 0x02, "receive buffer's region %v was invalidated", r.keys[i])
+			f.rqStatus = StatusInvalidSTag
+			return f
 		}
-		left -= n
+		copy(p[off:off+uint64(n)], pay[:n])
+		r.mrs[i].unpin()
+		pay = pay[n:]
 		off = 0
 	}
 	qp.curLen = max(qp.curLen, uint64(h.MO)+uint64(seg.plen))
-	seg.placed = true
 	return nil
 }
 
-func (qp *QP) rxReadRequest(s *stream, seg *rxSeg) *fault {
+func (qp *QP) rxReadRequest(seg *rxSeg) *fault {
 	h := &seg.h
 	if h.MSN != qp.recvMSN[1] {
 		return ddpFault(decode.TermLayerDDP, 2, 0x03, "Read Request MSN %d, expected %d", h.MSN, qp.recvMSN[1])
@@ -407,34 +426,22 @@ func (qp *QP) rxReadRequest(s *stream, seg *rxSeg) *fault {
 	if !h.Last || seg.plen != decode.ReadReqHdrLen {
 		return ddpFault(decode.TermLayerRDMAP, 2, 0x06, "Read Request of %d octets (L=%v), not one 28-octet segment", seg.plen, h.Last)
 	}
-	if !seg.rd(s, seg.rdma[:]) {
-		return nil
-	}
+	copy(seg.rdma[:], seg.pay)
 	seg.hasRR = true
-	seg.placed = true
 	return nil
 }
 
-func (qp *QP) rxTerminate(s *stream, seg *rxSeg, tbuf *[]byte) *fault {
+func (qp *QP) rxTerminate(seg *rxSeg) *fault {
 	if seg.ctl.Opcode != decode.OpTerminate {
 		return ddpFault(decode.TermLayerRDMAP, 2, 0x06, "opcode %v on QN 2", seg.ctl.Opcode)
 	}
-	n := min(seg.plen, 256)
-	if cap(*tbuf) < n {
-		*tbuf = make([]byte, 256)
-	}
-	*tbuf = (*tbuf)[:n]
-	if !seg.rd(s, *tbuf) {
-		return nil
-	}
-	seg.placed = true
 	return nil
 }
 
 // rxDeliver runs the message-level (RDMAP) part once a valid FPDU was
 // placed: receive completions, Read Request validation, Read Response
 // completion, Terminate processing.
-func (qp *QP) rxDeliver(s *stream, seg *rxSeg, tbuf []byte) *fault {
+func (qp *QP) rxDeliver(seg *rxSeg) *fault {
 	h := &seg.h
 	qp.openGate()
 	if seg.rtr {
@@ -490,7 +497,7 @@ func (qp *QP) rxDeliver(s *stream, seg *rxSeg, tbuf []byte) *fault {
 			inv := STag(h.RsvdULP2)
 			// The STag is invalidated after Placement and before the
 			// receive completes (V00 §8.2.2.1).
-			if e := qp.dev.invalidateRemote(inv, qp.pd); e != accOK || inv == 0 {
+			if e := qp.dev.invalidateRemote(inv, qp); e != accOK || inv == 0 {
 				f := ddpFault(decode.TermLayerRDMAP, 1, 0x09, "Send with Invalidate of STag %v: %v", inv, e)
 				f.rqStatus = StatusInvalidateError
 				return f
@@ -513,18 +520,19 @@ func (qp *QP) rxDeliver(s *stream, seg *rxSeg, tbuf []byte) *fault {
 		decode.ParseReadRequest(seg.rdma[:], &rr)
 		qp.recvMSN[1]++
 		qp.cnt.rxReadReqs.Add(1)
-		e := &irrqEntry{req: rr}
+		e := &irrqEntry{req: rr, hdr: seg.hdr}
 		if rr.Size > 0 {
 			// RDMAP protection checks on the Data Source (RFC 5040 §7.2,
 			// V00 Fig. 24); a zero-size Read is not validated (§5.2.1).
-			mr, b, ae := qp.dev.lookup(STag(rr.SrcSTag), qp.pd, AccessRemoteRead, rr.SrcTO, uint64(rr.Size))
-			if ae != accOK {
-				code := map[accessErr]uint8{accInvalidSTag: 0x00, accBounds: 0x01, accRights: 0x02, accPD: 0x03, accWrap: 0x04}[ae]
-				f := ddpFault(decode.TermLayerRDMAP, 1, code, "Read Request source STag 0x%08x TO 0x%x size %d: %v", rr.SrcSTag, rr.SrcTO, rr.Size, ae)
+			// They run again when the response is sent (revocation).
+			if _, _, ae := qp.dev.check(STag(rr.SrcSTag), qp, AccessRemoteRead, rr.SrcTO, uint64(rr.Size)); ae != accOK {
+				f := ddpFault(decode.TermLayerRDMAP, 1, readCode(ae), "Read Request source STag 0x%08x TO 0x%x size %d: %v", rr.SrcSTag, rr.SrcTO, rr.Size, ae)
 				f.rdma = true
 				return f
 			}
-			e.src, e.mr = b, mr
+		}
+		if h := qp.attr.OnReadRequest; h != nil {
+			h(rr)
 		}
 		qp.mu.Lock()
 		qp.irrq = append(qp.irrq, e)
@@ -536,6 +544,7 @@ func (qp *QP) rxDeliver(s *stream, seg *rxSeg, tbuf []byte) *fault {
 		var t decode.Terminate
 		qp.recvMSN[2]++
 		qp.cnt.rxTerminates.Add(1)
+		tbuf := seg.pay[:min(len(seg.pay), 256)]
 		if _, err := decode.ParseTerminate(tbuf, &t); err != nil && len(tbuf) < decode.TermCtrlLen {
 			t = decode.Terminate{Layer: 0, EType: 0, Code: 0}
 		}
@@ -551,6 +560,12 @@ func (qp *QP) rxDeliver(s *stream, seg *rxSeg, tbuf []byte) *fault {
 		qp.unlock()
 		return nil
 	}
+}
+
+// readCode is the RDMAP Remote Protection Error code of a failed check on
+// a Read Request's Data Source (RFC 5040 §4.8).
+func readCode(e accessErr) uint8 {
+	return map[accessErr]uint8{accInvalidSTag: 0x00, accBounds: 0x01, accRights: 0x02, accPD: 0x03, accWrap: 0x04}[e]
 }
 
 // headStarted is the oldest SQ WR in progress, which a received Terminate

@@ -26,15 +26,17 @@ type stream struct {
 	rbuf      []byte
 	rr, rw    int
 	rxPos     uint32 // stream position of the next octet to consume
-	rcrc      uint32
 	fpduStart uint32
-	markerBad bool
-	scratch   []byte
+	scratch   []byte // de-markered ULPDU
 
 	// send side (send engine only)
-	txPos uint32
+	txPos   uint32
+	txFault *Fault // fault of the message being framed
+	txTrunc bool   // a truncated FPDU went into the batch: FIN after it
 }
 
+// rbufSize holds the largest FPDU (65535 octets of ULPDU with markers)
+// several times over.
 const rbufSize = 256 << 10
 
 func newStream(c net.Conn, tap *flowTap, pre []byte) *stream {
@@ -46,12 +48,6 @@ func newStream(c net.Conn, tap *flowTap, pre []byte) *stream {
 
 // fill reads more octets from the connection into the buffer.
 func (s *stream) fill() error {
-	if s.rr == s.rw {
-		s.rr, s.rw = 0, 0
-	} else if s.rr > len(s.rbuf)/2 {
-		s.rw = copy(s.rbuf, s.rbuf[s.rr:s.rw])
-		s.rr = 0
-	}
 	n, err := s.c.Read(s.rbuf[s.rw:])
 	if n > 0 {
 		if s.tap != nil {
@@ -66,30 +62,14 @@ func (s *stream) fill() error {
 	return err
 }
 
-// readRaw fills dst with the next stream octets, without marker or CRC
-// handling. Large reads with an empty buffer go straight from the socket
-// into dst (direct placement into registered memory).
-func (s *stream) readRaw(dst []byte) error {
-	for len(dst) > 0 {
-		if s.rr < s.rw {
-			n := copy(dst, s.rbuf[s.rr:s.rw])
-			s.rr += n
-			dst = dst[n:]
-			continue
-		}
-		if len(dst) >= 16<<10 {
-			n, err := s.c.Read(dst)
-			if n > 0 {
-				if s.tap != nil {
-					s.tap.recv(dst[:n])
-				}
-				dst = dst[n:]
-				continue
-			}
-			if err == nil {
-				err = io.ErrNoProgress
-			}
-			return err
+// peek makes n unconsumed octets available at rbuf[rr:].
+func (s *stream) peek(n int) error {
+	for s.rw-s.rr < n {
+		if s.rr == s.rw {
+			s.rr, s.rw = 0, 0 // empty: read from the start, in one go
+		} else if len(s.rbuf)-s.rr < n {
+			s.rw = copy(s.rbuf, s.rbuf[s.rr:s.rw])
+			s.rr = 0
 		}
 		if err := s.fill(); err != nil {
 			return err
@@ -98,89 +78,107 @@ func (s *stream) readRaw(dst []byte) error {
 	return nil
 }
 
-// startFPDU marks the start of the next FPDU (a leading marker, if the
-// stream is at a marker position, belongs to it and to its CRC).
-func (s *stream) startFPDU() {
+// rawLen is how many stream octets, from stream position pos, carry logical
+// FPDU octets with markers interleaved: a marker sits before any octet at a
+// marker position (RFC 5044 §4.3).
+func (s *stream) rawLen(pos uint32, logical int) int {
+	if !s.rxMarkers {
+		return logical
+	}
+	p := pos
+	for logical > 0 {
+		if decode.IsMarkerPos(p, 0) {
+			p += decode.MarkerLen
+		}
+		n := min(logical, int(decode.MarkerSpacing-p%decode.MarkerSpacing))
+		logical -= n
+		p += uint32(n)
+	}
+	return int(p - pos)
+}
+
+// demark copies the logical octets of raw (which starts at stream position
+// pos) into dst, checking that every marker points at the FPDU that starts
+// at fpdu (RFC 5044 §4.2–4.3).
+func demark(dst, raw []byte, pos, fpdu uint32) (out []byte, markersOK bool) {
+	out, markersOK = dst[:0], true
+	for len(raw) > 0 {
+		if decode.IsMarkerPos(pos, 0) {
+			ptr := binary.BigEndian.Uint16(raw[2:]) &^ 3
+			if ptr != decode.ExpectedFPDUPTR(pos, fpdu, 0) {
+				markersOK = false
+			}
+			raw = raw[decode.MarkerLen:]
+			pos += decode.MarkerLen
+			continue
+		}
+		n := min(len(raw), int(decode.MarkerSpacing-pos%decode.MarkerSpacing))
+		out = append(out, raw[:n]...)
+		raw = raw[n:]
+		pos += uint32(n)
+	}
+	return out, markersOK
+}
+
+// fpdu is one received FPDU, complete: its ULPDU (markers removed) and the
+// outcome of its CRC and marker checks. ULPDU aliases the receive buffer (or
+// the marker scratch) until the next nextFPDU.
+type fpdu struct {
+	ulpdu     []byte
+	crcOK     bool
+	markersOK bool
+	wire      int // octets on the wire
+}
+
+// nextFPDU reads a whole FPDU into the receive buffer and checks its CRC
+// and markers before anything of it is used: an FPDU that fails them MUST
+// NOT be used (RFC 5044 §6, §7.1.1), so no payload is placed from the
+// socket directly, and the CRC covers what arrived, not what is in the
+// destination memory after placement. boundary reports, on error, whether
+// no octet of a new FPDU had arrived (a clean end of stream).
+func (s *stream) nextFPDU(f *fpdu) (boundary bool, err error) {
 	s.fpduStart = s.rxPos
-	s.rcrc = 0
-	s.markerBad = false
-}
-
-// marker consumes the marker at the current position if there is one: it is
-// covered by the CRC, and its FPDUPTR must point at this FPDU's ULPDU_Length
-// (RFC 5044 §4.2–4.3; a mismatch is MPA error 3).
-func (s *stream) marker() error {
-	if !s.rxMarkers || !decode.IsMarkerPos(s.rxPos, 0) {
-		return nil
-	}
-	var m [4]byte
-	if err := s.readRaw(m[:]); err != nil {
-		return err
-	}
-	s.rcrc = decode.CRC32cUpdate(s.rcrc, m[:])
-	ptr := binary.BigEndian.Uint16(m[2:]) &^ 3
-	if ptr != decode.ExpectedFPDUPTR(s.rxPos, s.fpduStart, 0) {
-		s.markerBad = true
-	}
-	s.rxPos += 4
-	return nil
-}
-
-// read fills dst with FPDU octets (markers removed), extending the CRC.
-func (s *stream) read(dst []byte) error {
-	for len(dst) > 0 {
-		if err := s.marker(); err != nil {
-			return err
-		}
-		n := len(dst)
-		if s.rxMarkers {
-			n = min(n, int(decode.MarkerSpacing-s.rxPos%decode.MarkerSpacing))
-		}
-		if err := s.readRaw(dst[:n]); err != nil {
-			return err
-		}
-		s.rcrc = decode.CRC32cUpdate(s.rcrc, dst[:n])
-		s.rxPos += uint32(n)
-		dst = dst[n:]
-	}
-	return nil
-}
-
-// skip consumes n FPDU octets (markers removed), extending the CRC.
-func (s *stream) skip(n int) error {
-	if s.scratch == nil {
-		s.scratch = make([]byte, 32<<10)
-	}
-	for n > 0 {
-		k := min(n, len(s.scratch))
-		if err := s.read(s.scratch[:k]); err != nil {
-			return err
-		}
-		n -= k
-	}
-	return nil
-}
-
-// finishFPDU reads the PAD (and a marker between PAD and CRC, which the CRC
-// covers) and the CRC field. It reports whether the CRC matched (always
-// true when CRCs are not in use: the field MUST NOT be checked, RFC 5044
-// §7.1.1) and whether every marker of the FPDU pointed at it.
-func (s *stream) finishFPDU(ulpduLen int) (crcOK, markersOK bool, err error) {
-	var pad [3]byte
-	if p := decode.PadLen(ulpduLen); p > 0 {
-		if err := s.read(pad[:p]); err != nil {
-			return false, false, err
+	head := s.rawLen(s.rxPos, decode.ULPDULenLen)
+	if s.rr == s.rw {
+		if err := s.peek(1); err != nil {
+			return true, err
 		}
 	}
-	if err := s.marker(); err != nil {
-		return false, false, err
+	if err := s.peek(head); err != nil {
+		return false, err
 	}
-	var c [4]byte
-	if err := s.readRaw(c[:]); err != nil {
-		return false, false, err
+	var lb [2]byte
+	if s.rxMarkers {
+		b, _ := demark(lb[:0], s.rbuf[s.rr:s.rr+head], s.rxPos, s.fpduStart)
+		copy(lb[:], b)
+	} else {
+		copy(lb[:], s.rbuf[s.rr:])
 	}
-	s.rxPos += 4
-	return !s.crc || decode.WireCRC(c[:]) == s.rcrc, !s.markerBad, nil
+	ulen := int(binary.BigEndian.Uint16(lb[:]))
+	logical := decode.FPDULen(ulen)
+	// A marker between PAD and CRC belongs to this FPDU and its CRC (RFC
+	// 5044 §4.4); none can fall inside the 4-aligned CRC field.
+	raw := s.rawLen(s.rxPos, logical)
+	if err := s.peek(raw); err != nil {
+		return false, err
+	}
+	b := s.rbuf[s.rr : s.rr+raw]
+	f.wire = raw
+	f.crcOK = !s.crc || decode.WireCRC(b[raw-decode.CRCLen:]) == decode.CRC32cUpdate(0, b[:raw-decode.CRCLen])
+	if s.rxMarkers {
+		if cap(s.scratch) < logical {
+			s.scratch = make([]byte, 0, 70<<10)
+		}
+		var u []byte
+		u, f.markersOK = demark(s.scratch, b[:raw-decode.CRCLen], s.rxPos, s.fpduStart)
+		f.ulpdu = u[decode.ULPDULenLen : decode.ULPDULenLen+ulen]
+	} else {
+		f.markersOK = true
+		f.ulpdu = b[decode.ULPDULenLen : decode.ULPDULenLen+ulen]
+	}
+	s.rr += raw
+	s.rxPos += uint32(raw)
+	return false, nil
 }
 
 // writeRaw writes octets outside Full Operation (MPA frames).
@@ -230,6 +228,18 @@ func (b *txBatch) alloc(n int) []byte {
 // appendFPDU frames one DDP segment, hdr (DDP header and any RDMAP header)
 // followed by the payload parts, into the batch.
 func (s *stream) appendFPDU(b *txBatch, hdr []byte, parts [][]byte, plen int) {
+	if f := s.txFault; f != nil {
+		var tmp [decode.DDPUntaggedHdrLen + 64]byte
+		hdr = mangle(f, hdr, tmp[:0])
+		switch f.Kind {
+		case FaultBadCRC, FaultCRCByteOrder, FaultMarkers, FaultFPDUPTR, FaultTruncate:
+			if s.appendFaultyFPDU(b, f, hdr, parts, plen) {
+				s.txTrunc = true
+				s.txFault = nil // one truncated FPDU ends the stream
+			}
+			return
+		}
+	}
 	ulen := len(hdr) + plen
 	if s.txMarkers {
 		u := make([]byte, 0, ulen)

@@ -75,18 +75,21 @@ func (qp *QP) nextWorkLocked() txItem {
 	if qp.sqNext < len(qp.sq) {
 		w := qp.sq[qp.sqNext]
 		if w.wr.Opcode == OpRead {
-			if qp.ord == 0 {
+			if qp.ord == 0 && !qp.noORD {
 				qp.sqNext++
 				w.started = true
 				qp.terminateLocked(localTerm(0x0, 0x0, 0x00, "RDMA Read with ORD 0"), w, StatusZeroReadResources)
 				return txItem{}
 			}
-			if len(qp.orq) >= qp.ord {
+			if len(qp.orq) >= qp.ord && !qp.noORD {
 				qp.cnt.readStalls.Add(1)
 				return txItem{}
 			}
 		} else if w.wr.ReadFence && len(qp.orq) > 0 {
 			return txItem{}
+		}
+		if w.wr.LocalFence && qp.sqNext > 0 {
+			return txItem{} // every earlier WR must have completed (V00 §8.2.2)
 		}
 		qp.sqNext++
 		w.started = true
@@ -104,12 +107,13 @@ func (qp *QP) nextWorkLocked() txItem {
 // idle and puts its WRs on the wire itself (one goroutine hand-off less per
 // message, which is most of a small message's latency).
 type txState struct {
-	b       txBatch
-	doneSQ  []*sqe
-	served  []*MR
-	parts   [][]byte
-	scratch [][]byte
-	closed  bool // the write side is closed: nothing more goes out
+	b         txBatch
+	doneSQ    []*sqe
+	resp      *irrqEntry // Read Response under way, continued in the next batch
+	respFault *Fault     // its fault
+	parts     [][]byte
+	scratch   [][]byte
+	closed    bool // the write side is closed: nothing more goes out
 }
 
 // runTx builds and writes one batch of work. It reports whether anything
@@ -123,34 +127,78 @@ func (qp *QP) runTx(s *stream) (wrote, done bool) {
 	b := &t.b
 	b.reset()
 	t.doneSQ = t.doneSQ[:0]
-	clear(t.served)
-	t.served = t.served[:0]
-	stopAfter := false
+	stopAfter, memOps := false, false
 fill:
-	for b.bytes < 1<<20 && len(b.bufs) < 768 {
+	for b.bytes < txBatchMax && len(b.bufs) < 768 {
+		var it txItem
 		qp.mu.Lock()
-		it := qp.nextWorkLocked()
+		if t.resp != nil && (qp.termOut != nil || qp.state != StateRTS) {
+			t.resp = nil // a Terminate or a close goes first; the response is void
+		}
+		if t.resp != nil {
+			it = txItem{kind: tkResp, irr: t.resp}
+			s.txFault = t.respFault
+		} else {
+			it = qp.nextWorkLocked()
+			s.txFault = nil
+			if len(qp.faults) > 0 {
+				switch it.kind {
+				case tkSQ:
+					s.txFault = qp.takeFaultLocked(wrTarget(it.wqe.wr.Opcode))
+				case tkResp:
+					s.txFault = qp.takeFaultLocked(OnReadResponse)
+					t.respFault = s.txFault
+				case tkRTR:
+					s.txFault = qp.takeFaultLocked(OnRTR)
+				case tkTerm:
+					s.txFault = qp.takeFaultLocked(OnTerminate)
+				}
+			}
+		}
 		qp.unlock()
 		switch it.kind {
 		case tkNone:
 			break fill
 		case tkTerm:
+			f := s.txFault
+			if f != nil && f.Kind == FaultDataAfterTerminate {
+				s.txFault = nil
+			}
 			qp.emitTerminate(s, b, it.term)
+			if f != nil && f.Kind == FaultDataAfterTerminate {
+				msn := qp.sendMSN[0]
+				qp.sendMSN[0]++
+				qp.emitUntagged(s, b, decode.OpSend, 0, decode.QNSend, msn, nil, [][]byte{[]byte("after-terminate")}, 15, nil)
+			}
 			stopAfter = true
 			break fill
 		case tkStop:
 			stopAfter = true
 			break fill
 		case tkRTR:
-			qp.emitRTR(s, b, it.rtr)
+			r := it.rtr
+			if f := s.txFault; f != nil && f.Kind == FaultOmitRTR {
+				continue
+			} else if f != nil && f.Kind == FaultRTRType && f.Value >= 1 && f.Value <= 3 {
+				r = rtrType(f.Value)
+				s.txFault = nil
+			}
+			qp.emitRTR(s, b, r)
 		case tkResp:
 			r := it.irr
-			t.parts = append(t.parts[:0], r.src)
-			t.scratch = qp.emitTagged(s, b, decode.OpReadResponse, r.req.SinkSTag, r.req.SinkTO, t.parts, uint64(len(r.src)), t.scratch)
-			qp.cnt.txReadResps.Add(1)
-			if r.mr != nil {
-				t.served = append(t.served, r.mr)
+			t.resp = nil
+			if r.sent == 0 {
+				t.respFault = s.txFault
 			}
+			done, ok := qp.emitReadResponse(s, b, r)
+			if !ok {
+				continue // the failure queued a Terminate
+			}
+			if !done {
+				t.resp = r
+				break fill
+			}
+			qp.cnt.txReadResps.Add(1)
 			// The IRD slot is free once the response is committed to the
 			// stream: the peer can only reuse it after receiving the
 			// response, which follows this point.
@@ -170,28 +218,103 @@ fill:
 		}
 	}
 	if len(b.bufs) > 0 {
+		if qp.onFlush != nil {
+			qp.onFlush(b.bytes)
+		}
 		if err := s.flush(b); err != nil {
 			t.closed = true
 			qp.txFailed(err)
 			return true, true
 		}
 		qp.cnt.txOctets.Add(uint64(b.bytes))
-		for _, mr := range t.served {
-			mr.sync.Add(1) // our reads of it happen before the owner's next Sync
-		}
 		qp.mu.Lock()
 		for _, w := range t.doneSQ {
 			w.done = true
 		}
 		qp.completeSQLocked()
 		qp.unlock()
+	} else if len(t.doneSQ) > 0 {
+		// Memory operations only: nothing to write, complete them now.
+		qp.mu.Lock()
+		for _, w := range t.doneSQ {
+			w.done = true
+		}
+		qp.completeSQLocked()
+		qp.unlock()
+		memOps = true
+	}
+	s.txFault = nil
+	if s.txTrunc {
+		stopAfter = true // the stream is broken: nothing more can follow
 	}
 	if stopAfter {
 		t.closed = true
 		qp.closeWrite(s)
 		return len(b.bufs) > 0, true
 	}
+	if t.resp != nil || memOps {
+		return true, false // more of the response to send, or more WRs after memory operations
+	}
 	return len(b.bufs) > 0, false
+}
+
+// txBatchMax bounds the octets one batch (one writev) carries: a large Read
+// Response or Write goes out over several batches, so memory does not grow
+// with the message.
+const txBatchMax = 1 << 20
+
+// emitReadResponse puts the next part of an inbound Read's response into
+// the batch, at most what is left of the batch budget (at least 64 KiB).
+// The Data Source is checked again here and its octets are copied into the
+// batch under the region's pin: a region invalidated or deregistered after
+// the Read Request was accepted discloses nothing (RFC 5040 §8.1.1 item 6,
+// RFC 5042 §6.2.2, §6.3.3); the Read then fails with the Remote Protection Error
+// the Request would have got (RFC 5040 §4.8). It reports whether the
+// response is complete, and false ok when it failed.
+func (qp *QP) emitReadResponse(s *stream, b *txBatch, r *irrqEntry) (done, ok bool) {
+	size := uint64(r.req.Size)
+	if size == 0 {
+		qp.emitTagged(s, b, decode.OpReadResponse, r.req.SinkSTag, r.req.SinkTO, nil, 0, nil, true)
+		return true, true
+	}
+	n := min(size-r.sent, uint64(max(txBatchMax-b.bytes, 64<<10)))
+	mr, src, e := qp.dev.lookup(STag(r.req.SrcSTag), qp, AccessRemoteRead, r.req.SrcTO+r.sent, n)
+	if e != accOK {
+		qp.readSourceFailed(r, e)
+		return false, false
+	}
+	buf := b.alloc(int(n))
+	copy(buf, src)
+	mr.sync.Add(1) // our read happens before the owner's next Sync
+	mr.unpin()
+	qp.txs.parts = append(qp.txs.parts[:0], buf)
+	r.sent += n
+	to := r.req.SinkTO + r.sent - n
+	last := r.sent == size
+	if f := s.txFault; last && f != nil && f.Kind == FaultOversize {
+		qp.txs.parts = append(qp.txs.parts, make([]byte, f.Value))
+		n += uint64(f.Value)
+	}
+	qp.txs.scratch = qp.emitTagged(s, b, decode.OpReadResponse, r.req.SinkSTag, to, qp.txs.parts, n, qp.txs.scratch, last)
+	qp.cnt.txPayload.Add(n)
+	return last, true
+}
+
+// readSourceFailed terminates the QP when the source of an accepted Read
+// failed its checks at response time: RDMAP Remote Protection Error, with
+// the Read Request's DDP and RDMAP headers (RFC 5040 §4.8, §7.1).
+func (qp *QP) readSourceFailed(r *irrqEntry, e accessErr) {
+	t := decode.Terminate{Layer: decode.TermLayerRDMAP, EType: 1, Code: readCode(e), M: true, D: true, R: true,
+		HasSegLen: true, HasDDP: true, HasRDMA: true, DDPSegmentLength: decode.ReadReqHdrLen, TermRDMA: r.req}
+	decode.ParseDDP(r.hdr[:], &t.TermDDP)
+	t.TermDDPRaw = append([]byte(nil), r.hdr[:]...)
+	var rh [decode.ReadReqHdrLen]byte
+	t.TermRDMARaw = r.req.Append(rh[:0])
+	ti := TermInfo{Local: true, Cause: decode.LookupTermCause(t.Layer, t.EType, t.Code), Header: t,
+		Reason: fmt.Sprintf("Read source STag 0x%08x TO 0x%x size %d at response time: %v", r.req.SrcSTag, r.req.SrcTO, r.req.Size, e)}
+	qp.mu.Lock()
+	qp.terminateLocked(ti, nil, 0)
+	qp.unlock()
 }
 
 // txLoop is the send engine.
@@ -259,7 +382,7 @@ func (qp *QP) gather(sgl []SGE, need Access, parts [][]byte) ([][]byte, uint64, 
 		if sge.Length == 0 {
 			continue
 		}
-		_, p, e := qp.dev.lookup(sge.LKey, qp.pd, need, sge.Addr, uint64(sge.Length))
+		_, p, e := qp.dev.check(sge.LKey, qp, need, sge.Addr, uint64(sge.Length))
 		if e != accOK {
 			return parts, 0, e, sge
 		}
@@ -271,11 +394,32 @@ func (qp *QP) gather(sgl []SGE, need Access, parts [][]byte) ([][]byte, uint64, 
 
 func (qp *QP) emitWR(s *stream, b *txBatch, w *sqe, parts, scratch [][]byte) ([][]byte, [][]byte, error) {
 	op := w.wr.Opcode
+	switch op {
+	case OpBindMW, OpLocalInv:
+		// Memory operations take effect in SQ order, before later WRs
+		// execute (V00 §8.2.2); a failure is a completion error with a
+		// Local Catastrophic Terminate (V00 Fig. 23).
+		var be *bindError
+		if op == OpBindMW {
+			if w.wr.Bind.MW.r.mwType != MWType2 {
+				be = bindErr(StatusInvalidWindow, "type 1 windows are bound by QP.BindMW")
+			} else {
+				_, be = qp.bind(w.wr.Bind)
+			}
+		} else {
+			be = qp.localInvalidate(w.wr.InvalidateSTag)
+		}
+		if be != nil {
+			qp.wqeFailed(w, be.st, be.reason)
+			return parts, scratch, be
+		}
+		return parts, scratch, nil
+	}
 	if op == OpRead {
 		sink := w.sgl[0]
 		if sink.Length > 0 {
 			// The sink of a Read Response needs Remote Write (V00 §7.4.2).
-			if _, _, e := qp.dev.lookup(sink.LKey, qp.pd, AccessRemoteWrite, sink.Addr, uint64(sink.Length)); e != accOK {
+			if _, _, e := qp.dev.check(sink.LKey, qp, AccessRemoteWrite, sink.Addr, uint64(sink.Length)); e != accOK {
 				err := fmt.Errorf("RDMA Read sink %v: %v", sink.LKey, e)
 				qp.wqeFailed(w, e.status(), err.Error())
 				return parts, scratch, err
@@ -293,7 +437,7 @@ func (qp *QP) emitWR(s *stream, b *txBatch, w *sqe, parts, scratch [][]byte) ([]
 		return parts, scratch, err
 	}
 	if op == OpWrite {
-		scratch = qp.emitTagged(s, b, decode.OpWrite, uint32(w.wr.RKey), w.wr.RemoteAddr, parts, tot, scratch)
+		scratch = qp.emitTagged(s, b, decode.OpWrite, uint32(w.wr.RKey), w.wr.RemoteAddr, parts, tot, scratch, true)
 		qp.cnt.txWrites.Add(1)
 	} else {
 		var inv uint32
@@ -346,13 +490,13 @@ func (qp *QP) maxPayload(s *stream, hdr int) int {
 
 // emitTagged segments a tagged message (RDMA Write, Read Response): each
 // segment carries STag and the TO of its first octet (RFC 5041 §4.2, §5.2).
-func (qp *QP) emitTagged(s *stream, b *txBatch, op decode.Opcode, stag uint32, to uint64, parts [][]byte, total uint64, scratch [][]byte) [][]byte {
+func (qp *QP) emitTagged(s *stream, b *txBatch, op decode.Opcode, stag uint32, to uint64, parts [][]byte, total uint64, scratch [][]byte, lastMsg bool) [][]byte {
 	var h [decode.DDPTaggedHdrLen]byte
 	h[1] = decode.RDMAPVersion<<6 | uint8(op)
 	binary.BigEndian.PutUint32(h[2:], stag)
 	return split(parts, total, qp.maxPayload(s, len(h)), scratch, func(off uint64, seg [][]byte, n int, last bool) {
 		h[0] = decode.DDPFlagT | decode.DDPVersion
-		if last {
+		if last && lastMsg {
 			h[0] |= decode.DDPFlagL
 		}
 		binary.BigEndian.PutUint64(h[6:], to+off)
@@ -406,7 +550,7 @@ func (qp *QP) emitRTR(s *stream, b *txBatch, r rtrType) {
 	case rtrWrite:
 		// STag/TO are not checked for zero-length tagged segments (RFC 5041
 		// §5.2); like current siw, send STag 1, not 0.
-		qp.emitTagged(s, b, decode.OpWrite, 1, 0, nil, 0, nil)
+		qp.emitTagged(s, b, decode.OpWrite, 1, 0, nil, 0, nil, true)
 	case rtrRead:
 		rr := decode.ReadRequest{SinkSTag: 1, SrcSTag: 1}
 		qp.emitReadRequest(s, b, &rr)

@@ -15,6 +15,7 @@ const (
 	AccessLocalWrite                     // receive buffers
 	AccessRemoteRead                     // source of inbound RDMA Read Requests
 	AccessRemoteWrite                    // sink of inbound RDMA Writes and of Read Responses
+	AccessMWBind                         // memory windows may be bound to the region (V00 §7.4)
 )
 
 // AccessAll is every right.
@@ -22,7 +23,7 @@ const AccessAll = AccessLocalRead | AccessLocalWrite | AccessRemoteRead | Access
 
 func (a Access) String() string {
 	s := ""
-	for i, n := range []string{"LR", "LW", "RR", "RW"} {
+	for i, n := range []string{"LR", "LW", "RR", "RW", "Bind"} {
 		if a&(1<<i) != 0 {
 			if s != "" {
 				s += "|"
@@ -87,6 +88,8 @@ const (
 	OpWrite                   // RDMA Write
 	OpRead                    // RDMA Read
 	OpRecv                    // a receive (completions only)
+	OpBindMW                  // Bind Memory Window (type 2 windows; SendWR.Bind)
+	OpLocalInv                // Invalidate Local STag (SendWR.InvalidateSTag, of an MR or a type 2 MW)
 )
 
 func (o Opcode) String() string {
@@ -105,6 +108,10 @@ func (o Opcode) String() string {
 		return "RDMARead"
 	case OpRecv:
 		return "Recv"
+	case OpBindMW:
+		return "BindMW"
+	case OpLocalInv:
+		return "LocalInv"
 	}
 	return fmt.Sprintf("Opcode(%d)", uint8(o))
 }
@@ -147,11 +154,12 @@ const (
 	StatusZeroReadResources
 	StatusLocalLength // receive buffer too small for the incoming message
 	StatusLocalTermination
+	StatusInvalidWindow // a Bind or window access that the window's state or type forbids
 )
 
 var statusNames = [...]string{"Success", "Flushed", "InvalidWQE", "LocalQPCatastrophic", "RemoteTermination",
 	"InvalidSTag", "BaseBounds", "AccessViolation", "InvalidPD", "WrapError", "InvalidateError",
-	"ZeroReadResources", "LocalLength", "LocalTermination"}
+	"ZeroReadResources", "LocalLength", "LocalTermination", "InvalidWindow"}
 
 func (s Status) String() string {
 	if int(s) < len(statusNames) {
@@ -183,8 +191,26 @@ type SendWR struct {
 	// RemoteAddr and RKey name the peer buffer of an RDMA Write or Read.
 	RemoteAddr uint64
 	RKey       STag
-	// InvalidateSTag is the peer STag a Send with Invalidate invalidates.
+	// InvalidateSTag is the peer STag a Send with Invalidate invalidates,
+	// or the local STag an Invalidate Local STag invalidates.
 	InvalidateSTag STag
+	// LocalFence holds the request until every earlier WR completed (V00
+	// §8.2.2; for Invalidate Local STag and Bind).
+	LocalFence bool
+	// Bind is what a Bind Memory Window request binds.
+	Bind *Bind
+}
+
+// Bind describes a memory window binding (V00 §7.10): Length octets of MR
+// starting at tagged offset Addr (the MR must be VA-based and have
+// AccessMWBind), with remote rights Access, under the window's new Key.
+type Bind struct {
+	MW     *MW
+	MR     *MR
+	Addr   uint64
+	Length uint64
+	Access Access
+	Key    uint8
 }
 
 // RecvWR is a Receive Queue work request; receives are always signaled.

@@ -1,0 +1,98 @@
+package conform
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/iwkit/iwkit/endpoint"
+	"github.com/iwkit/iwkit/endpoint/rping"
+)
+
+// serve starts an iwkit rping target (what iwconform --serve runs).
+func serve(t *testing.T, cfg endpoint.Config) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ln, err := endpoint.Listen(ctx, "tcp", "127.0.0.1:0", &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Serve(ctx, ln, rping.Options{Config: cfg, Timeout: 30 * time.Second}, nil)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		ln.Close()
+		<-done
+	})
+	return ln.Addr().String()
+}
+
+// Every case passes against an iwkit endpoint: each fault of the suite is
+// sent by one iwkit endpoint and caught, with the Terminate the RFCs
+// require, by another.
+func TestSuiteAgainstIwkit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  endpoint.Config
+	}{
+		{"crc", endpoint.Config{CRC: true}},
+		{"p2p", endpoint.Config{PeerToPeer: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := serve(t, endpoint.Config{})
+			rows, err := Run(context.Background(), Options{Addr: addr, Config: tc.cfg}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != len(Cases()) {
+				t.Fatalf("%d rows for %d cases", len(rows), len(Cases()))
+			}
+			for _, r := range rows {
+				want := Pass
+				if tc.cfg.PeerToPeer == false && r.ID == "mpa-rtr-missing" || !tc.cfg.CRC && (r.ID == "mpa-crc" || r.ID == "mpa-crc-byte-order") {
+					want = Skip
+				}
+				if r.Verdict != want {
+					t.Errorf("%s: %s (want %s): sent %s, expected %s, got %s %s", r.ID, r.Verdict, want, r.Sent, r.Expected, r.Got, r.Reason)
+				}
+			}
+		})
+	}
+}
+
+// The target serves many connections one after another and at most
+// MaxServeConns at once: the ones beyond are rejected, not queued.
+func TestServeBounded(t *testing.T) {
+	addr := serve(t, endpoint.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var conns []*endpoint.Conn
+	defer func() {
+		for _, c := range conns {
+			c.QP().Modify(endpoint.StateError)
+		}
+	}()
+	rejected := 0
+	for i := 0; i < MaxServeConns+3; i++ {
+		dev := endpoint.OpenDevice(endpoint.DeviceAttr{})
+		cq, _ := dev.CreateCQ(8)
+		qp, _ := dev.AllocPD().CreateQP(endpoint.QPAttr{SendCQ: cq, RecvCQ: cq})
+		c, err := endpoint.Dial(ctx, "tcp", addr, qp, &endpoint.Config{})
+		if err != nil {
+			var re *endpoint.RejectError
+			if !errors.As(err, &re) {
+				t.Fatalf("connection %d: %v", i, err)
+			}
+			rejected++
+			continue
+		}
+		conns = append(conns, c)
+	}
+	if len(conns) != MaxServeConns || rejected != 3 {
+		t.Fatalf("%d served, %d rejected", len(conns), rejected)
+	}
+}
