@@ -111,7 +111,11 @@ func TestTsharkExpectedFields(t *testing.T) {
 			case row["iwarp_mpa.ulpdulength"] != "" && !strings.Contains(row["iwarp_mpa.ulpdulength"], ","):
 				var p decode.PDU
 				crc := crcChecked[frame]
-				if _, err := decode.DecodeFPDU(b, &crc, &p); err != nil || p.SegErr != nil {
+				use := decode.CRCUseOff
+				if crc {
+					use = decode.CRCUseOn
+				}
+				if _, err := decode.DecodeFPDU(b, use, &p); err != nil || p.SegErr != nil {
 					// An FPDU that does not start this segment (tshark
 					// reassembled it from several) is not compared.
 					continue
