@@ -54,7 +54,7 @@ type flags struct {
 	crc, markers, p2p                                   bool
 	rev, ird, ord, mulpdu                               int
 	rtr, pcapFile                                       string
-	timeout, retry                                      time.Duration
+	timeout, retry, startDelay                          time.Duration
 	maxSize, maxDepth, maxQPs                           int
 	maxMem                                              int64
 	count                                               int
@@ -107,6 +107,7 @@ func newFlagSet(f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "wait at most this long for any completion or for the MPA exchange")
 	fs.DurationVar(&f.retry, "retry", 0, "client: keep retrying the connection for this long")
 	fs.IntVar(&f.count, "C", 10, "rping: number of pings")
+	fs.DurationVar(&f.startDelay, "start-delay", 300*time.Millisecond, "rping client: wait this long after connecting before the first Send (Linux siw's accept path can leave an FPDU sent at once unread)")
 	fs.IntVar(&f.size, "S", -1, "rping: same as -s")
 	fs.BoolVar(&f.validate, "V", false, "rping: verify the data of every ping")
 	fs.BoolVar(&f.verbose, "v", false, "rping: print the data of every ping")
@@ -343,7 +344,8 @@ func (a *app) client() int {
 
 func (a *app) rping() int {
 	f := a.f
-	o := rping.Options{Size: f.size, Count: f.count, Validate: f.validate, Config: a.cfg, Timeout: f.timeout, IRD: f.ird, ORD: f.ord}
+	o := rping.Options{Size: f.size, Count: f.count, Validate: f.validate, Config: a.cfg, Timeout: f.timeout, IRD: f.ird, ORD: f.ord,
+		StartDelay: f.startDelay}
 	if o.Size < 0 {
 		o.Size = 64
 	}
