@@ -2,6 +2,7 @@ package reassembly
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"time"
 
 	"github.com/iwkit/iwkit/decode"
@@ -22,7 +23,7 @@ import (
 //
 // An FPDU validates when its ULPDU_Length is possible, its DDP and RDMAP
 // headers are plausible (plausibleHead), its markers point back at it, and its
-// CRC matches where CRCs are in use. Where the handshake did not say whether
+// CRC matches where CRCs are in use (byte-swapped counts: crcMatch). Where the handshake did not say whether
 // CRCs are in use, the first FPDU of a chain decides (a matching CRC32c is
 // proof; draft-differences §7 item 5).
 
@@ -560,13 +561,13 @@ func (f *framer) examine(w []byte, p uint32, h *hyp, crc crcMode, strict bool) (
 				mk++
 			}
 		}
-		match = crcv == fp.CRC
+		match = crcMatch(crcv, fp.CRC)
 	} else {
 		if _, err := decode.ParseFPDU(w[:n], fp); err != nil {
 			return 0, exBad, false, 0
 		}
 		if crc != crcOff {
-			match = fp.ComputedCRC() == fp.CRC
+			match = crcMatch(fp.ComputedCRC(), fp.CRC)
 		}
 	}
 	if strict {
@@ -580,6 +581,14 @@ func (f *framer) examine(w []byte, p uint32, h *hyp, crc crcMode, strict bool) (
 		return 0, exBad, false, 0
 	}
 	return n, exOK, match, mk
+}
+
+// crcMatch reports whether a CRC field vouches for the octets it covers:
+// it holds their CRC32c, or (a sender that writes it in the wrong byte
+// order; emitFPDU names the defect) the same value byte-swapped. Either way
+// a chance match on octets that are not an FPDU is 2 in 2^32.
+func crcMatch(computed, field uint32) bool {
+	return computed == field || bits.ReverseBytes32(computed) == field
 }
 
 // accept takes the boundary at acc[c] found under h: parameters that were
