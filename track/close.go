@@ -64,6 +64,7 @@ func (c *conn) loseN(dir Dir, n int) {
 	r.reqUncertain, r.reqMark = true, r.nextSeq
 	c.atomics[dir].reqUncertain = true
 	c.reads[dir^1].respUncertain = true
+	c.reads[dir^1].respGapFrame = c.lastFrame
 	c.atomics[dir^1].respUncertain = true
 }
 

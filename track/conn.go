@@ -20,6 +20,9 @@ type conn struct {
 	reads   [2]readQueue   // indexed by the requester's direction
 	atomics [2]atomicQueue // indexed by the requester's direction
 	qn1Next [2]uint64      // combined QN 1 request order (RFC 7306 §5.4)
+	// lastFrame is the latest frame of the connection the tracker was told
+	// of (events of the two directions can come out of frame order).
+	lastFrame int
 	stags   stagTable
 	term    [2]termState
 	fin     [2]finState

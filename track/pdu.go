@@ -428,6 +428,7 @@ func (c *conn) stray(at *At, p *decode.PDU, dir Dir) {
 // response to a request the capture lost does not look unmatched.
 func (c *conn) observe(at *At) {
 	dir := at.Dir & 1
+	c.lastFrame = max(c.lastFrame, at.Frame, at.LastFrame)
 	if at.HasAck && !c.hs.rejected {
 		o := &c.d[dir^1]
 		if o.endKnown && int32(at.Ack-o.seenEnd) > 0 {
