@@ -23,11 +23,11 @@ type conn struct {
 	// lastFrame is the latest frame of the connection the tracker was told
 	// of (events of the two directions can come out of frame order).
 	lastFrame int
-	stags   stagTable
-	term    [2]termState
-	fin     [2]finState
-	rst     bool
-	mss     [2]int
+	stags     stagTable
+	term      [2]termState
+	fin       [2]finState
+	rst       bool
+	mss       [2]int
 
 	// terminated: a Terminate was seen; outstanding operations are
 	// indeterminate (RFC 5040 §6.2.1).

@@ -52,7 +52,12 @@ func (f Feed) PDU(c *reassembly.Conn, e *reassembly.PDUEvent) {
 // Gap tells the tracker that octets of a direction are missing: its
 // checks there become uncertain.
 func (f Feed) Gap(c *reassembly.Conn, e *reassembly.GapEvent) {
-	f.T.Gap(at(c, e.Dir, e.Frame, e.Frame, c.LastTime), int(min(e.Len, 1<<31)), e.FPDUsLost)
+	a, n := at(c, e.Dir, e.Frame, e.Frame, c.LastTime), int(min(e.Len, 1<<31))
+	if e.Reason == reassembly.GapSkipped {
+		f.T.Skipped(a, n, e.FPDUsLost)
+		return
+	}
+	f.T.Gap(a, n, e.FPDUsLost)
 }
 
 // Retransmission reports retransmitted octets that differ from the first

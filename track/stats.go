@@ -69,11 +69,16 @@ type DirStats struct {
 	Segments, Messages, Octets [16]uint64
 	Ops                        OpCounts
 	// MsgSizes holds the sizes of the complete messages.
-	MsgSizes                       SizeHist
-	IncompleteMessages             uint64
-	InconsistentMessages           uint64
-	CRCGood, CRCBad                uint64
+	MsgSizes             SizeHist
+	IncompleteMessages   uint64
+	InconsistentMessages uint64
+	CRCGood, CRCBad      uint64
+	// Gaps counts holes in the captured TCP stream (reassembly GapEvents
+	// of every reason but GapSkipped), as reassembly.Stats.Gaps does;
+	// Skips the regions the framer passed over looking for an FPDU
+	// boundary (GapSkipped). FPDUsLost estimates the FPDUs in both.
 	Gaps, GapOctets, FPDUsLost     uint64
+	Skips, SkippedOctets           uint64
 	Retransmissions, RetransOctets uint64
 	AfterError, AfterTerminate     uint64 // segments so marked
 	Uncertain                      uint64 // segments processed with relaxed checks
@@ -101,6 +106,8 @@ func (s *DirStats) add(x *DirStats) {
 	s.CRCBad += x.CRCBad
 	s.Gaps += x.Gaps
 	s.GapOctets += x.GapOctets
+	s.Skips += x.Skips
+	s.SkippedOctets += x.SkippedOctets
 	s.FPDUsLost += x.FPDUsLost
 	s.Retransmissions += x.Retransmissions
 	s.RetransOctets += x.RetransOctets

@@ -285,7 +285,16 @@ func (t *Tracker) PDU(at At, p *decode.PDU) Mark {
 // uncertain until they resynchronise; one note says so.
 func (t *Tracker) Gap(at At, octets int, fpdusLost int) {
 	c := t.conn(at.Conn)
-	c.gap(&at, octets, fpdusLost)
+	c.gap(&at, octets, fpdusLost, false)
+}
+
+// Skipped is Gap for captured octets the framer passed over while it
+// looked for an FPDU boundary (reassembly.GapSkipped): the same
+// uncertainty, counted apart (DirStats.Skips), so that Gaps counts what
+// reassembly.Stats.Gaps counts: holes in the captured TCP stream.
+func (t *Tracker) Skipped(at At, octets int, fpdusLost int) {
+	c := t.conn(at.Conn)
+	c.gap(&at, octets, fpdusLost, true)
 }
 
 // Retransmission counts octets of direction at.Dir the framer saw again
