@@ -43,6 +43,7 @@ type conn struct {
 
 	st        ConnStats
 	lat       *hdrhistogram.Histogram
+	latSum    latSum
 	codeCount [finding.NumCodes]uint32
 	onceBits  [3][(finding.NumCodes + 63) / 64]uint64
 	finalized bool

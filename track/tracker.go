@@ -176,6 +176,7 @@ type Tracker struct {
 	retiredDropped uint64
 	total          aggregate
 	latency        *hdrhistogram.Histogram
+	latSum         latSum
 
 	findings        []Finding
 	findingsDropped uint64
