@@ -50,6 +50,9 @@ type framer struct {
 
 	acc  []byte   // pooled: a partial FPDU (stFPDU), an MPA frame, or the search window
 	segs []segRec // segments in acc
+	// headCut: segs[0] started before acc[0] (its head was dropped), so
+	// acc[0] is no segment start.
+	headCut bool
 	need int      // stFPDU: wire octets of the FPDU in acc; 0 while its header is incomplete
 	skip int      // stFPDU: octets still to pass of an FPDU already reported partial
 
@@ -57,7 +60,7 @@ type framer struct {
 	anchor   bool  // acc[0] is a known boundary (start of Full Operation Phase)
 	align    int   // FPDU boundaries are at sequence numbers ≡ align (mod 4); -1 unknown
 	scanned  int   // acc offsets below this were examined by the offset scan
-	live     []int // offsets still undecided (need more octets)
+	live     []liveCand // offsets still undecided (need more octets)
 	scanHyp  hyp   // the hypothesis scanned and live belong to
 	keyScan  int   // acc offsets below this hold no MPA key start
 	examined int   // stDetect: octets examined (against Config.DetectLimit)
@@ -159,6 +162,9 @@ func (f *framer) appendAcc(b []byte, frame int, ts time.Time, ack uint32, hasAck
 		}
 		f.acc = nb
 	}
+	if len(f.acc) == 0 {
+		f.headCut = false
+	}
 	f.segs = append(f.segs, segRec{at: len(f.acc), frame: frame, ts: ts, ack: ack, hasAck: hasAck})
 	f.acc = append(f.acc, b...)
 	return true
@@ -217,6 +223,7 @@ func (f *framer) dropFront(k int) {
 		}
 		m := copy(f.segs, f.segs[i:])
 		f.segs = f.segs[:m]
+		f.headCut = m > 0 && f.segs[0].at < k
 		for j := range f.segs {
 			f.segs[j].at = max(f.segs[j].at-k, 0)
 		}
@@ -226,9 +233,10 @@ func (f *framer) dropFront(k int) {
 	f.scanned = max(f.scanned-k, 0)
 	f.keyScan = max(f.keyScan-k, 0)
 	w := 0
-	for _, o := range f.live {
-		if o >= k {
-			f.live[w] = o - k
+	for _, c := range f.live {
+		if c.o >= k {
+			c.o -= k
+			f.live[w] = c
 			w++
 		}
 	}
