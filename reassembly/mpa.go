@@ -53,17 +53,17 @@ type framer struct {
 	// headCut: segs[0] started before acc[0] (its head was dropped), so
 	// acc[0] is no segment start.
 	headCut bool
-	need int      // stFPDU: wire octets of the FPDU in acc; 0 while its header is incomplete
-	skip int      // stFPDU: octets still to pass of an FPDU already reported partial
+	need    int // stFPDU: wire octets of the FPDU in acc; 0 while its header is incomplete
+	skip    int // stFPDU: octets still to pass of an FPDU already reported partial
 
 	// Boundary search (resync.go).
-	anchor   bool  // acc[0] is a known boundary (start of Full Operation Phase)
-	align    int   // FPDU boundaries are at sequence numbers ≡ align (mod 4); -1 unknown
-	scanned  int   // acc offsets below this were examined by the offset scan
+	anchor   bool       // acc[0] is a known boundary (start of Full Operation Phase)
+	align    int        // FPDU boundaries are at sequence numbers ≡ align (mod 4); -1 unknown
+	scanned  int        // acc offsets below this were examined by the offset scan
 	live     []liveCand // offsets still undecided (need more octets)
-	scanHyp  hyp   // the hypothesis scanned and live belong to
-	keyScan  int   // acc offsets below this hold no MPA key start
-	examined int   // stDetect: octets examined (against Config.DetectLimit)
+	scanHyp  hyp        // the hypothesis scanned and live belong to
+	keyScan  int        // acc offsets below this hold no MPA key start
+	examined int        // stDetect: octets examined (against Config.DetectLimit)
 	// promising: the last search left a candidate with a whole valid FPDU
 	// waiting for more octets.
 	promising bool
