@@ -151,7 +151,10 @@ func (f *framer) appendAcc(b []byte, frame int, ts time.Time, ack uint32, hasAck
 	if n := len(f.acc) + len(b); n > cap(f.acc) {
 		want := max(n, 2*cap(f.acc), 2048)
 		if f.st == stFPDU && f.need > 0 {
-			want = max(n, f.need)
+			// Grow towards the FPDU's size, not to it at once: 100,000
+			// connections that each hold the first segment of a 64 KiB
+			// FPDU would pin 64 KiB each.
+			want = max(n, min(want, f.need))
 		}
 		nb := f.fl.a.pool.grow(f.acc, want)
 		if nb == nil && want > n {

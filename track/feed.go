@@ -67,8 +67,8 @@ func (f Feed) Retransmission(c *reassembly.Conn, e *reassembly.RetransEvent) {
 }
 
 // Closed ends an iWARP connection by FIN or RST (MPA-22: the LLP closed).
-// Ends that the peers did not cause (idle, end of capture, eviction) tell
-// the tracker nothing.
+// Ends that the peers did not cause tell the tracker nothing, but an
+// evicted or idle flow's connection is retired (Tracker.Forget).
 func (f Feed) Closed(c *reassembly.Conn, e *reassembly.CloseEvent) {
 	if !c.IWARP {
 		return
@@ -79,6 +79,11 @@ func (f Feed) Closed(c *reassembly.Conn, e *reassembly.CloseEvent) {
 		kind = CloseFIN
 	case reassembly.CloseRST:
 		kind = CloseRST
+	case reassembly.CloseEvicted, reassembly.CloseIdle:
+		// The reassembly dropped the flow: nothing more comes for it, and
+		// its state would otherwise stay until the tracker's own limit.
+		f.T.Forget(int(c.ID))
+		return
 	default:
 		return
 	}
