@@ -36,13 +36,7 @@ func (h *countHandler) PDU(c *Conn, e *PDUEvent) {
 // 1448 octets, after an MPA exchange, and returns the packets of the
 // handshake and of the stream (the latter repeats every cycle octets).
 func benchStream(markers, crc bool, n int) (setup []pcap.Packet, pkts []pcap.Packet, cycle uint32) {
-	c := newConv(40000, 4420, 1000, 2000)
-	c.handshake()
-	c.s[0].frame(mpaReq(markers, crc))
-	c.s[1].frame(mpaRep(markers, crc))
-	c.send(0, 1448)
-	c.send(1, 1448)
-	c.s[0].fullOp(markers, crc)
+	c := mpaConv(markers, crc)
 	mul := decode.MULPDU(1448, markers)
 	for i := range n {
 		c.s[0].fpdu(writeULPDU(0x100, uint64(i)*uint64(mul), payload(mul-decode.DDPTaggedHdrLen, byte(i))))
@@ -207,12 +201,7 @@ func BenchmarkResyncRandom(b *testing.B) {
 		markers, crc bool
 	}{{"crc", false, true}, {"nocrc", false, false}, {"markers", true, true}} {
 		b.Run(tc.name, func(b *testing.B) {
-			c := newConv(40000, 4420, 1000, 2000)
-			c.handshake()
-			c.s[0].frame(mpaReq(tc.markers, tc.crc))
-			c.s[1].frame(mpaRep(tc.markers, tc.crc))
-			c.send(0, 1448)
-			c.send(1, 1448)
+			c := mpaConv(tc.markers, tc.crc)
 			h := &countHandler{}
 			a := New(Config{}, h)
 			ts := time.Unix(1700000000, 0)

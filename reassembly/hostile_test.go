@@ -20,6 +20,18 @@ import (
 // CRC as given) whose initiator then sends n octets made by fill, in
 // segments of 1448.
 func hostileConv(markers, crc bool, n int, fill func(s *side, b []byte)) *conv {
+	c := mpaConv(markers, crc)
+	s := c.s[0]
+	b := make([]byte, n)
+	fill(s, b)
+	s.data = append(s.data, b...)
+	c.send(0, 1448)
+	return c
+}
+
+// mpaConv is a connection after its MPA exchange (TCP handshake, Request
+// and Reply sent), the initiator's Full Operation Phase begun.
+func mpaConv(markers, crc bool) *conv {
 	c := newConv(40000, 4420, 1000, 2000)
 	c.handshake()
 	c.s[0].frame(mpaReq(markers, crc))
@@ -27,11 +39,6 @@ func hostileConv(markers, crc bool, n int, fill func(s *side, b []byte)) *conv {
 	c.send(0, 1448)
 	c.send(1, 1448)
 	c.s[0].fullOp(markers, crc)
-	s := c.s[0]
-	b := make([]byte, n)
-	fill(s, b)
-	s.data = append(s.data, b...)
-	c.send(0, 1448)
 	return c
 }
 
@@ -70,13 +77,7 @@ func hostileMarkers(s *side, b []byte) {
 // oooConv: after the handshake, segments that always lie beyond a hole
 // that is never filled (each one further out), n octets in all.
 func oooConv(n int) *conv {
-	c := newConv(40000, 4420, 1000, 2000)
-	c.handshake()
-	c.s[0].frame(mpaReq(false, true))
-	c.s[1].frame(mpaRep(false, true))
-	c.send(0, 1448)
-	c.send(1, 1448)
-	c.s[0].fullOp(false, true)
+	c := mpaConv(false, true)
 	base := c.s[0].seqAt(len(c.s[0].data))
 	seg := payload(1448, 3)
 	for k := 0; k*1448 < n; k++ {
