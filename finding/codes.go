@@ -34,6 +34,7 @@ const (
 	MPASkipped         // octets skipped while resynchronising
 	MPAResync          // FPDU delineation restarted
 	MPAParamsInferred  // markers and CRC inferred without a handshake
+	MPACRCByteOrder    // MPA-16: every CRC32c is the right one byte-swapped
 
 	// MPA (track/, RFC 5044, RFC 6581).
 	MPAKeyInvalid           // MPA-01: wrong key for the frame's role, or an unparseable key
@@ -147,6 +148,7 @@ var infos = [numCodes]Info{
 	MPADataAfterReject: {Name: "mpa.data_after_reject", Severity: Warning, Stage: StageReassembly, Checks: []string{"MPA-06"}, Summary: "octets after a rejecting MPA Reply (ULP streaming mode, RFC 5044 §7.1.2)"},
 	MPASkipped:         {Name: "mpa.skipped", Severity: Warning, Stage: StageReassembly, Ref: "analyzer", Summary: "captured octets skipped while looking for an FPDU boundary"},
 	MPAResync:          {Name: "mpa.resync", Severity: Note, Stage: StageReassembly, Ref: "analyzer", Summary: "FPDU boundary found again after a gap or a loss of framing"},
+	MPACRCByteOrder:    {Name: "mpa.crc_byte_order", Severity: Error, Stage: StageReassembly, Checks: []string{"MPA-16"}, Summary: "CRC32c written in the wrong byte order: the framing holds, every FPDU's CRC is bad"},
 	MPAParamsInferred:  {Name: "mpa.params_inferred", Severity: Note, Stage: StageReassembly, Ref: "analyzer (draft-differences §7)", Summary: "no handshake seen: markers and CRC inferred from the FPDUs"},
 
 	MPAKeyInvalid:           {Name: "mpa.key_invalid", Severity: Error, Stage: StageTrack, Checks: []string{"MPA-01"}, Summary: "MPA frame key wrong for its role or unreadable"},

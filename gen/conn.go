@@ -156,7 +156,7 @@ func newConn(g *generator, idx int, cfg *Connection) (*conn, error) {
 			src, dst = se, ce
 		}
 		h := &half{c: c, g: g, d: d, name: dirName(d), isn: isn[d], mss: uint16(min(mss, 65535)),
-			markers: markers[d], crc: c.crc, emss: emss, dv: dv, rv: rv,
+			markers: markers[d], crc: c.crc, crcSwap: c.crc && m.CRCByteSwapped, emss: emss, dv: dv, rv: rv,
 			tsBase: g.rng.Uint32(), reqID: 1}
 		h.tmpl = newTemplate(src, dst, cfg.VLAN, cfg.Timestamps, uint16(g.rng.Uint32()))
 		h.nxt, h.cut = isn[d]+1, isn[d]+1

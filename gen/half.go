@@ -33,6 +33,8 @@ type half struct {
 	s0          uint32 // stream position of the first FPDU (marker grid origin)
 	fpduStarted bool
 	crc         bool
+	crcSwap     bool // MPA.CRCByteSwapped
+	swapTold    bool // the mpa.crc_byte_order truth is written
 	mulpdu      int
 	emss        int
 	msn         [4]uint32 // next MSN per QN (RFC 5041 §5.1: first message MSN 1)

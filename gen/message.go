@@ -3,6 +3,7 @@ package gen
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/finding"
@@ -365,6 +366,10 @@ func (h *half) appendFPDU(seg *decode.Segment, m *message, finds []pendingFindin
 		crcVal = nv
 		its = append(its, crcImp)
 	}
+	if h.crcSwap {
+		crcVal = bits.ReverseBytes32(crcVal)
+		decode.PutCRC(wire[crcAt:], crcVal)
+	}
 	good := crcVal == computed
 	h.units = append(h.units, end)
 	h.nxt = end
@@ -406,6 +411,17 @@ func (h *half) appendFPDU(seg *decode.Segment, m *message, finds []pendingFindin
 		if corrupt && h.crc {
 			fs.finds = append(fs.finds, Finding{Code: finding.MPACRCBad, Severity: finding.MPACRCBad.Severity(), Conn: c.idx, Dir: h.name, FPDU: ord, Seq: pos, Impairment: crcImp.ID,
 				Message: fmt.Sprintf("CRC %#08x, computed %#08x", crcVal, crcVal^1)})
+		}
+		if h.crcSwap {
+			if !h.swapTold {
+				h.swapTold = true
+				fs.finds = append(fs.finds, Finding{Code: finding.MPACRCByteOrder, Severity: finding.MPACRCByteOrder.Severity(), Conn: c.idx, Dir: h.name, FPDU: ord, Seq: pos,
+					Message: "every CRC32c written in the wrong byte order"})
+			}
+			if !corrupt {
+				fs.finds = append(fs.finds, Finding{Code: finding.MPACRCBad, Severity: finding.MPACRCBad.Severity(), Conn: c.idx, Dir: h.name, FPDU: ord, Seq: pos,
+					Message: fmt.Sprintf("CRC %#08x, computed %#08x (byte-swapped)", crcVal, computed)})
+			}
 		}
 		if seg.RDMAP.Opcode == decode.OpTerminate && !seg.DDP.Tagged {
 			fs.finds = append(fs.finds, Finding{Code: finding.RDMAPTerminate, Severity: finding.RDMAPTerminate.Severity(), Conn: c.idx, Dir: h.name, FPDU: ord, Seq: pos,

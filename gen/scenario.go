@@ -119,6 +119,10 @@ type MPA struct {
 	// CRC sets C in both frames. Without it the CRC field is sent as 0,
 	// as Linux siw does.
 	CRC bool `json:"crc,omitempty" yaml:"crc,omitempty"`
+	// CRCByteSwapped writes every CRC32c in the wrong byte order (a sender
+	// bug: the receiver finds every CRC bad; the analyzer keeps the framing
+	// and names the defect once per direction, mpa.crc_byte_order).
+	CRCByteSwapped bool `json:"crc_byte_swapped,omitempty" yaml:"crc_byte_swapped,omitempty"`
 	// RequestData and ReplyData are the ULP private data (after the RFC
 	// 6581 block, if any).
 	RequestData Data `json:"request_data,omitempty" yaml:"request_data,omitempty"`

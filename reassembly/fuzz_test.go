@@ -64,6 +64,11 @@ func FuzzAssembler(f *testing.F) {
 	m := markerConv(true)
 	m.send(0, 97)
 	f.Add(encodeConv(m, 0))
+	// The hostile inputs of hostile_test.go, short (issue 20 item 6).
+	for i, hc := range hostileCases {
+		h := hc.conv(12 << 10)
+		f.Add(encodeConv(h, i%4))
+	}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg := Config{

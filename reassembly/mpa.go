@@ -2,6 +2,7 @@ package reassembly
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"time"
 
 	"github.com/iwkit/iwkit/decode"
@@ -49,17 +50,20 @@ type framer struct {
 
 	acc  []byte   // pooled: a partial FPDU (stFPDU), an MPA frame, or the search window
 	segs []segRec // segments in acc
-	need int      // stFPDU: wire octets of the FPDU in acc; 0 while its header is incomplete
-	skip int      // stFPDU: octets still to pass of an FPDU already reported partial
+	// headCut: segs[0] started before acc[0] (its head was dropped), so
+	// acc[0] is no segment start.
+	headCut bool
+	need    int // stFPDU: wire octets of the FPDU in acc; 0 while its header is incomplete
+	skip    int // stFPDU: octets still to pass of an FPDU already reported partial
 
 	// Boundary search (resync.go).
-	anchor   bool  // acc[0] is a known boundary (start of Full Operation Phase)
-	align    int   // FPDU boundaries are at sequence numbers ≡ align (mod 4); -1 unknown
-	scanned  int   // acc offsets below this were examined by the offset scan
-	live     []int // offsets still undecided (need more octets)
-	scanHyp  hyp   // the hypothesis scanned and live belong to
-	keyScan  int   // acc offsets below this hold no MPA key start
-	examined int   // stDetect: octets examined (against Config.DetectLimit)
+	anchor   bool       // acc[0] is a known boundary (start of Full Operation Phase)
+	align    int        // FPDU boundaries are at sequence numbers ≡ align (mod 4); -1 unknown
+	scanned  int        // acc offsets below this were examined by the offset scan
+	live     []liveCand // offsets still undecided (need more octets)
+	scanHyp  hyp        // the hypothesis scanned and live belong to
+	keyScan  int        // acc offsets below this hold no MPA key start
+	examined int        // stDetect: octets examined (against Config.DetectLimit)
 	// promising: the last search left a candidate with a whole valid FPDU
 	// waiting for more octets.
 	promising bool
@@ -78,6 +82,11 @@ type framer struct {
 	// snapRun counts consecutive frames cut by the snaplen whose FPDUs end
 	// exactly where the frame did (see snapAligned).
 	snapRun int
+	// probation: the last FPDU was odd and the link after it could not be
+	// checked (see emitFPDU); swapTold: MPACRCByteOrder was reported.
+	probation bool
+	oddVer    int // the version pair of the last odd FPDU
+	swapTold  bool
 	// badPos is where the framing was last found lost: never a candidate.
 	badPos uint32
 	hasBad bool
@@ -142,7 +151,10 @@ func (f *framer) appendAcc(b []byte, frame int, ts time.Time, ack uint32, hasAck
 	if n := len(f.acc) + len(b); n > cap(f.acc) {
 		want := max(n, 2*cap(f.acc), 2048)
 		if f.st == stFPDU && f.need > 0 {
-			want = max(n, f.need)
+			// Grow towards the FPDU's size, not to it at once: 100,000
+			// connections that each hold the first segment of a 64 KiB
+			// FPDU would pin 64 KiB each.
+			want = max(n, min(want, f.need))
 		}
 		nb := f.fl.a.pool.grow(f.acc, want)
 		if nb == nil && want > n {
@@ -152,6 +164,9 @@ func (f *framer) appendAcc(b []byte, frame int, ts time.Time, ack uint32, hasAck
 			return false
 		}
 		f.acc = nb
+	}
+	if len(f.acc) == 0 {
+		f.headCut = false
 	}
 	f.segs = append(f.segs, segRec{at: len(f.acc), frame: frame, ts: ts, ack: ack, hasAck: hasAck})
 	f.acc = append(f.acc, b...)
@@ -211,6 +226,7 @@ func (f *framer) dropFront(k int) {
 		}
 		m := copy(f.segs, f.segs[i:])
 		f.segs = f.segs[:m]
+		f.headCut = m > 0 && f.segs[0].at < k
 		for j := range f.segs {
 			f.segs[j].at = max(f.segs[j].at-k, 0)
 		}
@@ -220,9 +236,10 @@ func (f *framer) dropFront(k int) {
 	f.scanned = max(f.scanned-k, 0)
 	f.keyScan = max(f.keyScan-k, 0)
 	w := 0
-	for _, o := range f.live {
-		if o >= k {
-			f.live[w] = o - k
+	for _, c := range f.live {
+		if c.o >= k {
+			c.o -= k
+			f.live[w] = c
 			w++
 		}
 	}
@@ -376,7 +393,7 @@ func (f *framer) fpduData(b []byte, frame int, ts time.Time, ack uint32, hasAck 
 			b = b[k:]
 			if len(f.acc) == f.need {
 				s0 := &f.segs[0]
-				if !f.emitFPDU(f.acc, f.pos, f.off, s0.frame, s0.ts, s0.ack, s0.hasAck, frame, ts) {
+				if !f.emitFPDU(f.acc, b, f.pos, f.off, s0.frame, s0.ts, s0.ack, s0.hasAck, frame, ts) {
 					f.lostSync(frame)
 					f.data(b, frame, ts, ack, hasAck)
 					return
@@ -405,7 +422,7 @@ func (f *framer) fpduData(b []byte, frame int, ts time.Time, ack uint32, hasAck 
 		}
 		n := f.wireLen(f.pos, l)
 		if n <= len(b) {
-			if !f.emitFPDU(b[:n], f.pos, f.off, frame, ts, ack, hasAck, frame, ts) {
+			if !f.emitFPDU(b[:n], b[n:], f.pos, f.off, frame, ts, ack, hasAck, frame, ts) {
 				f.lostSync(frame)
 				f.data(b, frame, ts, ack, hasAck)
 				return
@@ -485,11 +502,12 @@ func (f *framer) lostSync(frame int) {
 }
 
 // emitFPDU decodes the whole FPDU w (at pos/off) and sends it. It reports
-// false, sending nothing, when the FPDU shows the framing is lost: a DDP/RDMAP
-// version pair no sender uses, unless a good CRC vouches for the octets.
+// false, sending nothing, when the FPDU shows the framing is lost (see
+// below). next holds the octets that follow w, as many as are at hand (the
+// next FPDU's header, when the framing is right).
 // ff/ft and fack/fhasAck are the frame, time and ACK of the segment holding
 // w[0]; lf/lt the frame and time of the one holding its last octet.
-func (f *framer) emitFPDU(w []byte, pos uint32, off uint64, ff int, ft time.Time, fack uint32, fhasAck bool, lf int, lt time.Time) bool {
+func (f *framer) emitFPDU(w, next []byte, pos uint32, off uint64, ff int, ft time.Time, fack uint32, fhasAck bool, lf int, lt time.Time) bool {
 	fl := f.fl
 	a := fl.a
 	p := f.params()
@@ -521,25 +539,53 @@ func (f *framer) emitFPDU(w []byte, pos uint32, off uint64, ff int, ft time.Time
 	}
 	pdu.CRCStatus = p.crcUse().Verdict(computed, pdu.FPDU.CRC)
 	pdu.ComputedCRC = computed
+	// A CRC32c written in the wrong byte order (RFC 5044 §4.4 sends it
+	// big-endian) is still a bad CRC to the receiver, but it vouches for
+	// the octets, and so for the framing, as well as a good one.
+	swapped := pdu.CRCStatus == decode.CRCBad && bits.ReverseBytes32(computed) == pdu.FPDU.CRC
+	vouched := pdu.CRCStatus == decode.CRCGood || swapped
 	// In sync, the length chain is trusted: an FPDU with odd headers is
-	// the tracker's to judge. The framing is taken as lost only when the
-	// DDP/RDMAP version pair changes (it is fixed per stream) or a CRC fails
-	// on octets that do not look like a DDP segment at all (or on a framing
-	// that was inferred), unless a good CRC vouches for the octets.
+	// the tracker's to judge. An FPDU is odd when its DDP/RDMAP version
+	// pair is not the stream's (it is fixed per stream) or a CRC fails on
+	// octets that do not look like a DDP segment at all. An odd FPDU that
+	// no CRC vouches for keeps the framing when the next ULPDU_Length link
+	// holds: the header after it is one of the stream's. When that header
+	// is not at hand yet, the odd FPDU is taken on probation: the next
+	// FPDU must not be odd. A CRC failure on a framing that was inferred
+	// loses it.
 	u := pdu.FPDU.ULPDU
 	ver := int(u[0]&decode.DDPDVMask)<<2 | int(u[1]>>6)
-	if f.ver >= 0 && ver != f.ver && pdu.CRCStatus != decode.CRCGood {
-		return false // DV and RV do not change within a stream
-	}
-	if pdu.CRCStatus == decode.CRCBad {
+	odd := f.ver >= 0 && ver != f.ver
+	if pdu.CRCStatus == decode.CRCBad && !swapped {
 		if p.MarkersSource == SourceInferred || p.CRCSource == SourceInferred {
 			return false
 		}
 		if len(u) >= headNeed(u[0]) && !plausibleHead(u, len(u), false, f.ver) {
-			return false
+			odd = true
 		}
 	}
-	if f.ver < 0 || pdu.CRCStatus == decode.CRCGood {
+	probation := false
+	if odd && !vouched {
+		// A message whose every segment is odd in the same way (one
+		// corruption applied to all) is not a walk through random octets.
+		same := f.probation && ver == f.oddVer && len(u) >= headNeed(u[0]) && plausibleHead(u, len(u), false, ver)
+		switch lk := f.link(next, pos+uint32(len(w)), ver); {
+		case lk == exBad, f.probation && !same:
+			return false
+		case lk == exMore:
+			probation = true
+		}
+		f.oddVer = ver
+	}
+	f.probation = probation
+	if swapped && !f.swapTold {
+		f.swapTold = true
+		f.finding(finding.MPACRCByteOrder, pos, len(w), off, ff)
+	}
+	// The stream's version pair is learnt once, from an FPDU of versions
+	// that exist (0 or 1): an FPDU of another, even one a CRC vouches
+	// for, is one odd FPDU, and resync keeps looking for the stream's.
+	if f.ver < 0 && !odd && ver&^5 == 0 {
 		f.ver = ver
 	}
 	pdu.SegErr = decode.ParseSegment(u, &pdu.Seg)
@@ -562,6 +608,42 @@ func (f *framer) emitFPDU(w []byte, pos uint32, off uint64, ff int, ft time.Time
 	}
 	a.h.PDU(&fl.c, ev)
 	return true
+}
+
+// link checks the ULPDU_Length link after an FPDU: next holds the octets
+// from stream position pos on. exOK: the FPDU header there is possible and
+// of the stream's DDP/RDMAP versions (or of alt, those of the odd FPDU
+// before it: the next segment of the same message); exBad: it is not;
+// exMore: too few octets to tell.
+func (f *framer) link(next []byte, pos uint32, alt int) exState {
+	p := f.params()
+	var hb [decode.ULPDULenLen + 10]byte
+	hdr := next[:min(len(next), len(hb))]
+	if p.Markers {
+		hdr = decode.AppendUnmarked(hb[:0], next, pos, p.S0, len(hb))
+	}
+	if len(hdr) < decode.ULPDULenLen+2 {
+		return exMore
+	}
+	l := int(binary.BigEndian.Uint16(hdr))
+	if l < minULPDU {
+		return exBad
+	}
+	u := hdr[decode.ULPDULenLen:]
+	ver := f.ver
+	if v := int(u[0]&decode.DDPDVMask)<<2 | int(u[1]>>6); v == alt {
+		ver = alt
+	}
+	if len(u) < headNeed(u[0]) {
+		if ver >= 0 && int(u[0]&decode.DDPDVMask)<<2|int(u[1]>>6) != ver {
+			return exBad
+		}
+		return exMore
+	}
+	if !plausibleHead(u, l, false, ver) {
+		return exBad
+	}
+	return exOK
 }
 
 // emitPartial sends an FPDU of which only the prefix w (of total wire

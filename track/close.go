@@ -7,7 +7,7 @@ import (
 )
 
 // gap reports capture loss in dir.
-func (c *conn) gap(at *At, octets, fpdus int) {
+func (c *conn) gap(at *At, octets, fpdus int, skipped bool) {
 	dir := at.Dir & 1
 	st := &c.st.Dir[dir]
 	c.observe(at)
@@ -15,9 +15,12 @@ func (c *conn) gap(at *At, octets, fpdus int) {
 		st.FPDUsLost += uint64(fpdus)
 	}
 	c.lose(dir)
-	st.Gaps++
-	if octets > 0 {
-		st.GapOctets += uint64(octets)
+	if skipped {
+		st.Skips++
+		st.SkippedOctets += uint64(max(octets, 0))
+	} else {
+		st.Gaps++
+		st.GapOctets += uint64(max(octets, 0))
 	}
 	what := "octets"
 	switch {
@@ -64,6 +67,7 @@ func (c *conn) loseN(dir Dir, n int) {
 	r.reqUncertain, r.reqMark = true, r.nextSeq
 	c.atomics[dir].reqUncertain = true
 	c.reads[dir^1].respUncertain = true
+	c.reads[dir^1].respGapFrame = c.lastFrame
 	c.atomics[dir^1].respUncertain = true
 }
 

@@ -20,11 +20,14 @@ type conn struct {
 	reads   [2]readQueue   // indexed by the requester's direction
 	atomics [2]atomicQueue // indexed by the requester's direction
 	qn1Next [2]uint64      // combined QN 1 request order (RFC 7306 §5.4)
-	stags   stagTable
-	term    [2]termState
-	fin     [2]finState
-	rst     bool
-	mss     [2]int
+	// lastFrame is the latest frame of the connection the tracker was told
+	// of (events of the two directions can come out of frame order).
+	lastFrame int
+	stags     stagTable
+	term      [2]termState
+	fin       [2]finState
+	rst       bool
+	mss       [2]int
 
 	// terminated: a Terminate was seen; outstanding operations are
 	// indeterminate (RFC 5040 §6.2.1).
@@ -40,6 +43,7 @@ type conn struct {
 
 	st        ConnStats
 	lat       *hdrhistogram.Histogram
+	latSum    latSum
 	codeCount [finding.NumCodes]uint32
 	onceBits  [3][(finding.NumCodes + 63) / 64]uint64
 	finalized bool

@@ -52,7 +52,12 @@ func (f Feed) PDU(c *reassembly.Conn, e *reassembly.PDUEvent) {
 // Gap tells the tracker that octets of a direction are missing: its
 // checks there become uncertain.
 func (f Feed) Gap(c *reassembly.Conn, e *reassembly.GapEvent) {
-	f.T.Gap(at(c, e.Dir, e.Frame, e.Frame, c.LastTime), int(min(e.Len, 1<<31)), e.FPDUsLost)
+	a, n := at(c, e.Dir, e.Frame, e.Frame, c.LastTime), int(min(e.Len, 1<<31))
+	if e.Reason == reassembly.GapSkipped {
+		f.T.Skipped(a, n, e.FPDUsLost)
+		return
+	}
+	f.T.Gap(a, n, e.FPDUsLost)
 }
 
 // Retransmission reports retransmitted octets that differ from the first
@@ -62,8 +67,8 @@ func (f Feed) Retransmission(c *reassembly.Conn, e *reassembly.RetransEvent) {
 }
 
 // Closed ends an iWARP connection by FIN or RST (MPA-22: the LLP closed).
-// Ends that the peers did not cause (idle, end of capture, eviction) tell
-// the tracker nothing.
+// Ends that the peers did not cause tell the tracker nothing, but an
+// evicted or idle flow's connection is retired (Tracker.Forget).
 func (f Feed) Closed(c *reassembly.Conn, e *reassembly.CloseEvent) {
 	if !c.IWARP {
 		return
@@ -74,6 +79,11 @@ func (f Feed) Closed(c *reassembly.Conn, e *reassembly.CloseEvent) {
 		kind = CloseFIN
 	case reassembly.CloseRST:
 		kind = CloseRST
+	case reassembly.CloseEvicted, reassembly.CloseIdle:
+		// The reassembly dropped the flow: nothing more comes for it, and
+		// its state would otherwise stay until the tracker's own limit.
+		f.T.Forget(int(c.ID))
+		return
 	default:
 		return
 	}

@@ -37,6 +37,24 @@ type readQueue struct {
 	reqMark      uint64
 	// respUncertain: responses to these requests may have been lost.
 	respUncertain bool
+	// orphans counts the Read Responses that found no request to answer
+	// while requests were uncertain; orphanFrame is the frame of the
+	// latest. A framer that resynchronises after a gap delivers the
+	// octets it held (a Read Request among them) after the other
+	// direction's later frames: a request from a frame before an orphan
+	// response was answered by it, not outstanding.
+	orphans     int
+	orphanFrame int
+	// respGapFrame is the latest frame at which responses to these
+	// requests were lost (a gap or a failed CRC in the other direction):
+	// a request from before it may have been answered unseen.
+	respGapFrame int
+}
+
+// orphan records a Read Response that answered no request we hold.
+func (q *readQueue) orphan(frame int) {
+	q.orphans++
+	q.orphanFrame = max(q.orphanFrame, frame)
 }
 
 func (q *readQueue) at(i int) *readReq { return &q.buf[(q.head+i)%len(q.buf)] }
@@ -315,6 +333,17 @@ func (c *conn) readRequest(at *At, p *decode.PDU, dir Dir) {
 	q := &c.reads[dir]
 	qn1 := c.qn1Next[dir]
 	c.qn1Next[dir]++
+	if q.orphans > 0 {
+		if at.Frame < q.orphanFrame {
+			// Delivered late (after a resync): its response came first.
+			q.orphans--
+			r := readReq{qn1: qn1, frame: at.Frame, time: at.Time, msn: h.MSN, rr: rr, rtr: c.curRTR, seq: q.nextSeq}
+			q.nextSeq++
+			c.opRead(dir, &r, OpIncomplete, at, nil)
+			return
+		}
+		q.orphans = 0
+	}
 	if old, dropped := q.push(readReq{qn1: qn1, frame: at.Frame, time: at.Time, msn: h.MSN, rr: rr, rtr: c.curRTR}); dropped {
 		c.st.Overflow.Reads++
 		if c.once(dir, finding.TrackTableOverflow) {
@@ -328,6 +357,20 @@ func (c *conn) readRequest(at *At, p *decode.PDU, dir Dir) {
 	out := q.outstanding()
 	if out > st.MaxOutstandingReads {
 		st.MaxOutstandingReads = out
+	}
+	if lim := c.hs.readLimit[dir]; lim >= 0 && out > lim {
+		// More outstanding than the responder takes: the oldest, sent
+		// before responses were lost, were answered in the loss (when
+		// the responses match by STag and TO alone, as with one buffer
+		// read again and again, a later response was bound to them).
+		for i := 0; i < q.n && out > lim; i++ {
+			if r := q.at(i); !r.done && r.frame < q.respGapFrame {
+				c.opRead(dir, r, OpIncomplete, at, nil)
+				r.done = true
+				out--
+			}
+		}
+		q.popDone()
 	}
 	if lim := c.hs.readLimit[dir]; lim >= 0 && out > lim && !q.respUncertain {
 		c.finding(finding.RDMAPIRDExceeded, dir, at, 0, "%d Read Requests outstanding from the %s, but the responder's IRD is %d (RFC 6581 §9.1, RFC 5040 §6.1; V00 'too many RDMA Read Requests' 0x1/0x2/0x03)", out, dir.Sender(), lim)
@@ -352,6 +395,7 @@ func (c *conn) bindResponse(at *At, dir Dir, m *tmsg, zero bool) Mark {
 		if q.reqUncertain || c.terminated {
 			m.lost = true
 			c.st.Dir[dir].UnmatchedUncertain++
+			q.orphan(at.Frame)
 			return MarkUncertain
 		}
 		c.finding(finding.RDMAPReadResponseUnmatched, dir, at, 0, "Read Response to STag 0x%x TO 0x%x, but no Read Request from the %s is outstanding (RFC 5040 §5.2.2)", m.stag, m.firstTO, rd.Sender())
@@ -385,6 +429,7 @@ func (c *conn) bindResponse(at *At, dir Dir, m *tmsg, zero bool) Mark {
 				// The request was lost in the gap.
 				m.lost = true
 				c.st.Dir[dir].UnmatchedUncertain++
+				q.orphan(at.Frame)
 				return mark
 			}
 			c.finding(finding.RDMAPReadResponseMismatch, dir, at, r.frame, "Read Response to STag 0x%x TO 0x%x does not answer the oldest outstanding Read Request (frame %d: SinkSTag 0x%x SinkTO 0x%x): responses return in request order (RFC 5040 §5.2.2)", m.stag, m.firstTO, r.frame, r.rr.SinkSTag, r.rr.SinkTO)

@@ -371,8 +371,13 @@ func (c *conn) versions(at *At, dir Dir, dv, rv uint8) {
 // remember records a sent segment for Terminate blame.
 func (c *conn) remember(at *At, p *decode.PDU, dir Dir, dlen, plen int) {
 	d := &c.d[dir]
-	if d.hist == nil {
-		d.hist = make([]histEntry, c.t.lim.History)
+	// The history grows as segments come (up to Limits.History) and then
+	// wraps: a connection with a few segments does not hold 256 entries
+	// (30 KB per direction, 3 GB for 100,000 connections).
+	if n := uint64(len(d.hist)); d.histN == n && int(n) < c.t.lim.History {
+		nh := make([]histEntry, min(max(2*int(n), 8), c.t.lim.History))
+		copy(nh, d.hist)
+		d.hist = nh
 	}
 	e := &d.hist[d.histN%uint64(len(d.hist))]
 	d.histN++
@@ -428,6 +433,7 @@ func (c *conn) stray(at *At, p *decode.PDU, dir Dir) {
 // response to a request the capture lost does not look unmatched.
 func (c *conn) observe(at *At) {
 	dir := at.Dir & 1
+	c.lastFrame = max(c.lastFrame, at.Frame, at.LastFrame)
 	if at.HasAck && !c.hs.rejected {
 		o := &c.d[dir^1]
 		if o.endKnown && int32(at.Ack-o.seenEnd) > 0 {

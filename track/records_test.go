@@ -1,6 +1,8 @@
 package track
 
 import (
+	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -348,4 +350,58 @@ func TestMergedStats(t *testing.T) {
 	if l := m.ReadLatency; l.Count != 2 || l.Min != sa.ReadLatency.Min || l.Max != sb.ReadLatency.Max || l.P50 > 3*time.Millisecond {
 		t.Errorf("merged latency %+v from %+v and %+v", l, sa.ReadLatency, sb.ReadLatency)
 	}
+}
+
+// Issue 20 item 3: min, max and mean of the Read latency are exact (a single
+// Read of 905.2 µs was shown as min 901.1 µs, mean 903.2 µs, max 905.2 µs),
+// the percentiles within the histogram's precision and never outside
+// [min, max], per connection and capture-wide, merged or not.
+func TestLatencyExact(t *testing.T) {
+	waits := []time.Duration{905217 * time.Nanosecond, 1234567 * time.Nanosecond, 999 * time.Microsecond, 17*time.Millisecond + 3}
+	run := func(waits []time.Duration) *Tracker {
+		s := newScen(t, Limits{})
+		s.handshake()
+		for i, w := range waits {
+			s.seg(I2R, rreq(uint32(i+1), 0x5500, 0x8000, 100, 0x6600, 0x100))
+			s.now = s.now.Add(w)
+			s.seg(R2I, readResp(0x5500, 0x8000, 100, true))
+		}
+		s.finish()
+		return s.tr
+	}
+	check := func(name string, l Latency, waits []time.Duration, prec float64) {
+		t.Helper()
+		// The scenario's clock also moves 1 ms per segment.
+		waits = slices.Clone(waits)
+		for i := range waits {
+			waits[i] += time.Millisecond
+		}
+		lo, hi, sum := waits[0], waits[0], time.Duration(0)
+		for _, w := range waits {
+			lo, hi, sum = min(lo, w), max(hi, w), sum+w
+		}
+		if l.Count != uint64(len(waits)) || l.Min != lo || l.Max != hi || l.Mean != sum/time.Duration(len(waits)) {
+			t.Errorf("%s: %+v, want count %d min %v max %v mean %v", name, l, len(waits), lo, hi, sum/time.Duration(len(waits)))
+		}
+		sorted := slices.Clone(waits)
+		slices.Sort(sorted)
+		for _, p := range []struct {
+			q   float64
+			got time.Duration
+		}{{50, l.P50}, {90, l.P90}, {99, l.P99}, {99.9, l.P999}} {
+			want := sorted[max(0, int(math.Ceil(p.q/100*float64(len(sorted))))-1)]
+			if p.got < lo || p.got > hi || math.Abs(float64(p.got-want)) > prec*float64(want) {
+				t.Errorf("%s: p%v %v, want %v within %v", name, p.q, p.got, want, prec)
+			}
+		}
+	}
+	one := run(waits[:1])
+	cs, _ := one.ConnStats(1)
+	check("one read, connection", cs.ReadLatency, waits[:1], 0)
+	check("one read, capture", one.Stats().ReadLatency, waits[:1], 0)
+	all := run(waits)
+	cs, _ = all.ConnStats(1)
+	check("four reads, connection", cs.ReadLatency, waits, 0.01)
+	check("four reads, capture", all.Stats().ReadLatency, waits, 0.001)
+	check("merged", MergedStats(one, all).ReadLatency, append(slices.Clone(waits[:1]), waits...), 0.001)
 }

@@ -95,7 +95,9 @@ func (k CloseKind) String() string {
 // Limits bounds the tracker's memory. Zero fields take the defaults.
 type Limits struct {
 	// Conns is the number of live connections kept; beyond it, closed and
-	// then least recently active connections are retired (default 65536).
+	// then least recently active connections are retired (default 4096:
+	// a connection's state is about 8 KB, and the whole pipeline stays
+	// within 100 MB).
 	Conns int
 	// OutstandingReads and OutstandingAtomics cap the request queues per
 	// direction (default 4096 and 1024).
@@ -125,7 +127,7 @@ func (l Limits) withDefaults() Limits {
 			*v = d
 		}
 	}
-	def(&l.Conns, 65536)
+	def(&l.Conns, 4096)
 	def(&l.OutstandingReads, 4096)
 	def(&l.OutstandingAtomics, 1024)
 	def(&l.STags, 1024)
@@ -176,6 +178,7 @@ type Tracker struct {
 	retiredDropped uint64
 	total          aggregate
 	latency        *hdrhistogram.Histogram
+	latSum         latSum
 
 	findings        []Finding
 	findingsDropped uint64
@@ -285,7 +288,16 @@ func (t *Tracker) PDU(at At, p *decode.PDU) Mark {
 // uncertain until they resynchronise; one note says so.
 func (t *Tracker) Gap(at At, octets int, fpdusLost int) {
 	c := t.conn(at.Conn)
-	c.gap(&at, octets, fpdusLost)
+	c.gap(&at, octets, fpdusLost, false)
+}
+
+// Skipped is Gap for captured octets the framer passed over while it
+// looked for an FPDU boundary (reassembly.GapSkipped): the same
+// uncertainty, counted apart (DirStats.Skips), so that Gaps counts what
+// reassembly.Stats.Gaps counts: holes in the captured TCP stream.
+func (t *Tracker) Skipped(at At, octets int, fpdusLost int) {
+	c := t.conn(at.Conn)
+	c.gap(&at, octets, fpdusLost, true)
 }
 
 // Retransmission counts octets of direction at.Dir the framer saw again
@@ -309,6 +321,16 @@ func (t *Tracker) MSS(conn int, dir Dir, mss int) {
 func (t *Tracker) Close(at At, kind CloseKind) {
 	c := t.conn(at.Conn)
 	c.close(&at, kind)
+}
+
+// Forget retires a connection whose flow the reassembly gave up (evicted
+// from a full table or idle): nothing more will come for it. Its open
+// messages and unanswered requests are finalised now and its state is
+// dropped, keeping a statistics summary (Limits.RetainedConns).
+func (t *Tracker) Forget(conn int) {
+	if c := t.conns[conn]; c != nil {
+		t.retire(c)
+	}
 }
 
 // Finish ends the input: every connection is finalised (open messages
