@@ -8,6 +8,7 @@ import (
 	"github.com/iwkit/iwkit/filter"
 	"github.com/iwkit/iwkit/reassembly"
 	"github.com/iwkit/iwkit/track"
+	"github.com/iwkit/iwkit/ulp"
 )
 
 // Kind says what a Record reports.
@@ -35,6 +36,9 @@ const (
 	// KindClosed: the connection ended (Record.Close: FIN, RST, idle,
 	// end of capture, eviction).
 	KindClosed
+	// KindCommand: a storage-protocol command completed (Record.Cmd):
+	// linked to the RDMA operations that moved its data, with its latency.
+	KindCommand
 )
 
 func (k Kind) String() string {
@@ -53,6 +57,8 @@ func (k Kind) String() string {
 		return "operation"
 	case KindClosed:
 		return "closed"
+	case KindCommand:
+		return "command"
 	}
 	return "unknown"
 }
@@ -92,6 +98,10 @@ type Record struct {
 	Gap     *reassembly.GapEvent    // a tcp.gap or mpa.skipped finding
 	Resync  *reassembly.ResyncEvent // an mpa.resync finding
 	Note    string                  // KindNote
+	// ULP is the storage-protocol message a PDU completes (KindPDU; nil
+	// when none), Cmd the command of a KindCommand record.
+	ULP *ulp.Message
+	Cmd *ulp.Command
 }
 
 // Finding is what a KindFinding record reports.
@@ -154,7 +164,7 @@ func ResolveField(name string) (filter.Getter[*Record], decode.FieldKind, bool) 
 	}
 	f, ok := decode.FieldByName(name)
 	if !ok {
-		return nil, 0, false
+		return ulpField(name)
 	}
 	return func(r *Record) (decode.Value, bool) {
 		if r.Kind != KindPDU {

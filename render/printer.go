@@ -160,6 +160,9 @@ func (p *Printer) pdu(r *analyze.Record) {
 			b = strconv.AppendInt(b, int64(e.Missing), 10)
 		}
 		b = AppendJSONFields(b, pdu, p.o.Numeric)
+		if r.ULP != nil { // the storage protocol's fields (package ulp)
+			b = r.ULP.AppendJSON(b, p.o.Numeric, AppendJSONString)
+		}
 		b = append(b, "}\n"...)
 	} else {
 		b = p.head(b, r)
@@ -169,9 +172,16 @@ func (p *Printer) pdu(r *analyze.Record) {
 			b = strconv.AppendInt(b, int64(e.Missing), 10)
 			b = append(b, " octets not captured"...)
 		}
+		if r.ULP != nil {
+			b = append(b, " | "...)
+			b = append(b, r.ULP.Summary...)
+		}
 		b = append(b, '\n')
 		if p.o.Verbose {
 			b = AppendTree(b, pdu, p.o.Numeric)
+			if r.ULP != nil {
+				b = r.ULP.AppendTree(b, p.o.Numeric)
+			}
 		}
 		if p.o.Hex {
 			b = AppendHexDump(b, e.Wire)
