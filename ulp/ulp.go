@@ -145,8 +145,8 @@ type task struct {
 	fctype uint8
 	aux    uint64 // NVMe: NLB+1; iSCSI: immediate length; RPC: program<<32|vers
 	aux2   uint64
-	name2  string // NFS procedure / op list
-	failed bool
+	failed     bool
+	readOctets uint64 // of Moved, by RDMA Read
 }
 
 // stagUse is an STag advertised by a task.
@@ -567,6 +567,7 @@ func (c *Conn) readResponse(at At, i2r bool, s *decode.Segment) *Message {
 		return nil
 	}
 	t.cmd.Moved += uint64(len(s.Payload))
+	t.readOctets += uint64(len(s.Payload))
 	var m *Message
 	if t.wantData > 0 {
 		off := s.DDP.TO - t.aux2
