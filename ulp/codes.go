@@ -42,7 +42,6 @@ const (
 	// iSER / iSCSI (§6.3)
 	CodeISEROpcode  = "iser.bad_header"
 	CodeISERWSV     = "iser.stag_flags"
-	CodeISCSIStatus = "iscsi.check_condition"
 	// SMB Direct / SMB2 (§6.4)
 	CodeSMBDLegacyLE  = "smbd.broken_le_legacy"
 	CodeSMBDLegacyV2  = "smbd.legacy_mismatch"
@@ -80,7 +79,6 @@ var Codes = []Code{
 	{CodeRPCDenied, "warning", "RPC call denied (MSG_DENIED)"},
 	{CodeISEROpcode, "error", "iSER header with an invalid opcode or reserved bits"},
 	{CodeISERWSV, "error", "iSCSI W/R bits and iSER WSV/RSV disagree"},
-	{CodeISCSIStatus, "note", "SCSI command ended with CHECK CONDITION"},
 	{CodeSMBDLegacyLE, "note", "legacy IRD/ORD private data in little-endian (Linux cifs.ko)"},
 	{CodeSMBDLegacyV2, "warning", "legacy IRD/ORD block disagrees with the MPA v2 block"},
 	{CodeSMBDCredits, "error", "SMB Direct data message sent with no send credits"},
