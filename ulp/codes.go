@@ -40,8 +40,8 @@ const (
 	CodeRPCError      = "rpcrdma.error"
 	CodeRPCDenied     = "rpc.denied"
 	// iSER / iSCSI (§6.3)
-	CodeISEROpcode  = "iser.bad_header"
-	CodeISERWSV     = "iser.stag_flags"
+	CodeISEROpcode = "iser.bad_header"
+	CodeISERWSV    = "iser.stag_flags"
 	// SMB Direct / SMB2 (§6.4)
 	CodeSMBDLegacyLE  = "smbd.broken_le_legacy"
 	CodeSMBDLegacyV2  = "smbd.legacy_mismatch"

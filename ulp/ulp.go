@@ -141,10 +141,10 @@ type task struct {
 	data     []byte
 	wantData int
 	// proto-specific
-	opc    uint8
-	fctype uint8
-	aux    uint64 // NVMe: NLB+1; iSCSI: immediate length; RPC: program<<32|vers
-	aux2   uint64
+	opc        uint8
+	fctype     uint8
+	aux        uint64 // NVMe: NLB+1; iSCSI: immediate length; RPC: program<<32|vers
+	aux2       uint64
 	failed     bool
 	readOctets uint64 // of Moved, by RDMA Read
 }
@@ -620,7 +620,7 @@ func (c *Conn) complete(at At, t *task, a *sendAsm, status string, ok bool, m *M
 		c.Stats = &Stats{}
 	}
 	c.Stats.add(cmd)
-	if m != nil {
+	if m != nil && m.Cmd == nil { // the first command a message completes
 		m.addLink(&c.done[len(c.done)-1])
 	}
 }
