@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -159,3 +160,5 @@ var le = binary.LittleEndian
 var be = binary.BigEndian
 
 func analyzeConfig() analyze.Config { return analyze.Config{} }
+
+func nilWriter() *bufio.Writer { return bufio.NewWriter(io.Discard) }

@@ -157,6 +157,11 @@ func (c *Conn) nvmePD(at At, i2r bool, f *decode.MPAFrame, pd []byte, m *Message
 	}
 }
 
+// nvmeSGLAllowed: the SGL identifiers the RDMA transport permits (keyed
+// 4/0 and 4/F, data block offset 0/1, last segment offset 3/1;
+// ulp-reference.md §1.2).
+func nvmeSGLAllowed(id uint8) bool { return id == 0x40 || id == 0x4F || id == 0x01 || id == 0x31 }
+
 // nvmeLooksLike is the content test of ulp-reference.md §5.2 steps 2–3.
 func nvmeLooksLike(b []byte, i2r bool) bool {
 	if !i2r || len(b) < 64 {
@@ -220,8 +225,8 @@ func (c *Conn) nvmeSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 	if !i2r {
 		return c.nvmeResponse(at, a, b, m)
 	}
-	if len(b) < 64 {
-		return false
+	if len(b) < 64 || b[1]&0x3C != 0 || !nvmeSGLAllowed(b[39]) {
+		return false // not an SQE (FLAGS reserved bits, SGL identifier)
 	}
 	st := &c.nvme
 	opc, flags, cid, nsid := b[0], b[1], le16(b[2:]), le32(b[4:])
@@ -485,6 +490,9 @@ func (c *Conn) nvmeResponse(at At, a *sendAsm, b []byte, m *Message) bool {
 		return false
 	}
 	st := &c.nvme
+	if a.total != 16 && c.task(uint64(le16(b[12:]))) == nil {
+		return false // a response capsule is 16 octets; a longer one must at least name a command
+	}
 	if a.total != 16 {
 		c.finding(at, false, CodeNVMeRespSize, "NVMe response capsule of %d octets: response capsules are exactly 16 octets on RDMA (RDMA transport 1.0 §2)", a.total)
 	}

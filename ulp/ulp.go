@@ -186,9 +186,11 @@ type Conn struct {
 	port    uint16 // the responder's port
 	forced  bool
 	sure    bool // chosen by the caller or the private data
-	tries   [2]int
-	fails   int
-	decoded int
+	// confirmed: content (or the private data) matched the protocol; until
+	// then no finding above note is raised
+	confirmed bool
+	tries     [2]int
+	decoded   int
 	// fromStart: the MPA handshake was seen, so every advertisement is
 	// in the capture (unknown STags are news).
 	fromStart bool
@@ -241,6 +243,9 @@ func (c *Conn) Done() []Command {
 
 func (c *Conn) finding(at At, i2r bool, code string, format string, args ...any) {
 	sev := codeSeverity(code)
+	if !c.confirmed && sev != "note" {
+		return // a guess is never an error
+	}
 	c.findings = append(c.findings, Finding{Code: code, Severity: sev, Message: fmt.Sprintf(format, args...), Frame: at.Last, Time: at.Time, I2R: i2r})
 }
 
@@ -252,6 +257,7 @@ func (c *Conn) Handshake(at At, i2r bool, f *decode.MPAFrame) *Message {
 	if !c.sure {
 		if p := classifyPD(pd, f, i2r, c.port); p != None {
 			c.proto, c.sure, c.how = p, p != ISER && p != SMBD || WellKnown(c.port) == p, "private data"
+			c.confirmed = c.sure
 		}
 	}
 	if c.proto == None && WellKnown(c.port) != None {
@@ -305,7 +311,7 @@ func classifyPD(pd []byte, f *decode.MPAFrame, i2r bool, port uint16) Proto {
 // MPA initiator). missing is the octets of the FPDU the capture lost. It
 // returns the Message the segment completes, or nil.
 func (c *Conn) Segment(at At, i2r bool, s *decode.Segment, missing int) *Message {
-	if c.proto == None && c.tries[0] >= maxTries && c.tries[1] >= maxTries {
+	if c.proto == None && c.tries[0] >= maxTries && c.tries[1] >= maxTries && !c.forced {
 		return nil // gave up: not a storage protocol
 	}
 	switch op := s.RDMAP.Opcode; {
@@ -373,19 +379,23 @@ func (c *Conn) message(at At, i2r bool, a *sendAsm) *Message {
 	if len(b) < a.total {
 		b = b[:len(b):len(b)] // truncated by Limits.Message: decoders see the prefix
 	}
-	if c.proto == None || !c.sure && c.decoded == 0 {
-		if c.tries[dirIdx(i2r)] >= maxTries {
-			return nil
-		}
-		c.tries[dirIdx(i2r)]++
+	if !c.confirmed {
+		// The protocol is a guess until a Send's content (or the private
+		// data) confirms it: a port guess decodes nothing before that, and
+		// a forced protocol raises no finding (c.finding).
 		p := classifySend(b, i2r)
 		switch {
-		case p != None && (c.proto == None || p == c.proto):
-			c.proto, c.how = p, "content"
-		case p != None && c.proto != p && !c.sure:
-			// content contradicts the port: content wins
-			c.proto, c.how = p, "content"
-		case c.proto == None:
+		case p != None && p == c.proto:
+			c.confirmed = true
+		case p != None && !c.forced && (c.proto == None || !c.sure):
+			c.proto, c.how, c.confirmed = p, "content", true
+		case c.forced || c.sure && c.proto != None:
+			// decode what the caller or the private data chose
+		default:
+			c.tries[dirIdx(i2r)]++
+			if c.tries[0] >= maxTries && c.tries[1] >= maxTries {
+				c.proto = None // a port guess content never confirmed
+			}
 			return nil
 		}
 	}
@@ -403,11 +413,6 @@ func (c *Conn) message(at At, i2r bool, a *sendAsm) *Message {
 		ok = c.smbSend(at, i2r, a, b, m)
 	}
 	if !ok {
-		c.fails++
-		if !c.sure && c.decoded == 0 && c.fails >= maxTries {
-			c.proto = None // a port guess that content never confirmed
-			return nil
-		}
 		m.reset(c.proto)
 		m.u(fULPUndec, uint64(a.total))
 		m.Summary = append(m.Summary, protoTitle[c.proto]...)
