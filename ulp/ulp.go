@@ -182,10 +182,10 @@ type Conn struct {
 	lim   Limits
 	proto Proto
 	// how the protocol was chosen: forced, private data, port, content
-	how     string
-	port    uint16 // the responder's port
-	forced  bool
-	sure    bool // chosen by the caller or the private data
+	how    string
+	port   uint16 // the responder's port
+	forced bool
+	sure   bool // chosen by the caller or the private data
 	// confirmed: content (or the private data) matched the protocol; until
 	// then no finding above note is raised
 	confirmed bool
