@@ -255,11 +255,11 @@ func (c *Conn) smb2(at At, i2r bool, a *sendAsm, b []byte, m *Message) {
 		h := b[off:]
 		next := int(le32(h[20:]))
 		end := len(h)
-		if next > 0 && next < len(h) {
+		if next >= 64 && next < len(h) {
 			end = next
 		}
 		c.smb2One(at, i2r, a, h[:end], m, n == 0)
-		if next == 0 || next%8 != 0 {
+		if next < 64 || next%8 != 0 {
 			n++
 			break
 		}
