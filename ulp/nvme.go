@@ -345,7 +345,11 @@ func (c *Conn) nvmeSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 	case sglType == 4:
 		addr, l, key := le64(b[24:]), uint64(b[32])|uint64(b[33])<<8|uint64(b[34])<<16, le32(b[35:])
 		inv := sglSub == 0xF
-		m.e(fNVMeSGLType, uint64(sglID), map[bool]string{false: "keyed", true: "keyed invalidate"}[inv])
+		tn := "keyed"
+		if inv {
+			tn = "keyed invalidate"
+		}
+		m.e(fNVMeSGLType, uint64(sglID), tn)
 		m.u(fNVMeSGLAddr, addr)
 		m.u(fNVMeSGLLen, l)
 		m.u(fNVMeSGLKey, uint64(key))

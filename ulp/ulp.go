@@ -98,8 +98,10 @@ type Command struct {
 	// Read and Write say the command moves data to the advertiser (the
 	// responder RDMA-Writes) or from it (the responder RDMA-Reads).
 	Read, Write bool
-	// STags are the handles the command advertised (first MaxSTags).
-	STags []uint32
+	// STags are the handles the command advertised (the first NSTags,
+	// at most MaxSTags).
+	STags  [MaxSTags]uint32
+	NSTags int
 	// RequestFrame is the frame of the command Send's last segment,
 	// ResponseFrame that of the response's.
 	RequestFrame, ResponseFrame int
@@ -147,6 +149,7 @@ type task struct {
 	aux2       uint64
 	failed     bool
 	readOctets uint64 // of Moved, by RDMA Read
+	reads      int    // entries in Conn.sinks
 }
 
 // stagUse is an STag advertised by a task.
@@ -173,6 +176,7 @@ type sendAsm struct {
 	start  time.Time
 	inv    uint32
 	opcode decode.Opcode
+	view   []byte // a one-segment Send's payload, decoded in place
 }
 
 // Conn is the ULP state of one iWARP connection. Feed it the MPA frames
@@ -201,9 +205,11 @@ type Conn struct {
 	sinks map[uint32]*task // Read Request sink STag → task (responder's reads)
 	seq   uint64
 
-	msg      Message
-	findings []Finding
-	done     []Command
+	msg       Message
+	findings  []Finding
+	done      []Command
+	freeTasks []*task
+	freeUses  []*stagUse
 
 	nvme nvmeState
 	rpc  rpcState
@@ -344,6 +350,15 @@ func dirIdx(i2r bool) int {
 func (c *Conn) send(at At, i2r bool, s *decode.Segment, missing int) *Message {
 	a := &c.asm[dirIdx(i2r)]
 	h := &s.DDP
+	if h.MO == 0 && h.Last && missing == 0 {
+		// A Send in one segment: decode it in place, no copy.
+		inv, op, buf := s.InvalidateSTag, s.RDMAP.Opcode, a.buf[:0]
+		*a = sendAsm{msn: h.MSN, buf: buf, first: at.Frame, start: at.Time, inv: inv, opcode: op, total: len(s.Payload)}
+		a.view = s.Payload[:min(len(s.Payload), c.lim.Message)]
+		m := c.message(at, i2r, a)
+		a.view = nil
+		return m
+	}
 	if !a.open || h.MSN != a.msn {
 		if h.MO != 0 {
 			a.open = false
@@ -376,6 +391,9 @@ func (c *Conn) send(at At, i2r bool, s *decode.Segment, missing int) *Message {
 // message decodes one complete Send.
 func (c *Conn) message(at At, i2r bool, a *sendAsm) *Message {
 	b := a.buf
+	if a.view != nil {
+		b = a.view
+	}
 	if len(b) < a.total {
 		b = b[:len(b):len(b)] // truncated by Limits.Message: decoders see the prefix
 	}
@@ -470,7 +488,13 @@ func (c *Conn) newTask(at At, p Proto, id uint64, name string) (t, old *task) {
 		c.dropTask(oldest)
 	}
 	c.seq++
-	t = &task{seq: c.seq}
+	if n := len(c.freeTasks); n > 0 {
+		t = c.freeTasks[n-1]
+		c.freeTasks = c.freeTasks[:n-1]
+		*t = task{seq: c.seq}
+	} else {
+		t = &task{seq: c.seq}
+	}
 	t.cmd = Command{Proto: p, Name: name, ID: id, RequestFrame: at.Last, Start: at.Time}
 	c.tasks[id] = t
 	return t, old
@@ -482,7 +506,14 @@ func (c *Conn) advertise(t *task, stag uint32, base, length uint64, mayWrite, ma
 		t.stags[t.nstags] = stag
 		t.nstags++
 	}
-	u := &stagUse{t: t, base: base, length: length, mayWrite: mayWrite, mayRead: mayRead, inv: inv}
+	var u *stagUse
+	if n := len(c.freeUses); n > 0 {
+		u = c.freeUses[n-1]
+		c.freeUses = c.freeUses[:n-1]
+	} else {
+		u = &stagUse{}
+	}
+	*u = stagUse{t: t, base: base, length: length, mayWrite: mayWrite, mayRead: mayRead, inv: inv}
 	if len(c.stags) < 4*c.lim.Tasks {
 		c.stags[stag] = u
 	}
@@ -495,15 +526,23 @@ func (c *Conn) dropTask(t *task) {
 	for _, s := range t.stags[:t.nstags] {
 		if u := c.stags[s]; u != nil && u.t == t {
 			delete(c.stags, s)
+			if len(c.freeUses) < 64 {
+				c.freeUses = append(c.freeUses, u)
+			}
 		}
 	}
-	for k, x := range c.sinks {
-		if x == t {
-			delete(c.sinks, k)
+	if t.reads > 0 { // Read Requests not yet answered
+		for k, x := range c.sinks {
+			if x == t {
+				delete(c.sinks, k)
+			}
 		}
 	}
 	if c.tasks[t.cmd.ID] == t {
 		delete(c.tasks, t.cmd.ID)
+		if len(c.freeTasks) < 64 && t.data == nil {
+			c.freeTasks = append(c.freeTasks, t)
+		}
 	}
 }
 
@@ -555,6 +594,7 @@ func (c *Conn) readRequest(at At, i2r bool, r *decode.ReadRequest) {
 	u.t.cmd.Reads++
 	if len(c.sinks) < 4*c.lim.Tasks {
 		c.sinks[r.SinkSTag] = u.t
+		u.t.reads++
 	}
 	if u.t.wantData > 0 && r.SrcTO == u.base {
 		u.t.aux2 = r.SinkTO
@@ -585,6 +625,7 @@ func (c *Conn) readResponse(at At, i2r bool, s *decode.Segment) *Message {
 	}
 	if s.DDP.Last {
 		delete(c.sinks, s.DDP.STag)
+		t.reads--
 	}
 	return m
 }
@@ -618,7 +659,7 @@ func (c *Conn) complete(at At, t *task, a *sendAsm, status string, ok bool, m *M
 			c.finding(at, false, CodeSTagUnused, "%s %s completed successfully but STag 0x%08x (%d octets) was never used by an RDMA Write or Read (ulp-reference.md §6.1)", protoTitle[c.proto], cmd.Name, s, u.length)
 		}
 	}
-	cmd.STags = append([]uint32(nil), t.stags[:t.nstags]...)
+	cmd.STags, cmd.NSTags = t.stags, t.nstags
 	c.dropTask(t)
 	c.done = append(c.done, *cmd)
 	if c.Stats == nil {
@@ -643,7 +684,7 @@ func (c *Conn) Finish() {
 		}
 	}
 	for _, t := range ts {
-		t.cmd.STags = append([]uint32(nil), t.stags[:t.nstags]...)
+		t.cmd.STags, t.cmd.NSTags = t.stags, t.nstags
 		c.done = append(c.done, t.cmd)
 		if c.Stats == nil {
 			c.Stats = &Stats{}
