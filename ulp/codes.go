@@ -22,6 +22,7 @@ const (
 	CodeMovedMismatch      = "ulp.moved_mismatch"
 	CodeUnknownTask        = "ulp.unknown_task"
 	CodeTaskConflict       = "ulp.task_conflict"
+	CodeReadSinkRights     = "ulp.read_sink_rights"
 	// NVMe-oF (§6.2)
 	CodeNVMeCMData       = "nvme.cm_private_data"
 	CodeNVMeConnectParam = "nvme.connect_mismatch"
@@ -62,6 +63,7 @@ var Codes = []Code{
 	{CodeMovedMismatch, "warning", "octets moved by RDMA differ from the command's length"},
 	{CodeUnknownTask, "error", "response for a command id / tag / xid that is not outstanding"},
 	{CodeTaskConflict, "error", "two outstanding commands with the same id / tag / xid"},
+	{CodeReadSinkRights, "error", "the responder rejects the Read Response into its own Read sink: an iWARP Read sink needs remote write access"},
 	{CodeNVMeCMData, "error", "NVMe-oF CM private data malformed (length, RECFMT)"},
 	{CodeNVMeConnectParam, "error", "Fabrics Connect QID/SQSIZE differ from the CM private data"},
 	{CodeNVMePRP, "error", "PSDT 00 (PRP) on a fabric"},

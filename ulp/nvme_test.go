@@ -162,6 +162,12 @@ func nvmeFindingsScenario() *gen.Scenario {
 		sendInv(cqe(5, 7, 1, 0, 0x80), 0x400),
 		// an RDMA Write to an STag nobody advertised
 		rdmaWrite(0x777, 0x0, 512),
+		// a Write whose data the controller RDMA-Reads into a sink it
+		// registered without remote write: it terminates on the Read
+		// Response (SPDK over iWARP)
+		send("i2r", rw(0x01, 6, 0, 1, 0x4F, 0x50000, 4096, 0x600)),
+		rdmaRead(0x600, 0x50000, 4096, 0x9600),
+		gen.Op{Op: "terminate", Dir: "r2i", Layer: 1, EType: 1, Code: 0, Headers: "ddp"},
 	)
 	return &gen.Scenario{Name: "nvme-findings", Seed: 2, Connections: []gen.Connection{c}}
 }
@@ -218,14 +224,14 @@ func TestNVMeFindings(t *testing.T) {
 	data := writeCapture(t, "gen_nvme_findings.pcap", genPcap(t, nvmeFindingsScenario()))
 	col, _ := analyzeBytes(t, data, analyzeConfig())
 	want := []string{"nvme.connect_mismatch", "ulp.moved_mismatch", "ulp.unknown_task", "ulp.stag_wrong_op",
-		"ulp.stag_unused", "ulp.invalidate_foreign", "nvme.psdt_prp", "nvme.response_size", "nvme.sqid_mismatch", "ulp.stag_unknown"}
+		"ulp.stag_unused", "ulp.invalidate_foreign", "nvme.psdt_prp", "nvme.response_size", "nvme.sqid_mismatch", "ulp.stag_unknown", "ulp.read_sink_rights"}
 	for _, w := range want {
 		if !slices.Contains(col.findings, w) {
 			t.Errorf("no %s finding; got %v", w, col.findings)
 		}
 	}
 	for _, f := range col.findings {
-		if !slices.Contains(want, f) && !strings.HasPrefix(f, "mpa.") {
+		if !slices.Contains(want, f) && !strings.HasPrefix(f, "mpa.") && f != "rdmap.terminate" {
 			t.Errorf("unexpected finding %s", f)
 		}
 	}

@@ -210,6 +210,8 @@ type Conn struct {
 	done      []Command
 	freeTasks []*task
 	freeUses  []*stagUse
+	lastSinks [8]uint32 // sink STags of the latest Read Responses
+	nSinks    int
 
 	nvme nvmeState
 	rpc  rpcState
@@ -328,6 +330,9 @@ func (c *Conn) Segment(at At, i2r bool, s *decode.Segment, missing int) *Message
 		return c.readResponse(at, i2r, s)
 	case !s.DDP.Tagged && op == decode.OpReadRequest && s.DDP.QN == decode.QNReadReq:
 		c.readRequest(at, i2r, &s.ReadRequest)
+		return nil
+	case op == decode.OpTerminate:
+		c.terminate(at, i2r, &s.Terminate)
 		return nil
 	case !s.DDP.Tagged && s.DDP.QN == decode.QNSend && (op == decode.OpSend || op == decode.OpSendInv || op == decode.OpSendSE || op == decode.OpSendSEInv):
 		return c.send(at, i2r, s, missing)
@@ -626,8 +631,32 @@ func (c *Conn) readResponse(at At, i2r bool, s *decode.Segment) *Message {
 	if s.DDP.Last {
 		delete(c.sinks, s.DDP.STag)
 		t.reads--
+		c.lastSinks[c.nSinks%len(c.lastSinks)] = s.DDP.STag
+		c.nSinks++
 	}
 	return m
+}
+
+// terminate checks a Terminate sent by the ULP's responder that blames a
+// Read Response into one of its own Read Request sinks: on iWARP a Read
+// Response is a tagged placement, so the sink STag needs remote write
+// rights (InfiniBand does not ask for them); SPDK's NVMe-oF target failed
+// discovery over iWARP this way.
+func (c *Conn) terminate(at At, i2r bool, t *decode.Terminate) {
+	if i2r || c.proto == None || !t.HasDDP || !t.TermDDP.Tagged {
+		return
+	}
+	if !(t.Layer == 0 && t.EType == 1 && t.Code <= 0x02 || t.Layer == 1 && t.EType == 1 && t.Code == 0x00) {
+		return
+	}
+	stag := t.TermDDP.STag
+	known := c.sinks[stag] != nil
+	for _, s := range c.lastSinks[:min(c.nSinks, len(c.lastSinks))] {
+		known = known || s == stag
+	}
+	if known {
+		c.finding(at, false, CodeReadSinkRights, "the %s responder terminated on the Read Response into its own Read sink STag 0x%08x: on iWARP an RDMA Read sink needs remote write access (the Read Response is a tagged placement); SPDK's NVMe-oF discovery failed this way (RFC 5040 §6.4)", protoTitle[c.proto], stag)
+	}
 }
 
 // complete ends a task with its response: checks the linking and reports
