@@ -142,9 +142,9 @@ func (m *Message) sumX(label string, x uint64) {
 	m.Summary = strconv.AppendUint(m.Summary, x, 16)
 }
 
-// sorted returns the fields in table order (insertion sort in place: a
+// Sorted returns the fields in table order (insertion sort in place: a
 // message has a few dozen fields at most).
-func (m *Message) sorted() []FV {
+func (m *Message) Sorted() []FV {
 	f := m.F
 	for i := 1; i < len(f); i++ {
 		for j := i; j > 0 && f[j].ID < f[j-1].ID; j-- {
@@ -190,7 +190,7 @@ func (m *Message) addLink(c *Command) {
 // string (the caller's escaper).
 func (m *Message) AppendJSON(b []byte, numeric bool, str func([]byte, string) []byte) []byte {
 	var open []string // path of the objects open
-	for _, fv := range m.sorted() {
+	for _, fv := range m.Sorted() {
 		f := &fieldTable[fv.ID]
 		parts := strings.Split(f.Name, ".")
 		dirs := parts[:len(parts)-1]
@@ -250,26 +250,4 @@ func appendJSONValue(b []byte, f *Field, v decode.Value, numeric bool, str func(
 		return append(b, '"')
 	}
 	return append(b, "null"...)
-}
-
-// AppendTree appends the -V tree of the message: one field per line,
-// indented by its depth, with its description.
-func (m *Message) AppendTree(b []byte, numeric bool) []byte {
-	for _, fv := range m.sorted() {
-		f := &fieldTable[fv.ID]
-		for range strings.Count(f.Name, ".") {
-			b = append(b, "    "...)
-		}
-		b = append(b, f.Name...)
-		b = append(b, " = "...)
-		v := fv.V
-		if numeric && v.Kind == decode.KindEnum {
-			v.Kind = decode.KindUint
-		}
-		b = f.AppendValue(b, v)
-		b = append(b, "  ("...)
-		b = append(b, f.Desc...)
-		b = append(b, ")\n"...)
-	}
-	return b
 }

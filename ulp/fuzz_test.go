@@ -72,7 +72,6 @@ func fuzzConn(t *testing.T, proto ulp.Proto, data []byte, i2r bool) {
 		if !json.Valid(j) {
 			t.Fatalf("invalid JSON: %s", j)
 		}
-		m.AppendTree(nil, true)
 	}
 	msn := uint32(0)
 	send := func(d bool, op decode.Opcode, inv uint32, parts ...[]byte) {

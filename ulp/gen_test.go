@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gopacket/gopacket/layers"
@@ -162,3 +164,44 @@ var be = binary.BigEndian
 func analyzeConfig() analyze.Config { return analyze.Config{} }
 
 func nilWriter() *bufio.Writer { return bufio.NewWriter(io.Discard) }
+
+// checkClean fails on findings other than mpa.* and allowed, and on
+// summaries missing from the lines; it returns the first command of each
+// name.
+func checkClean(t *testing.T, col *collector, lines []string, allowed ...string) map[string]cmdRec {
+	t.Helper()
+	for _, f := range col.findings {
+		if !strings.HasPrefix(f, "mpa.") && !slices.Contains(allowed, f) {
+			t.Errorf("finding %s on a clean capture", f)
+		}
+	}
+	all := strings.Join(col.lines, "\n")
+	for _, w := range lines {
+		if !strings.Contains(all, w) {
+			t.Errorf("no %q in\n%s", w, all)
+		}
+	}
+	got := map[string]cmdRec{}
+	for _, c := range col.cmds {
+		if _, ok := got[c.name]; !ok {
+			got[c.name] = c
+		}
+	}
+	return got
+}
+
+// checkFindings fails unless every wanted code was raised and nothing else
+// but mpa.* and allowed.
+func checkFindings(t *testing.T, col *collector, want []string, allowed ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !slices.Contains(col.findings, w) {
+			t.Errorf("no %s finding; got %v", w, col.findings)
+		}
+	}
+	for _, f := range col.findings {
+		if !slices.Contains(want, f) && !strings.HasPrefix(f, "mpa.") && !slices.Contains(allowed, f) {
+			t.Errorf("unexpected finding %s", f)
+		}
+	}
+}

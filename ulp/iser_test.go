@@ -1,8 +1,6 @@
 package ulp_test
 
 import (
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/iwkit/iwkit/gen"
@@ -107,22 +105,8 @@ func iserFindingsScenario() *gen.Scenario {
 func TestISERGenerated(t *testing.T) {
 	data := writeCapture(t, "gen_iser.pcap", genPcap(t, iserScenario()))
 	col, _ := analyzeBytes(t, data, analyzeConfig())
-	for _, f := range col.findings {
-		if !strings.HasPrefix(f, "mpa.") {
-			t.Errorf("finding %s on a clean iSER capture", f)
-		}
-	}
-	all := strings.Join(col.lines, "\n")
-	for _, w := range []string{"iSER CM flags 0x80 no-ZBVA", "iSCSI Login Request itt 0x0 csg 1 nsg 3 keys 3",
-		"iSCSI SCSI Command itt 0x1 READ(10) lba 2048 blocks 8 edtl 4096 rstag 0x100", "CHECK CONDITION ILLEGAL REQUEST"} {
-		if !strings.Contains(all, w) {
-			t.Errorf("no %q in\n%s", w, all)
-		}
-	}
-	got := map[string]cmdRec{}
-	for _, c := range col.cmds {
-		got[c.name] = c
-	}
+	got := checkClean(t, col, []string{"iSER CM flags 0x80 no-ZBVA", "iSCSI Login Request itt 0x0 csg 1 nsg 3 keys 3",
+		"iSCSI SCSI Command itt 0x1 READ(10) lba 2048 blocks 8 edtl 4096 rstag 0x100", "CHECK CONDITION ILLEGAL REQUEST"})
 	if c := got["READ(10)"]; c.moved != 4096 || c.writes != 1 || !c.ok {
 		t.Errorf("READ(10): %+v", c)
 	}
@@ -139,15 +123,6 @@ func TestISERFindings(t *testing.T) {
 	data := writeCapture(t, "gen_iser_findings.pcap", genPcap(t, iserFindingsScenario()))
 	col, _ := analyzeBytes(t, data, analyzeConfig())
 	want := []string{"iser.stag_flags", "ulp.unknown_task", "ulp.moved_mismatch", "ulp.stag_unused", "iser.bad_header"}
-	for _, w := range want {
-		if !slices.Contains(col.findings, w) {
-			t.Errorf("no %s finding; got %v", w, col.findings)
-		}
-	}
-	for _, f := range col.findings {
-		if !slices.Contains(want, f) && !strings.HasPrefix(f, "mpa.") {
-			t.Errorf("unexpected finding %s", f)
-		}
-	}
+	checkFindings(t, col, want)
 	golden(t, "gen_iser_findings.pcap", data, "iscsi")
 }

@@ -1,8 +1,6 @@
 package ulp_test
 
 import (
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/iwkit/iwkit/gen"
@@ -175,30 +173,13 @@ func nvmeFindingsScenario() *gen.Scenario {
 func TestNVMeGenerated(t *testing.T) {
 	data := writeCapture(t, "gen_nvme.pcap", genPcap(t, nvmeScenario()))
 	col, rep := analyzeBytes(t, data, analyzeConfig())
-	for _, f := range col.findings {
-		if !strings.HasPrefix(f, "mpa.") {
-			t.Errorf("finding %s on a clean NVMe-oF capture", f)
-		}
-	}
-	want := []string{
+	byName := checkClean(t, col, []string{
 		"NVMe CM request qid 0 hrqsize 32 hsqsize 31",
 		"NVMe CM accept crqsize 32",
 		"NVMe Connect cid 4097 qid 0 sqsize 31 key 0x1a2b3c01",
 		"NVMe Connect data cid 4097 subnqn nqn.2024-01.org.iwkit:sub1 hostnqn nqn.2014-08.org.nvmexpress:uuid:iwkit-host",
 		"NVMe Write cid 8193 nsid 1 lba 2048 len 8 key 0x48bc2e10",
-	}
-	all := strings.Join(col.lines, "\n")
-	for _, w := range want {
-		if !strings.Contains(all, w) {
-			t.Errorf("no line %q in\n%s", w, all)
-		}
-	}
-	byName := map[string]cmdRec{}
-	for _, c := range col.cmds {
-		if _, ok := byName[c.name]; !ok {
-			byName[c.name] = c
-		}
-	}
+	})
 	if c := byName["Write"]; c.moved != 32768 || c.reads != 1 || !c.ok {
 		t.Errorf("Write linked as %+v, want 32768 octets by 1 Read", c)
 	}
@@ -225,15 +206,6 @@ func TestNVMeFindings(t *testing.T) {
 	col, _ := analyzeBytes(t, data, analyzeConfig())
 	want := []string{"nvme.connect_mismatch", "ulp.moved_mismatch", "ulp.unknown_task", "ulp.stag_wrong_op",
 		"ulp.stag_unused", "ulp.invalidate_foreign", "nvme.psdt_prp", "nvme.response_size", "nvme.sqid_mismatch", "ulp.stag_unknown", "ulp.read_sink_rights"}
-	for _, w := range want {
-		if !slices.Contains(col.findings, w) {
-			t.Errorf("no %s finding; got %v", w, col.findings)
-		}
-	}
-	for _, f := range col.findings {
-		if !slices.Contains(want, f) && !strings.HasPrefix(f, "mpa.") && f != "rdmap.terminate" {
-			t.Errorf("unexpected finding %s", f)
-		}
-	}
+	checkFindings(t, col, want, "rdmap.terminate")
 	golden(t, "gen_nvme_findings.pcap", data, "nvme")
 }

@@ -1,8 +1,6 @@
 package ulp_test
 
 import (
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/iwkit/iwkit/gen"
@@ -139,22 +137,8 @@ func rpcFindingsScenario() *gen.Scenario {
 func TestRPCRDMAGenerated(t *testing.T) {
 	data := writeCapture(t, "gen_rpcrdma.pcap", genPcap(t, rpcScenario()))
 	col, _ := analyzeBytes(t, data, analyzeConfig())
-	for _, f := range col.findings {
-		if !strings.HasPrefix(f, "mpa.") {
-			t.Errorf("finding %s on a clean RPC-over-RDMA capture", f)
-		}
-	}
-	all := strings.Join(col.lines, "\n")
-	for _, w := range []string{"RPC-over-RDMA CM version 1 send 4096 recv 4096 R", "RPC call xid 0x2 NFSv3 READ offset 0 count 131072",
-		"NFSv4 READ", "SEQUENCE PUTFH READ", "RPC-over-RDMA NOMSG xid 0x5"} {
-		if !strings.Contains(all, w) {
-			t.Errorf("no %q in\n%s", w, all)
-		}
-	}
-	got := map[string]cmdRec{}
-	for _, c := range col.cmds {
-		got[c.name] = c
-	}
+	got := checkClean(t, col, []string{"RPC-over-RDMA CM version 1 send 4096 recv 4096 R", "RPC call xid 0x2 NFSv3 READ offset 0 count 131072",
+		"NFSv4 READ", "SEQUENCE PUTFH READ", "RPC-over-RDMA NOMSG xid 0x5"})
 	if c := got["NFSv3 READ"]; c.moved != 131072 || c.writes != 1 || !c.ok {
 		t.Errorf("READ: %+v", c)
 	}
@@ -175,15 +159,6 @@ func TestRPCRDMAFindings(t *testing.T) {
 	col, _ := analyzeBytes(t, data, analyzeConfig())
 	want := []string{"rpcrdma.xid_mismatch", "rpcrdma.zero_credits", "ulp.unknown_task", "rpcrdma.inline_too_large",
 		"ulp.stag_wrong_op", "ulp.stag_unused", "rpcrdma.credit_overrun", "ulp.moved_mismatch"}
-	for _, w := range want {
-		if !slices.Contains(col.findings, w) {
-			t.Errorf("no %s finding; got %v", w, col.findings)
-		}
-	}
-	for _, f := range col.findings {
-		if !slices.Contains(want, f) && !strings.HasPrefix(f, "mpa.") {
-			t.Errorf("unexpected finding %s", f)
-		}
-	}
+	checkFindings(t, col, want)
 	golden(t, "gen_rpcrdma_findings.pcap", data, "rpc")
 }

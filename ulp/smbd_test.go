@@ -2,7 +2,6 @@ package ulp_test
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/iwkit/iwkit/gen"
@@ -164,24 +163,10 @@ func smbFindingsScenario() *gen.Scenario {
 func TestSMBDGenerated(t *testing.T) {
 	data := writeCapture(t, "gen_smbd.pcap", genPcap(t, smbScenario()))
 	col, _ := analyzeBytes(t, data, analyzeConfig())
-	for _, f := range col.findings {
-		if !strings.HasPrefix(f, "mpa.") && f != "smbd.broken_le_legacy" {
-			t.Errorf("finding %s on a clean SMB Direct capture", f)
-		}
-	}
+	got := checkClean(t, col, []string{"SMB Direct legacy IRD 16 ORD 1 (little-endian)", "SMB Direct Negotiate Request credits 255",
+		"SMB2 READ request mid 5 len 65536 off 0 token 0x7a01", "fragment, remaining 36", "SMB2 NEGOTIATE request mid 0"}, "smbd.broken_le_legacy")
 	if !slices.Contains(col.findings, "smbd.broken_le_legacy") {
 		t.Errorf("the little-endian legacy block was not noted: %v", col.findings)
-	}
-	all := strings.Join(col.lines, "\n")
-	for _, w := range []string{"SMB Direct legacy IRD 16 ORD 1 (little-endian)", "SMB Direct Negotiate Request credits 255",
-		"SMB2 READ request mid 5 len 65536 off 0 token 0x7a01", "fragment, remaining 36", "SMB2 NEGOTIATE request mid 0"} {
-		if !strings.Contains(all, w) {
-			t.Errorf("no %q in\n%s", w, all)
-		}
-	}
-	got := map[string]cmdRec{}
-	for _, c := range col.cmds {
-		got[c.name] = c
 	}
 	if c := got["SMB2 READ"]; c.moved != 65536 || c.writes != 1 || !c.ok {
 		t.Errorf("READ: %+v", c)
@@ -196,15 +181,6 @@ func TestSMBDFindings(t *testing.T) {
 	data := writeCapture(t, "gen_smbd_findings.pcap", genPcap(t, smbFindingsScenario()))
 	col, _ := analyzeBytes(t, data, analyzeConfig())
 	want := []string{"smbd.credit_overrun", "smbd.fragment", "smbd.too_large", "ulp.moved_mismatch", "smbd.legacy_mismatch", "smb2.bad_magic"}
-	for _, w := range want {
-		if !slices.Contains(col.findings, w) {
-			t.Errorf("no %s finding; got %v", w, col.findings)
-		}
-	}
-	for _, f := range col.findings {
-		if !slices.Contains(want, f) && !strings.HasPrefix(f, "mpa.") {
-			t.Errorf("unexpected finding %s", f)
-		}
-	}
+	checkFindings(t, col, want)
 	golden(t, "gen_smbd_findings.pcap", data, "smb2")
 }
