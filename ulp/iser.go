@@ -11,7 +11,8 @@ import (
 // ulp-reference.md §2. Big-endian.
 
 type iserState struct {
-	noSendInv bool // the initiator's CM flags: Send with Invalidate not supported
+	noSendInv   bool // the initiator's CM flags: Send with Invalidate not supported
+	unsolicited bool // InitialR2T=No negotiated: unsolicited Data-Out Sends may follow a command
 }
 
 var (
@@ -237,7 +238,7 @@ func (c *Conn) iserSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 		if dsl > 0 {
 			m.sumU("imm", uint64(dsl))
 		}
-		if w && !wsv && uint64(edtl) > uint64(dsl) || r && !rsv && edtl > 0 || wsv && !w || rsv && !r {
+		if w && !wsv && uint64(edtl) > uint64(dsl) && !c.iser.unsolicited || r && !rsv && edtl > 0 || wsv && !w || rsv && !r {
 			c.finding(at, true, CodeISERWSV, "iSCSI command itt 0x%x: R=%v W=%v EDTL %d immediate %d, but iSER RSV=%v WSV=%v (RFC 7145 §9.2.1)", itt, r, w, edtl, dsl, rsv, wsv)
 		}
 		t, old := c.newTask(at, ISER, uint64(itt), cname)
@@ -325,6 +326,13 @@ func (c *Conn) iserSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 		c.iscsiText(at, i2r, a, iop, itt, "Login", data, m, iop == 0x23 && bhs[36] == 0, "class "+strconv.Itoa(int(bhs[36])))
 	case 0x04, 0x24: // Text
 		c.iscsiText(at, i2r, a, iop, itt, "Text", data, m, true, "")
+	case 0x05: // unsolicited Data-Out (RFC 7145 §7.3.4): data carried in Sends
+		if t := c.task(uint64(itt)); t != nil {
+			t.cmd.Inline += uint64(dsl)
+			if t.cmd.Expected >= uint64(dsl) {
+				t.cmd.Expected -= uint64(dsl)
+			}
+		}
 	case 0x06: // Logout Request
 		t, _ := c.newTask(at, ISER, uint64(itt), "Logout")
 		_ = t
@@ -357,6 +365,9 @@ func (c *Conn) iscsiText(at At, i2r bool, a *sendAsm, iop uint8, itt uint32, nam
 	if len(data) > 0 {
 		k := iscsiKeys(data)
 		m.s(fISCSIKeys, k)
+		if !i2r && strings.Contains(" "+k+" ", " InitialR2T=No ") {
+			c.iser.unsolicited = true
+		}
 		m.sumU("keys", uint64(strings.Count(k, "=")))
 	}
 	if i2r {

@@ -295,7 +295,7 @@ func (c *Conn) rpcSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool {
 	if proc == 1 { // RDMA_NOMSG: the RPC message is in a chunk
 		m.sum("RPC-over-RDMA NOMSG xid 0x", strconv.FormatUint(uint64(xid), 16))
 		if !i2r {
-			return c.rpcReply(at, a, xid, nil, 0, m, credit)
+			return c.rpcReply(at, i2r, a, xid, nil, m, credit)
 		}
 		m.sum(" (long call in a Position-zero read chunk)")
 		return true
@@ -313,7 +313,7 @@ func (c *Conn) rpcSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool {
 	case 0:
 		return c.rpcCall(at, i2r, a, rpc, m, credit)
 	case 1:
-		return c.rpcReply(at, a, rxid, rpc, credit, m, credit)
+		return c.rpcReply(at, i2r, a, rxid, rpc, m, credit)
 	}
 	return false
 }
@@ -444,7 +444,7 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 	// Credits: calls outstanding beyond the last grant (RFC 8166 §3.3.1;
 	// before any reply the requester holds one credit).
 	granted := max(st.credits, 1)
-	if n := uint32(c.outstanding()); n > granted && st.credits > 0 {
+	if n := uint32(c.outstanding()); i2r && n > granted && st.credits > 0 {
 		c.finding(at, true, CodeRPCCredits, "%d RPC calls outstanding, but the responder granted %d credits (RFC 8166 §3.3.1)", n, granted)
 	}
 	return true
@@ -628,7 +628,7 @@ func (c *Conn) nfs4Args(x *xdr, op uint32, rpc []byte) bool {
 
 // rpcReply decodes a reply (rpc nil: RDMA_NOMSG, the reply went into the
 // reply chunk) and completes its call.
-func (c *Conn) rpcReply(at At, a *sendAsm, xid uint32, rpc []byte, _ uint32, m *Message, credit uint32) bool {
+func (c *Conn) rpcReply(at At, i2r bool, a *sendAsm, xid uint32, rpc []byte, m *Message, credit uint32) bool {
 	st := &c.rpc
 	status, ok := "reply chunk", true
 	if rpc != nil {
@@ -642,7 +642,7 @@ func (c *Conn) rpcReply(at At, a *sendAsm, xid uint32, rpc []byte, _ uint32, m *
 		m.sum("RPC reply xid 0x", strconv.FormatUint(uint64(xid), 16))
 		if rs == 1 {
 			status, ok = "MSG_DENIED", false
-			c.finding(at, false, CodeRPCDenied, "RPC call xid 0x%x denied", xid)
+			c.finding(at, i2r, CodeRPCDenied, "RPC call xid 0x%x denied", xid)
 		} else {
 			x.u32()
 			x.opaque() // verf
@@ -666,15 +666,18 @@ func (c *Conn) rpcReply(at At, a *sendAsm, xid uint32, rpc []byte, _ uint32, m *
 		}
 		m.sum(" ", status)
 	}
-	// credits granted (RFC 8166 §3.3.1)
-	if credit == 0 {
-		c.finding(at, false, CodeRPCZeroCredit, "RPC-over-RDMA reply xid 0x%x grants 0 credits: a responder grants at least one (RFC 8166 §3.3.1)", xid)
+	// credits granted (RFC 8166 §3.3.1); a requester's reply to a
+	// backchannel call (RFC 8167) grants nothing to the forward channel
+	if !i2r {
+		if credit == 0 {
+			c.finding(at, false, CodeRPCZeroCredit, "RPC-over-RDMA reply xid 0x%x grants 0 credits: a responder grants at least one (RFC 8166 §3.3.1)", xid)
+		}
+		st.credits = credit
 	}
-	st.credits = credit
 	t := c.task(uint64(xid))
 	if t == nil {
 		if c.fromStart {
-			c.finding(at, false, CodeUnknownTask, "RPC reply for xid 0x%x, which no outstanding call has", xid)
+			c.finding(at, i2r, CodeUnknownTask, "RPC reply for xid 0x%x, which no outstanding call has", xid)
 		}
 		return true
 	}
