@@ -104,21 +104,32 @@ func golden(t *testing.T, name string, data []byte, stat string) {
 		".V.txt":  {Format: "text", TimeFormat: "r", Verbose: true},
 		".ndjson": {Format: "json"},
 	}
-	for ext, o := range outs {
+	run := func(o render.Options, workers int, stat string) []byte {
 		src, err := pcap.NewReader(bytes.NewReader(data))
 		if err != nil {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
 		w := bufio.NewWriter(&buf)
-		rep, err := analyze.Run(src, analyze.Config{}, w, func(_ int, out *analyze.Out) analyze.Consumer { return render.New(out, &o) })
+		rep, err := analyze.Run(src, analyze.Config{Workers: workers}, w, func(_ int, out *analyze.Out) analyze.Consumer { return render.New(out, &o) })
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ext == ".txt" && stat != "" {
+		if stat != "" {
 			render.WriteStat(w, rep, "", stat)
 		}
 		w.Flush()
+		return buf.Bytes()
+	}
+	for ext, o := range outs {
+		st := ""
+		if ext == ".txt" {
+			st = stat
+			if two := run(o, 2, st); !bytes.Equal(two, run(o, 1, st)) {
+				t.Errorf("%s: output with 2 workers differs from 1 worker", name)
+			}
+		}
+		buf := bytes.NewBuffer(run(o, 1, st))
 		path := filepath.Join("..", "testdata", "ulp", name+ext)
 		if *update {
 			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
