@@ -29,7 +29,6 @@ const (
 	CodeNVMePRP          = "nvme.psdt_prp"
 	CodeNVMeRespSize     = "nvme.response_size"
 	CodeNVMeSQID         = "nvme.sqid_mismatch"
-	CodeNVMeCRQSize      = "nvme.crqsize"
 	CodeNVMeReject       = "nvme.cm_reject"
 	// RPC-over-RDMA (§6.5)
 	CodeRPCVers       = "rpcrdma.version"
@@ -51,6 +50,7 @@ const (
 	CodeSMBDFragment  = "smbd.fragment"
 	CodeSMBDNegotiate = "smbd.negotiate"
 	CodeSMB2Magic     = "smb2.bad_magic"
+	CodeSMB2Channel   = "smb2.channel_info"
 )
 
 // Codes is the table of every ULP finding code.
@@ -69,7 +69,6 @@ var Codes = []Code{
 	{CodeNVMePRP, "error", "PSDT 00 (PRP) on a fabric"},
 	{CodeNVMeRespSize, "error", "NVMe response capsule not 16 octets"},
 	{CodeNVMeSQID, "error", "CQE SQID differs from the connection's QID"},
-	{CodeNVMeCRQSize, "note", "CRQSIZE is HSQSIZE + 1 (Linux's 1-based count)"},
 	{CodeNVMeReject, "note", "NVMe-oF CM reject"},
 	{CodeRPCVers, "error", "rdma_vers is not 1"},
 	{CodeRPCXID, "error", "transport xid differs from the RPC xid"},
@@ -88,6 +87,7 @@ var Codes = []Code{
 	{CodeSMBDFragment, "error", "SMB Direct fragment sequence broken (RemainingDataLength)"},
 	{CodeSMBDNegotiate, "error", "SMB Direct negotiate message malformed"},
 	{CodeSMB2Magic, "error", "reassembled SMB Direct message does not start with an SMB2 header"},
+	{CodeSMB2Channel, "error", "READ/WRITE RDMA channel info not whole 16-octet descriptors inside the message"},
 }
 
 var codeIndex = func() map[string]int {

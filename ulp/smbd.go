@@ -350,7 +350,7 @@ func (c *Conn) smb2One(at At, i2r bool, a *sendAsm, h []byte, m *Message, first 
 			return
 		}
 		if chLen%16 != 0 || chOff+chLen > len(h) || chOff < 64 {
-			c.finding(at, true, CodeSMB2Magic, "SMB2 %s with channel %s: ChannelInfoOffset %d Length %d do not hold whole descriptors inside the message ([MS-SMB2] §2.2.19)", name, smb2Channels[channel], chOff, chLen)
+			c.finding(at, true, CodeSMB2Channel, "SMB2 %s with channel %s: ChannelInfoOffset %d Length %d do not hold whole descriptors inside the message ([MS-SMB2] §2.2.19)", name, smb2Channels[channel], chOff, chLen)
 			return
 		}
 		var sb strings.Builder
