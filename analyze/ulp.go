@@ -6,6 +6,8 @@ package analyze
 // come out as KindCommand records after it, with the ULP's findings.
 
 import (
+	"slices"
+
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/filter"
 	"github.com/iwkit/iwkit/reassembly"
@@ -132,6 +134,11 @@ func (h *handler) ulpFinish() {
 
 // ulpFields resolves the ULP field table for display filters.
 func ulpField(name string) (filter.Getter[*Record], decode.FieldKind, bool) {
+	if slices.Contains(ulp.Prefixes, name) { // "-Y nvme"
+		return func(r *Record) (decode.Value, bool) {
+			return decode.Value{Kind: decode.KindBool, U: 1}, r.Kind == KindPDU && r.ULP != nil && r.ULP.Has(name)
+		}, decode.KindBool, true
+	}
 	id, f, ok := ulp.FieldByName(name)
 	if !ok {
 		return nil, 0, false

@@ -10,6 +10,7 @@ import (
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/filter"
 	"github.com/iwkit/iwkit/gen"
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/ulp"
@@ -185,5 +186,42 @@ func TestFieldTable(t *testing.T) {
 			}
 		}
 		prev = dirs
+	}
+}
+
+// filterCount counts the PDU records a display filter keeps.
+type filterCount struct {
+	f *filter.Filter[*analyze.Record]
+	n int
+}
+
+func (c *filterCount) Record(r *analyze.Record) {
+	if r.Kind == analyze.KindPDU && c.f.Match(r) {
+		c.n++
+	}
+}
+
+func TestDisplayFilters(t *testing.T) {
+	data := genPcap(t, nvmeScenario())
+	for expr, want := range map[string]int{
+		`nvme.opcode == "Write"`:     2,
+		`nvme`:                       21,
+		`nvme.sgl.key == 0x48bc2e10`: 1,
+		`ulp.rdma_octets == 32768`:   2,
+		`nvme.type == "response" && ulp.latency_ns > 0`: 8,
+		`iscsi || smb2 || rpc`:                          0,
+	} {
+		f, err := analyze.CompileFilter(expr)
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		src, _ := pcap.NewReader(bytes.NewReader(data))
+		c := &filterCount{f: f}
+		if _, err := analyze.Run(src, analyze.Config{}, nilWriter(), func(int, *analyze.Out) analyze.Consumer { return c }); err != nil {
+			t.Fatal(err)
+		}
+		if c.n != want {
+			t.Errorf("-Y '%s': %d PDUs, want %d", expr, c.n, want)
+		}
 	}
 }

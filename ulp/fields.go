@@ -71,6 +71,21 @@ var (
 	fULPInline   = def("ulp.inline", decode.KindUint, false, "data octets carried in the Sends themselves (in-capsule, immediate, inline)")
 )
 
+// Prefixes are the protocol names a display filter may use alone, as
+// tshark's "-Y nvme": true on the messages that carry a field under it.
+var Prefixes = []string{"ulp", "nvme", "iser", "iscsi", "scsi", "smbd", "smb2", "rpcrdma", "rpc", "nfs"}
+
+// Has says whether the message carries a field named prefix.*.
+func (m *Message) Has(prefix string) bool {
+	for _, fv := range m.F {
+		n := fieldTable[fv.ID].Name
+		if len(n) > len(prefix) && n[len(prefix)] == '.' && n[:len(prefix)] == prefix {
+			return true
+		}
+	}
+	return false
+}
+
 // FV is one field's value in a Message.
 type FV struct {
 	ID FieldID
