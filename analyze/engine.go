@@ -377,6 +377,7 @@ func (h *handler) Gap(c *reassembly.Conn, e *reassembly.GapEvent) {
 	r := h.finding(c, e.Dir, e.Frame, c.LastTime, sev, code, msg)
 	r.HasSeq, r.Seq, r.End, r.Gap = true, e.Seq, e.Seq+uint32(min(e.Len, 1<<32-1)), e
 	h.emit()
+	h.ulpGap(c)
 	h.t.Gap(h.at(c, e.Dir, e.Frame, e.Frame, c.LastTime), int(min(e.Len, 1<<31)), e.FPDUsLost)
 }
 

@@ -81,7 +81,11 @@ func (h *handler) ulpPDU(c *reassembly.Conn, e *reassembly.PDUEvent, r *Record) 
 	if p.IsMPAFrame {
 		r.ULP = uc.Handshake(at, i2r, &p.MPA)
 	} else {
-		r.ULP = uc.Segment(at, i2r, &p.Seg, e.Missing)
+		lost := 0 // payload octets the capture lost (e.Missing counts PAD and CRC too)
+		if e.Missing > 0 {
+			lost = max(0, int(p.FPDU.ULPDULength)-p.Seg.HdrLen-len(p.Seg.Payload))
+		}
+		r.ULP = uc.Segment(at, i2r, &p.Seg, lost)
 	}
 	return uc
 }
@@ -106,6 +110,13 @@ func (h *handler) ulpAfter(c *reassembly.Conn, d reassembly.Dir, uc *ulp.Conn, e
 		r.FirstFrame = done[i].RequestFrame
 		r.Cmd = &done[i]
 		h.emit()
+	}
+}
+
+// ulpGap tells the connection's ULP state of octets the capture lost.
+func (h *handler) ulpGap(c *reassembly.Conn) {
+	if uc := h.u.conns[int(c.ID)]; uc != nil {
+		uc.Gap()
 	}
 }
 

@@ -225,3 +225,23 @@ func TestDisplayFilters(t *testing.T) {
 		}
 	}
 }
+
+// TestSnaplen: with every frame cut to 300 octets (tcpdump -s 300) the
+// Sends are decoded from what was captured, the data moved still counts
+// what the wire carried, and nothing turns into a finding.
+func TestSnaplen(t *testing.T) {
+	sc := nvmeScenario()
+	sc.Snaplen = 300
+	col, _ := analyzeBytes(t, genPcap(t, sc), analyze.Config{})
+	var ulpCodes []string
+	for _, f := range col.findings {
+		if severityOf(f) != "?" {
+			ulpCodes = append(ulpCodes, f)
+		}
+	}
+	col.findings = ulpCodes // tcp.gap and track's are the snaplen's, not the ULP's
+	got := checkClean(t, col, []string{"NVMe Write cid 8193 nsid 1 lba 2048 len 8 key 0x48bc2e10", "NVMe Write cid 12292 nsid 1 lba 8 len 1 icd 4096"})
+	if c := got["Read"]; c.moved != 32768 {
+		t.Errorf("Read under snaplen: %+v", c)
+	}
+}

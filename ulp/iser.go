@@ -290,7 +290,7 @@ func (c *Conn) iserSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 		}
 		t := c.task(uint64(itt))
 		if t == nil {
-			if c.fromStart {
+			if c.fromStart && !c.lossy {
 				c.finding(at, false, CodeUnknownTask, "SCSI Response for ITT 0x%x, which no outstanding command has", itt)
 			}
 			return true

@@ -522,7 +522,7 @@ func (c *Conn) nvmeResponse(at At, a *sendAsm, b []byte, m *Message) bool {
 	}
 	t := c.task(uint64(cid))
 	if t == nil {
-		if c.fromStart {
+		if c.fromStart && !c.lossy {
 			c.finding(at, false, CodeUnknownTask, "NVMe completion for cid %d, which is not outstanding on this queue", cid)
 		}
 		return true

@@ -676,7 +676,7 @@ func (c *Conn) rpcReply(at At, i2r bool, a *sendAsm, xid uint32, rpc []byte, m *
 	}
 	t := c.task(uint64(xid))
 	if t == nil {
-		if c.fromStart {
+		if c.fromStart && !c.lossy {
 			c.finding(at, i2r, CodeUnknownTask, "RPC reply for xid 0x%x, which no outstanding call has", xid)
 		}
 		return true

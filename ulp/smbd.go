@@ -385,7 +385,7 @@ func (c *Conn) smb2One(at At, i2r bool, a *sendAsm, h []byte, m *Message, first 
 	}
 	t := c.task(msgID)
 	if t == nil {
-		if c.fromStart && msgID != 0xFFFFFFFFFFFFFFFF {
+		if c.fromStart && !c.lossy && msgID != 0xFFFFFFFFFFFFFFFF {
 			c.finding(at, false, CodeUnknownTask, "SMB2 %s response for MessageId %d, which no outstanding request has", name, msgID)
 		}
 		return

@@ -169,7 +169,8 @@ type sendAsm struct {
 	open   bool
 	msn    uint32
 	next   uint32 // next MO expected
-	broken bool   // a hole or a message cut short
+	broken bool   // segments missing in the middle: not decoded
+	cut    bool   // octets missing from the capture: a prefix is kept
 	buf    []byte
 	total  int // octets of the message, kept or not
 	first  int
@@ -198,6 +199,9 @@ type Conn struct {
 	// fromStart: the MPA handshake was seen, so every advertisement is
 	// in the capture (unknown STags are news).
 	fromStart bool
+	// lossy: a Send was lost to the capture (gap): an unknown task or STag
+	// may be the lost Send's, so neither is reported
+	lossy bool
 
 	asm   [2]sendAsm
 	tasks map[uint64]*task
@@ -234,6 +238,10 @@ func NewConn(port uint16, force Proto, lim Limits) *Conn {
 
 // Proto is the protocol chosen so far (None: none yet, or none at all).
 func (c *Conn) Proto() Proto { return c.proto }
+
+// Gap tells the Conn the capture lost octets of the connection: Sends may
+// be gone, so unknown tasks and STags are no longer news.
+func (c *Conn) Gap() { c.lossy = true }
 
 // Findings returns the findings raised by the last call and forgets them.
 func (c *Conn) Findings() []Finding {
@@ -324,10 +332,10 @@ func (c *Conn) Segment(at At, i2r bool, s *decode.Segment, missing int) *Message
 	}
 	switch op := s.RDMAP.Opcode; {
 	case s.DDP.Tagged && op == decode.OpWrite:
-		c.rdmaWrite(at, i2r, s)
+		c.rdmaWrite(at, i2r, s, missing)
 		return nil
 	case s.DDP.Tagged && op == decode.OpReadResponse:
-		return c.readResponse(at, i2r, s)
+		return c.readResponse(at, i2r, s, missing)
 	case !s.DDP.Tagged && op == decode.OpReadRequest && s.DDP.QN == decode.QNReadReq:
 		c.readRequest(at, i2r, &s.ReadRequest)
 		return nil
@@ -355,10 +363,10 @@ func dirIdx(i2r bool) int {
 func (c *Conn) send(at At, i2r bool, s *decode.Segment, missing int) *Message {
 	a := &c.asm[dirIdx(i2r)]
 	h := &s.DDP
-	if h.MO == 0 && h.Last && missing == 0 {
+	if h.MO == 0 && h.Last {
 		// A Send in one segment: decode it in place, no copy.
 		inv, op, buf := s.InvalidateSTag, s.RDMAP.Opcode, a.buf[:0]
-		*a = sendAsm{msn: h.MSN, buf: buf, first: at.Frame, start: at.Time, inv: inv, opcode: op, total: len(s.Payload)}
+		*a = sendAsm{msn: h.MSN, buf: buf, first: at.Frame, start: at.Time, inv: inv, opcode: op, total: len(s.Payload) + missing}
 		a.view = s.Payload[:min(len(s.Payload), c.lim.Message)]
 		m := c.message(at, i2r, a)
 		a.view = nil
@@ -367,6 +375,7 @@ func (c *Conn) send(at At, i2r bool, s *decode.Segment, missing int) *Message {
 	if !a.open || h.MSN != a.msn {
 		if h.MO != 0 {
 			a.open = false
+			c.lossy = true
 			return nil // its head was lost
 		}
 		*a = sendAsm{open: true, msn: h.MSN, buf: a.buf[:0], first: at.Frame, start: at.Time, inv: s.InvalidateSTag, opcode: s.RDMAP.Opcode}
@@ -375,19 +384,20 @@ func (c *Conn) send(at At, i2r bool, s *decode.Segment, missing int) *Message {
 		a.broken = true
 	}
 	n := len(s.Payload)
-	if room := c.lim.Message - len(a.buf); room > 0 && !a.broken {
+	if room := c.lim.Message - len(a.buf); room > 0 && !a.broken && !a.cut {
 		a.buf = append(a.buf, s.Payload[:min(n, room)]...)
 	}
 	a.total += n + missing
 	a.next = h.MO + uint32(n+missing)
 	if missing > 0 {
-		a.broken = true
+		a.cut = true // the capture has a prefix only (snaplen, gap): decoders see it
 	}
 	if !h.Last {
 		return nil
 	}
 	a.open = false
 	if a.broken {
+		c.lossy = true
 		return nil
 	}
 	return c.message(at, i2r, a)
@@ -559,13 +569,13 @@ func (c *Conn) task(id uint64) *task {
 }
 
 // rdmaWrite counts a tagged Write segment against the STag's task.
-func (c *Conn) rdmaWrite(at At, i2r bool, s *decode.Segment) {
+func (c *Conn) rdmaWrite(at At, i2r bool, s *decode.Segment, missing int) {
 	if c.proto == None {
 		return
 	}
 	u := c.stags[s.DDP.STag]
 	if u == nil {
-		if c.fromStart && c.decoded > 0 && s.DDP.Last && c.stags != nil {
+		if c.fromStart && !c.lossy && c.decoded > 0 && s.DDP.Last && c.stags != nil {
 			c.finding(at, i2r, CodeSTagUnknown, "RDMA Write to STag 0x%08x, which no outstanding %s command advertised (ulp-reference.md §6.1)", s.DDP.STag, protoTitle[c.proto])
 		}
 		return
@@ -574,7 +584,7 @@ func (c *Conn) rdmaWrite(at At, i2r bool, s *decode.Segment) {
 		c.finding(at, i2r, CodeSTagWrongOp, "RDMA Write into STag 0x%08x, which %s %s advertised for the responder to read from, not to write (ulp-reference.md §6.1)", s.DDP.STag, protoTitle[c.proto], u.t.cmd.Name)
 	}
 	u.used = true
-	u.t.cmd.Moved += uint64(len(s.Payload))
+	u.t.cmd.Moved += uint64(len(s.Payload) + missing) // what the wire moved, captured or not
 	if s.DDP.Last {
 		u.t.cmd.Writes++
 	}
@@ -587,7 +597,7 @@ func (c *Conn) readRequest(at At, i2r bool, r *decode.ReadRequest) {
 	}
 	u := c.stags[r.SrcSTag]
 	if u == nil {
-		if c.fromStart && c.decoded > 0 && c.stags != nil {
+		if c.fromStart && !c.lossy && c.decoded > 0 && c.stags != nil {
 			c.finding(at, i2r, CodeSTagUnknown, "RDMA Read Request from STag 0x%08x, which no outstanding %s command advertised (ulp-reference.md §6.1)", r.SrcSTag, protoTitle[c.proto])
 		}
 		return
@@ -608,7 +618,7 @@ func (c *Conn) readRequest(at At, i2r bool, r *decode.ReadRequest) {
 
 // readResponse counts a Read Response segment against the task whose Read
 // Request named its sink STag.
-func (c *Conn) readResponse(at At, i2r bool, s *decode.Segment) *Message {
+func (c *Conn) readResponse(at At, i2r bool, s *decode.Segment, missing int) *Message {
 	if c.sinks == nil {
 		return nil
 	}
@@ -616,12 +626,12 @@ func (c *Conn) readResponse(at At, i2r bool, s *decode.Segment) *Message {
 	if t == nil {
 		return nil
 	}
-	t.cmd.Moved += uint64(len(s.Payload))
-	t.readOctets += uint64(len(s.Payload))
+	t.cmd.Moved += uint64(len(s.Payload) + missing)
+	t.readOctets += uint64(len(s.Payload) + missing)
 	var m *Message
 	if t.wantData > 0 {
 		off := s.DDP.TO - t.aux2
-		if off == uint64(len(t.data)) && len(t.data) < t.wantData {
+		if off == uint64(len(t.data)) && len(t.data) < t.wantData && missing == 0 {
 			t.data = append(t.data, s.Payload[:min(len(s.Payload), t.wantData-len(t.data))]...)
 			if len(t.data) == t.wantData && c.proto == NVMe {
 				m = c.nvmeConnectData(t)
