@@ -46,7 +46,10 @@ func (h *handler) ulpConn(c *reassembly.Conn) *ulp.Conn {
 	if h.u.conns == nil {
 		h.u.conns = map[int]*ulp.Conn{}
 	}
-	uc := h.u.conns[id]
+	uc, seen := h.u.conns[id]
+	if seen && uc == nil {
+		return nil // no storage protocol on it
+	}
 	if uc == nil {
 		port := responderPort(c)
 		force := h.u.force[port]
@@ -76,6 +79,9 @@ func (h *handler) ulpPDU(c *reassembly.Conn, e *reassembly.PDUEvent, r *Record) 
 		return nil
 	}
 	uc := h.ulpConn(c)
+	if uc == nil {
+		return nil
+	}
 	at := ulp.At{Frame: e.FirstFrame, Last: e.LastFrame, Time: e.LastTime}
 	i2r := DirName(c, e.Dir) == "i2r"
 	if p.IsMPAFrame {
@@ -86,6 +92,9 @@ func (h *handler) ulpPDU(c *reassembly.Conn, e *reassembly.PDUEvent, r *Record) 
 			lost = max(0, int(p.FPDU.ULPDULength)-p.Seg.HdrLen-len(p.Seg.Payload))
 		}
 		r.ULP = uc.Segment(at, i2r, &p.Seg, lost)
+		if uc.GaveUp() { // keep a nil: the connection costs a map entry from now on
+			h.u.conns[int(c.ID)], h.u.last = nil, nil
+		}
 	}
 	return uc
 }
@@ -123,8 +132,11 @@ func (h *handler) ulpGap(c *reassembly.Conn) {
 // ulpClosed ends a connection's ULP state: unanswered commands go to the
 // statistics only.
 func (h *handler) ulpClosed(id int) {
-	uc := h.u.conns[id]
+	uc, seen := h.u.conns[id]
 	if uc == nil {
+		if seen {
+			delete(h.u.conns, id)
+		}
 		return
 	}
 	uc.Finish()

@@ -239,6 +239,13 @@ func NewConn(port uint16, force Proto, lim Limits) *Conn {
 // Proto is the protocol chosen so far (None: none yet, or none at all).
 func (c *Conn) Proto() Proto { return c.proto }
 
+// GaveUp says the connection carries none of the storage protocols: its
+// first Sends matched none, no port or private data named one, nothing was
+// forced. The caller may drop the Conn: it will not decode anything.
+func (c *Conn) GaveUp() bool {
+	return c.proto == None && !c.forced && c.tries[0] >= maxTries && c.tries[1] >= maxTries
+}
+
 // Gap tells the Conn the capture lost octets of the connection: Sends may
 // be gone, so unknown tasks and STags are no longer news.
 func (c *Conn) Gap() { c.lossy = true }
@@ -348,6 +355,10 @@ func (c *Conn) Segment(at At, i2r bool, s *decode.Segment, missing int) *Message
 	return nil
 }
 
+// classifyPrefix is the octets of a multi-segment Send kept while no
+// protocol is chosen: enough for every header the content tests read.
+const classifyPrefix = 1024
+
 // maxTries is the Sends per direction content detection looks at before
 // it gives up on a connection.
 const maxTries = 8
@@ -384,7 +395,11 @@ func (c *Conn) send(at At, i2r bool, s *decode.Segment, missing int) *Message {
 		a.broken = true
 	}
 	n := len(s.Payload)
-	if room := c.lim.Message - len(a.buf); room > 0 && !a.broken && !a.cut {
+	limit := c.lim.Message
+	if c.proto == None {
+		limit = classifyPrefix // undecided: the headers decide
+	}
+	if room := limit - len(a.buf); room > 0 && !a.broken && !a.cut {
 		a.buf = append(a.buf, s.Payload[:min(n, room)]...)
 	}
 	a.total += n + missing
