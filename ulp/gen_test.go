@@ -99,10 +99,21 @@ func analyzeBytes(t testing.TB, data []byte, cfg analyze.Config) (*collector, *a
 // of its protocol) and compares with testdata/ulp/NAME.*; -update rewrites.
 func golden(t *testing.T, name string, data []byte, stat string) {
 	t.Helper()
+	goldenOf(t, name, data, stat, true)
+}
+
+// goldenOf is golden; all false: only the text lines and the -z table (the
+// -V and NDJSON forms of a real capture would be megabytes).
+func goldenOf(t *testing.T, name string, data []byte, stat string, all bool) {
+	t.Helper()
 	outs := map[string]render.Options{
 		".txt":    {Format: "text", TimeFormat: "r"},
 		".V.txt":  {Format: "text", TimeFormat: "r", Verbose: true},
 		".ndjson": {Format: "json"},
+	}
+	if !all {
+		delete(outs, ".V.txt")
+		delete(outs, ".ndjson")
 	}
 	run := func(o render.Options, workers int, stat string) []byte {
 		src, err := pcap.NewReader(bytes.NewReader(data))

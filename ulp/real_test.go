@@ -47,7 +47,7 @@ func TestRealCaptures(t *testing.T) {
 					z = v
 				}
 			}
-			golden(t, base, data, z)
+			goldenOf(t, base, data, z, false)
 		})
 	}
 	if n == 0 {
