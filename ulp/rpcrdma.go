@@ -416,7 +416,7 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 		m.u(fNFSMinor, uint64(minor))
 		m.s(fNFSOps, ops)
 		name = "NFSv4 " + main
-		detail = " " + ops
+		detail = " ops " + ops
 	case prog == 100003 && proc == 0:
 		procName = "NULL"
 		name = "NFSv" + strconv.Itoa(int(vers)) + " NULL"

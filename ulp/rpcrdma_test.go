@@ -138,7 +138,7 @@ func TestRPCRDMAGenerated(t *testing.T) {
 	data := writeCapture(t, "gen_rpcrdma.pcap", genPcap(t, rpcScenario()))
 	col, _ := analyzeBytes(t, data, analyzeConfig())
 	got := checkClean(t, col, []string{"RPC-over-RDMA CM version 1 send 4096 recv 4096 R", "RPC call xid 0x2 NFSv3 READ offset 0 count 131072",
-		"NFSv4 READ", "SEQUENCE PUTFH READ", "RPC-over-RDMA NOMSG xid 0x5"})
+		"NFSv4 READ ops SEQUENCE PUTFH READ", "RPC-over-RDMA NOMSG xid 0x5"})
 	if c := got["NFSv3 READ"]; c.moved != 131072 || c.writes != 1 || !c.ok {
 		t.Errorf("READ: %+v", c)
 	}
