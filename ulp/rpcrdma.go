@@ -657,7 +657,7 @@ func (c *Conn) rpcReply(at At, i2r bool, a *sendAsm, xid uint32, rpc []byte, m *
 				if ns := x.u32(); x.ok {
 					nn := "NFS_OK"
 					if ns != 0 {
-						nn = "NFSERR " + strconv.FormatUint(uint64(ns), 10)
+						nn = nfsErrName(ns)
 						status, ok = nn, false
 					}
 					m.e(fNFSStatus, uint64(ns), nn)
@@ -702,3 +702,17 @@ func (c *Conn) rpcReply(at At, i2r bool, a *sendAsm, xid uint32, rpc []byte, m *
 
 // readMoved is the octets a task moved by RDMA Read.
 func (c *Conn) readMoved(t *task) uint64 { return t.readOctets }
+
+// nfsErrNames are the nfsstat3 / nfsstat4 values both versions share
+// (RFC 1813 §2.6, RFC 8881 §15.1).
+var nfsErrNames = map[uint32]string{1: "NFSERR_PERM", 2: "NFSERR_NOENT", 5: "NFSERR_IO", 6: "NFSERR_NXIO", 13: "NFSERR_ACCESS",
+	17: "NFSERR_EXIST", 18: "NFSERR_XDEV", 20: "NFSERR_NOTDIR", 21: "NFSERR_ISDIR", 22: "NFSERR_INVAL", 27: "NFSERR_FBIG",
+	28: "NFSERR_NOSPC", 30: "NFSERR_ROFS", 31: "NFSERR_MLINK", 63: "NFSERR_NAMETOOLONG", 66: "NFSERR_NOTEMPTY",
+	69: "NFSERR_DQUOT", 70: "NFSERR_STALE", 10001: "NFSERR_BADHANDLE", 10004: "NFSERR_NOTSUPP", 10008: "NFSERR_DELAY"}
+
+func nfsErrName(s uint32) string {
+	if n, ok := nfsErrNames[s]; ok {
+		return n
+	}
+	return "NFSERR " + strconv.FormatUint(uint64(s), 10)
+}
