@@ -2,6 +2,7 @@ package ulp_test
 
 import (
 	"bytes"
+	"os"
 	"testing"
 	"time"
 
@@ -69,8 +70,19 @@ func (c *countFrames) Record(r *analyze.Record) { c.n++ }
 // BenchmarkNVMeIOOverhead alternates runs without and with the ULP layer
 // and reports the ratio of their fastest runs (a shared, loaded machine
 // makes separate sub-benchmarks noisy): "overhead" = ulp/noulp − 1.
-func BenchmarkNVMeIOOverhead(b *testing.B) {
-	data := nvmeIOCapture(b, 300)
+func BenchmarkNVMeIOOverhead(b *testing.B) { overhead(b, nvmeIOCapture(b, 300)) }
+
+// BenchmarkRealNVMeOverhead: the same over the real Linux capture
+// (testdata/ulp/nvmeof.pcap: small, mostly admin commands).
+func BenchmarkRealNVMeOverhead(b *testing.B) {
+	data, err := os.ReadFile("../testdata/ulp/nvmeof.pcap")
+	if err != nil {
+		b.Skip(err)
+	}
+	overhead(b, data)
+}
+
+func overhead(b *testing.B, data []byte) {
 	best := [2]time.Duration{1 << 62, 1 << 62}
 	for i := 0; i < b.N; i++ {
 		for k, off := range []bool{true, false} {
