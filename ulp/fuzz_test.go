@@ -104,25 +104,16 @@ func fuzzConn(t *testing.T, proto ulp.Proto, data []byte, i2r bool) {
 	c.Finish()
 }
 
-func FuzzNVMe(f *testing.F) {
-	addSeeds(f, ulp.NVMe)
-	f.Fuzz(func(t *testing.T, data []byte, i2r bool) { fuzzConn(t, ulp.NVMe, data, i2r) })
+// fuzzProto seeds f from the captures and fuzzes proto's decoder.
+func fuzzProto(f *testing.F, proto ulp.Proto) {
+	addSeeds(f, proto)
+	f.Fuzz(func(t *testing.T, data []byte, i2r bool) { fuzzConn(t, proto, data, i2r) })
 }
 
-func FuzzRPCRDMA(f *testing.F) {
-	addSeeds(f, ulp.RPCRDMA)
-	f.Fuzz(func(t *testing.T, data []byte, i2r bool) { fuzzConn(t, ulp.RPCRDMA, data, i2r) })
-}
-
-func FuzzISER(f *testing.F) {
-	addSeeds(f, ulp.ISER)
-	f.Fuzz(func(t *testing.T, data []byte, i2r bool) { fuzzConn(t, ulp.ISER, data, i2r) })
-}
-
-func FuzzSMBD(f *testing.F) {
-	addSeeds(f, ulp.SMBD)
-	f.Fuzz(func(t *testing.T, data []byte, i2r bool) { fuzzConn(t, ulp.SMBD, data, i2r) })
-}
+func FuzzNVMe(f *testing.F)    { fuzzProto(f, ulp.NVMe) }
+func FuzzRPCRDMA(f *testing.F) { fuzzProto(f, ulp.RPCRDMA) }
+func FuzzISER(f *testing.F)    { fuzzProto(f, ulp.ISER) }
+func FuzzSMBD(f *testing.F)    { fuzzProto(f, ulp.SMBD) }
 
 // FuzzPrivateData: any MPA private data, any port.
 func FuzzPrivateData(f *testing.F) {

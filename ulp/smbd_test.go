@@ -67,14 +67,23 @@ func smb2Hdr(cmd uint16, resp bool, status uint32, mid uint64) []byte {
 	return h
 }
 
-func smb2Read(mid uint64, length uint32, token uint32, addr uint64) []byte {
-	b := smb2Hdr(8, false, 0, mid)
+// smb2RW is a READ (cmd 8) or WRITE (cmd 9) request with one
+// RDMA_V1_INVALIDATE buffer descriptor ([MS-SMB2] §2.2.19, §2.2.21).
+func smb2RW(cmd uint16, mid uint64, length uint32, token uint32, addr uint64) []byte {
+	b := smb2Hdr(cmd, false, 0, mid)
 	body := make([]byte, 48)
 	le.PutUint16(body, 49)
-	le.PutUint32(body[4:], length)
-	le.PutUint32(body[36:], 2)
-	le.PutUint16(body[44:], 112)
-	le.PutUint16(body[46:], 16)
+	if cmd == 8 {
+		le.PutUint32(body[4:], length) // Length
+		le.PutUint32(body[36:], 2)     // Channel
+		le.PutUint16(body[44:], 112)   // ReadChannelInfoOffset
+		le.PutUint16(body[46:], 16)
+	} else {
+		le.PutUint32(body[32:], 2)      // Channel
+		le.PutUint32(body[36:], length) // RemainingBytes
+		le.PutUint16(body[40:], 112)    // WriteChannelInfoOffset
+		le.PutUint16(body[42:], 16)
+	}
 	d := make([]byte, 16)
 	le.PutUint64(d, addr)
 	le.PutUint32(d[8:], token)
@@ -82,19 +91,11 @@ func smb2Read(mid uint64, length uint32, token uint32, addr uint64) []byte {
 	return append(append(b, body...), d...)
 }
 
-func smb2Write(mid uint64, length uint32, token uint32, addr uint64) []byte {
-	b := smb2Hdr(9, false, 0, mid)
-	body := make([]byte, 48)
-	le.PutUint16(body, 49)
-	le.PutUint32(body[32:], 2)
-	le.PutUint32(body[36:], length)
-	le.PutUint16(body[40:], 112)
-	le.PutUint16(body[42:], 16)
-	d := make([]byte, 16)
-	le.PutUint64(d, addr)
-	le.PutUint32(d[8:], token)
-	le.PutUint32(d[12:], length)
-	return append(append(b, body...), d...)
+func smb2Read(mid uint64, length, token uint32, addr uint64) []byte {
+	return smb2RW(8, mid, length, token, addr)
+}
+func smb2Write(mid uint64, length, token uint32, addr uint64) []byte {
+	return smb2RW(9, mid, length, token, addr)
 }
 
 func smb2ReadResp(mid uint64, remaining uint32) []byte {
