@@ -78,7 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return nil
 	})
-	fs.Func("z", "print statistics `STAT` at the end: conv, ops, findings, latency (repeatable)", func(v string) error {
+	fs.Func("z", "print statistics `STAT` at the end: conv, ops, findings, latency; storage protocols: nvme, iscsi, smb2, rpc (repeatable)", func(v string) error {
 		for _, s := range strings.Split(v, ",") {
 			if !render.ValidStat(s) {
 				return fmt.Errorf("unknown statistic %q (want one of %s)", s, strings.Join(render.StatNames, ", "))
