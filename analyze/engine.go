@@ -12,6 +12,7 @@ import (
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
 	"github.com/iwkit/iwkit/track"
+	"github.com/iwkit/iwkit/ulp"
 )
 
 // Config is what Run needs besides the frames.
@@ -29,6 +30,11 @@ type Config struct {
 	// Progress, when set, hears of the octets read (frame and record
 	// header) as frames are read.
 	Progress func(octets int)
+	// DecodeAs forces the storage protocol of connections to or from a
+	// TCP port (iwdump --decode-as PORT=nvme); NoULP turns the ULP layer
+	// off (package ulp; analyze/ulp.go).
+	DecodeAs map[uint16]ulp.Proto
+	NoULP    bool
 }
 
 // MaxWorkers bounds Config.Workers (the merger's per-chunk bookkeeping).
@@ -97,6 +103,8 @@ type Report struct {
 	Stats     track.Stats              // the whole capture
 	Asm       reassembly.Stats
 	Worst     int // highest severity of the findings raised, as int(finding.Severity); -1: none
+	// ULP is what the storage-protocol layer decoded (-z nvme, ...).
+	ULP *ulp.Stats
 }
 
 // Run reads src to its end (or Config.Count frames), passes every frame
@@ -115,6 +123,7 @@ func Run(src Source, cfg Config, w *bufio.Writer, newConsumer func(shard int, ou
 	}
 	out := &Out{w: w}
 	h := newHandler(newConsumer(0, out))
+	h.ulpSetup(&cfg)
 	err := h.run(src, &cfg)
 	return h.report(), err
 }
@@ -127,6 +136,7 @@ func (h *handler) run(src Source, cfg *Config) error {
 	defer func() {
 		a.Flush()
 		h.t.Finish()
+		h.ulpFinish()
 	}()
 	for n := 0; cfg.Count == 0 || n < cfg.Count; n++ {
 		err := src.Next(&fr)
@@ -168,6 +178,7 @@ type handler struct {
 	conns map[int]*reassembly.Conn
 	worst int
 	rec   Record
+	u     ulpState // the storage-protocol layer (ulp.go)
 	// beforeFinding, when set, hears of each tracker finding's connection
 	// before it is handed out (shard.go cuts the end of the capture by it).
 	beforeFinding func(conn int)
@@ -183,7 +194,7 @@ func newHandler(c Consumer) *handler {
 
 // report gathers what the statistics tables need; call it after run.
 func (h *handler) report() *Report {
-	r := &Report{Conns: h.conns, ConnStats: h.t.AllConnStats(), Stats: h.t.Stats(), Worst: h.worst}
+	r := &Report{Conns: h.conns, ConnStats: h.t.AllConnStats(), Stats: h.t.Stats(), Worst: h.worst, ULP: &h.u.stats}
 	if h.asm != nil {
 		r.Asm = h.asm.Stats()
 	}
@@ -332,7 +343,9 @@ func (h *handler) PDU(c *reassembly.Conn, e *reassembly.PDUEvent) {
 	r.FirstFrame = e.FirstFrame
 	r.HasSeq, r.Seq, r.End = true, e.Seq, e.Seq+uint32(e.Len)
 	r.PDU = e
+	uc := h.ulpPDU(c, e, r)
 	h.emit()
+	h.ulpAfter(c, e.Dir, uc, e)
 	h.feed.PDU(c, e)
 }
 
@@ -351,6 +364,7 @@ func (h *handler) Gap(c *reassembly.Conn, e *reassembly.GapEvent) {
 	r := h.finding(c, e.Dir, e.Frame, c.LastTime, code, msg)
 	r.HasSeq, r.Seq, r.End, r.Gap = true, e.Seq, e.Seq+uint32(min(e.Len, 1<<32-1)), e
 	h.emit()
+	h.ulpGap(c)
 	h.feed.Gap(c, e)
 }
 
@@ -384,6 +398,7 @@ func (h *handler) Closed(c *reassembly.Conn, e *reassembly.CloseEvent) {
 	if !c.IWARP {
 		return
 	}
+	h.ulpClosed(int(c.ID))
 	r := h.reset(KindClosed, e.Frame, e.Time)
 	r.onConn(c, reassembly.DirAB)
 	r.Close = e

@@ -9,6 +9,7 @@ import (
 	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/reassembly"
 	"github.com/iwkit/iwkit/track"
+	"github.com/iwkit/iwkit/ulp"
 )
 
 // Kind says what a Record reports.
@@ -39,6 +40,9 @@ const (
 	// KindTerminate: a Terminate decoded in context (Record.Term): its
 	// cause as read, and the frame of the segment it blames.
 	KindTerminate
+	// KindCommand: a storage-protocol command completed (Record.Cmd):
+	// linked to the RDMA operations that moved its data, with its latency.
+	KindCommand
 )
 
 func (k Kind) String() string {
@@ -59,6 +63,8 @@ func (k Kind) String() string {
 		return "closed"
 	case KindTerminate:
 		return "terminate"
+	case KindCommand:
+		return "command"
 	}
 	return "unknown"
 }
@@ -99,6 +105,10 @@ type Record struct {
 	Gap     *reassembly.GapEvent    // a tcp.gap or mpa.skipped finding
 	Resync  *reassembly.ResyncEvent // an mpa.resync finding
 	Note    string                  // KindNote
+	// ULP is the storage-protocol message a PDU completes (KindPDU; nil
+	// when none), Cmd the command of a KindCommand record.
+	ULP *ulp.Message
+	Cmd *ulp.Command
 }
 
 // Finding is what a KindFinding record reports.
@@ -156,7 +166,7 @@ func ResolveField(name string) (filter.Getter[*Record], decode.FieldKind, bool) 
 	}
 	f, ok := decode.FieldByName(name)
 	if !ok {
-		return nil, 0, false
+		return ulpField(name)
 	}
 	return func(r *Record) (decode.Value, bool) {
 		if r.Kind != KindPDU {

@@ -37,6 +37,7 @@ import (
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
 	"github.com/iwkit/iwkit/track"
+	"github.com/iwkit/iwkit/ulp"
 )
 
 const (
@@ -157,6 +158,7 @@ type shard struct {
 func newShard(id int, cfg *Config, newConsumer func(int, *Out) Consumer) *shard {
 	s := &shard{id: id}
 	s.h = newHandler(newConsumer(id, &s.out))
+	s.h.ulpSetup(cfg)
 	s.h.asm = reassembly.New(reassembly.Config{Ports: cfg.Ports,
 		Started:  func(c *reassembly.Conn) { s.cur.starts = append(s.cur.starts, s.event(c)) },
 		Ended:    func(c *reassembly.Conn) { s.cur.ended = append(s.cur.ended, s.event(c)) },
@@ -231,6 +233,7 @@ func (s *shard) run(in <-chan *chunk, done *sync.WaitGroup) {
 		}
 	}
 	h.t.Finish()
+	h.ulpFinish()
 	h.beforeFinding = nil
 	out.close()
 }
@@ -441,7 +444,7 @@ func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer fun
 
 // report merges the shards' tables under the global connection numbers.
 func (m *outMerger) report(shards []*shard) *Report {
-	r := &Report{Conns: map[int]*reassembly.Conn{}, Worst: -1}
+	r := &Report{Conns: map[int]*reassembly.Conn{}, Worst: -1, ULP: &ulp.Stats{}}
 	trackers := make([]*track.Tracker, len(shards))
 	for i, s := range shards {
 		for id, c := range s.h.conns {
@@ -454,6 +457,7 @@ func (m *outMerger) report(shards []*shard) *Report {
 		r.Asm.Add(s.h.asm.Stats())
 		r.Worst = max(r.Worst, s.h.worst)
 		trackers[i] = s.h.t
+		r.ULP.Merge(&s.h.u.stats)
 	}
 	sort.Slice(r.ConnStats, func(i, j int) bool { return r.ConnStats[i].Conn < r.ConnStats[j].Conn })
 	r.Stats = track.MergedStats(trackers...)

@@ -128,6 +128,41 @@ const (
 	TrackFindingsSuppressed // a code fired too often on one connection; later ones are counted only
 	TrackTableOverflow      // a bounded table (reads, atomics, STags, open messages) overflowed
 
+	// Storage protocols above RDMAP (ulp/; ulp-reference §6).
+	ULPSTagUnknown        // RDMA Write or Read Request on an STag no outstanding command advertised
+	ULPSTagWrongOp        // RDMA Write into a buffer advertised for reading, or RDMA Read from one advertised for writ
+	ULPSTagUnused         // STag of a successful command never used by an RDMA operation
+	ULPInvalidateForeign  // Send with Invalidate names an STag that is not the completed command's
+	ULPInvalidateNotAsked // Send with Invalidate where the advertiser did not offer remote invalidation
+	ULPMovedMismatch      // octets moved by RDMA differ from the command's length
+	ULPUnknownTask        // response for a command id / tag / xid that is not outstanding
+	ULPTaskConflict       // two outstanding commands with the same id / tag / xid
+	ULPReadSinkRights     // the responder rejects the Read Response into its own Read sink: an iWARP Read sink needs r
+	NVMeCMData            // NVMe-oF CM private data malformed (length, RECFMT)
+	NVMeConnectParam      // Fabrics Connect QID/SQSIZE differ from the CM private data
+	NVMePRP               // PSDT 00 (PRP) on a fabric
+	NVMeRespSize          // NVMe response capsule not 16 octets
+	NVMeSQID              // CQE SQID differs from the connection's QID
+	NVMeReject            // NVMe-oF CM reject
+	RPCRDMAVers           // rdma_vers is not 1
+	RPCRDMAXID            // transport xid differs from the RPC xid
+	RPCRDMACredits        // more outstanding calls than the credits granted
+	RPCRDMAZeroCredit     // reply grants zero credits
+	RPCRDMAInline         // Send larger than the receiver's inline receive size
+	RPCRDMAObsolete       // RDMA_MSGP or RDMA_DONE (obsolete)
+	RPCRDMAError          // RDMA_ERROR
+	RPCDenied             // RPC call denied (MSG_DENIED)
+	ISEROpcode            // iSER header with an invalid opcode or reserved bits
+	ISERWSV               // iSCSI W/R bits and iSER WSV/RSV disagree
+	SMBDLegacyLE          // legacy IRD/ORD private data in little-endian (Linux cifs.ko)
+	SMBDLegacyV2          // legacy IRD/ORD block disagrees with the MPA v2 block
+	SMBDCredits           // SMB Direct data message sent with no send credits
+	SMBDTooLarge          // SMB Direct message larger than the peer's MaxReceiveSize
+	SMBDFragment          // SMB Direct fragment sequence broken (RemainingDataLength)
+	SMBDNegotiate         // SMB Direct negotiate message malformed
+	SMB2Magic             // reassembled SMB Direct message does not start with an SMB2 header
+	SMB2Channel           // READ/WRITE RDMA channel info not whole 16-octet descriptors inside the message
+
 	numCodes
 )
 
@@ -238,4 +273,37 @@ var infos = [numCodes]Info{
 	TrackNoHandshake:        {Name: "track.no_handshake", Severity: Note, Stage: StageTrack, Ref: "analyzer (draft-differences §7)", Summary: "FPDUs without an MPA exchange: mid-stream attach or direct start"},
 	TrackFindingsSuppressed: {Name: "track.findings_suppressed", Severity: Note, Stage: StageTrack, Ref: "analyzer", Summary: "further findings of a code on this connection are only counted"},
 	TrackTableOverflow:      {Name: "track.table_overflow", Severity: Note, Stage: StageTrack, Ref: "analyzer", Summary: "a bounded table overflowed; its oldest entries were dropped"},
+	ULPSTagUnknown:          {Name: "ulp.stag_unknown", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.1", Summary: "RDMA Write or Read Request on an STag no outstanding command advertised"},
+	ULPSTagWrongOp:          {Name: "ulp.stag_wrong_op", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.1", Summary: "RDMA Write into a buffer advertised for reading, or RDMA Read from one advertised for writing"},
+	ULPSTagUnused:           {Name: "ulp.stag_unused", Severity: Warning, Stage: StageULP, Ref: "ulp-reference §6.1", Summary: "STag of a successful command never used by an RDMA operation"},
+	ULPInvalidateForeign:    {Name: "ulp.invalidate_foreign", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.1", Summary: "Send with Invalidate names an STag that is not the completed command's"},
+	ULPInvalidateNotAsked:   {Name: "ulp.invalidate_not_offered", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.1", Summary: "Send with Invalidate where the advertiser did not offer remote invalidation"},
+	ULPMovedMismatch:        {Name: "ulp.moved_mismatch", Severity: Warning, Stage: StageULP, Ref: "ulp-reference §6.1", Summary: "octets moved by RDMA differ from the command's length"},
+	ULPUnknownTask:          {Name: "ulp.unknown_task", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.1", Summary: "response for a command id / tag / xid that is not outstanding"},
+	ULPTaskConflict:         {Name: "ulp.task_conflict", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.1", Summary: "two outstanding commands with the same id / tag / xid"},
+	ULPReadSinkRights:       {Name: "ulp.read_sink_rights", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.1", Summary: "the responder rejects the Read Response into its own Read sink: an iWARP Read sink needs remote write access"},
+	NVMeCMData:              {Name: "nvme.cm_private_data", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.2", Summary: "NVMe-oF CM private data malformed (length, RECFMT)"},
+	NVMeConnectParam:        {Name: "nvme.connect_mismatch", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.2", Summary: "Fabrics Connect QID/SQSIZE differ from the CM private data"},
+	NVMePRP:                 {Name: "nvme.psdt_prp", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.2", Summary: "PSDT 00 (PRP) on a fabric"},
+	NVMeRespSize:            {Name: "nvme.response_size", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.2", Summary: "NVMe response capsule not 16 octets"},
+	NVMeSQID:                {Name: "nvme.sqid_mismatch", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.2", Summary: "CQE SQID differs from the connection's QID"},
+	NVMeReject:              {Name: "nvme.cm_reject", Severity: Note, Stage: StageULP, Ref: "ulp-reference §6.2", Summary: "NVMe-oF CM reject"},
+	RPCRDMAVers:             {Name: "rpcrdma.version", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "rdma_vers is not 1"},
+	RPCRDMAXID:              {Name: "rpcrdma.xid_mismatch", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "transport xid differs from the RPC xid"},
+	RPCRDMACredits:          {Name: "rpcrdma.credit_overrun", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "more outstanding calls than the credits granted"},
+	RPCRDMAZeroCredit:       {Name: "rpcrdma.zero_credits", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "reply grants zero credits"},
+	RPCRDMAInline:           {Name: "rpcrdma.inline_too_large", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "Send larger than the receiver's inline receive size"},
+	RPCRDMAObsolete:         {Name: "rpcrdma.obsolete_proc", Severity: Warning, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "RDMA_MSGP or RDMA_DONE (obsolete)"},
+	RPCRDMAError:            {Name: "rpcrdma.error", Severity: Note, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "RDMA_ERROR"},
+	RPCDenied:               {Name: "rpc.denied", Severity: Warning, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "RPC call denied (MSG_DENIED)"},
+	ISEROpcode:              {Name: "iser.bad_header", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.3", Summary: "iSER header with an invalid opcode or reserved bits"},
+	ISERWSV:                 {Name: "iser.stag_flags", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.3", Summary: "iSCSI W/R bits and iSER WSV/RSV disagree"},
+	SMBDLegacyLE:            {Name: "smbd.broken_le_legacy", Severity: Note, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "legacy IRD/ORD private data in little-endian (Linux cifs.ko)"},
+	SMBDLegacyV2:            {Name: "smbd.legacy_mismatch", Severity: Warning, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "legacy IRD/ORD block disagrees with the MPA v2 block"},
+	SMBDCredits:             {Name: "smbd.credit_overrun", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "SMB Direct data message sent with no send credits"},
+	SMBDTooLarge:            {Name: "smbd.too_large", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "SMB Direct message larger than the peer's MaxReceiveSize"},
+	SMBDFragment:            {Name: "smbd.fragment", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "SMB Direct fragment sequence broken (RemainingDataLength)"},
+	SMBDNegotiate:           {Name: "smbd.negotiate", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "SMB Direct negotiate message malformed"},
+	SMB2Magic:               {Name: "smb2.bad_magic", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "reassembled SMB Direct message does not start with an SMB2 header"},
+	SMB2Channel:             {Name: "smb2.channel_info", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "READ/WRITE RDMA channel info not whole 16-octet descriptors inside the message"},
 }

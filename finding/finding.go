@@ -72,6 +72,8 @@ const (
 	StageReassembly
 	// StageTrack: per-connection MPA, DDP and RDMAP semantics (track/).
 	StageTrack
+	// StageULP: the storage protocols above RDMAP (ulp/).
+	StageULP
 )
 
 func (s Stage) String() string {
@@ -82,6 +84,8 @@ func (s Stage) String() string {
 		return "reassembly"
 	case StageTrack:
 		return "track"
+	case StageULP:
+		return "ulp"
 	}
 	return fmt.Sprintf("stage(%d)", uint8(s))
 }

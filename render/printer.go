@@ -9,6 +9,7 @@ import (
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/filter"
+	"github.com/iwkit/iwkit/ulp"
 )
 
 type endpoint = netip.AddrPort
@@ -160,6 +161,9 @@ func (p *Printer) pdu(r *analyze.Record) {
 			b = strconv.AppendInt(b, int64(e.Missing), 10)
 		}
 		b = AppendJSONFields(b, pdu, p.o.Numeric)
+		if r.ULP != nil { // the storage protocol's fields (package ulp)
+			b = r.ULP.AppendJSON(b, p.o.Numeric, AppendJSONString)
+		}
 		b = append(b, "}\n"...)
 	} else {
 		b = p.head(b, r)
@@ -169,9 +173,16 @@ func (p *Printer) pdu(r *analyze.Record) {
 			b = strconv.AppendInt(b, int64(e.Missing), 10)
 			b = append(b, " octets not captured"...)
 		}
+		if r.ULP != nil {
+			b = append(b, " | "...)
+			b = append(b, r.ULP.Summary...)
+		}
 		b = append(b, '\n')
 		if p.o.Verbose {
 			b = AppendTree(b, pdu, p.o.Numeric)
+			if r.ULP != nil {
+				b = appendULPTree(b, r.ULP, p.o.Numeric)
+			}
 		}
 		if p.o.Hex {
 			b = AppendHexDump(b, e.Wire)
@@ -242,19 +253,36 @@ func AppendTree(b []byte, p *decode.PDU, numeric bool) []byte {
 		if !ok || f.Name == "data" {
 			continue
 		}
-		depth := strings.Count(f.Name, ".")
-		for j := 0; j < depth; j++ {
-			b = append(b, "    "...)
-		}
-		b = append(b, f.Name...)
-		b = append(b, " = "...)
-		if numeric && v.Kind == decode.KindEnum {
-			v.Kind = decode.KindUint
-		}
-		b = f.AppendValue(b, v)
-		b = append(b, "  ("...)
-		b = append(b, f.Desc...)
-		b = append(b, ")\n"...)
+		b = treeLine(b, f.Name, f.Desc, f, v, numeric)
+	}
+	return b
+}
+
+// treeLine writes one field of the -V tree, indented by its depth in the
+// dotted name, with its description.
+func treeLine(b []byte, name, desc string, f interface {
+	AppendValue([]byte, decode.Value) []byte
+}, v decode.Value, numeric bool) []byte {
+	for range strings.Count(name, ".") {
+		b = append(b, "    "...)
+	}
+	b = append(b, name...)
+	b = append(b, " = "...)
+	if numeric && v.Kind == decode.KindEnum {
+		v.Kind = decode.KindUint
+	}
+	b = f.AppendValue(b, v)
+	b = append(b, "  ("...)
+	b = append(b, desc...)
+	return append(b, ")\n"...)
+}
+
+// appendULPTree writes the -V tree of a storage-protocol message.
+func appendULPTree(b []byte, m *ulp.Message, numeric bool) []byte {
+	fs := ulp.Fields()
+	for _, fv := range m.Sorted() {
+		f := &fs[fv.ID]
+		b = treeLine(b, f.Name, f.Desc, f, fv.V, numeric)
 	}
 	return b
 }

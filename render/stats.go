@@ -19,7 +19,7 @@ import (
 // -q), one table per statistic, a row per connection.
 
 // StatNames are the tables WriteStat knows.
-var StatNames = []string{"conv", "ops", "findings", "latency"}
+var StatNames = []string{"conv", "ops", "findings", "latency", "nvme", "iscsi", "smb2", "rpc"}
 
 // ValidStat says whether WriteStat knows table s.
 func ValidStat(s string) bool {
@@ -44,6 +44,10 @@ type report struct {
 // run found. live is the capture statistics line of a live capture ("" for
 // files), shown under the conv table.
 func WriteStat(w io.Writer, rep *analyze.Report, live, stat string) {
+	if p, ok := ulpStats[stat]; ok { // ulpstats.go
+		writeULPStat(w, rep.ULP, p)
+		return
+	}
 	r := &report{conns: rep.Conns, cs: rep.ConnStats, all: rep.Stats, asm: rep.Asm, live: live}
 	r.write(w, stat)
 }

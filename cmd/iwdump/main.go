@@ -17,6 +17,7 @@ import (
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/render"
+	"github.com/iwkit/iwkit/ulp"
 )
 
 // Exit codes are a contract (README).
@@ -31,6 +32,7 @@ type options struct {
 	count    int
 	display  string
 	ports    []uint16
+	decodeAs map[uint16]ulp.Proto // --decode-as PORT=proto
 	stats    []string
 	plot     string
 	failOn   string
@@ -62,15 +64,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.print.Numeric, "n", false, "print named values (opcodes, Terminate causes, ...) as numbers")
 	fs.BoolVar(&o.print.Quiet, "q", false, "print no PDUs or findings, only the -z tables")
 	fs.StringVar(&o.display, "Y", "", "display only PDUs and findings matching the display `filter`, e.g. 'rdmap.opcode == \"RDMA Read Request\" && rdmap.sink_stag == 0x1234'")
-	fs.Func("decode-as", "treat TCP `PORT` as iWARP even where content detection hesitates (repeatable)", func(v string) error {
+	fs.Func("decode-as", "treat TCP `PORT` as iWARP even where content detection hesitates; PORT=nvme|iser|smbd|rpcrdma also forces that storage protocol on it (repeatable)", func(v string) error {
+		v, proto, hasProto := strings.Cut(v, "=")
 		p, err := strconv.ParseUint(v, 10, 16)
 		if err != nil {
 			return fmt.Errorf("bad port %q", v)
 		}
 		o.ports = append(o.ports, uint16(p))
+		if hasProto { // the storage protocol (package ulp)
+			up, ok := ulp.ParseProto(proto)
+			if !ok {
+				return fmt.Errorf("unknown protocol %q (want one of %s)", proto, strings.Join(ulp.Protos(), ", "))
+			}
+			if o.decodeAs == nil {
+				o.decodeAs = map[uint16]ulp.Proto{}
+			}
+			o.decodeAs[uint16(p)] = up
+		}
 		return nil
 	})
-	fs.Func("z", "print statistics `STAT` at the end: conv, ops, findings, latency (repeatable)", func(v string) error {
+	fs.Func("z", "print statistics `STAT` at the end: conv, ops, findings, latency; storage protocols: nvme, iscsi, smb2, rpc (repeatable)", func(v string) error {
 		for _, s := range strings.Split(v, ",") {
 			if !render.ValidStat(s) {
 				return fmt.Errorf("unknown statistic %q (want one of %s)", s, strings.Join(render.StatNames, ", "))
@@ -162,7 +175,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer src.Close()
 	prog := newProgress(stderr, o.progress, total)
-	cfg := analyze.Config{Ports: o.ports, Count: o.count, Workers: o.workers, InputSize: total, Progress: prog.add}
+	cfg := analyze.Config{Ports: o.ports, Count: o.count, Workers: o.workers, InputSize: total, Progress: prog.add, DecodeAs: o.decodeAs}
 	if o.live.iface != "" {
 		cfg.Workers = 1 // frames come as they are captured: no chunks to shard
 	}

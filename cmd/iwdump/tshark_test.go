@@ -128,10 +128,21 @@ func ours(pdu map[string]any, path string) (uint64, bool) {
 			return 1, true
 		}
 		return 0, true
-	case float64:
-		return uint64(x), true
+	case json.Number:
+		return numberOf(x), true
 	}
 	return 0, false // names: the test runs iwdump with -n
+}
+
+// numberOf reads a JSON number exactly: Tagged Offsets (kernel addresses
+// above 2^53) do not survive float64.
+func numberOf(v any) uint64 {
+	n, _ := v.(json.Number)
+	if u, err := strconv.ParseUint(string(n), 10, 64); err == nil {
+		return u
+	}
+	f, _ := n.Float64()
+	return uint64(f)
 }
 
 func TestDifferentialTshark(t *testing.T) {
@@ -149,13 +160,15 @@ func TestDifferentialTshark(t *testing.T) {
 					continue
 				}
 				var m map[string]any
-				if err := json.Unmarshal([]byte(line), &m); err != nil {
+				dec := json.NewDecoder(strings.NewReader(line))
+				dec.UseNumber()
+				if err := dec.Decode(&m); err != nil {
 					t.Fatalf("bad JSON %q: %v", line, err)
 				}
 				if _, isNote := m["note"]; isNote {
 					continue
 				}
-				f := int(m["frame"].(float64))
+				f := int(numberOf(m["frame"]))
 				got[f] = append(got[f], m)
 			}
 			compared := 0
@@ -220,7 +233,7 @@ func compareField(f tsharkField, tv string, pdu map[string]any) string {
 		if f.ts == "iwarp_mpa.crc_check" {
 			wire, _ := ours(pdu, "mpa.crc")
 			status, _ := lookup(pdu, "mpa.crc_status")
-			if good := wire == on; good != (status == float64(2)) { // -n: CRCGood is 2
+			if good := wire == on; good != (numberOf(status) == 2) { // -n: CRCGood is 2
 				return fmt.Sprintf("crc_status %v but wire %#x computed %#x", status, wire, on)
 			}
 		}
@@ -235,7 +248,7 @@ func compareField(f tsharkField, tv string, pdu map[string]any) string {
 			if !ok {
 				return "siw-encoded Terminate without rdmap.term.raw"
 			}
-			rv := uint64(raw.(float64))
+			rv := numberOf(raw)
 			var want uint64
 			switch f.ts {
 			case "iwarp_rdma.term_layer":

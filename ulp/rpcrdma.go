@@ -1,0 +1,718 @@
+package ulp
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/iwkit/iwkit/decode"
+)
+
+// RPC-over-RDMA version 1 (RFC 8166), its CM private data (RFC 8797), ONC
+// RPC (RFC 5531), NFSv3 (RFC 1813) and NFSv4.x COMPOUND (RFC 8881, 7862);
+// ulp-reference.md §4. All XDR: big-endian, 4-octet aligned.
+
+type rpcState struct {
+	pd       [2]bool   // RFC 8797 data seen from the requester / responder
+	recvSize [2]uint32 // inline receive size of the requester [0] / responder [1]
+	clientR  bool      // the requester accepts Send with Invalidate
+	credits  uint32    // last credits granted by the responder (0: none yet)
+	segs     []rpcSeg  // scratch: the chunk segments of the message at hand
+}
+
+type rpcSeg struct {
+	list     uint8 // 0 read, 1 write, 2 reply
+	chunk    int   // index of the write chunk
+	position uint32
+	handle   uint32
+	length   uint32
+	offset   uint64
+}
+
+var (
+	fRPCRDMACMVer  = def("rpcrdma.cm.version", decode.KindUint, false, "RFC 8797 private data: version (1)")
+	fRPCRDMACMInv  = def("rpcrdma.cm.invalidate", decode.KindBool, false, "RFC 8797 R flag: the sender accepts Send With Invalidate")
+	fRPCRDMACMSend = def("rpcrdma.cm.send_size", decode.KindUint, false, "RFC 8797: the sender's largest inline Send, octets")
+	fRPCRDMACMRecv = def("rpcrdma.cm.recv_size", decode.KindUint, false, "RFC 8797: the sender's inline receive buffer, octets")
+	fRPCRDMAXID    = def("rpcrdma.xid", decode.KindUint, true, "rdma_xid: the RPC XID of the message carried")
+	fRPCRDMAVers   = def("rpcrdma.vers", decode.KindUint, false, "rdma_vers (1)")
+	fRPCRDMACredit = def("rpcrdma.credits", decode.KindUint, false, "rdma_credit: requested (call) or granted (reply)")
+	fRPCRDMAProc   = def("rpcrdma.proc", decode.KindEnum, false, "rdma_proc: RDMA_MSG, RDMA_NOMSG, RDMA_MSGP, RDMA_DONE, RDMA_ERROR")
+	fRPCRDMAReads  = def("rpcrdma.read_segments", decode.KindUint, false, "read list: segments")
+	fRPCRDMAWrites = def("rpcrdma.write_chunks", decode.KindUint, false, "write list: chunks")
+	fRPCRDMAReply  = def("rpcrdma.reply_segments", decode.KindUint, false, "reply chunk: segments (absent: no field)")
+	fRPCRDMAHandle = def("rpcrdma.handle", decode.KindUint, true, "handle (STag) of the first chunk segment")
+	fRPCRDMAChunks = def("rpcrdma.chunks", decode.KindString, false, "every chunk segment: list, position, handle:length@offset")
+	fRPCRDMAErr    = def("rpcrdma.err", decode.KindEnum, false, "RDMA_ERROR: ERR_VERS or ERR_CHUNK")
+	fRPCXID        = def("rpc.xid", decode.KindUint, true, "RPC transaction id")
+	fRPCMsgType    = def("rpc.msg_type", decode.KindEnum, false, "CALL or REPLY")
+	fRPCProgram    = def("rpc.program", decode.KindEnum, false, "program (100003 NFS, 100227 NFS_ACL, ...)")
+	fRPCVersion    = def("rpc.version", decode.KindUint, false, "program version")
+	fRPCProcedure  = def("rpc.procedure", decode.KindEnum, false, "procedure, named for NFS and NFS_ACL")
+	fRPCAuth       = def("rpc.auth_flavor", decode.KindEnum, false, "credential flavor")
+	fRPCReplyStat  = def("rpc.reply_stat", decode.KindEnum, false, "MSG_ACCEPTED or MSG_DENIED")
+	fRPCAccept     = def("rpc.accept_stat", decode.KindEnum, false, "accepted reply status")
+	fNFSProcedure  = def("nfs.procedure", decode.KindEnum, false, "NFSv3 procedure")
+	fNFSOps        = def("nfs.ops", decode.KindString, false, "NFSv4 COMPOUND operations, in order (… when the walk stopped)")
+	fNFSMinor      = def("nfs.minorversion", decode.KindUint, false, "NFSv4 COMPOUND minor version")
+	fNFSStatus     = def("nfs.status", decode.KindEnum, false, "NFS status of the reply (nfsstat3 / nfsstat4)")
+	fNFSOffset     = def("nfs.offset", decode.KindUint, false, "READ/WRITE file offset")
+	fNFSCount      = def("nfs.count", decode.KindUint, false, "READ/WRITE count, octets")
+	fNFSStable     = def("nfs.stable", decode.KindUint, false, "WRITE stable_how: 0 UNSTABLE, 1 DATA_SYNC, 2 FILE_SYNC")
+)
+
+var rpcProcNames = []string{"RDMA_MSG", "RDMA_NOMSG", "RDMA_MSGP", "RDMA_DONE", "RDMA_ERROR"}
+
+// rpcPD decodes RFC 8797 private data (ulp-reference.md §4.1).
+func (c *Conn) rpcPD(at At, i2r bool, pd []byte, m *Message) bool {
+	if len(pd) < 8 || be32(pd) != 0xF6AB0E18 {
+		return false
+	}
+	st := &c.rpc
+	vers, flags := pd[4], pd[5]
+	m.u(fRPCRDMACMVer, uint64(vers))
+	m.sum("RPC-over-RDMA CM version ", strconv.Itoa(int(vers)))
+	if vers != 1 {
+		return true // unknown format: sizes ignored
+	}
+	send, recv := (uint32(pd[6])+1)*1024, (uint32(pd[7])+1)*1024
+	m.b(fRPCRDMACMInv, flags&1 != 0)
+	m.u(fRPCRDMACMSend, uint64(send))
+	m.u(fRPCRDMACMRecv, uint64(recv))
+	m.sumU("send", uint64(send))
+	m.sumU("recv", uint64(recv))
+	if flags&1 != 0 {
+		m.sum(" R")
+	}
+	d := dirIdx(i2r)
+	st.pd[d], st.recvSize[d] = true, recv
+	if i2r {
+		st.clientR = flags&1 != 0
+	}
+	return true
+}
+
+// rpcChunks parses the three chunk lists at b[16:] into st.segs (bounded)
+// and returns the offset after them.
+func (st *rpcState) rpcChunks(b []byte) (int, bool) {
+	st.segs = st.segs[:0]
+	off := 16
+	word := func() (uint32, bool) {
+		if off+4 > len(b) {
+			return 0, false
+		}
+		v := be32(b[off:])
+		off += 4
+		return v, true
+	}
+	const maxSegs = 256
+	// read list
+	for {
+		d, ok := word()
+		if !ok || d > 1 {
+			return 0, false
+		}
+		if d == 0 {
+			break
+		}
+		if off+20 > len(b) || len(st.segs) >= maxSegs {
+			return 0, false
+		}
+		st.segs = append(st.segs, rpcSeg{list: 0, position: be32(b[off:]), handle: be32(b[off+4:]), length: be32(b[off+8:]), offset: be64(b[off+12:])})
+		off += 20
+	}
+	// write list, then the reply chunk (one optional write chunk)
+	for list, chunk := uint8(1), 0; list <= 2; {
+		d, ok := word()
+		if !ok || d > 1 {
+			return 0, false
+		}
+		if d == 0 {
+			list++
+			continue
+		}
+		n, ok := word()
+		if !ok || n > maxSegs || off+16*int(n) > len(b) || len(st.segs)+int(n) > maxSegs {
+			return 0, false
+		}
+		for i := 0; i < int(n); i++ {
+			st.segs = append(st.segs, rpcSeg{list: list, chunk: chunk, handle: be32(b[off:]), length: be32(b[off+4:]), offset: be64(b[off+8:])})
+			off += 16
+		}
+		chunk++
+		if list == 2 {
+			break
+		}
+	}
+	return off, true
+}
+
+// rpcLooksLike is the content test of ulp-reference.md §5.2: never on the
+// version word alone — the chunk grammar must hold, and for RDMA_MSG the
+// RPC xid must equal the transport xid.
+func rpcLooksLike(b []byte) bool {
+	if len(b) < 28 || be32(b[4:]) != 1 {
+		return false
+	}
+	var st rpcState
+	switch be32(b[12:]) {
+	case 0:
+		off, ok := st.rpcChunks(b)
+		if !ok || off+12 > len(b) || be32(b[off:]) != be32(b) {
+			return false
+		}
+		mt := be32(b[off+4:])
+		return mt == 1 || mt == 0 && be32(b[off+8:]) == 2
+	case 1:
+		off, ok := st.rpcChunks(b)
+		return ok && off == len(b) && len(st.segs) > 0
+	}
+	return false
+}
+
+var rpcProgNames = map[uint32]string{100000: "portmap", 100003: "NFS", 100005: "MOUNT", 100021: "NLM", 100024: "NSM", 100227: "NFS_ACL"}
+
+var nfs3Procs = []string{"NULL", "GETATTR", "SETATTR", "LOOKUP", "ACCESS", "READLINK", "READ", "WRITE", "CREATE", "MKDIR", "SYMLINK", "MKNOD", "REMOVE", "RMDIR", "RENAME", "LINK", "READDIR", "READDIRPLUS", "FSSTAT", "FSINFO", "PATHCONF", "COMMIT"}
+
+var nfsACLProcs = []string{"NULL", "GETACL", "SETACL"}
+
+var nfs4Ops = map[uint32]string{3: "ACCESS", 4: "CLOSE", 5: "COMMIT", 6: "CREATE", 7: "DELEGPURGE", 8: "DELEGRETURN", 9: "GETATTR", 10: "GETFH",
+	11: "LINK", 12: "LOCK", 13: "LOCKT", 14: "LOCKU", 15: "LOOKUP", 16: "LOOKUPP", 17: "NVERIFY", 18: "OPEN", 19: "OPENATTR",
+	20: "OPEN_CONFIRM", 21: "OPEN_DOWNGRADE", 22: "PUTFH", 23: "PUTPUBFH", 24: "PUTROOTFH", 25: "READ", 26: "READDIR",
+	27: "READLINK", 28: "REMOVE", 29: "RENAME", 30: "RENEW", 31: "RESTOREFH", 32: "SAVEFH", 33: "SECINFO", 34: "SETATTR",
+	35: "SETCLIENTID", 36: "SETCLIENTID_CONFIRM", 37: "VERIFY", 38: "WRITE", 39: "RELEASE_LOCKOWNER", 40: "BACKCHANNEL_CTL",
+	41: "BIND_CONN_TO_SESSION", 42: "EXCHANGE_ID", 43: "CREATE_SESSION", 44: "DESTROY_SESSION", 45: "FREE_STATEID",
+	46: "GET_DIR_DELEGATION", 47: "GETDEVICEINFO", 48: "GETDEVICELIST", 49: "LAYOUTCOMMIT", 50: "LAYOUTGET", 51: "LAYOUTRETURN",
+	52: "SECINFO_NO_NAME", 53: "SEQUENCE", 54: "SET_SSV", 55: "TEST_STATEID", 56: "WANT_DELEGATION", 57: "DESTROY_CLIENTID",
+	58: "RECLAIM_COMPLETE", 59: "ALLOCATE", 60: "COPY", 61: "COPY_NOTIFY", 62: "DEALLOCATE", 63: "IO_ADVISE", 64: "LAYOUTERROR",
+	65: "LAYOUTSTATS", 66: "OFFLOAD_CANCEL", 67: "OFFLOAD_STATUS", 68: "READ_PLUS", 69: "SEEK", 70: "WRITE_SAME", 71: "CLONE",
+	72: "GETXATTR", 73: "SETXATTR", 74: "LISTXATTRS", 75: "REMOVEXATTR", 10044: "ILLEGAL"}
+
+var rpcAcceptNames = []string{"SUCCESS", "PROG_UNAVAIL", "PROG_MISMATCH", "PROC_UNAVAIL", "GARBAGE_ARGS", "SYSTEM_ERR"}
+var rpcAuthNames = map[uint32]string{0: "AUTH_NONE", 1: "AUTH_SYS", 2: "AUTH_SHORT", 3: "AUTH_DH", 6: "RPCSEC_GSS", 7: "AUTH_TLS"}
+
+func nameIdx(names []string, i uint32) string {
+	if int(i) < len(names) {
+		return names[i]
+	}
+	return strconv.FormatUint(uint64(i), 10)
+}
+
+// xdr walks XDR octets.
+type xdr struct {
+	b   []byte
+	off int
+	ok  bool
+}
+
+func (x *xdr) u32() uint32 {
+	if !x.ok || x.off+4 > len(x.b) {
+		x.ok = false
+		return 0
+	}
+	v := be32(x.b[x.off:])
+	x.off += 4
+	return v
+}
+func (x *xdr) u64() uint64 { return uint64(x.u32())<<32 | uint64(x.u32()) }
+func (x *xdr) skip(n int) {
+	if !x.ok || n < 0 || x.off+n > len(x.b) {
+		x.ok = false
+		return
+	}
+	x.off += n
+}
+
+// opaque skips a variable-length opaque (length word + padded octets).
+func (x *xdr) opaque() int {
+	n := int(x.u32())
+	x.skip((n + 3) &^ 3)
+	return n
+}
+func (x *xdr) bitmap() {
+	n := x.u32()
+	if n > 64 {
+		x.ok = false
+		return
+	}
+	x.skip(4 * int(n))
+}
+func (x *xdr) fattr() { x.bitmap(); x.opaque() }
+
+// rpcSend decodes a Send: the transport header and the RPC message.
+func (c *Conn) rpcSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool {
+	if len(b) < 16 {
+		return false
+	}
+	st := &c.rpc
+	xid, vers, credit, proc := be32(b), be32(b[4:]), be32(b[8:]), be32(b[12:])
+	if vers != 1 {
+		if c.decoded > 0 {
+			c.finding(at, i2r, CodeRPCVers, "RPC-over-RDMA rdma_vers %d: only version 1 exists; a peer answers RDMA_ERROR/ERR_VERS (RFC 8166 §4.2)", vers)
+		}
+		return false
+	}
+	m.u(fRPCRDMAXID, uint64(xid))
+	m.u(fRPCRDMAVers, uint64(vers))
+	m.u(fRPCRDMACredit, uint64(credit))
+	m.e(fRPCRDMAProc, uint64(proc), nameIdx(rpcProcNames, proc))
+	// Inline size (RFC 8797 §4; 1024 without private data).
+	recv := uint32(1024)
+	if r := st.recvSize[dirIdx(!i2r)]; r > 0 {
+		recv = r
+	}
+	if uint32(a.total) > recv {
+		c.finding(at, i2r, CodeRPCInline, "RPC-over-RDMA Send of %d octets, larger than the receiver's inline receive size %d (RFC 8166 §3.3.2, RFC 8797)", a.total, recv)
+	}
+	switch proc {
+	case 4:
+		if len(b) < 20 {
+			return false
+		}
+		e := be32(b[16:])
+		m.e(fRPCRDMAErr, uint64(e), map[uint32]string{1: "ERR_VERS", 2: "ERR_CHUNK"}[e])
+		m.sum("RPC-over-RDMA RDMA_ERROR xid 0x", strconv.FormatUint(uint64(xid), 16))
+		c.finding(at, i2r, CodeRPCError, "RDMA_ERROR %d for xid 0x%x", e, xid)
+		return true
+	case 2, 3:
+		c.finding(at, i2r, CodeRPCObsolete, "%s is obsolete (RFC 8166 §4.5)", rpcProcNames[proc])
+		if proc == 3 {
+			m.sum("RPC-over-RDMA RDMA_DONE")
+			return true
+		}
+		if len(b) < 24 {
+			return false
+		}
+		b = append(b[:16:16], b[24:]...) // MSGP: skip rdma_align, rdma_thresh
+	case 0, 1:
+	default:
+		return false
+	}
+	off, ok := st.rpcChunks(b)
+	if !ok {
+		return false
+	}
+	c.rpcChunkFields(m)
+	if proc == 1 { // RDMA_NOMSG: the RPC message is in a chunk
+		m.sum("RPC-over-RDMA NOMSG xid 0x", strconv.FormatUint(uint64(xid), 16))
+		if !i2r {
+			return c.rpcReply(at, i2r, a, xid, nil, m, credit)
+		}
+		m.sum(" (long call in a Position-zero read chunk)")
+		return true
+	}
+	rpc := b[off:]
+	if len(rpc) < 12 {
+		return false
+	}
+	rxid, mt := be32(rpc), be32(rpc[4:])
+	m.u(fRPCXID, uint64(rxid))
+	if rxid != xid {
+		c.finding(at, i2r, CodeRPCXID, "RDMA_MSG transport xid 0x%x carries RPC xid 0x%x: they are equal (RFC 8166 §4.2.1)", xid, rxid)
+	}
+	switch mt {
+	case 0:
+		return c.rpcCall(at, i2r, a, rpc, m, credit)
+	case 1:
+		return c.rpcReply(at, i2r, a, rxid, rpc, m, credit)
+	}
+	return false
+}
+
+// rpcChunkFields adds the chunk lists of st.segs to m.
+func (c *Conn) rpcChunkFields(m *Message) {
+	segs := c.rpc.segs
+	var nr, nw, nrep, wchunks int
+	for _, s := range segs {
+		switch s.list {
+		case 0:
+			nr++
+		case 1:
+			nw++
+			wchunks = max(wchunks, s.chunk+1)
+		case 2:
+			nrep++
+		}
+	}
+	if nr > 0 {
+		m.u(fRPCRDMAReads, uint64(nr))
+	}
+	if wchunks > 0 {
+		m.u(fRPCRDMAWrites, uint64(wchunks))
+	}
+	if nrep > 0 {
+		m.u(fRPCRDMAReply, uint64(nrep))
+	}
+	if len(segs) == 0 {
+		return
+	}
+	m.u(fRPCRDMAHandle, uint64(segs[0].handle))
+	var sb strings.Builder
+	for i, s := range segs {
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		sb.WriteString([]string{"read", "write", "reply"}[s.list])
+		if s.list == 0 {
+			sb.WriteString(" pos ")
+			sb.WriteString(strconv.FormatUint(uint64(s.position), 10))
+		}
+		sb.WriteString(" 0x")
+		sb.WriteString(strconv.FormatUint(uint64(s.handle), 16))
+		sb.WriteByte(':')
+		sb.WriteString(strconv.FormatUint(uint64(s.length), 10))
+		sb.WriteString("@0x")
+		sb.WriteString(strconv.FormatUint(s.offset, 16))
+	}
+	m.s(fRPCRDMAChunks, sb.String())
+}
+
+// rpcCall decodes an RPC CALL (RFC 5531 §9) carried in RDMA_MSG.
+func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, credit uint32) bool {
+	st := &c.rpc
+	x := xdr{b: rpc, off: 8, ok: true}
+	rpcvers := x.u32()
+	prog, vers, proc := x.u32(), x.u32(), x.u32()
+	flavor := x.u32()
+	x.opaque() // cred body
+	x.u32()
+	x.opaque() // verf
+	if !x.ok || rpcvers != 2 {
+		return false
+	}
+	xid := be32(rpc)
+	pn := rpcProgNames[prog]
+	if pn == "" {
+		pn = strconv.FormatUint(uint64(prog), 10)
+	}
+	procName := strconv.FormatUint(uint64(proc), 10)
+	name := pn + " v" + strconv.Itoa(int(vers)) + " proc " + procName
+	m.e(fRPCMsgType, 0, "CALL")
+	m.e(fRPCProgram, uint64(prog), pn)
+	m.u(fRPCVersion, uint64(vers))
+	m.e(fRPCAuth, uint64(flavor), rpcAuthNames[flavor])
+	detail := ""
+	switch {
+	case prog == 100003 && vers == 3 && int(proc) < len(nfs3Procs):
+		procName = nfs3Procs[proc]
+		name = "NFSv3 " + procName
+		m.e(fNFSProcedure, uint64(proc), procName)
+		if proc == 6 || proc == 7 { // READ, WRITE: fh, offset, count
+			x.opaque()
+			o, n := x.u64(), x.u32()
+			if x.ok {
+				m.u(fNFSOffset, o)
+				m.u(fNFSCount, uint64(n))
+				detail = " offset " + strconv.FormatUint(o, 10) + " count " + strconv.FormatUint(uint64(n), 10)
+			}
+			if proc == 7 {
+				if s := x.u32(); x.ok {
+					m.u(fNFSStable, uint64(s))
+				}
+			}
+		}
+	case prog == 100003 && vers == 4 && proc == 1:
+		procName = "COMPOUND"
+		ops, minor, main := c.nfs4Walk(&x, rpc)
+		m.u(fNFSMinor, uint64(minor))
+		m.s(fNFSOps, ops)
+		name = "NFSv4 " + main
+		detail = " ops " + ops
+	case prog == 100003 && proc == 0:
+		procName = "NULL"
+		name = "NFSv" + strconv.Itoa(int(vers)) + " NULL"
+	case prog == 100227 && int(proc) < len(nfsACLProcs):
+		procName = nfsACLProcs[proc]
+		name = "NFS_ACL " + procName
+	}
+	m.e(fRPCProcedure, uint64(proc), procName)
+	m.sum("RPC call xid 0x", strconv.FormatUint(uint64(xid), 16), " ", name, detail)
+	// The task and its chunks (ulp-reference.md §4.7).
+	t, old := c.newTask(at, RPCRDMA, uint64(xid), name)
+	if old != nil {
+		c.finding(at, true, CodeTaskConflict, "RPC call xid 0x%x while a call with that xid (frame %d) is outstanding", xid, old.cmd.RequestFrame)
+	}
+	var readTotal uint64
+	for _, s := range st.segs {
+		u := c.advertise(t, s.handle, s.offset, uint64(s.length), s.list != 0, s.list == 0, st.clientR)
+		if s.list != 0 {
+			u.zeroOK = true // write/reply chunks are used only as far as the reply needs
+		} else {
+			readTotal += uint64(s.length)
+		}
+	}
+	t.cmd.Expected = readTotal
+	// Credits: calls outstanding beyond the last grant (RFC 8166 §3.3.1;
+	// before any reply the requester holds one credit).
+	granted := max(st.credits, 1)
+	if n := uint32(c.outstanding()); i2r && n > granted && st.credits > 0 {
+		c.finding(at, true, CodeRPCCredits, "%d RPC calls outstanding, but the responder granted %d credits (RFC 8166 §3.3.1)", n, granted)
+	}
+	return true
+}
+
+func (c *Conn) outstanding() int { return len(c.tasks) }
+
+// nfs4Walk walks the operations of an NFSv4 COMPOUND call (ulp-reference.md
+// §4.6). It returns the op list, the minor version and the op naming the
+// call.
+func (c *Conn) nfs4Walk(x *xdr, rpc []byte) (string, uint32, string) {
+	x.opaque() // tag
+	minor := x.u32()
+	n := x.u32()
+	if !x.ok || n > 256 {
+		return "…", minor, "COMPOUND"
+	}
+	var sb strings.Builder
+	main := ""
+	for i := 0; i < int(n) && x.ok; i++ {
+		op := x.u32()
+		if !x.ok {
+			break
+		}
+		name, ok := nfs4Ops[op]
+		if !ok {
+			name = strconv.FormatUint(uint64(op), 10)
+		}
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		sb.WriteString(name)
+		switch name {
+		case "SEQUENCE", "PUTFH", "PUTROOTFH", "PUTPUBFH", "SAVEFH", "RESTOREFH":
+		default:
+			if main == "" {
+				main = name
+			}
+		}
+		if !c.nfs4Args(x, op, rpc) {
+			if i+1 < int(n) {
+				sb.WriteString(" …")
+			}
+			break
+		}
+	}
+	if main == "" {
+		main = "COMPOUND"
+	}
+	return sb.String(), minor, main
+}
+
+// readChunkAt says whether a read chunk's data belongs at RPC offset pos:
+// then the opaque's octets are not inline (ulp-reference.md §4.3).
+func (c *Conn) readChunkAt(pos int) bool {
+	for _, s := range c.rpc.segs {
+		if s.list == 0 && int(s.position) == pos {
+			return true
+		}
+	}
+	return false
+}
+
+// nfs4Args skips one op's arguments; false when the op is unknown.
+func (c *Conn) nfs4Args(x *xdr, op uint32, rpc []byte) bool {
+	switch op {
+	case 10, 24, 23, 32, 31, 16: // GETFH PUTROOTFH PUTPUBFH SAVEFH RESTOREFH LOOKUPP
+	case 3, 52, 58: // ACCESS, SECINFO_NO_NAME, RECLAIM_COMPLETE
+		x.skip(4)
+	case 57, 30:
+		x.skip(8)
+	case 5:
+		x.skip(12)
+	case 44, 8, 45:
+		x.skip(16)
+	case 4:
+		x.skip(20)
+	case 25:
+		x.skip(28)
+	case 53:
+		x.skip(32)
+	case 22, 15, 28, 33: // PUTFH, LOOKUP, REMOVE, SECINFO
+		x.opaque()
+	case 29: // RENAME
+		x.opaque()
+		x.opaque()
+	case 9: // GETATTR
+		x.bitmap()
+	case 26: // READDIR
+		x.skip(24)
+		x.bitmap()
+	case 34: // SETATTR
+		x.skip(16)
+		x.fattr()
+	case 17, 37: // NVERIFY, VERIFY
+		x.fattr()
+	case 38: // WRITE: stateid, offset, stable, data
+		x.skip(28)
+		pos := x.off + 4
+		n := int(x.u32())
+		if !c.readChunkAt(pos) {
+			x.skip((n + 3) &^ 3)
+		}
+	case 18: // OPEN
+		x.skip(12)
+		x.skip(8)
+		x.opaque() // owner
+		if how := x.u32(); how == 1 {
+			switch mode := x.u32(); mode {
+			case 0, 1:
+				x.fattr()
+			case 2:
+				x.skip(8)
+			case 3:
+				x.skip(8)
+				x.fattr()
+			}
+		}
+		switch claim := x.u32(); claim {
+		case 0, 3:
+			x.opaque()
+		case 1:
+			x.skip(4)
+		case 2:
+			x.skip(16)
+			x.opaque()
+		case 5:
+			x.skip(16)
+		}
+	case 42: // EXCHANGE_ID
+		x.skip(8)
+		x.opaque()
+		x.skip(4)
+		switch x.u32() {
+		case 0:
+		case 1:
+			x.bitmap()
+			x.bitmap()
+		default:
+			return false
+		}
+		n := x.u32()
+		if n > 1 {
+			return false
+		}
+		for i := 0; i < int(n); i++ {
+			x.opaque()
+			x.opaque()
+			x.skip(12)
+		}
+	case 43: // CREATE_SESSION
+		x.skip(16)
+		for i := 0; i < 2; i++ {
+			x.skip(24)
+			if n := x.u32(); n <= 1 {
+				x.skip(4 * int(n))
+			} else {
+				return false
+			}
+		}
+		x.skip(4) // cb_program
+		n := x.u32()
+		for i := 0; i < int(n) && x.ok && i < 8; i++ {
+			switch x.u32() {
+			case 0:
+			case 1: // authsys_parms
+				x.skip(4)
+				x.opaque()
+				x.skip(8)
+				g := x.u32()
+				x.skip(4 * int(min(g, 64)))
+			default:
+				return false
+			}
+		}
+	default:
+		return false
+	}
+	return x.ok
+}
+
+// rpcReply decodes a reply (rpc nil: RDMA_NOMSG, the reply went into the
+// reply chunk) and completes its call.
+func (c *Conn) rpcReply(at At, i2r bool, a *sendAsm, xid uint32, rpc []byte, m *Message, credit uint32) bool {
+	st := &c.rpc
+	status, ok := "reply chunk", true
+	if rpc != nil {
+		x := xdr{b: rpc, off: 8, ok: true}
+		rs := x.u32()
+		m.e(fRPCMsgType, 1, "REPLY")
+		m.e(fRPCReplyStat, uint64(rs), map[uint32]string{0: "MSG_ACCEPTED", 1: "MSG_DENIED"}[rs])
+		if !x.ok {
+			return false
+		}
+		m.sum("RPC reply xid 0x", strconv.FormatUint(uint64(xid), 16))
+		if rs == 1 {
+			status, ok = "MSG_DENIED", false
+			c.finding(at, i2r, CodeRPCDenied, "RPC call xid 0x%x denied", xid)
+		} else {
+			x.u32()
+			x.opaque() // verf
+			as := x.u32()
+			if !x.ok {
+				return false
+			}
+			status = nameIdx(rpcAcceptNames, as)
+			ok = as == 0
+			m.e(fRPCAccept, uint64(as), status)
+			if t := c.task(uint64(xid)); t != nil && ok && strings.HasPrefix(t.cmd.Name, "NFS") && !strings.HasSuffix(t.cmd.Name, "NULL") {
+				if ns := x.u32(); x.ok {
+					nn := "NFS_OK"
+					if ns != 0 {
+						nn = nfsErrName(ns)
+						status, ok = nn, false
+					}
+					m.e(fNFSStatus, uint64(ns), nn)
+				}
+			}
+		}
+		m.sum(" ", status)
+	}
+	// credits granted (RFC 8166 §3.3.1); a requester's reply to a
+	// backchannel call (RFC 8167) grants nothing to the forward channel
+	if !i2r {
+		if credit == 0 {
+			c.finding(at, false, CodeRPCZeroCredit, "RPC-over-RDMA reply xid 0x%x grants 0 credits: a responder grants at least one (RFC 8166 §3.3.1)", xid)
+		}
+		st.credits = credit
+	}
+	t := c.task(uint64(xid))
+	if t == nil {
+		if c.fromStart && !c.lossy {
+			c.finding(at, i2r, CodeUnknownTask, "RPC reply for xid 0x%x, which no outstanding call has", xid)
+		}
+		return true
+	}
+	// The echoed write list and reply chunk: their lengths are the octets
+	// written (ulp-reference.md §4.3).
+	var echoed uint64
+	for _, s := range st.segs {
+		if s.list != 0 {
+			echoed += uint64(s.length)
+		}
+	}
+	written := t.cmd.Moved - c.readMoved(t)
+	if ok && written != echoed && (written > 0 || echoed > 0) {
+		c.finding(at, false, CodeMovedMismatch, "RPC reply xid 0x%x echoes %d chunk octets, but %d were RDMA-Written (RFC 8166 §3.4.6)", xid, echoed, written)
+	}
+	if t.cmd.Expected > 0 && ok && c.readMoved(t) != t.cmd.Expected {
+		c.finding(at, false, CodeMovedMismatch, "RPC call xid 0x%x: read chunks of %d octets, %d RDMA-Read", xid, t.cmd.Expected, c.readMoved(t))
+	}
+	c.complete(at, t, a, status, ok, m)
+	return true
+}
+
+// readMoved is the octets a task moved by RDMA Read.
+func (c *Conn) readMoved(t *task) uint64 { return t.readOctets }
+
+// nfsErrNames are the nfsstat3 / nfsstat4 values both versions share
+// (RFC 1813 §2.6, RFC 8881 §15.1).
+var nfsErrNames = map[uint32]string{1: "NFSERR_PERM", 2: "NFSERR_NOENT", 5: "NFSERR_IO", 6: "NFSERR_NXIO", 13: "NFSERR_ACCESS",
+	17: "NFSERR_EXIST", 18: "NFSERR_XDEV", 20: "NFSERR_NOTDIR", 21: "NFSERR_ISDIR", 22: "NFSERR_INVAL", 27: "NFSERR_FBIG",
+	28: "NFSERR_NOSPC", 30: "NFSERR_ROFS", 31: "NFSERR_MLINK", 63: "NFSERR_NAMETOOLONG", 66: "NFSERR_NOTEMPTY",
+	69: "NFSERR_DQUOT", 70: "NFSERR_STALE", 10001: "NFSERR_BADHANDLE", 10004: "NFSERR_NOTSUPP", 10008: "NFSERR_DELAY"}
+
+func nfsErrName(s uint32) string {
+	if n, ok := nfsErrNames[s]; ok {
+		return n
+	}
+	return "NFSERR " + strconv.FormatUint(uint64(s), 10)
+}
