@@ -1,0 +1,349 @@
+package replay
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/iwkit/iwkit/analyze"
+	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/reassembly"
+	"github.com/iwkit/iwkit/track"
+)
+
+// Side is one side of an MPA connection: the Initiator (sender of the MPA
+// Request, RFC 5044 §7.1) or the Responder.
+type Side uint8
+
+const (
+	Initiator Side = iota // direction i2r is its
+	Responder             // direction r2i is its
+)
+
+func (s Side) String() string {
+	if s == Initiator {
+		return "initiator"
+	}
+	return "responder"
+}
+
+// Peer is the other side.
+func (s Side) Peer() Side { return 1 - s }
+
+// MsgKind is the RDMAP message a script step is.
+type MsgKind uint8
+
+const (
+	MsgSend         MsgKind = iota + 1 // Send, Send with SE / Invalidate
+	MsgWrite                           // RDMA Write
+	MsgReadRequest                     // RDMA Read Request
+	MsgReadResponse                    // RDMA Read Response
+	MsgTerminate                       // Terminate
+	MsgAtomic                          // an RFC 7306 message (refused)
+)
+
+func (k MsgKind) String() string {
+	return [...]string{"?", "Send", "RDMA Write", "RDMA Read Request", "RDMA Read Response", "Terminate", "Atomic"}[k]
+}
+
+// Msg is one RDMAP message of the capture, reassembled from its DDP
+// segments (RFC 5041 §5).
+type Msg struct {
+	Side   Side // who sent it
+	Kind   MsgKind
+	Opcode decode.Opcode
+	// Frame is the frame of the message's first segment, LastFrame of its
+	// L segment; Rel is the capture time of the first segment since the
+	// connection's first frame.
+	Frame, LastFrame int
+	Rel              time.Duration
+	// Payload is the Send or Write payload, or the Read Response data.
+	Payload []byte
+	// STag and TO: the tagged message's sink, or the Read Request's sink.
+	STag uint32
+	TO   uint64
+	// Read Request: source and size.
+	SrcSTag uint32
+	SrcTO   uint64
+	Size    uint32
+	// InvalidateSTag of a Send with Invalidate.
+	InvalidateSTag uint32
+	// Term is a Terminate's cause; TermSTag/TermTO name the tagged
+	// access it blames (copied DDP header, or the Read Request's source),
+	// when HasBlame.
+	Term     decode.TermCause
+	HasBlame bool
+	TermSTag uint32
+	TermTO   uint64
+}
+
+// Handshake is the MPA exchange of the connection as captured.
+type Handshake struct {
+	// Seen: both frames were in the capture; otherwise the parameters come
+	// from Assume.
+	Seen               bool
+	Request, Reply     decode.MPAFrame // PrivateData are private copies
+	ReqFrame, RepFrame int
+	Rejected           bool
+	PeerToPeer         bool
+	RTR                decode.Opcode // the RTR the Initiator sent (OpWrite, OpSend, OpReadRequest), when PeerToPeer
+	CRC                bool
+	MarkersI, MarkersR bool // markers in the FPDUs sent by the Initiator / Responder
+}
+
+// Script is one iWARP connection of a capture, as a replay needs it: the
+// handshake and every RDMAP message of both sides in capture order.
+type Script struct {
+	Conn  int       // the connection's number in the capture (iwdump's)
+	Addr  [2]string // Initiator's and Responder's address as captured
+	HS    Handshake
+	Msgs  []Msg
+	Count int // iWARP connections in the capture
+}
+
+// Assume gives the MPA parameters of a connection whose handshake is not
+// in the capture.
+type Assume struct {
+	Rev      int
+	CRC      bool
+	Markers  bool
+	IRD, ORD int
+}
+
+// ErrNoIWARP is returned for a capture without an iWARP connection.
+var ErrNoIWARP = errors.New("replay: the capture holds no iWARP connection")
+
+// ErrNoHandshake is returned for a connection whose MPA handshake is not in
+// the capture when no Assume was given.
+var ErrNoHandshake = errors.New("replay: the connection's MPA handshake is not in the capture (give --assume)")
+
+type partMsg struct {
+	m   Msg
+	end uint64 // tagged: next TO; untagged: octets so far
+}
+
+type scriptBuilder struct {
+	want   int // 0: the first iWARP connection
+	conns  []uint64
+	id     uint64 // the chosen connection's reassembly ID
+	s      *Script
+	first  time.Time
+	hasReq bool
+	hasRep bool
+	untag  [2]map[[2]uint32]*partMsg // by QN, MSN
+	tagged [2]*partMsg
+	firstF [2]bool // an FPDU was seen in this direction
+	err    error
+}
+
+func sideOf(c *reassembly.Conn, d reassembly.Dir) Side {
+	if analyze.TrackDir(c, d) == track.I2R {
+		return Initiator
+	}
+	return Responder
+}
+
+// LoadScript reads connection conn (1-based, numbered as iwdump numbers
+// them; 0 picks the first) of an iWARP capture.
+func LoadScript(file string, conn int, assume *Assume) (*Script, error) {
+	src, _, err := analyze.OpenFiles([]string{file})
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	b := &scriptBuilder{want: conn}
+	w := bufio.NewWriter(io.Discard)
+	if _, err := analyze.Run(src, analyze.Config{Workers: 1}, w, func(int, *analyze.Out) analyze.Consumer { return b }); err != nil {
+		return nil, err
+	}
+	if b.err != nil {
+		return nil, b.err
+	}
+	if len(b.conns) == 0 {
+		return nil, ErrNoIWARP
+	}
+	if b.s == nil {
+		return nil, fmt.Errorf("replay: no connection %d (the capture holds %d iWARP connections)", conn, len(b.conns))
+	}
+	s := b.s
+	s.Count = len(b.conns)
+	for d := range b.untag {
+		for _, p := range b.untag[d] {
+			return nil, fmt.Errorf("replay: connection %d: message at frame %d has no L segment in the capture", s.Conn, p.m.Frame)
+		}
+		if p := b.tagged[d]; p != nil {
+			return nil, fmt.Errorf("replay: connection %d: RDMA message at frame %d has no L segment in the capture", s.Conn, p.m.Frame)
+		}
+	}
+	sort.SliceStable(s.Msgs, func(i, j int) bool { return s.Msgs[i].LastFrame < s.Msgs[j].LastFrame })
+	if !s.HS.Seen {
+		if !b.hasReq && !b.hasRep && assume != nil {
+			rev := uint8(assume.Rev)
+			if rev == 0 {
+				rev = 2
+			}
+			mk := func(reply bool) decode.MPAFrame {
+				f := decode.MPAFrame{Reply: reply, Rev: rev, CRC: assume.CRC, Markers: assume.Markers}
+				if rev >= 2 {
+					f.Enhanced, f.HasV2 = true, true
+					f.V2 = decode.MPAv2{IRD: uint16(assume.IRD), ORD: uint16(assume.ORD)}
+				}
+				return f
+			}
+			s.HS.Request, s.HS.Reply = mk(false), mk(true)
+			s.HS.CRC = assume.CRC
+			s.HS.MarkersI, s.HS.MarkersR = assume.Markers, assume.Markers
+			return s, nil
+		}
+		if !b.hasReq || !b.hasRep {
+			return nil, fmt.Errorf("%w: connection %d", ErrNoHandshake, s.Conn)
+		}
+	}
+	return s, nil
+}
+
+func (b *scriptBuilder) Record(r *analyze.Record) {
+	if b.err != nil {
+		return
+	}
+	switch r.Kind {
+	case analyze.KindOpened:
+		if r.Conn == nil || !r.Conn.IWARP {
+			return
+		}
+		b.conns = append(b.conns, r.Conn.ID)
+		n := len(b.conns)
+		if b.s == nil && (b.want == 0 || b.want == n) {
+			b.id = r.Conn.ID
+			b.s = &Script{Conn: n}
+			b.first = r.Conn.FirstTime
+			b.untag = [2]map[[2]uint32]*partMsg{{}, {}}
+		}
+	case analyze.KindPDU:
+		if b.s == nil || r.Conn == nil || r.Conn.ID != b.id || r.PDU == nil {
+			return
+		}
+		b.pdu(r)
+	}
+}
+
+func (b *scriptBuilder) pdu(r *analyze.Record) {
+	c, e := r.Conn, r.PDU
+	side := sideOf(c, e.Dir)
+	s := b.s
+	if b.s.Addr[side] == "" {
+		s.Addr[side] = c.Addr[e.Dir].String()
+		s.Addr[side.Peer()] = c.Addr[1-e.Dir].String()
+	}
+	p := &e.PDU
+	if p.IsMPAFrame {
+		f := p.MPA
+		f.PrivateData = append([]byte(nil), f.PrivateData...)
+		if f.Reply {
+			s.HS.Reply, b.hasRep, s.HS.RepFrame = f, true, r.Frame
+			s.HS.Rejected = f.Reject
+		} else {
+			s.HS.Request, b.hasReq, s.HS.ReqFrame = f, true, r.Frame
+		}
+		if b.hasReq && b.hasRep {
+			hs := &s.HS
+			hs.Seen = true
+			hs.CRC = hs.Request.CRC || hs.Reply.CRC
+			// M asks the other side for markers (RFC 5044 §7.1.1).
+			hs.MarkersI, hs.MarkersR = hs.Reply.Markers, hs.Request.Markers
+			hs.PeerToPeer = hs.Request.HasV2 && hs.Request.V2.PeerToPeer && hs.Reply.HasV2 && hs.Reply.V2.PeerToPeer
+		}
+		return
+	}
+	if e.Missing > 0 {
+		b.err = fmt.Errorf("replay: connection %d: FPDU at frame %d is not wholly in the capture", s.Conn, r.Frame)
+		return
+	}
+	if p.SegErr != nil {
+		b.err = fmt.Errorf("replay: connection %d: frame %d: %v", s.Conn, r.Frame, p.SegErr)
+		return
+	}
+	seg := &p.Seg
+	first := !b.firstF[side]
+	b.firstF[side] = true
+	rel := e.FirstTime.Sub(b.first)
+	op := seg.RDMAP.Opcode
+	// RFC 6581 §5: the Initiator's first FPDU in peer-to-peer mode is the
+	// zero-length RTR; the endpoint sends (and takes) it itself.
+	if first && side == Initiator && s.HS.PeerToPeer && len(seg.Payload) == 0 &&
+		(op == decode.OpWrite || op == decode.OpSend || op == decode.OpReadRequest) {
+		if op != decode.OpReadRequest || seg.ReadRequest.Size == 0 {
+			s.HS.RTR = op
+			return
+		}
+	}
+	pay := seg.Payload
+	if seg.DDP.Tagged {
+		t := b.tagged[side]
+		if t == nil {
+			kind := MsgWrite
+			if op == decode.OpReadResponse {
+				kind = MsgReadResponse
+			}
+			t = &partMsg{m: Msg{Side: side, Kind: kind, Opcode: op, Frame: e.FirstFrame, Rel: rel, STag: seg.DDP.STag, TO: seg.DDP.TO}, end: seg.DDP.TO}
+			b.tagged[side] = t
+		}
+		if seg.DDP.STag != t.m.STag || seg.DDP.TO != t.end {
+			b.err = fmt.Errorf("replay: connection %d: frame %d: tagged segment STag 0x%08x TO 0x%x does not continue the message of frame %d", s.Conn, r.Frame, seg.DDP.STag, seg.DDP.TO, t.m.Frame)
+			return
+		}
+		t.m.Payload = append(t.m.Payload, pay...)
+		t.end += uint64(len(pay))
+		if seg.DDP.Last {
+			t.m.LastFrame = r.Frame
+			s.Msgs = append(s.Msgs, t.m)
+			b.tagged[side] = nil
+		}
+		return
+	}
+	key := [2]uint32{seg.DDP.QN, seg.DDP.MSN}
+	u := b.untag[side][key]
+	if u == nil {
+		m := Msg{Side: side, Opcode: op, Frame: e.FirstFrame, Rel: rel}
+		switch op {
+		case decode.OpSend, decode.OpSendSE, decode.OpSendInv, decode.OpSendSEInv:
+			m.Kind = MsgSend
+			m.InvalidateSTag = seg.InvalidateSTag
+		case decode.OpReadRequest:
+			rr := seg.ReadRequest
+			m.Kind, m.STag, m.TO, m.SrcSTag, m.SrcTO, m.Size = MsgReadRequest, rr.SinkSTag, rr.SinkTO, rr.SrcSTag, rr.SrcTO, rr.Size
+		case decode.OpTerminate:
+			t := seg.Terminate
+			m.Kind, m.Term = MsgTerminate, decode.LookupTermCause(t.Layer, t.EType, t.Code)
+			switch {
+			case t.HasRDMA:
+				m.HasBlame, m.TermSTag, m.TermTO = true, t.TermRDMA.SrcSTag, t.TermRDMA.SrcTO
+			case t.HasDDP && t.TermDDP.Tagged:
+				m.HasBlame, m.TermSTag, m.TermTO = true, t.TermDDP.STag, t.TermDDP.TO
+			}
+		case decode.OpAtomicRequest, decode.OpAtomicResponse:
+			m.Kind = MsgAtomic
+		default:
+			b.err = fmt.Errorf("replay: connection %d: frame %d: %v cannot be replayed", s.Conn, r.Frame, op)
+			return
+		}
+		u = &partMsg{m: m}
+		b.untag[side][key] = u
+	}
+	if uint64(seg.DDP.MO) != u.end {
+		b.err = fmt.Errorf("replay: connection %d: frame %d: MO %d does not continue the message of frame %d", s.Conn, r.Frame, seg.DDP.MO, u.m.Frame)
+		return
+	}
+	if u.m.Kind == MsgSend {
+		u.m.Payload = append(u.m.Payload, pay...)
+	}
+	u.end += uint64(len(pay))
+	if seg.DDP.Last {
+		u.m.LastFrame = r.Frame
+		s.Msgs = append(s.Msgs, u.m)
+		delete(b.untag[side], key)
+	}
+}

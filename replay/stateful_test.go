@@ -1,0 +1,62 @@
+package replay
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+func siw(name string) string { return filepath.Join("..", "testdata", "siw", name) }
+
+// both replays both sides of connection conn of file against each other
+// over loopback.
+func both(t *testing.T, file string, conn int, edit func(*Script)) (ini, resp *Result) {
+	t.Helper()
+	s, err := LoadScript(file, conn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := LoadScript(file, conn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(s2)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	var rerr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		resp, rerr = Stateful(ctx, s, StatefulOptions{Side: Responder, Listener: l, Topspeed: true, Timeout: 3 * time.Second})
+	}()
+	ini, err = Stateful(ctx, s2, StatefulOptions{Side: Initiator, Addr: l.Addr().String(), Topspeed: true, Timeout: 3 * time.Second})
+	wg.Wait()
+	if err != nil || rerr != nil {
+		t.Fatalf("initiator: %v, responder: %v", err, rerr)
+	}
+	return ini, resp
+}
+
+func TestStatefulBothSides(t *testing.T) {
+	for _, f := range []string{"rping.pcap"} {
+		t.Run(f, func(t *testing.T) {
+			ini, resp := both(t, siw(f), 0, nil)
+			for _, r := range []*Result{ini, resp} {
+				t.Logf("%v: %d operations, %d matched, %+v", r.Side, r.Operations, r.Matched, r.Counters)
+				if len(r.Differences) != 0 || r.Matched != r.Operations {
+					t.Errorf("%v: differences %v", r.Side, r.Differences)
+				}
+			}
+		})
+	}
+}
