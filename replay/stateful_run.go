@@ -40,17 +40,6 @@ func (p *player) config(f *decode.MPAFrame) *endpoint.Config {
 		if cfg.PeerToPeer && cfg.RTR == 0 {
 			cfg.RTR = endpoint.RTRAll
 		}
-		if p.me == Initiator && p.s.HS.PeerToPeer {
-			// Send the RTR the capture shows.
-			switch p.s.HS.RTR {
-			case decode.OpWrite:
-				cfg.RTR = endpoint.RTRWrite
-			case decode.OpReadRequest:
-				cfg.RTR = endpoint.RTRRead
-			case decode.OpSend:
-				cfg.RTR = endpoint.RTRSend
-			}
-		}
 		p.qp.SetIRDORD(clampRD(f.V2.IRD), clampRD(f.V2.ORD))
 	}
 	return cfg

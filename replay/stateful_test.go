@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"path/filepath"
 	"sync"
@@ -48,9 +49,17 @@ func both(t *testing.T, file string, conn int, edit func(*Script)) (ini, resp *R
 }
 
 func TestStatefulBothSides(t *testing.T) {
-	for _, f := range []string{"rping.pcap"} {
-		t.Run(f, func(t *testing.T) {
-			ini, resp := both(t, siw(f), 0, nil)
+	for _, c := range []struct {
+		file string
+		conn int
+	}{
+		{"rping.pcap", 0}, {"crc_rping.pcap", 0}, {"p2p_rping.pcap", 0}, {"p2pcrc_rping.pcap", 0}, {"v1_rping.pcap", 0},
+		{"ib_write_bw_4096.pcap", 1}, {"ib_write_bw_4096.pcap", 2},
+		{"ib_read_bw_4096.pcap", 2}, {"ib_send_bw_4096.pcap", 2}, {"term_ok.pcap", 0},
+		{"mtu1500_ib_send_bw_32768.pcap", 2}, {"mtu1500_ib_read_bw_32768.pcap", 2},
+	} {
+		t.Run(fmt.Sprintf("%s#%d", c.file, c.conn), func(t *testing.T) {
+			ini, resp := both(t, siw(c.file), c.conn, nil)
 			for _, r := range []*Result{ini, resp} {
 				t.Logf("%v: %d operations, %d matched, %+v", r.Side, r.Operations, r.Matched, r.Counters)
 				if len(r.Differences) != 0 || r.Matched != r.Operations {
