@@ -43,15 +43,17 @@ const (
 	MsgReadResponse                    // RDMA Read Response
 	MsgTerminate                       // Terminate
 	MsgAtomic                          // an RFC 7306 message (refused)
+	MsgConnect                         // the MPA handshake of a connection (at its Request)
 )
 
 func (k MsgKind) String() string {
-	return [...]string{"?", "Send", "RDMA Write", "RDMA Read Request", "RDMA Read Response", "Terminate", "Atomic"}[k]
+	return [...]string{"?", "Send", "RDMA Write", "RDMA Read Request", "RDMA Read Response", "Terminate", "Atomic", "MPA handshake"}[k]
 }
 
 // Msg is one RDMAP message of the capture, reassembled from its DDP
 // segments (RFC 5041 §5).
 type Msg struct {
+	C      int  // the connection: index in Script.Conns
 	Side   Side // who sent it
 	Kind   MsgKind
 	Opcode decode.Opcode
@@ -94,12 +96,20 @@ type Handshake struct {
 	MarkersI, MarkersR bool // markers in the FPDUs sent by the Initiator / Responder
 }
 
-// Script is one iWARP connection of a capture, as a replay needs it: the
-// handshake and every RDMAP message of both sides in capture order.
+// ConnScript is one iWARP connection of a script.
+type ConnScript struct {
+	Conn int       // the connection's number in the capture (iwdump's)
+	Addr [2]string // Initiator's and Responder's address as captured
+	HS   Handshake
+}
+
+// Script is what a replay needs of a capture: the connections chosen, with
+// their handshakes, and every RDMAP message of both sides of them in
+// capture order. The connections are replayed together, so that what one
+// carries serves the others (perftest exchanges STags on one connection
+// and uses them on another).
 type Script struct {
-	Conn  int       // the connection's number in the capture (iwdump's)
-	Addr  [2]string // Initiator's and Responder's address as captured
-	HS    Handshake
+	Conns []*ConnScript
 	Msgs  []Msg
 	Count int // iWARP connections in the capture
 }
@@ -125,18 +135,25 @@ type partMsg struct {
 	end uint64 // tagged: next TO; untagged: octets so far
 }
 
-type scriptBuilder struct {
-	want   int // 0: the first iWARP connection
-	conns  []uint64
-	id     uint64 // the chosen connection's reassembly ID
-	s      *Script
-	first  time.Time
+type connBuilder struct {
+	c      int // index in Script.Conns
+	cs     *ConnScript
 	hasReq bool
 	hasRep bool
 	untag  [2]map[[2]uint32]*partMsg // by QN, MSN
 	tagged [2]*partMsg
 	firstF [2]bool // an FPDU was seen in this direction
-	err    error
+	first  int     // first frame of the connection
+}
+
+type scriptBuilder struct {
+	want  int // 0: every iWARP connection
+	conns []uint64
+	by    map[uint64]*connBuilder // chosen connections by reassembly ID
+	order []*connBuilder
+	s     *Script
+	start time.Time
+	err   error
 }
 
 func sideOf(c *reassembly.Conn, d reassembly.Dir) Side {
@@ -147,14 +164,14 @@ func sideOf(c *reassembly.Conn, d reassembly.Dir) Side {
 }
 
 // LoadScript reads connection conn (1-based, numbered as iwdump numbers
-// them; 0 picks the first) of an iWARP capture.
+// them), or with conn 0 every iWARP connection, of a capture.
 func LoadScript(file string, conn int, assume *Assume) (*Script, error) {
 	src, _, err := analyze.OpenFiles([]string{file})
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
-	b := &scriptBuilder{want: conn}
+	b := &scriptBuilder{want: conn, by: map[uint64]*connBuilder{}, s: &Script{}}
 	w := bufio.NewWriter(io.Discard)
 	if _, err := analyze.Run(src, analyze.Config{Workers: 1}, w, func(int, *analyze.Out) analyze.Consumer { return b }); err != nil {
 		return nil, err
@@ -165,22 +182,26 @@ func LoadScript(file string, conn int, assume *Assume) (*Script, error) {
 	if len(b.conns) == 0 {
 		return nil, ErrNoIWARP
 	}
-	if b.s == nil {
+	s := b.s
+	if len(s.Conns) == 0 {
 		return nil, fmt.Errorf("replay: no connection %d (the capture holds %d iWARP connections)", conn, len(b.conns))
 	}
-	s := b.s
 	s.Count = len(b.conns)
-	for d := range b.untag {
-		for _, p := range b.untag[d] {
-			return nil, fmt.Errorf("replay: connection %d: message at frame %d has no L segment in the capture", s.Conn, p.m.Frame)
+	for _, cb := range b.order {
+		cs := cb.cs
+		for d := range cb.untag {
+			for _, p := range cb.untag[d] {
+				return nil, fmt.Errorf("replay: connection %d: message at frame %d has no L segment in the capture", cs.Conn, p.m.Frame)
+			}
+			if p := cb.tagged[d]; p != nil {
+				return nil, fmt.Errorf("replay: connection %d: RDMA message at frame %d has no L segment in the capture", cs.Conn, p.m.Frame)
+			}
 		}
-		if p := b.tagged[d]; p != nil {
-			return nil, fmt.Errorf("replay: connection %d: RDMA message at frame %d has no L segment in the capture", s.Conn, p.m.Frame)
-		}
-	}
-	sort.SliceStable(s.Msgs, func(i, j int) bool { return s.Msgs[i].LastFrame < s.Msgs[j].LastFrame })
-	if !s.HS.Seen {
-		if !b.hasReq && !b.hasRep && assume != nil {
+		at := cs.HS.ReqFrame
+		if !cs.HS.Seen {
+			if cb.hasReq || cb.hasRep || assume == nil {
+				return nil, fmt.Errorf("%w: connection %d", ErrNoHandshake, cs.Conn)
+			}
 			rev := uint8(assume.Rev)
 			if rev == 0 {
 				rev = 2
@@ -193,15 +214,14 @@ func LoadScript(file string, conn int, assume *Assume) (*Script, error) {
 				}
 				return f
 			}
-			s.HS.Request, s.HS.Reply = mk(false), mk(true)
-			s.HS.CRC = assume.CRC
-			s.HS.MarkersI, s.HS.MarkersR = assume.Markers, assume.Markers
-			return s, nil
+			cs.HS.Request, cs.HS.Reply = mk(false), mk(true)
+			cs.HS.CRC = assume.CRC
+			cs.HS.MarkersI, cs.HS.MarkersR = assume.Markers, assume.Markers
+			at = cb.first
 		}
-		if !b.hasReq || !b.hasRep {
-			return nil, fmt.Errorf("%w: connection %d", ErrNoHandshake, s.Conn)
-		}
+		s.Msgs = append(s.Msgs, Msg{C: cb.c, Side: Initiator, Kind: MsgConnect, Frame: at, LastFrame: at})
 	}
+	sort.SliceStable(s.Msgs, func(i, j int) bool { return s.Msgs[i].LastFrame < s.Msgs[j].LastFrame })
 	return s, nil
 }
 
@@ -216,25 +236,31 @@ func (b *scriptBuilder) Record(r *analyze.Record) {
 		}
 		b.conns = append(b.conns, r.Conn.ID)
 		n := len(b.conns)
-		if b.s == nil && (b.want == 0 || b.want == n) {
-			b.id = r.Conn.ID
-			b.s = &Script{Conn: n}
-			b.first = r.Conn.FirstTime
-			b.untag = [2]map[[2]uint32]*partMsg{{}, {}}
+		if b.want == 0 || b.want == n {
+			if len(b.order) == 0 {
+				b.start = r.Conn.FirstTime
+			}
+			cb := &connBuilder{c: len(b.order), cs: &ConnScript{Conn: n}, first: r.Conn.FirstFrame,
+				untag: [2]map[[2]uint32]*partMsg{{}, {}}}
+			b.by[r.Conn.ID] = cb
+			b.order = append(b.order, cb)
+			b.s.Conns = append(b.s.Conns, cb.cs)
 		}
 	case analyze.KindPDU:
-		if b.s == nil || r.Conn == nil || r.Conn.ID != b.id || r.PDU == nil {
+		if r.Conn == nil || r.PDU == nil {
 			return
 		}
-		b.pdu(r)
+		if cb := b.by[r.Conn.ID]; cb != nil {
+			b.pdu(cb, r)
+		}
 	}
 }
 
-func (b *scriptBuilder) pdu(r *analyze.Record) {
+func (b *scriptBuilder) pdu(cb *connBuilder, r *analyze.Record) {
 	c, e := r.Conn, r.PDU
 	side := sideOf(c, e.Dir)
-	s := b.s
-	if b.s.Addr[side] == "" {
+	s := cb.cs
+	if s.Addr[side] == "" {
 		s.Addr[side] = c.Addr[e.Dir].String()
 		s.Addr[side.Peer()] = c.Addr[1-e.Dir].String()
 	}
@@ -243,12 +269,12 @@ func (b *scriptBuilder) pdu(r *analyze.Record) {
 		f := p.MPA
 		f.PrivateData = append([]byte(nil), f.PrivateData...)
 		if f.Reply {
-			s.HS.Reply, b.hasRep, s.HS.RepFrame = f, true, r.Frame
+			s.HS.Reply, cb.hasRep, s.HS.RepFrame = f, true, r.Frame
 			s.HS.Rejected = f.Reject
 		} else {
-			s.HS.Request, b.hasReq, s.HS.ReqFrame = f, true, r.Frame
+			s.HS.Request, cb.hasReq, s.HS.ReqFrame = f, true, r.Frame
 		}
-		if b.hasReq && b.hasRep {
+		if cb.hasReq && cb.hasRep {
 			hs := &s.HS
 			hs.Seen = true
 			hs.CRC = hs.Request.CRC || hs.Reply.CRC
@@ -267,9 +293,9 @@ func (b *scriptBuilder) pdu(r *analyze.Record) {
 		return
 	}
 	seg := &p.Seg
-	first := !b.firstF[side]
-	b.firstF[side] = true
-	rel := e.FirstTime.Sub(b.first)
+	first := !cb.firstF[side]
+	cb.firstF[side] = true
+	rel := e.FirstTime.Sub(b.start)
 	op := seg.RDMAP.Opcode
 	// RFC 6581 §5: the Initiator's first FPDU in peer-to-peer mode is the
 	// zero-length RTR; the endpoint sends (and takes) it itself.
@@ -282,14 +308,14 @@ func (b *scriptBuilder) pdu(r *analyze.Record) {
 	}
 	pay := seg.Payload
 	if seg.DDP.Tagged {
-		t := b.tagged[side]
+		t := cb.tagged[side]
 		if t == nil {
 			kind := MsgWrite
 			if op == decode.OpReadResponse {
 				kind = MsgReadResponse
 			}
-			t = &partMsg{m: Msg{Side: side, Kind: kind, Opcode: op, Frame: e.FirstFrame, Rel: rel, STag: seg.DDP.STag, TO: seg.DDP.TO}, end: seg.DDP.TO}
-			b.tagged[side] = t
+			t = &partMsg{m: Msg{C: cb.c, Side: side, Kind: kind, Opcode: op, Frame: e.FirstFrame, Rel: rel, STag: seg.DDP.STag, TO: seg.DDP.TO}, end: seg.DDP.TO}
+			cb.tagged[side] = t
 		}
 		if seg.DDP.STag != t.m.STag || seg.DDP.TO != t.end {
 			b.err = fmt.Errorf("replay: connection %d: frame %d: tagged segment STag 0x%08x TO 0x%x does not continue the message of frame %d", s.Conn, r.Frame, seg.DDP.STag, seg.DDP.TO, t.m.Frame)
@@ -299,15 +325,15 @@ func (b *scriptBuilder) pdu(r *analyze.Record) {
 		t.end += uint64(len(pay))
 		if seg.DDP.Last {
 			t.m.LastFrame = r.Frame
-			s.Msgs = append(s.Msgs, t.m)
-			b.tagged[side] = nil
+			b.s.Msgs = append(b.s.Msgs, t.m)
+			cb.tagged[side] = nil
 		}
 		return
 	}
 	key := [2]uint32{seg.DDP.QN, seg.DDP.MSN}
-	u := b.untag[side][key]
+	u := cb.untag[side][key]
 	if u == nil {
-		m := Msg{Side: side, Opcode: op, Frame: e.FirstFrame, Rel: rel}
+		m := Msg{C: cb.c, Side: side, Opcode: op, Frame: e.FirstFrame, Rel: rel}
 		switch op {
 		case decode.OpSend, decode.OpSendSE, decode.OpSendInv, decode.OpSendSEInv:
 			m.Kind = MsgSend
@@ -331,7 +357,7 @@ func (b *scriptBuilder) pdu(r *analyze.Record) {
 			return
 		}
 		u = &partMsg{m: m}
-		b.untag[side][key] = u
+		cb.untag[side][key] = u
 	}
 	if uint64(seg.DDP.MO) != u.end {
 		b.err = fmt.Errorf("replay: connection %d: frame %d: MO %d does not continue the message of frame %d", s.Conn, r.Frame, seg.DDP.MO, u.m.Frame)
@@ -343,7 +369,7 @@ func (b *scriptBuilder) pdu(r *analyze.Record) {
 	u.end += uint64(len(pay))
 	if seg.DDP.Last {
 		u.m.LastFrame = r.Frame
-		s.Msgs = append(s.Msgs, u.m)
-		delete(b.untag[side], key)
+		b.s.Msgs = append(b.s.Msgs, u.m)
+		delete(cb.untag[side], key)
 	}
 }

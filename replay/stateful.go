@@ -47,13 +47,29 @@ func (d Difference) String() string {
 // Result is what a stateful replay did and found.
 type Result struct {
 	Side        Side
-	Conn        int
-	Operations  int // RDMAP messages of the script (both sides) plus the handshake
+	Conns       []int // the capture's connection numbers replayed
+	Operations  int   // the handshakes and the RDMAP messages of both sides
 	Matched     int
 	Differences []Difference
-	Params      endpoint.Params
-	Counters    endpoint.Counters
+	Params      []endpoint.Params
+	Counters    []endpoint.Counters
 	Duration    time.Duration
+}
+
+// pconn is one connection of a replay.
+type pconn struct {
+	cs   *ConnScript
+	cq   *endpoint.CQ
+	qp   *endpoint.QP
+	conn *endpoint.Conn
+	hs   int // index of its MsgConnect
+
+	recvMR              *endpoint.MR
+	recvSlots, recvLen  int
+	recvLeft            int   // peer Sends not yet posted for
+	peerSends, peerResp []int // message indices of the peer's Sends and Read Responses
+	ownReads            []int // this side's Read Requests
+	gotSends, gotReads  int
 }
 
 // player is the state of one replay.
@@ -62,31 +78,22 @@ type player struct {
 	o   StatefulOptions
 	me  Side
 	res *Result
-	bad map[int]bool // script message indices with a difference (-1: handshake)
+	bad map[int]bool // message indices with a difference (-2: none)
+	cs  []*pconn
 
-	dev  *endpoint.Device
-	pd   *endpoint.PD
-	cq   *endpoint.CQ
-	qp   *endpoint.QP
-	conn *endpoint.Conn
+	dev *endpoint.Device
+	pd  *endpoint.PD
 
-	own     map[uint32]*region // captured STag we advertised → its live region
-	peerMap map[uint32]uint32  // the peer's captured STag → live STag
-	peerTO  map[uint32]int64   // TO shift of the peer's STag
-	peerExt map[uint32][2]uint64
+	own     map[uint32]*region   // captured STag this side advertised → its live region
+	peerMap map[uint32]uint32    // the peer's captured STag → live STag
+	peerTO  map[uint32]int64     // TO shift of the peer's STag
+	peerExt map[uint32][2]uint64 // the peer's STags this side accesses, and where
 
-	sendMR, writeMR, recvMR *endpoint.MR
-	sendOff, writeOff       map[int]int // message index → offset in its MR
-	recvSlots, recvSlot     int
-	recvLen                 int
-	recvLeft                int // peer Sends not yet posted for
-
-	// expectations of the peer, in script order
-	peerSends, peerReads []int // indices of peer Sends, peer Read Responses
-	gotSends, gotReads   int
-	ownReadResps         int              // Read Responses we have answered (counter)
-	fill                 map[int][][2]int // own action index → (own Read Response, peer Read Request) to put in memory first
-	start                time.Time
+	sendMR, writeMR   *endpoint.MR
+	sendOff, writeOff map[int]int      // message index → offset in its MR
+	fill              map[int][][2]int // own action index → (own Read Response, peer Read Request) to put in memory first
+	start             time.Time
+	ln                net.Listener
 }
 
 type region struct {
@@ -111,9 +118,13 @@ func Stateful(ctx context.Context, s *Script, o StatefulOptions) (*Result, error
 	if o.Multiplier <= 0 {
 		o.Multiplier = 1
 	}
-	p := &player{s: s, o: o, me: o.Side, res: &Result{Side: o.Side, Conn: s.Conn, Operations: len(s.Msgs) + 1},
+	p := &player{s: s, o: o, me: o.Side, res: &Result{Side: o.Side, Operations: len(s.Msgs)},
 		bad: map[int]bool{}, own: map[uint32]*region{}, peerMap: map[uint32]uint32{}, peerTO: map[uint32]int64{},
 		peerExt: map[uint32][2]uint64{}, sendOff: map[int]int{}, writeOff: map[int]int{}, fill: map[int][][2]int{}}
+	for _, c := range s.Conns {
+		p.res.Conns = append(p.res.Conns, c.Conn)
+		p.cs = append(p.cs, &pconn{cs: c})
+	}
 	if err := p.check(); err != nil {
 		return nil, err
 	}
@@ -125,7 +136,7 @@ func Stateful(ctx context.Context, s *Script, o StatefulOptions) (*Result, error
 	p.res.Duration = time.Since(start)
 	p.res.Matched = p.res.Operations
 	for i := range p.bad {
-		if i >= hsIndex {
+		if i >= 0 {
 			p.res.Matched--
 		}
 	}
@@ -134,10 +145,12 @@ func Stateful(ctx context.Context, s *Script, o StatefulOptions) (*Result, error
 
 // check refuses what the endpoint cannot replay.
 func (p *player) check() error {
-	hs := &p.s.HS
-	for _, f := range []*decode.MPAFrame{&hs.Request, &hs.Reply} {
-		if f.Rev != 1 && f.Rev != 2 {
-			return fmt.Errorf("replay: MPA Rev %d cannot be replayed (the endpoint speaks Rev 1 and 2)", f.Rev)
+	for _, c := range p.s.Conns {
+		hs := &c.HS
+		for _, f := range []*decode.MPAFrame{&hs.Request, &hs.Reply} {
+			if f.Rev != 1 && f.Rev != 2 {
+				return fmt.Errorf("replay: connection %d: MPA Rev %d cannot be replayed (the endpoint speaks Rev 1 and 2)", c.Conn, f.Rev)
+			}
 		}
 	}
 	for _, m := range p.s.Msgs {
@@ -158,7 +171,7 @@ func (p *player) blamed(i int) bool {
 	m := &p.s.Msgs[i]
 	for j := i + 1; j < len(p.s.Msgs); j++ {
 		t := &p.s.Msgs[j]
-		if t.Kind != MsgTerminate || t.Side == m.Side || !t.HasBlame {
+		if t.Kind != MsgTerminate || t.C != m.C || t.Side == m.Side || !t.HasBlame {
 			continue
 		}
 		switch m.Kind {
@@ -189,17 +202,27 @@ func (p *player) setup() error {
 	p.pd = p.dev.AllocPD()
 	ownExt := map[uint32][2]uint64{}
 	var sendN, writeN int
-	nPeerSends := 0
 	for i, m := range p.s.Msgs {
+		c := p.cs[m.C]
+		if m.Kind == MsgConnect {
+			c.hs = i
+		}
 		switch {
 		case m.Side != p.me && m.Kind == MsgWrite && !p.blamed(i):
 			extend(ownExt, m.STag, m.TO, uint64(len(m.Payload)))
-		case m.Side != p.me && m.Kind == MsgReadRequest && !p.blamed(i):
-			extend(ownExt, m.SrcSTag, m.SrcTO, uint64(m.Size))
+		case m.Side != p.me && m.Kind == MsgReadRequest:
+			if !p.blamed(i) {
+				extend(ownExt, m.SrcSTag, m.SrcTO, uint64(m.Size))
+			}
+			// Its sink is the peer's: where the peer advertises it, the
+			// live value is the peer's new registration.
+			extend(p.peerExt, m.STag, m.TO, uint64(m.Size))
 		case m.Side == p.me && m.Kind == MsgReadRequest:
 			extend(ownExt, m.STag, m.TO, uint64(m.Size))
 			extend(p.peerExt, m.SrcSTag, m.SrcTO, uint64(m.Size))
-			p.peerReads = append(p.peerReads, i)
+			c.ownReads = append(c.ownReads, i)
+		case m.Side != p.me && m.Kind == MsgReadResponse:
+			c.peerResp = append(c.peerResp, i)
 		case m.Side == p.me && m.Kind == MsgWrite:
 			extend(p.peerExt, m.STag, m.TO, uint64(len(m.Payload)))
 			p.writeOff[i] = writeN
@@ -208,9 +231,8 @@ func (p *player) setup() error {
 			p.sendOff[i] = sendN
 			sendN += len(m.Payload)
 		case m.Side != p.me && m.Kind == MsgSend:
-			p.peerSends = append(p.peerSends, i)
-			p.recvLen = max(p.recvLen, len(m.Payload))
-			nPeerSends++
+			c.peerSends = append(c.peerSends, i)
+			c.recvLen = max(c.recvLen, len(m.Payload))
 		}
 	}
 	for stag, e := range ownExt {
@@ -244,12 +266,6 @@ func (p *player) setup() error {
 	}
 	p.sendMR.Sync()
 	p.writeMR.Sync()
-	p.recvSlots = max(min(nPeerSends, 256), 1)
-	p.recvLen = max(p.recvLen, 1)
-	if p.recvMR, err = reg(p.recvSlots*p.recvLen, endpoint.AccessLocalWrite|endpoint.AccessLocalRead); err != nil {
-		return err
-	}
-	p.recvLeft = nPeerSends
 	// Read Responses this side sent: their data must be in memory before the
 	// peer asks, i.e. before this side's last action preceding the Read
 	// Request (rping's client fills its buffer before it advertises it).
@@ -271,38 +287,56 @@ func (p *player) setup() error {
 		k++
 		at := -1
 		for j := q - 1; j >= 0; j-- {
-			if p.s.Msgs[j].Side == p.me && p.isAction(j) {
+			if p.isAction(j) && p.s.Msgs[j].Kind != MsgConnect {
 				at = j
 				break
 			}
 		}
 		p.fill[at] = append(p.fill[at], [2]int{i, q})
 	}
-	if p.cq, err = p.dev.CreateCQ(4*(p.recvSlots+len(p.s.Msgs)) + 64); err != nil {
-		return err
-	}
-	p.qp, err = p.pd.CreateQP(endpoint.QPAttr{SendCQ: p.cq, RecvCQ: p.cq, SQDepth: len(p.s.Msgs) + 16, RQDepth: p.recvSlots + 1})
-	if err != nil {
-		return err
-	}
-	for p.recvSlot = 0; p.recvSlot < p.recvSlots && p.recvLeft > 0; p.recvSlot++ {
-		if err := p.postRecv(p.recvSlot); err != nil {
+	for _, c := range p.cs {
+		if err := p.setupConn(c); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (p *player) postRecv(slot int) error {
-	p.recvLeft--
-	_, err := p.qp.PostRecv(endpoint.RecvWR{WRID: uint64(slot), SGL: []endpoint.SGE{p.recvMR.SGE(slot*p.recvLen, p.recvLen)}})
+// setupConn makes a connection's CQ, QP and receive buffers.
+func (p *player) setupConn(c *pconn) error {
+	var err error
+	n := len(c.peerSends)
+	c.recvSlots = max(min(n, 256), 1)
+	c.recvLen = max(c.recvLen, 1)
+	if c.recvMR, err = p.pd.RegisterMR(make([]byte, c.recvSlots*c.recvLen), endpoint.AccessLocalWrite|endpoint.AccessLocalRead, nil); err != nil {
+		return err
+	}
+	c.recvLeft = n
+	if c.cq, err = p.dev.CreateCQ(2*(c.recvSlots+len(p.s.Msgs)) + 64); err != nil {
+		return err
+	}
+	c.qp, err = p.pd.CreateQP(endpoint.QPAttr{SendCQ: c.cq, RecvCQ: c.cq, SQDepth: len(p.s.Msgs) + 16, RQDepth: c.recvSlots + 1})
+	if err != nil {
+		return err
+	}
+	for slot := 0; slot < c.recvSlots && c.recvLeft > 0; slot++ {
+		if err := c.postRecv(slot); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *pconn) postRecv(slot int) error {
+	c.recvLeft--
+	_, err := c.qp.PostRecv(endpoint.RecvWR{WRID: uint64(slot), SGL: []endpoint.SGE{c.recvMR.SGE(slot*c.recvLen, c.recvLen)}})
 	return err
 }
 
 // isAction: message i is one this side performs through the verbs.
 func (p *player) isAction(i int) bool {
 	m := &p.s.Msgs[i]
-	return m.Side == p.me && (m.Kind == MsgSend || m.Kind == MsgWrite || m.Kind == MsgReadRequest)
+	return m.Side == p.me && (m.Kind == MsgSend || m.Kind == MsgWrite || m.Kind == MsgReadRequest || m.Kind == MsgConnect)
 }
 
 // rewrite replaces this side's captured STags in b (4 octets, network

@@ -11,9 +11,6 @@ import (
 	"github.com/iwkit/iwkit/endpoint"
 )
 
-// hsIndex is the Bad key of the handshake.
-const hsIndex = -1
-
 func rtrSet(f *decode.MPAFrame) endpoint.RTRSet {
 	var r endpoint.RTRSet
 	if f.V2.ZeroLenSendRTR {
@@ -31,7 +28,7 @@ func rtrSet(f *decode.MPAFrame) endpoint.RTRSet {
 func clampRD(v uint16) int { return min(int(v), 0x3FFE) }
 
 // config is the MPA configuration that reproduces this side's frame.
-func (p *player) config(f *decode.MPAFrame) *endpoint.Config {
+func (p *player) config(c *pconn, f *decode.MPAFrame) *endpoint.Config {
 	cfg := &endpoint.Config{Rev: int(f.Rev), CRC: f.CRC, Markers: f.Markers, Timeout: p.o.Timeout,
 		PrivateData: p.rewrite(f.ULPPrivateData())}
 	if f.HasV2 {
@@ -40,19 +37,19 @@ func (p *player) config(f *decode.MPAFrame) *endpoint.Config {
 		if cfg.PeerToPeer && cfg.RTR == 0 {
 			cfg.RTR = endpoint.RTRAll
 		}
-		p.qp.SetIRDORD(clampRD(f.V2.IRD), clampRD(f.V2.ORD))
+		c.qp.SetIRDORD(clampRD(f.V2.IRD), clampRD(f.V2.ORD))
 	}
 	return cfg
 }
 
 // compareFrame compares the peer's MPA frame with the captured one.
-func (p *player) compareFrame(frame int, want *decode.MPAFrame, rev uint8, crc, markers, reject, v2 bool, ird, ord int, p2p bool, rtr endpoint.RTRSet, pd []byte) {
+func (p *player) compareFrame(i, frame int, want *decode.MPAFrame, rev uint8, crc, markers, reject, v2 bool, ird, ord int, p2p bool, rtr endpoint.RTRSet, pd []byte) {
 	name := "MPA Request"
 	if want.Reply {
 		name = "MPA Reply"
 	}
 	diff := func(field string, got, w any) {
-		p.differ(hsIndex, frame, "handshake", "%s %s %v, the capture has %v", name, field, got, w)
+		p.differ(i, frame, "handshake", "%s %s %v, the capture has %v", name, field, got, w)
 	}
 	if rev != want.Rev {
 		diff("Rev", rev, want.Rev)
@@ -79,101 +76,129 @@ func (p *player) compareFrame(frame int, want *decode.MPAFrame, rev uint8, crc, 
 			diff("RTR types", rtr, rtrSet(want))
 		}
 	}
-	p.learn(hsIndex, frame, name+" Private Data", want.ULPPrivateData(), pd)
+	p.learn(i, frame, name+" Private Data", want.ULPPrivateData(), pd)
 }
 
-// handshake redoes the MPA exchange with the captured parameters. It
-// returns done when the connection ends there (a captured Reject).
-func (p *player) handshake(ctx context.Context) (done bool, err error) {
-	hs := &p.s.HS
+// handshake redoes the MPA exchange of connection c with the captured
+// parameters. It reports false when the connection ends there (a Reject,
+// a failure).
+func (p *player) handshake(ctx context.Context, c *pconn) bool {
+	hs := &c.cs.HS
+	i := c.hs
 	if p.me == Initiator {
-		cfg := p.config(&hs.Request)
-		conn, err := endpoint.Dial(ctx, "tcp", p.o.Addr, p.qp, cfg)
+		cfg := p.config(c, &hs.Request)
+		conn, err := endpoint.Dial(ctx, "tcp", p.o.Addr, c.qp, cfg)
 		var rej *endpoint.RejectError
 		switch {
 		case errors.As(err, &rej):
 			want := &hs.Reply
-			p.compareFrame(hs.RepFrame, want, rej.Rev, want.CRC, want.Markers, true, want.HasV2, rej.PeerIRD, rej.PeerORD, want.V2.PeerToPeer, 0, rej.PrivateData)
-			if !hs.Rejected {
-				return true, nil
-			}
-			return true, nil
+			p.compareFrame(i, hs.RepFrame, want, rej.Rev, want.CRC, want.Markers, true, want.HasV2, rej.PeerIRD, rej.PeerORD, want.V2.PeerToPeer, 0, rej.PrivateData)
+			return false
 		case err != nil:
-			return true, err
+			p.differ(i, hs.ReqFrame, "handshake", "connection %d: %v", c.cs.Conn, err)
+			return false
 		}
-		p.conn = conn
+		c.conn = conn
 		pr := conn.Params()
 		var rep decode.MPAFrame
 		if _, err := decode.ParseMPAFrame(pr.Reply, &rep); err != nil {
-			return true, err
+			p.differ(i, hs.RepFrame, "handshake", "MPA Reply: %v", err)
+			return false
 		}
 		if hs.Seen {
-			p.compareFrame(hs.RepFrame, &hs.Reply, rep.Rev, rep.CRC, rep.Markers, rep.Reject, rep.HasV2, int(rep.V2.IRD), int(rep.V2.ORD), rep.V2.PeerToPeer, rtrSet(&rep), rep.ULPPrivateData())
+			p.compareFrame(i, hs.RepFrame, &hs.Reply, rep.Rev, rep.CRC, rep.Markers, rep.Reject, rep.HasV2, int(rep.V2.IRD), int(rep.V2.ORD), rep.V2.PeerToPeer, rtrSet(&rep), rep.ULPPrivateData())
 		}
 		if hs.Rejected {
-			p.differ(hsIndex, hs.RepFrame, "handshake", "the peer accepted the connection, the capture has a Reject")
+			p.differ(i, hs.RepFrame, "handshake", "the peer accepted the connection, the capture has a Reject")
 		}
-		return false, nil
+		return true
 	}
-	l := p.o.Listener
-	if l == nil {
-		var lc net.ListenConfig
-		if l, err = lc.Listen(ctx, "tcp", p.o.Addr); err != nil {
-			return true, err
-		}
+	// The k-th TCP connection accepted plays the k-th connection of the
+	// script. The Reply's flags differ per connection: no endpoint.Listener.
+	cfg := p.config(c, &hs.Reply)
+	type acc struct {
+		c   net.Conn
+		err error
 	}
-	cfg := p.config(&hs.Reply)
-	ln := endpoint.NewListener(l, cfg)
-	defer ln.Close()
-	if p.o.Ready != nil {
-		p.o.Ready(ln.Addr())
+	ch := make(chan acc, 1)
+	go func() {
+		nc, err := p.ln.Accept()
+		ch <- acc{nc, err}
+	}()
+	t := time.NewTimer(p.o.Timeout)
+	defer t.Stop()
+	var a acc
+	select {
+	case a = <-ch:
+	case <-t.C:
+		a.err = fmt.Errorf("no connection within %v", p.o.Timeout)
+	case <-ctx.Done():
+		a.err = ctx.Err()
 	}
-	var req *endpoint.ConnRequest
-	for {
-		req, err = ln.Accept(ctx)
-		var me *endpoint.MPAError
-		if errors.As(err, &me) {
-			p.differ(hsIndex, hs.ReqFrame, "handshake", "%v", err)
-			return true, nil
+	if a.err != nil {
+		// Unblock the Accept goroutine: the listener is closed by run's
+		// caller at the end anyway; close it now, nothing more will come.
+		p.ln.Close()
+		if r := <-ch; r.c != nil {
+			r.c.Close()
 		}
-		if err != nil {
-			return true, err
-		}
-		break
+		p.differ(i, hs.ReqFrame, "handshake", "connection %d: %v", c.cs.Conn, a.err)
+		return false
+	}
+	req, err := endpoint.AcceptConn(ctx, a.c, cfg)
+	if err != nil {
+		p.differ(i, hs.ReqFrame, "handshake", "connection %d: %v", c.cs.Conn, err)
+		return false
 	}
 	if hs.Seen {
-		p.compareFrame(hs.ReqFrame, &hs.Request, req.Rev, req.CRC, req.Markers, false, req.Enhanced, req.PeerIRD, req.PeerORD, req.PeerToPeer, req.RTROffered, req.PrivateData)
+		p.compareFrame(i, hs.ReqFrame, &hs.Request, req.Rev, req.CRC, req.Markers, false, req.Enhanced, req.PeerIRD, req.PeerORD, req.PeerToPeer, req.RTROffered, req.PrivateData)
 	}
 	pd := p.rewrite(hs.Reply.ULPPrivateData())
 	if hs.Rejected {
 		req.Reject(pd)
-		return true, nil
+		return false
 	}
-	conn, err := req.Accept(p.qp, pd)
+	conn, err := req.Accept(c.qp, pd)
 	if err != nil {
-		return true, err
+		p.differ(i, hs.ReqFrame, "handshake", "connection %d: accepting: %v", c.cs.Conn, err)
+		return false
 	}
-	p.conn = conn
-	return false, nil
+	c.conn = conn
+	return true
 }
 
 func (p *player) run(ctx context.Context) error {
-	done, err := p.handshake(ctx)
-	if p.conn == nil {
-		if err != nil || !done {
-			p.differ(hsIndex, p.s.HS.ReqFrame, "handshake", "no connection: %v", err)
+	if p.me == Responder {
+		p.ln = p.o.Listener
+		if p.ln == nil {
+			var lc net.ListenConfig
+			l, err := lc.Listen(ctx, "tcp", p.o.Addr)
+			if err != nil {
+				return err
+			}
+			p.ln = l
 		}
-		p.account(0)
-		return err
+		defer p.ln.Close()
+		if p.o.Ready != nil {
+			p.o.Ready(p.ln.Addr())
+		}
 	}
-	p.res.Params = p.conn.Params()
 	performed := p.play(ctx)
 	if performed == len(p.s.Msgs) {
 		p.waitUntil(ctx, len(p.s.Msgs))
 	}
-	p.conn.Close()
-	p.poll()
-	p.res.Counters = p.qp.Counters()
+	for _, c := range p.cs {
+		if c.conn != nil {
+			c.conn.Close()
+		}
+	}
+	for _, c := range p.cs {
+		if c.conn != nil {
+			p.poll(c)
+			p.res.Params = append(p.res.Params, c.conn.Params())
+			p.res.Counters = append(p.res.Counters, c.qp.Counters())
+		}
+	}
 	p.account(performed)
 	return ctx.Err()
 }
@@ -184,7 +209,7 @@ func (p *player) play(ctx context.Context) int {
 	p.start = time.Now()
 	base := time.Duration(0)
 	for i := range p.s.Msgs {
-		if p.s.Msgs[i].Side == p.me {
+		if p.s.Msgs[i].Side == p.me && p.s.Msgs[i].Kind != MsgConnect {
 			base = p.s.Msgs[i].Rel
 			break
 		}
@@ -194,7 +219,7 @@ func (p *player) play(ctx context.Context) int {
 	}
 	for i := range p.s.Msgs {
 		m := &p.s.Msgs[i]
-		if !p.isAction(i) {
+		if m.Kind != MsgConnect && !p.isAction(i) {
 			continue
 		}
 		// Everything the capture shows the peer doing before this action
@@ -202,7 +227,15 @@ func (p *player) play(ctx context.Context) int {
 		if !p.waitUntil(ctx, i) {
 			return i
 		}
-		if !p.o.Topspeed {
+		if m.Kind == MsgConnect {
+			// A connection the capture shows rejected ends there, and
+			// the others go on.
+			if !p.handshake(ctx, p.cs[m.C]) && !p.cs[m.C].cs.HS.Rejected {
+				return i + 1
+			}
+			continue
+		}
+		if !p.o.Topspeed && m.Rel > base {
 			due := p.start.Add(time.Duration(float64(m.Rel-base) / p.o.Multiplier))
 			if d := time.Until(due); d > 0 {
 				t := time.NewTimer(d)
@@ -265,7 +298,7 @@ func (p *player) act(i int) bool {
 		wr.Signaled = true
 		wr.RKey, wr.RemoteAddr = p.peerSTag(m.SrcSTag), p.peerAddr(m.SrcSTag, m.SrcTO)
 	}
-	if _, err := p.qp.PostSend(wr); err != nil {
+	if _, err := p.cs[m.C].qp.PostSend(wr); err != nil {
 		p.differ(i, m.Frame, "completion", "posting the %v: %v", m.Kind, err)
 		return false
 	}
@@ -292,29 +325,33 @@ func (c *counts) add(k MsgKind) {
 	}
 }
 
-// expected counts the peer's messages, and this side's automatic ones
-// (Read Responses, Terminates), before message i.
-func (p *player) expected(i int) (peer, own counts) {
+// expected counts, per connection, the peer's messages and this side's
+// automatic ones (Read Responses, Terminates) before message i.
+func (p *player) expected(i int) (peer, own []counts) {
+	peer, own = make([]counts, len(p.cs)), make([]counts, len(p.cs))
 	for j := 0; j < i && j < len(p.s.Msgs); j++ {
 		m := &p.s.Msgs[j]
 		if m.Side == p.me {
 			if m.Kind == MsgReadResponse || m.Kind == MsgTerminate {
-				own.add(m.Kind) // the endpoint's own doing
+				own[m.C].add(m.Kind) // the endpoint's own doing
 			}
 		} else {
-			peer.add(m.Kind)
+			peer[m.C].add(m.Kind)
 		}
 	}
 	return
 }
 
-// seen counts what the live peer did so far, and this side's automatic
-// messages.
-func (p *player) seen() (peer, own counts) {
-	c := p.qp.Counters()
-	peer = counts{sends: p.gotSends, writes: int(c.RxWrites), readReqs: int(c.RxReadReqs), readResps: p.gotReads}
-	own = counts{readResps: int(c.TxReadResps)}
-	if t := p.qp.Terminate(); t != nil {
+// seen counts what the live peer did so far on connection c, and this
+// side's automatic messages.
+func (p *player) seen(c *pconn) (peer, own counts) {
+	if c.conn == nil {
+		return
+	}
+	n := c.qp.Counters()
+	peer = counts{sends: c.gotSends, writes: int(n.RxWrites), readReqs: int(n.RxReadReqs), readResps: c.gotReads}
+	own = counts{readResps: int(n.TxReadResps)}
+	if t := c.qp.Terminate(); t != nil {
 		if t.Local {
 			own.terms = 1
 		} else {
@@ -336,74 +373,81 @@ func covers(got, want counts) bool {
 func (p *player) waitUntil(ctx context.Context, i int) bool {
 	wantPeer, wantOwn := p.expected(i)
 	deadline := time.Now().Add(p.o.Timeout)
-	done := p.qp.Done()
 	for {
-		p.cq.ReqNotify(false)
-		p.poll()
-		gotPeer, gotOwn := p.seen()
-		if covers(gotPeer, wantPeer) && covers(gotOwn, wantOwn) {
+		ok, over := true, false
+		for k, c := range p.cs {
+			p.poll(c)
+			gotPeer, gotOwn := p.seen(c)
+			if !covers(gotPeer, wantPeer[k]) || !covers(gotOwn, wantOwn[k]) {
+				ok = false
+				if c.conn == nil {
+					over = true // not connected (yet): nothing will come
+				} else {
+					select {
+					case <-c.qp.Done():
+						p.poll(c)
+						gotPeer, gotOwn = p.seen(c)
+						over = over || !covers(gotPeer, wantPeer[k]) || !covers(gotOwn, wantOwn[k])
+					default:
+					}
+				}
+			}
+		}
+		if ok {
 			return true
 		}
-		select {
-		case <-done:
-			p.poll()
-			gotPeer, gotOwn = p.seen()
-			return covers(gotPeer, wantPeer) && covers(gotOwn, wantOwn)
-		default:
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
+		if over || time.Now().After(deadline) {
 			return false
 		}
 		// Writes and Read Requests of the peer make no completion here:
-		// look at the counters at least every millisecond.
-		t := time.NewTimer(min(left, time.Millisecond))
+		// look at the counters every 200 µs.
+		t := time.NewTimer(200 * time.Microsecond)
 		select {
-		case <-p.cq.Notify():
 		case <-t.C:
-		case <-done:
 		case <-ctx.Done():
 			t.Stop()
 			return false
 		}
-		t.Stop()
 	}
 }
 
 // poll takes the completions waiting and compares what they show.
-func (p *player) poll() {
+func (p *player) poll(c *pconn) {
+	if c.cq == nil {
+		return
+	}
 	var wcs [32]endpoint.WorkCompletion
 	for {
-		n := p.cq.Poll(wcs[:])
+		n := c.cq.Poll(wcs[:])
 		if n == 0 {
 			return
 		}
 		for k := range wcs[:n] {
-			p.completion(&wcs[k])
+			p.completion(c, &wcs[k])
 		}
 	}
 }
 
-func (p *player) completion(wc *endpoint.WorkCompletion) {
+func (p *player) completion(c *pconn, wc *endpoint.WorkCompletion) {
 	if wc.Opcode == endpoint.OpRecv {
 		if wc.Status != endpoint.StatusSuccess {
 			return // flushed at the end
 		}
 		slot := int(wc.WRID)
-		live := p.recvMR.Buf()[slot*p.recvLen : slot*p.recvLen+int(wc.ByteLen)]
-		if p.gotSends < len(p.peerSends) {
-			i := p.peerSends[p.gotSends]
+		live := c.recvMR.Buf()[slot*c.recvLen : slot*c.recvLen+int(wc.ByteLen)]
+		if c.gotSends < len(c.peerSends) {
+			i := c.peerSends[c.gotSends]
 			m := &p.s.Msgs[i]
 			p.learn(i, m.Frame, "Send", m.Payload, live)
 			if se := m.Opcode == decode.OpSendSE || m.Opcode == decode.OpSendSEInv; se != wc.Solicited {
 				p.differ(i, m.Frame, "differs", "Send with Solicited Event %v, the capture has %v", wc.Solicited, se)
 			}
 		}
-		p.gotSends++
-		p.recvMR.Sync()
-		if p.recvLeft > 0 {
-			if err := p.postRecv(slot); err != nil {
-				p.differ(hsIndex, 0, "completion", "reposting a receive: %v", err)
+		c.gotSends++
+		c.recvMR.Sync()
+		if c.recvLeft > 0 {
+			if err := c.postRecv(slot); err != nil {
+				p.differ(-2, 0, "completion", "reposting a receive: %v", err)
 			}
 		}
 		return
@@ -423,24 +467,18 @@ func (p *player) completion(wc *endpoint.WorkCompletion) {
 	}
 	if wc.Opcode == endpoint.OpRead {
 		// The peer's Read Response: compare its data.
-		k := p.gotReads
-		p.gotReads++
-		n := 0
-		for j := range p.s.Msgs {
-			r := &p.s.Msgs[j]
-			if r.Side == p.me || r.Kind != MsgReadResponse {
-				continue
-			}
-			if n == k {
-				sink, _ := p.ownSGE(m.STag, m.TO, m.Size)
-				reg := p.own[m.STag]
-				off := sink.Addr - reg.mr.Addr()
-				live := reg.mr.Buf()[off : off+uint64(m.Size)]
-				p.learn(j, r.Frame, "RDMA Read Response data", r.Payload, live)
-				reg.mr.Sync()
-				return
-			}
-			n++
+		k := c.gotReads
+		c.gotReads++
+		if k >= len(c.peerResp) {
+			return
+		}
+		j := c.peerResp[k]
+		r := &p.s.Msgs[j]
+		if sink, ok := p.ownSGE(m.STag, m.TO, m.Size); ok {
+			reg := p.own[m.STag]
+			off := sink.Addr - reg.mr.Addr()
+			p.learn(j, r.Frame, "RDMA Read Response data", r.Payload, reg.mr.Buf()[off:off+uint64(m.Size)])
+			reg.mr.Sync()
 		}
 	}
 }
@@ -456,24 +494,34 @@ func plural(n int, s string) string {
 // capture with what happened: this side's actions up to performed were
 // done; the peer's messages and this side's automatic ones are counted.
 func (p *player) account(performed int) {
-	var gotPeer, gotOwn counts
-	var term *endpoint.TermInfo
-	if p.qp != nil && p.conn != nil {
-		gotPeer, gotOwn = p.seen()
-		term = p.qp.Terminate()
+	n := len(p.cs)
+	gotPeer, gotOwn := make([]counts, n), make([]counts, n)
+	terms := make([]*endpoint.TermInfo, n)
+	for k, c := range p.cs {
+		gotPeer[k], gotOwn[k] = p.seen(c)
+		if c.conn != nil {
+			terms[k] = c.qp.Terminate()
+		}
 	}
-	var rankPeer, rankOwn counts
+	rankPeer, rankOwn := make([]counts, n), make([]counts, n)
 	for i := range p.s.Msgs {
 		m := &p.s.Msgs[i]
+		term := terms[m.C]
+		if m.Kind == MsgConnect {
+			if i >= performed && !p.bad[i] {
+				p.differ(i, m.Frame, "missing", "connection %d not made: the peer did not do what the capture shows before it", p.cs[m.C].cs.Conn)
+			}
+			continue
+		}
 		if m.Side == p.me {
-			rankOwn.add(m.Kind)
+			rankOwn[m.C].add(m.Kind)
 			switch m.Kind {
 			case MsgSend, MsgWrite, MsgReadRequest:
 				if i >= performed && !p.bad[i] {
 					p.differ(i, m.Frame, "missing", "%v not replayed: the peer did not do what the capture shows before it", m.Kind)
 				}
 			case MsgReadResponse:
-				if rankOwn.readResps > gotOwn.readResps && !p.bad[i] {
+				if rankOwn[m.C].readResps > gotOwn[m.C].readResps && !p.bad[i] {
 					p.differ(i, m.Frame, "missing", "the peer did not ask for this RDMA Read Response")
 				}
 			case MsgTerminate:
@@ -486,25 +534,26 @@ func (p *player) account(performed int) {
 			}
 			continue
 		}
-		rankPeer.add(m.Kind)
+		rp, gp := &rankPeer[m.C], &gotPeer[m.C]
+		rp.add(m.Kind)
 		if p.bad[i] {
 			continue
 		}
 		switch m.Kind {
 		case MsgSend:
-			if rankPeer.sends > gotPeer.sends {
+			if rp.sends > gp.sends {
 				p.differ(i, m.Frame, "missing", "the peer sent no such Send")
 			}
 		case MsgWrite:
-			if rankPeer.writes > gotPeer.writes {
+			if rp.writes > gp.writes {
 				p.differ(i, m.Frame, "missing", "the peer made no such RDMA Write")
 			}
 		case MsgReadRequest:
-			if rankPeer.readReqs > gotPeer.readReqs {
+			if rp.readReqs > gp.readReqs {
 				p.differ(i, m.Frame, "missing", "the peer made no such RDMA Read Request")
 			}
 		case MsgReadResponse:
-			if rankPeer.readResps > gotPeer.readResps {
+			if rp.readResps > gp.readResps {
 				p.differ(i, m.Frame, "missing", "no such RDMA Read Response from the peer")
 			}
 		case MsgTerminate:
@@ -517,18 +566,20 @@ func (p *player) account(performed int) {
 		}
 	}
 	// What the peer did beyond the capture.
-	extra := func(got, want int, what string) {
-		if got > want {
-			p.differ(-2, 0, "unexpected", "the peer made %s more than the capture shows", plural(got-want, what))
+	for k, c := range p.cs {
+		extra := func(got, want int, what string) {
+			if got > want {
+				p.differ(-2, 0, "unexpected", "connection %d: the peer made %s more than the capture shows", c.cs.Conn, plural(got-want, what))
+			}
 		}
-	}
-	extra(gotPeer.sends, rankPeer.sends, "Send")
-	extra(gotPeer.writes, rankPeer.writes, "RDMA Write")
-	extra(gotPeer.readReqs, rankPeer.readReqs, "RDMA Read Request")
-	if term != nil && !term.Local && rankPeer.terms == 0 {
-		p.differ(-2, 0, "unexpected", "the peer sent Terminate %s", term.Cause.Short())
-	}
-	if term != nil && term.Local && rankOwn.terms == 0 {
-		p.differ(-2, 0, "unexpected", "this side sent Terminate %s: %s", term.Cause.Short(), term.Reason)
+		extra(gotPeer[k].sends, rankPeer[k].sends, "Send")
+		extra(gotPeer[k].writes, rankPeer[k].writes, "RDMA Write")
+		extra(gotPeer[k].readReqs, rankPeer[k].readReqs, "RDMA Read Request")
+		if t := terms[k]; t != nil && !t.Local && rankPeer[k].terms == 0 {
+			p.differ(-2, 0, "unexpected", "connection %d: the peer sent Terminate %s", c.cs.Conn, t.Cause.Short())
+		}
+		if t := terms[k]; t != nil && t.Local && rankOwn[k].terms == 0 {
+			p.differ(-2, 0, "unexpected", "connection %d: this side sent Terminate %s: %s", c.cs.Conn, t.Cause.Short(), t.Reason)
+		}
 	}
 }
