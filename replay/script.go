@@ -71,6 +71,8 @@ type Msg struct {
 	SrcSTag uint32
 	SrcTO   uint64
 	Size    uint32
+	// QN and MSN of an untagged message.
+	QN, MSN uint32
 	// InvalidateSTag of a Send with Invalidate.
 	InvalidateSTag uint32
 	// Term is a Terminate's cause; TermSTag/TermTO name the tagged
@@ -80,6 +82,10 @@ type Msg struct {
 	HasBlame bool
 	TermSTag uint32
 	TermTO   uint64
+	// BlameUntagged: the Terminate copies an untagged DDP header (QN
+	// TermQN, MSN TermMSN) instead.
+	BlameUntagged   bool
+	TermQN, TermMSN uint32
 }
 
 // Handshake is the MPA exchange of the connection as captured.
@@ -333,7 +339,7 @@ func (b *scriptBuilder) pdu(cb *connBuilder, r *analyze.Record) {
 	key := [2]uint32{seg.DDP.QN, seg.DDP.MSN}
 	u := cb.untag[side][key]
 	if u == nil {
-		m := Msg{C: cb.c, Side: side, Opcode: op, Frame: e.FirstFrame, Rel: rel}
+		m := Msg{C: cb.c, Side: side, Opcode: op, Frame: e.FirstFrame, Rel: rel, QN: seg.DDP.QN, MSN: seg.DDP.MSN}
 		switch op {
 		case decode.OpSend, decode.OpSendSE, decode.OpSendInv, decode.OpSendSEInv:
 			m.Kind = MsgSend
@@ -349,6 +355,8 @@ func (b *scriptBuilder) pdu(cb *connBuilder, r *analyze.Record) {
 				m.HasBlame, m.TermSTag, m.TermTO = true, t.TermRDMA.SrcSTag, t.TermRDMA.SrcTO
 			case t.HasDDP && t.TermDDP.Tagged:
 				m.HasBlame, m.TermSTag, m.TermTO = true, t.TermDDP.STag, t.TermDDP.TO
+			case t.HasDDP:
+				m.BlameUntagged, m.TermQN, m.TermMSN = true, t.TermDDP.QN, t.TermDDP.MSN
 			}
 		case decode.OpAtomicRequest, decode.OpAtomicResponse:
 			m.Kind = MsgAtomic

@@ -70,6 +70,8 @@ type pconn struct {
 	peerSends, peerResp []int // message indices of the peer's Sends and Read Responses
 	ownReads            []int // this side's Read Requests
 	gotSends, gotReads  int
+	nRecv               int  // receives to post: the peer's Sends up to one the capture shows without a buffer
+	noRecv              bool // such a Send was seen
 }
 
 // player is the state of one replay.
@@ -165,23 +167,34 @@ func (p *player) check() error {
 	return nil
 }
 
-// blamed reports whether message i is the access a Terminate of the side
-// that received it blames: that access is not evidence of a registration.
-func (p *player) blamed(i int) bool {
+// blame finds, for message i, the Terminate of the side that received it
+// blaming it (the copied DDP header, or Read Request header, names it);
+// -1 when there is none. A blamed access is not evidence of a
+// registration, a blamed Send not of a receive buffer, and neither
+// completes at the receiver.
+func (p *player) blame(i int) int {
 	m := &p.s.Msgs[i]
 	for j := i + 1; j < len(p.s.Msgs); j++ {
 		t := &p.s.Msgs[j]
-		if t.Kind != MsgTerminate || t.C != m.C || t.Side == m.Side || !t.HasBlame {
+		if t.Kind != MsgTerminate || t.C != m.C || t.Side == m.Side {
 			continue
 		}
-		switch m.Kind {
-		case MsgWrite:
-			return t.TermSTag == m.STag && t.TermTO == m.TO
-		case MsgReadRequest:
-			return t.TermSTag == m.SrcSTag && t.TermTO == m.SrcTO
+		switch {
+		case m.Kind == MsgWrite && t.HasBlame && t.TermSTag == m.STag && t.TermTO == m.TO,
+			m.Kind == MsgReadRequest && t.HasBlame && t.TermSTag == m.SrcSTag && t.TermTO == m.SrcTO,
+			(m.Kind == MsgSend || m.Kind == MsgReadRequest) && t.BlameUntagged && t.TermQN == m.QN && t.TermMSN == m.MSN:
+			return j
 		}
 	}
-	return false
+	return -1
+}
+
+func (p *player) blamed(i int) bool { return p.blame(i) >= 0 }
+
+// boundsCause: a Terminate for an access outside a valid STag's region
+// (DDP Tagged Buffer Error 0x01, RDMAP Remote Protection 0x01).
+func boundsCause(c decode.TermCause) bool {
+	return c.Code == 0x01 && (c.Layer == decode.TermLayerDDP && c.EType == 1 || c.Layer == decode.TermLayerRDMAP && c.EType == 1)
 }
 
 func extend(ext map[uint32][2]uint64, stag uint32, to, n uint64) {
@@ -230,9 +243,33 @@ func (p *player) setup() error {
 		case m.Side == p.me && m.Kind == MsgSend:
 			p.sendOff[i] = sendN
 			sendN += len(m.Payload)
+		case m.Side != p.me && m.Kind == MsgSend && p.blamed(i):
+			c.noRecv = true // no receive buffer for it (nor after it)
 		case m.Side != p.me && m.Kind == MsgSend:
 			c.peerSends = append(c.peerSends, i)
+			if !c.noRecv {
+				c.nRecv++
+			}
 			c.recvLen = max(c.recvLen, len(m.Payload))
+		}
+	}
+	// An access the capture shows refused for its bounds names a valid
+	// STag: register at least an octet just below it, so that it fails the
+	// same way.
+	for i, m := range p.s.Msgs {
+		if m.Side == p.me || (m.Kind != MsgWrite && m.Kind != MsgReadRequest) {
+			continue
+		}
+		t := p.blame(i)
+		if t < 0 || !boundsCause(p.s.Msgs[t].Term) {
+			continue
+		}
+		stag, to := m.STag, m.TO
+		if m.Kind == MsgReadRequest {
+			stag, to = m.SrcSTag, m.SrcTO
+		}
+		if _, ok := ownExt[stag]; !ok && to > 0 {
+			ownExt[stag] = [2]uint64{to - 1, to}
 		}
 	}
 	for stag, e := range ownExt {
@@ -305,7 +342,7 @@ func (p *player) setup() error {
 // setupConn makes a connection's CQ, QP and receive buffers.
 func (p *player) setupConn(c *pconn) error {
 	var err error
-	n := len(c.peerSends)
+	n := c.nRecv
 	c.recvSlots = max(min(n, 256), 1)
 	c.recvLen = max(c.recvLen, 1)
 	if c.recvMR, err = p.pd.RegisterMR(make([]byte, c.recvSlots*c.recvLen), endpoint.AccessLocalWrite|endpoint.AccessLocalRead, nil); err != nil {

@@ -335,11 +335,47 @@ func (p *player) expected(i int) (peer, own []counts) {
 			if m.Kind == MsgReadResponse || m.Kind == MsgTerminate {
 				own[m.C].add(m.Kind) // the endpoint's own doing
 			}
-		} else {
+		} else if !p.silent(j) {
 			peer[m.C].add(m.Kind)
 		}
 	}
 	return
+}
+
+// silent: peer message j is one the capture shows refused by this side's
+// Terminate before it counted (a Write or Send that was not placed).
+// A message after this side's Terminate is not taken either (RFC 5040
+// §6.2.1: the stream is over for the receiver).
+func (p *player) silent(j int) bool {
+	m := &p.s.Msgs[j]
+	if m.Kind == MsgConnect {
+		return false
+	}
+	for k := 0; k < j; k++ {
+		if t := &p.s.Msgs[k]; t.Kind == MsgTerminate && t.C == m.C && t.Side != m.Side {
+			return true
+		}
+	}
+	return (m.Kind == MsgWrite || m.Kind == MsgSend) && p.blamed(j)
+}
+
+// excused: an error completion of own message i is what the capture
+// shows: a Terminate on its connection blamed it or an earlier message.
+func (p *player) excused(i int) bool {
+	m := &p.s.Msgs[i]
+	for j := 0; j < len(p.s.Msgs); j++ {
+		o := &p.s.Msgs[j]
+		if o.C != m.C {
+			continue
+		}
+		if t := p.blame(j); t >= 0 && j <= i {
+			return true
+		}
+		if o.Kind == MsgTerminate && j <= i {
+			return true
+		}
+	}
+	return false
 }
 
 // seen counts what the live peer did so far on connection c, and this
@@ -458,6 +494,9 @@ func (p *player) completion(c *pconn, wc *endpoint.WorkCompletion) {
 	}
 	m := &p.s.Msgs[i]
 	if wc.Status != endpoint.StatusSuccess {
+		if (wc.Status == endpoint.StatusFlushed || wc.Status == endpoint.StatusRemoteTermination) && p.excused(i) {
+			return
+		}
 		what := fmt.Sprintf("the %v completed with %v", m.Kind, wc.Status)
 		if wc.Err != nil {
 			what += ": " + wc.Err.Error()
@@ -535,6 +574,9 @@ func (p *player) account(performed int) {
 			continue
 		}
 		rp, gp := &rankPeer[m.C], &gotPeer[m.C]
+		if p.silent(i) {
+			continue // its Terminate tells
+		}
 		rp.add(m.Kind)
 		if p.bad[i] {
 			continue

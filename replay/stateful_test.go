@@ -70,3 +70,16 @@ func TestStatefulBothSides(t *testing.T) {
 		})
 	}
 }
+
+// The term_* captures: one side's faulty access and the other's
+// Terminate. Replayed against each other, the Terminate must come again.
+func TestStatefulTerminates(t *testing.T) {
+	for _, f := range []string{"term_write_badstag.pcap", "term_write_oob.pcap", "term_read_badstag.pcap", "term_read_oob.pcap", "term_send_norecv.pcap"} {
+		t.Run(f, func(t *testing.T) {
+			ini, resp := both(t, siw(f), 0, nil)
+			for _, r := range []*Result{ini, resp} {
+				t.Logf("%v: %d operations, %d matched, %v", r.Side, r.Operations, r.Matched, r.Differences)
+			}
+		})
+	}
+}
