@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"sort"
 	"time"
 
 	"github.com/iwkit/iwkit/decode"
@@ -136,6 +137,12 @@ func Stateful(ctx context.Context, s *Script, o StatefulOptions) (*Result, error
 	start := time.Now()
 	err := p.run(ctx)
 	p.res.Duration = time.Since(start)
+	// In capture order; those without a frame (what the peer did beyond
+	// the capture) last.
+	sort.SliceStable(p.res.Differences, func(i, j int) bool {
+		a, b := p.res.Differences[i].Frame, p.res.Differences[j].Frame
+		return a != 0 && (b == 0 || a < b)
+	})
 	p.res.Matched = p.res.Operations
 	for i := range p.bad {
 		if i >= 0 {

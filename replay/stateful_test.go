@@ -24,9 +24,22 @@ func both(t *testing.T, file string, conn int, edit func(*Script)) (ini, resp *R
 	if err != nil {
 		t.Fatal(err)
 	}
-	if edit != nil {
-		edit(s2)
+	return pair(t, s2, s)
+}
+
+func mustLoad(t *testing.T, file string) *Script {
+	t.Helper()
+	s, err := LoadScript(file, 0, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return s
+}
+
+// pair replays script si's Initiator against script sr's Responder.
+func pair(t *testing.T, si, sr *Script) (ini, resp *Result) {
+	t.Helper()
+	s, s2 := sr, si
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +75,6 @@ func TestStatefulBothSides(t *testing.T) {
 		t.Run(fmt.Sprintf("%s#%d", c.file, c.conn), func(t *testing.T) {
 			ini, resp := both(t, siw(c.file), c.conn, nil)
 			for _, r := range []*Result{ini, resp} {
-				t.Logf("%v: %d operations, %d matched, %+v", r.Side, r.Operations, r.Matched, r.Counters)
 				if len(r.Differences) != 0 || r.Matched != r.Operations {
 					t.Errorf("%v: differences %v", r.Side, r.Differences)
 				}
@@ -78,7 +90,76 @@ func TestStatefulTerminates(t *testing.T) {
 		t.Run(f, func(t *testing.T) {
 			ini, resp := both(t, siw(f), 0, nil)
 			for _, r := range []*Result{ini, resp} {
-				t.Logf("%v: %d operations, %d matched, %v", r.Side, r.Operations, r.Matched, r.Differences)
+				if len(r.Differences) != 0 || r.Matched != r.Operations {
+					t.Errorf("%v: %d operations, %d matched, %v", r.Side, r.Operations, r.Matched, r.Differences)
+				}
+			}
+		})
+	}
+}
+
+// A capture altered so that the peer must answer differently: each side
+// replays its own copy, one of them edited; the other reports the
+// difference at the frame concerned, and nothing else.
+func TestStatefulAltered(t *testing.T) {
+	find := func(s *Script, side Side, kind MsgKind, n int) *Msg {
+		for i := range s.Msgs {
+			if m := &s.Msgs[i]; m.Side == side && m.Kind == kind {
+				if n == 0 {
+					return m
+				}
+				n--
+			}
+		}
+		t.Fatalf("no %v of the %v", kind, side)
+		return nil
+	}
+	for _, c := range []struct {
+		name  string
+		side  Side // whose script is altered; the other side must notice
+		edit  func(s *Script)
+		frame int
+		kind  string
+	}{
+		// rping: the server's go-ahead of ping 2 carries a 1.
+		{"send", Responder, func(s *Script) { find(s, Responder, MsgSend, 2).Payload[3] = 1 }, 19, "differs"},
+		// rping: the client's source buffer of ping 1 holds other data:
+		// the server's RDMA Read returns it.
+		{"read-data", Initiator, func(s *Script) { find(s, Initiator, MsgReadResponse, 1).Payload[5] ^= 0x20 }, 18, "differs"},
+		// the client stops after three pings: the server misses the rest.
+		{"fewer", Initiator, func(s *Script) {
+			m := find(s, Initiator, MsgSend, 6)
+			k := 0
+			for i := range s.Msgs {
+				if &s.Msgs[i] == m {
+					k = i
+				}
+			}
+			s.Msgs = s.Msgs[:k]
+		}, 32, "missing"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := LoadScript(siw("rping.pcap"), 0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.edit(s)
+			var ini, resp *Result
+			if c.side == Initiator {
+				ini, resp = pair(t, s, mustLoad(t, siw("rping.pcap")))
+			} else {
+				ini, resp = pair(t, mustLoad(t, siw("rping.pcap")), s)
+			}
+			watcher := resp
+			if c.side == Responder {
+				watcher = ini
+			}
+			t.Logf("initiator %v; responder %v", ini.Differences, resp.Differences)
+			if len(watcher.Differences) == 0 || watcher.Differences[0].Frame != c.frame || watcher.Differences[0].Kind != c.kind {
+				t.Fatalf("%v: differences %v, want the first at frame %d (%s)", watcher.Side, watcher.Differences, c.frame, c.kind)
+			}
+			if watcher.Matched == watcher.Operations {
+				t.Errorf("%v: all %d matched", watcher.Side, watcher.Operations)
 			}
 		})
 	}
