@@ -227,7 +227,15 @@ func LoadScript(file string, conn int, assume *Assume) (*Script, error) {
 		}
 		s.Msgs = append(s.Msgs, Msg{C: cb.c, Side: Initiator, Kind: MsgConnect, Frame: at, LastFrame: at})
 	}
-	sort.SliceStable(s.Msgs, func(i, j int) bool { return s.Msgs[i].LastFrame < s.Msgs[j].LastFrame })
+	// In capture order; a connection's handshake before anything in the
+	// frame it is assumed at.
+	sort.SliceStable(s.Msgs, func(i, j int) bool {
+		a, b := &s.Msgs[i], &s.Msgs[j]
+		if a.LastFrame != b.LastFrame {
+			return a.LastFrame < b.LastFrame
+		}
+		return a.Kind == MsgConnect && b.Kind != MsgConnect
+	})
 	return s, nil
 }
 

@@ -2,15 +2,19 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/iwkit/iwkit/endpoint"
 	"github.com/iwkit/iwkit/endpoint/rping"
+	"github.com/iwkit/iwkit/pcap"
 )
 
 func siw(name string) string { return filepath.Join("..", "testdata", "siw", name) }
@@ -222,4 +226,77 @@ func TestStatefulAgainstRping(t *testing.T) {
 			t.Errorf("client pings %d; differences %v", cres.Pings, res.Differences)
 		}
 	})
+}
+
+// cut writes the frames of file that keep accepts to a new capture.
+func cut(t *testing.T, file string, keep func(n int) bool) string {
+	t.Helper()
+	r, err := pcap.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	out := filepath.Join(t.TempDir(), "cut.pcap")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var w *pcap.Writer
+	var fr pcap.Frame
+	for {
+		if err := r.Next(&fr); err != nil {
+			break
+		}
+		if w == nil {
+			if w, err = pcap.NewWriter(f, pcap.FormatPcap, fr.LinkType, pcap.MaxSnaplen); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if keep(fr.Number) {
+			if err := w.WriteFrame(fr.Timestamp, fr.Data, fr.OrigLen); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestStatefulScriptErrors(t *testing.T) {
+	// Only the TCP handshake: no iWARP.
+	if _, err := LoadScript(cut(t, siw("rping.pcap"), func(n int) bool { return n <= 3 }), 0, nil); !errors.Is(err, ErrNoIWARP) {
+		t.Errorf("TCP only: %v", err)
+	}
+	if _, err := LoadScript(siw("rping.pcap"), 2, nil); err == nil || !strings.Contains(err.Error(), "no connection 2") {
+		t.Errorf("--conn 2 of one: %v", err)
+	}
+	// Without the MPA Request and Reply (and the TCP handshake): refused
+	// unless parameters are assumed, and then replayed with them.
+	mid := cut(t, siw("rping.pcap"), func(n int) bool { return n >= 8 })
+	if _, err := LoadScript(mid, 0, nil); !errors.Is(err, ErrNoHandshake) {
+		t.Fatalf("no handshake: %v", err)
+	}
+	as, err := ParseAssume("rev=2,ird=1,ord=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	si, err := LoadScript(mid, 0, as)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr, _ := LoadScript(mid, 0, as)
+	ini, resp := pair(t, si, sr)
+	for _, r := range []*Result{ini, resp} {
+		if len(r.Differences) != 0 || r.Operations != 36 {
+			t.Errorf("%v: %d operations, differences %v", r.Side, r.Operations, r.Differences)
+		}
+	}
+	for _, bad := range []string{"rev=3", "crc=1", "ird=x", "speed"} {
+		if _, err := ParseAssume(bad); err == nil {
+			t.Errorf("--assume %s accepted", bad)
+		}
+	}
 }
