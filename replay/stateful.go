@@ -71,6 +71,7 @@ type pconn struct {
 	peerSends, peerResp []int // message indices of the peer's Sends and Read Responses
 	ownReads            []int // this side's Read Requests
 	gotSends, gotReads  int
+	postedReads         []int // this side's Reads posted, in order
 	nRecv               int  // receives to post: the peer's Sends up to one the capture shows without a buffer
 	noRecv              bool // such a Send was seen
 }

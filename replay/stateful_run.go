@@ -298,9 +298,13 @@ func (p *player) act(i int) bool {
 		wr.Signaled = true
 		wr.RKey, wr.RemoteAddr = p.peerSTag(m.SrcSTag), p.peerAddr(m.SrcSTag, m.SrcTO)
 	}
-	if _, err := p.cs[m.C].qp.PostSend(wr); err != nil {
+	c := p.cs[m.C]
+	if _, err := c.qp.PostSend(wr); err != nil {
 		p.differ(i, m.Frame, "completion", "posting the %v: %v", m.Kind, err)
 		return false
+	}
+	if m.Kind == MsgReadRequest {
+		c.postedReads = append(c.postedReads, i)
 	}
 	return true
 }
@@ -513,7 +517,13 @@ func (p *player) completion(c *pconn, wc *endpoint.WorkCompletion) {
 		}
 		j := c.peerResp[k]
 		r := &p.s.Msgs[j]
-		if sink, ok := p.ownSGE(m.STag, m.TO, m.Size); ok {
+		// A later Read into the same region already in flight may be
+		// placing its data: then this one's cannot be told.
+		busy := false
+		for _, q := range c.postedReads[c.gotReads:] {
+			busy = busy || p.s.Msgs[q].STag == m.STag
+		}
+		if sink, ok := p.ownSGE(m.STag, m.TO, m.Size); ok && !busy {
 			reg := p.own[m.STag]
 			off := sink.Addr - reg.mr.Addr()
 			p.learn(j, r.Frame, "RDMA Read Response data", r.Payload, reg.mr.Buf()[off:off+uint64(m.Size)])
