@@ -69,11 +69,10 @@ type pconn struct {
 	recvSlots, recvLen  int
 	recvLeft            int   // peer Sends not yet posted for
 	peerSends, peerResp []int // message indices of the peer's Sends and Read Responses
-	ownReads            []int // this side's Read Requests
 	gotSends, gotReads  int
 	postedReads         []int // this side's Reads posted, in order
-	nRecv               int  // receives to post: the peer's Sends up to one the capture shows without a buffer
-	noRecv              bool // such a Send was seen
+	nRecv               int   // receives to post: the peer's Sends up to one the capture shows without a buffer
+	noRecv              bool  // such a Send was seen
 }
 
 // player is the state of one replay.
@@ -101,9 +100,8 @@ type player struct {
 }
 
 type region struct {
-	mr       *endpoint.MR
-	base     uint64 // captured TO of the first octet (the live region keeps it)
-	captured uint32
+	mr   *endpoint.MR
+	base uint64 // captured TO of the first octet (the live region keeps it)
 }
 
 func (p *player) differ(i int, frame int, kind, format string, args ...any) {
@@ -241,7 +239,6 @@ func (p *player) setup() error {
 		case m.Side == p.me && m.Kind == MsgReadRequest:
 			extend(ownExt, m.STag, m.TO, uint64(m.Size))
 			extend(p.peerExt, m.SrcSTag, m.SrcTO, uint64(m.Size))
-			c.ownReads = append(c.ownReads, i)
 		case m.Side != p.me && m.Kind == MsgReadResponse:
 			c.peerResp = append(c.peerResp, i)
 		case m.Side == p.me && m.Kind == MsgWrite:
@@ -290,7 +287,7 @@ func (p *player) setup() error {
 		if err != nil {
 			return fmt.Errorf("replay: registering STag 0x%08x: %w", stag, err)
 		}
-		p.own[stag] = &region{mr: mr, base: e[0], captured: stag}
+		p.own[stag] = &region{mr: mr, base: e[0]}
 	}
 	reg := func(n int, a endpoint.Access) (*endpoint.MR, error) {
 		return p.pd.RegisterMR(make([]byte, max(n, 1)), a, nil)
@@ -452,7 +449,7 @@ func (p *player) peerSTag(stag uint32) endpoint.STag {
 
 func (p *player) peerAddr(stag uint32, to uint64) uint64 { return uint64(int64(to) + p.peerTO[stag]) }
 
-// ownSink resolves a captured STag/TO of this side to an SGE.
+// ownSGE resolves a captured STag/TO of this side to an SGE.
 func (p *player) ownSGE(stag uint32, to uint64, n uint32) (endpoint.SGE, bool) {
 	r, ok := p.own[stag]
 	if !ok || to < r.base || to+uint64(n) > r.base+uint64(r.mr.Len()) {

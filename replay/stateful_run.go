@@ -314,6 +314,23 @@ type counts struct {
 	sends, writes, readReqs, readResps, terms int
 }
 
+// of is the count of messages of kind k.
+func (c *counts) of(k MsgKind) int {
+	switch k {
+	case MsgSend:
+		return c.sends
+	case MsgWrite:
+		return c.writes
+	case MsgReadRequest:
+		return c.readReqs
+	case MsgReadResponse:
+		return c.readResps
+	case MsgTerminate:
+		return c.terms
+	}
+	return 0
+}
+
 func (c *counts) add(k MsgKind) {
 	switch k {
 	case MsgSend:
@@ -592,21 +609,9 @@ func (p *player) account(performed int) {
 			continue
 		}
 		switch m.Kind {
-		case MsgSend:
-			if rp.sends > gp.sends {
-				p.differ(i, m.Frame, "missing", "the peer sent no such Send")
-			}
-		case MsgWrite:
-			if rp.writes > gp.writes {
-				p.differ(i, m.Frame, "missing", "the peer made no such RDMA Write")
-			}
-		case MsgReadRequest:
-			if rp.readReqs > gp.readReqs {
-				p.differ(i, m.Frame, "missing", "the peer made no such RDMA Read Request")
-			}
-		case MsgReadResponse:
-			if rp.readResps > gp.readResps {
-				p.differ(i, m.Frame, "missing", "no such RDMA Read Response from the peer")
+		case MsgSend, MsgWrite, MsgReadRequest, MsgReadResponse:
+			if rp.of(m.Kind) > gp.of(m.Kind) {
+				p.differ(i, m.Frame, "missing", "no such %v from the peer", m.Kind)
 			}
 		case MsgTerminate:
 			switch {
