@@ -300,3 +300,41 @@ func TestStatefulScriptErrors(t *testing.T) {
 		}
 	}
 }
+
+// Markers and CRC on both sides (the rping script with M and C set in
+// both frames), and the capture's own timing scaled: nothing differs.
+func TestStatefulMarkersAndTiming(t *testing.T) {
+	edit := func() *Script {
+		s := mustLoad(t, siw("rping.pcap"))
+		hs := &s.Conns[0].HS
+		hs.Request.Markers, hs.Reply.Markers, hs.Request.CRC, hs.Reply.CRC = true, true, true, true
+		hs.MarkersI, hs.MarkersR, hs.CRC = true, true, true
+		return s
+	}
+	si, sr := edit(), edit()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	var resp *Result
+	var rerr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		resp, rerr = Stateful(ctx, sr, StatefulOptions{Side: Responder, Listener: l, Multiplier: 10, Timeout: 5 * time.Second})
+	}()
+	ini, err := Stateful(ctx, si, StatefulOptions{Side: Initiator, Addr: l.Addr().String(), Multiplier: 10, Timeout: 5 * time.Second})
+	wg.Wait()
+	if err != nil || rerr != nil {
+		t.Fatal(err, rerr)
+	}
+	for _, r := range []*Result{ini, resp} {
+		p := r.Params[0]
+		if len(r.Differences) != 0 || !p.MarkersTx || !p.MarkersRx || !p.CRC {
+			t.Errorf("%v: differences %v, params %+v", r.Side, r.Differences, p)
+		}
+	}
+}
