@@ -5,7 +5,13 @@
 //	         [--loop N] [--limit N] [--duration S] [--preload] [--stats S] FILE
 //
 // Stateless: the frames go out as captured (pure-Go AF_PACKET, no libpcap).
-// Stateful replay against a live peer (--connect/--listen) is not built yet.
+//
+// Stateful: one side of the capture's iWARP connections is played through
+// the iwkit endpoint against a live peer, and what the peer does is
+// compared with the capture:
+//
+//	iwreplay --connect HOST:PORT [--conn N] [--multiplier X | --topspeed] [--json] FILE
+//	iwreplay --listen [ADDR:]PORT [--conn N] [--multiplier X | --topspeed] [--json] FILE
 package main
 
 import (
@@ -14,8 +20,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/iwkit/iwkit/replay"
@@ -34,7 +42,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		dur     float64
 		stats   int
 		limit   uint64
-		stateIO string
+		connect string
+		listen  string
+		conn    int
+		assume  string
+		asJSON  bool
+		timeout float64
 	)
 	str := func(p *string, names []string, usage string) {
 		for i, n := range names {
@@ -75,9 +88,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&dur, "duration", 0, "stop after this many `seconds`")
 	boolean(&o.Preload, []string{"preload", "preload-pcap", "K"}, "read the file into memory before sending")
 	fs.IntVar(&stats, "stats", 0, "print statistics every this many `seconds`")
-	str(&stateIO, []string{"connect", "listen"}, "stateful replay against a live peer (not built yet)")
+	fs.StringVar(&connect, "connect", "", "stateful: play the MPA Initiator's side against the responder at `HOST:PORT`")
+	fs.StringVar(&listen, "listen", "", "stateful: play the Responder's side for an initiator connecting to `[ADDR:]PORT`")
+	fs.IntVar(&conn, "conn", 0, "stateful: replay connection `N` of the capture only (default: all, together)")
+	fs.StringVar(&assume, "assume", "", "stateful: MPA parameters of connections without a captured handshake: crc,markers,rev=N,ird=N,ord=N")
+	fs.BoolVar(&asJSON, "json", false, "stateful: the report as JSON objects, one per difference, the summary last")
+	fs.Float64Var(&timeout, "timeout", 10, "stateful: wait at most this many `seconds` for each thing the peer should do")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: iwreplay -i IFACE [--pps N | --mbps N | --multiplier X | --topspeed] [--loop N] [--limit N] [--duration S] [--preload] [--stats S] FILE")
+		fmt.Fprintln(fs.Output(), "       iwreplay --connect HOST:PORT | --listen [ADDR:]PORT [--conn N] [--assume LIST] [--multiplier X | --topspeed] [--timeout S] [--json] FILE")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -86,9 +105,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	if stateIO != "" {
-		fmt.Fprintln(stderr, "iwreplay: stateful replay (--connect/--listen) is not built yet")
-		return 2
+	if connect != "" || listen != "" {
+		return stateful(fs, stdout, stderr, statefulArgs{connect: connect, listen: listen, conn: conn, assume: assume,
+			json: asJSON, timeout: timeout, iface: iface, o: o, limit: limit, dur: dur, stats: stats})
 	}
 	if iface == "" || fs.NArg() != 1 {
 		fs.Usage()
@@ -123,6 +142,72 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if st.Failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+type statefulArgs struct {
+	connect, listen, assume, iface string
+	conn                           int
+	json                           bool
+	timeout, dur                   float64
+	o                              replay.Options
+	limit                          uint64
+	stats                          int
+}
+
+// stateful wires --connect/--listen to replay.Stateful.
+func stateful(fs *flag.FlagSet, stdout, stderr io.Writer, a statefulArgs) int {
+	usage := func(msg string) int {
+		fmt.Fprintln(stderr, "iwreplay:", msg)
+		return 2
+	}
+	switch {
+	case a.connect != "" && a.listen != "":
+		return usage("give --connect or --listen, not both")
+	case fs.NArg() != 1:
+		fs.Usage()
+		return 2
+	case a.iface != "" || a.o.PPS > 0 || a.o.Mbps > 0 || a.o.Loop != 1 || a.limit > 0 || a.dur > 0 || a.o.Preload || a.stats > 0:
+		return usage("-i, --pps, --mbps, --loop, --limit, --duration, --preload and --stats are for stateless replay, not with --connect/--listen")
+	case a.o.Topspeed && a.o.Multiplier > 0 && a.o.Multiplier != 1:
+		return usage("give at most one of --multiplier, --topspeed")
+	case a.o.Multiplier < 0 || a.timeout <= 0 || a.conn < 0:
+		return usage("--multiplier, --timeout and --conn must be positive")
+	}
+	var as *replay.Assume
+	if a.assume != "" {
+		var err error
+		if as, err = replay.ParseAssume(a.assume); err != nil {
+			return usage(err.Error())
+		}
+	}
+	o := replay.StatefulOptions{Side: replay.Initiator, Addr: a.connect, Multiplier: a.o.Multiplier, Topspeed: a.o.Topspeed,
+		Timeout: time.Duration(a.timeout * float64(time.Second))}
+	if a.listen != "" {
+		o.Side, o.Addr = replay.Responder, a.listen
+		if !strings.Contains(a.listen, ":") {
+			o.Addr = ":" + a.listen
+		}
+		o.Ready = func(addr net.Addr) { fmt.Fprintf(stderr, "iwreplay: listening on %v\n", addr) }
+	}
+	s, err := replay.LoadScript(fs.Arg(0), a.conn, as)
+	if err != nil {
+		fmt.Fprintln(stderr, "iwreplay:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	res, err := replay.Stateful(ctx, s, o)
+	if res != nil {
+		res.Report(stdout, a.json)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "iwreplay:", err)
+		return 1
+	}
+	if len(res.Differences) > 0 {
 		return 1
 	}
 	return 0

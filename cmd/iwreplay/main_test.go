@@ -17,7 +17,6 @@ func TestUsage(t *testing.T) {
 		{[]string{"-i", "lo"}, 2, "usage:"},
 		{[]string{"-i", "lo", "--pps", "10", "--mbps", "1", "x.pcap"}, 2, "at most one of"},
 		{[]string{"-i", "lo", "--loop", "0", "x.pcap"}, 2, "--loop"},
-		{[]string{"-i", "lo", "--connect", "h:1", "x.pcap"}, 2, "not built yet"},
 		{[]string{"-i", "no-such-iface0", "x.pcap"}, 1, "no-such-iface0"},
 	} {
 		var out, errb bytes.Buffer
