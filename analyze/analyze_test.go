@@ -259,12 +259,7 @@ func writeGen(t *testing.T, path, scenario string, p gen.Params) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := gen.WriteCapture(f, pcap.FormatPcap, sc, nil); err != nil {
+	if _, err := gen.WriteFile(path, sc, nil); err != nil {
 		t.Fatal(err)
 	}
 }

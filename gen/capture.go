@@ -8,9 +8,9 @@ import (
 )
 
 // WriteCapture runs sc and writes its frames to w as a capture file of
-// format f (Ethernet frames, snaplen 0: pcap's maximum), flushed.
+// format f (Ethernet frames, the scenario's snaplen), flushed.
 func WriteCapture(w io.Writer, f pcap.Format, sc *Scenario, opts *Options) (Stats, error) {
-	pw, err := pcap.NewWriter(w, f, layers.LinkTypeEthernet, 0)
+	pw, err := pcap.NewWriter(w, f, layers.LinkTypeEthernet, uint32(sc.Snaplen))
 	if err != nil {
 		return Stats{}, err
 	}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/gopacket/gopacket/layers"
 	"github.com/iwkit/iwkit/pcap"
 )
 
@@ -24,13 +23,8 @@ func WriteFile(path string, sc *Scenario, opts *Options) (Stats, error) {
 		gz = gzip.NewWriter(fh)
 		w = gz
 	}
-	pw, err := pcap.NewWriter(w, pcap.FormatForName(path), layers.LinkTypeEthernet, uint32(sc.Snaplen))
-	if err != nil {
-		fh.Close()
-		return Stats{}, err
-	}
-	st, err := Run(sc, pw, opts)
-	for _, f := range []func() error{pw.Flush, func() error {
+	st, err := WriteCapture(w, pcap.FormatForName(path), sc, opts)
+	for _, f := range []func() error{func() error {
 		if gz != nil {
 			return gz.Close()
 		}

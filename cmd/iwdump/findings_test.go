@@ -10,7 +10,6 @@ import (
 
 	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/gen"
-	"github.com/iwkit/iwkit/pcap"
 )
 
 // jsonFinding is a finding line of -T json.
@@ -55,12 +54,7 @@ func writeGenerated(t *testing.T, dir, name string, seed uint64) string {
 	}
 	sc.Rates = gen.Rates{Drop: 0.03, Reorder: 0.03, RetransmitDiff: 0.02, CorruptCRC: 0.02, CorruptHeader: 0.04}
 	path := filepath.Join(dir, name+".pcap")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := gen.WriteCapture(f, pcap.FormatPcap, sc, nil); err != nil {
+	if _, err := gen.WriteFile(path, sc, nil); err != nil {
 		t.Fatal(err)
 	}
 	return path
