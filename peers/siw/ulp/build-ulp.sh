@@ -60,7 +60,9 @@ if ! stamp_ok smb "$pkgs_want" || [ ! -f "$UPD/cifs.ko" ] || [ ! -f "$UPD/ksmbd.
   SRCPKG=linux-source-${KVER%%.0-*}
   VER=$(chroot "$ROOT" dpkg-query -W -f='${Version}' "linux-image-$KVER")
   say "building cifs.ko and ksmbd.ko with SMB Direct from $SRCPKG=$VER"
-  DEBIAN_FRONTEND=noninteractive chroot "$ROOT" apt-get install -y -q --no-install-recommends \
+  # --reinstall: the base image has the package installed (build.sh used
+  # it for siw.ko) but removed its tarball afterwards.
+  DEBIAN_FRONTEND=noninteractive chroot "$ROOT" apt-get install -y -q --reinstall --no-install-recommends \
     "$SRCPKG=$VER" >> "$CACHE/apt.log" 2>&1 || { tail -n 30 "$CACHE/apt.log" >&2; exit 1; }
   K=$ROOT/usr/src/ksrc
   rm -rf "$K" && mkdir -p "$K"
