@@ -47,22 +47,36 @@ func countRecords(t *testing.T, path string, workers int) (map[finding.Code]int,
 		t.Fatal(err)
 	}
 	defer src.Close()
-	got := map[finding.Code]int{}
-	fpdus := 0
+	// One tally per shard: with Workers > 1 the consumers run on the
+	// shards' goroutines at once.
+	type tally struct {
+		got   map[finding.Code]int
+		fpdus int
+	}
+	var tallies []*tally
 	rep, err := Run(src, Config{Workers: workers}, bufio.NewWriter(io.Discard), func(int, *Out) Consumer {
+		c := &tally{got: map[finding.Code]int{}}
+		tallies = append(tallies, c)
 		return consumerFunc(func(r *Record) {
 			switch r.Kind {
 			case KindFinding:
-				got[r.Finding.Code]++
+				c.got[r.Finding.Code]++
 			case KindPDU:
 				if !r.PDU.PDU.IsMPAFrame && r.PDU.Missing == 0 {
-					fpdus++
+					c.fpdus++
 				}
 			}
 		})
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	got, fpdus := map[finding.Code]int{}, 0
+	for _, c := range tallies {
+		for k, n := range c.got {
+			got[k] += n
+		}
+		fpdus += c.fpdus
 	}
 	return got, fpdus, rep
 }
