@@ -206,27 +206,23 @@ func (r *row) strOrNull(s string) {
 // i64s writes a list column (required list of required elements: an
 // empty list is a single value at definition level 0).
 func (r *row) i64s(xs []int) {
-	r.p.fill(r.col)
-	r.p.rowsIn[r.col]++
-	c := &r.p.batch[r.col]
-	if len(xs) == 0 {
-		*c = append(*c, parquet.Value{}.Level(0, 0, r.col))
-	}
-	for i, x := range xs {
-		*c = append(*c, parquet.Int64Value(int64(x)).Level(min(i, 1), 1, r.col))
-	}
-	r.col++
+	r.list(len(xs), func(i int) parquet.Value { return parquet.Int64Value(int64(xs[i])) })
 }
 
 func (r *row) strs(xs []string) {
+	r.list(len(xs), func(i int) parquet.Value { return parquet.ByteArrayValue([]byte(xs[i])) })
+}
+
+// list writes a list column of n elements, element i being v(i).
+func (r *row) list(n int, v func(i int) parquet.Value) {
 	r.p.fill(r.col)
 	r.p.rowsIn[r.col]++
 	c := &r.p.batch[r.col]
-	if len(xs) == 0 {
+	if n == 0 {
 		*c = append(*c, parquet.Value{}.Level(0, 0, r.col))
 	}
-	for i, x := range xs {
-		*c = append(*c, parquet.ByteArrayValue([]byte(x)).Level(min(i, 1), 1, r.col))
+	for i := 0; i < n; i++ {
+		*c = append(*c, v(i).Level(min(i, 1), 1, r.col))
 	}
 	r.col++
 }
