@@ -37,17 +37,19 @@ type Config struct {
 	NoULP    bool
 }
 
-// MaxWorkers bounds Config.Workers (the merger's per-chunk bookkeeping).
+// MaxWorkers bounds Config.Workers: a chunk holds 128 frames per shard
+// (shard.go), and the chunks in flight bound memory.
 const MaxWorkers = 64
 
 // Workers is the number of shards Run uses for c: Config.Workers, or by
-// default one per core (up to 4) for inputs of 64 MiB or more, else 1.
+// default one per core (runtime.GOMAXPROCS, up to MaxWorkers) for inputs of
+// 64 MiB or more, else 1.
 func (c *Config) workers() int {
 	switch {
 	case c.Workers > 0:
 		return min(c.Workers, MaxWorkers)
 	case c.InputSize >= 64<<20:
-		return min(runtime.GOMAXPROCS(0), 4)
+		return min(runtime.GOMAXPROCS(0), MaxWorkers)
 	}
 	return 1
 }

@@ -1,17 +1,27 @@
 package analyze
 
-// The flow-sharded engine (Config.Workers > 1). One goroutine reads the capture and
-// hands frames out in chunks; each of N shards owns the flows whose
-// 4-tuple hashes to it (reassembly.Shard) with its own Assembler, Tracker
-// and consumer; a merger (outMerger) writes the shards' output back in frame
-// order.
+// The flow-sharded engine (Config.Workers > 1). One goroutine reads the
+// capture and hands frames out in chunks; each of N shards owns the flows
+// the dispatcher gives it (by flow hash, see dispatcher) with its own
+// Assembler, Tracker and consumer; a merger (outMerger) writes the shards'
+// output back in frame order.
+//
+// What a frame costs does not grow with N: the reader decodes each frame's
+// link, IP and TCP headers once, and lists for each shard the frames it
+// takes a step at (chunk.steps): its own, and the few at which the
+// capture's clock ticks (reassembly.Clock, once a second of capture time),
+// where every shard expires its idle flows. A shard walks only its list;
+// the merger looks at the owner of each frame, and at every shard only at
+// the ticks. A chunk holds more frames as N grows, so that what a chunk
+// costs each shard (a channel receive, a wait) stays a fixed share of a
+// frame.
 //
 // The output is the one of a single shard, octet for octet:
-//   - every shard sees every frame: it reassembles the frames it owns and
-//     only advances its clock on the others (Assembler.Advance), so idle
-//     flows expire at the same frame; what expiring connections print is
-//     cut into blocks (Config.Removing) that the merger orders as one
-//     Assembler would, least recently active first;
+//   - at the ticks every shard advances its clock (Assembler.Advance), so
+//     idle flows expire at the same frame as with one Assembler; what
+//     expiring connections print is cut into blocks (Config.Removing) that
+//     the merger orders as one Assembler would, least recently active
+//     first;
 //   - a shard numbers its connections by itself; it leaves a place for the
 //     connection number in what it prints and reports the frame at which
 //     each connection started, was taken for iWARP and ended
@@ -24,6 +34,9 @@ package analyze
 //     the merger orders as one Assembler's Flush (most recently active
 //     first) and one Tracker's Finish (by connection number) would.
 //
+// A FrameConsumer still sees every frame in every shard (its contract):
+// that costs a call per frame per shard.
+//
 // What stays per shard: the flow-table and memory budgets of reassembly and
 // the connection limits of track, which act only under memory pressure.
 
@@ -33,6 +46,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
@@ -40,10 +54,18 @@ import (
 	"github.com/iwkit/iwkit/ulp"
 )
 
+// Chunk sizes. A chunk holds up to chunkFramesPerShard frames per shard
+// (at least minChunkFrames) and arenaPerFrame octets of frame data per
+// frame it may hold (at least minChunkArena); up to maxChunks chunks are in
+// flight (2N+2 for few shards), which bounds memory.
 const (
-	chunkFrames = 256     // frames per chunk handed to the shards
-	chunkArena  = 1 << 20 // octets of frame data per chunk
-	maxInArena  = 1 << 18 // frames larger than this get their own buffer
+	minChunkFrames      = 256
+	chunkFramesPerShard = 128
+	minChunkArena       = 1 << 20
+	arenaPerFrame       = 2 << 10
+	maxInArena          = 1 << 18 // frames larger than this get their own buffer
+	maxChunks           = 8
+	flowBuckets         = 1 << 12 // see dispatcher
 )
 
 // connPatch is a place in a shard's output where a connection number goes.
@@ -78,7 +100,7 @@ type endBlock struct {
 // shardOut is what one shard printed for one chunk (or at the end).
 type shardOut struct {
 	buf     []byte
-	ends    []int // ends[i]: end of the output for the chunk's frame i
+	ends    []int // ends[k]: end of the output for the shard's step k (chunk.steps)
 	patches []connPatch
 	starts  []connEvent
 	opened  []connEvent
@@ -105,25 +127,91 @@ func (o *shardOut) close() {
 	}
 }
 
-// chunk is a run of consecutive frames, seen by every shard.
+// chunk is a run of consecutive frames.
 type chunk struct {
 	frames []pcap.Frame
 	pkts   []pcap.Packet // their TCP segments, decoded by the reader
 	errs   []error       // or why they hold none
 	owner  []int32       // shard owning each frame
-	arena  []byte        // the frames' data
-	out    []shardOut
-	wg     sync.WaitGroup // one per shard
+	// steps[s] lists, in order, the frames (indices in the chunk) shard s
+	// takes a step at: those it owns, and the ticks.
+	steps [][]int32
+	ticks []int32   // frames at which the capture's clock ticks: every shard steps there
+	first time.Time // time of the capture's first frame (the origin of Record.Rel)
+	arena []byte    // the frames' data
+	out   []shardOut
+	wg    sync.WaitGroup // one per shard
 }
 
 func (c *chunk) reset() {
 	c.frames, c.pkts, c.errs, c.owner, c.arena = c.frames[:0], c.pkts[:0], c.errs[:0], c.owner[:0], c.arena[:0]
+	c.ticks = c.ticks[:0]
+	for i := range c.steps {
+		c.steps[i] = c.steps[i][:0]
+	}
 }
 
-// add copies fr into the chunk and decodes its TCP segment, which tells
-// the shard that owns it (frames without one go to shard 0, which notes
-// the damaged ones). It reports whether the chunk is full.
-func (c *chunk) add(fr *pcap.Frame, shards int) bool {
+// dispatcher is the reader's side: it copies frames into chunks, decodes
+// their TCP headers and gives each flow to a shard.
+//
+// Flows go to shards by bucket: a flow's hash (the same both ways) picks
+// one of flowBuckets buckets, and a bucket belongs to the shard it was
+// first given to, round robin in order of first use. A few connections
+// (the common case of a bulk capture) thus spread evenly over the shards,
+// which a plain hash modulo N leaves to chance; many spread as the hash
+// does. The table is fixed in size: no state per flow.
+type dispatcher struct {
+	n         int
+	frames    int // frames per chunk
+	arena     int // octets of arena per chunk
+	clock     reassembly.Clock
+	first     time.Time
+	seen      bool
+	buckets   [flowBuckets]int32 // shard+1; 0: not given yet
+	nextShard int32
+}
+
+func newDispatcher(n int) *dispatcher {
+	d := &dispatcher{n: n, frames: max(minChunkFrames, chunkFramesPerShard*n)}
+	d.arena = max(minChunkArena, d.frames*arenaPerFrame)
+	return d
+}
+
+func (d *dispatcher) newChunk() *chunk {
+	c := &chunk{
+		frames: make([]pcap.Frame, 0, d.frames),
+		pkts:   make([]pcap.Packet, 0, d.frames),
+		errs:   make([]error, 0, d.frames),
+		owner:  make([]int32, 0, d.frames),
+		steps:  make([][]int32, d.n),
+		arena:  make([]byte, 0, d.arena),
+		out:    make([]shardOut, d.n),
+	}
+	for i := range c.steps {
+		c.steps[i] = make([]int32, 0, 2*d.frames/d.n)
+	}
+	return c
+}
+
+// shard returns the shard owning p's flow.
+func (d *dispatcher) shard(p *pcap.Packet) int32 {
+	b := &d.buckets[reassembly.FlowHash(p)>>(64-12)]
+	if *b == 0 {
+		*b = d.nextShard + 1
+		d.nextShard = (d.nextShard + 1) % int32(d.n)
+	}
+	return *b - 1
+}
+
+// add copies fr into c and decodes its TCP segment, which tells the shard
+// that owns it (frames without one go to shard 0, which notes the damaged
+// ones). It reports whether the chunk is full.
+func (d *dispatcher) add(c *chunk, fr *pcap.Frame) bool {
+	if !d.seen {
+		d.first, d.seen = fr.Timestamp, true
+	}
+	c.first = d.first
+	i := int32(len(c.frames))
 	f := *fr
 	if len(f.Data) > maxInArena {
 		f.Data = append([]byte(nil), f.Data...)
@@ -134,15 +222,23 @@ func (c *chunk) add(fr *pcap.Frame, shards int) bool {
 	}
 	c.frames = append(c.frames, f)
 	c.pkts = append(c.pkts, pcap.Packet{})
-	p := &c.pkts[len(c.pkts)-1]
+	p := &c.pkts[i]
 	err := pcap.DecodeTCP(f.LinkType, f.Data, p)
-	owner := 0
+	owner := int32(0)
 	if err == nil {
-		owner = reassembly.Shard(p, shards)
+		owner = d.shard(p)
 	}
 	c.errs = append(c.errs, err)
-	c.owner = append(c.owner, int32(owner))
-	return len(c.frames) == chunkFrames || cap(c.arena)-len(c.arena) < maxInArena
+	c.owner = append(c.owner, owner)
+	if d.clock.Advance(f.Timestamp) {
+		c.ticks = append(c.ticks, i)
+		for s := range c.steps {
+			c.steps[s] = append(c.steps[s], i)
+		}
+	} else {
+		c.steps[owner] = append(c.steps[owner], i)
+	}
+	return len(c.frames) == d.frames || cap(c.arena)-len(c.arena) < maxInArena
 }
 
 // shard owns the flows that hash to it.
@@ -199,32 +295,36 @@ func (s *shard) use(out *shardOut) {
 // run processes chunks until in is closed, then the end of the capture.
 func (s *shard) run(in <-chan *chunk, done *sync.WaitGroup) {
 	defer done.Done()
-	h, a := s.h, s.h.asm
+	h := s.h
 	for c := range in {
 		out := &c.out[s.id]
 		out.reset()
 		s.use(out)
-		for i := range c.frames {
-			fr := &c.frames[i]
-			s.idx = i
-			h.frame(fr)
-			a.Advance(fr.Timestamp) // expiry first, as Feed would
-			out.close()
-			if int(c.owner[i]) == s.id {
-				if err := c.errs[i]; err == nil {
-					a.Feed(fr.Number, fr.Timestamp, &c.pkts[i])
-				} else {
-					h.undecodable(fr, err)
+		if !h.seen {
+			h.first, h.seen = c.first, true
+		}
+		steps := c.steps[s.id]
+		if h.fc != nil { // it sees every frame
+			k := 0
+			for i := range c.frames {
+				h.fc.Frame(&c.frames[i])
+				if k < len(steps) && int(steps[k]) == i {
+					s.step(c, i)
+					k++
 				}
 			}
-			out.ends = append(out.ends, len(out.buf))
+		} else {
+			for _, i := range steps {
+				s.step(c, int(i))
+			}
 		}
+		h.last = c.frames[len(c.frames)-1].Timestamp
 		c.wg.Done()
 	}
 	// The end of the capture, cut into blocks per connection.
 	out := &s.end
 	s.use(out)
-	a.Flush()
+	h.asm.Flush()
 	last := -1
 	h.beforeFinding = func(conn int) {
 		if conn != last {
@@ -238,6 +338,25 @@ func (s *shard) run(in <-chan *chunk, done *sync.WaitGroup) {
 	out.close()
 }
 
+// step is what the shard does at frame i of c: expire idle flows at a
+// tick, then feed the frame if it is the shard's own.
+func (s *shard) step(c *chunk, i int) {
+	h, a, out := s.h, s.h.asm, s.cur
+	fr := &c.frames[i]
+	s.idx = i
+	h.last = fr.Timestamp
+	a.Advance(fr.Timestamp) // expiry first, as Feed would
+	out.close()
+	if int(c.owner[i]) == s.id {
+		if err := c.errs[i]; err == nil {
+			a.Feed(fr.Number, fr.Timestamp, &c.pkts[i])
+		} else {
+			h.undecodable(fr, err)
+		}
+	}
+	out.ends = append(out.ends, len(out.buf))
+}
+
 // outMerger writes the shards' output in frame order with global connection
 // numbers.
 type outMerger struct {
@@ -247,6 +366,13 @@ type outMerger struct {
 	next    uint64
 	num     []byte
 	refs    []blockRef
+	cur     []cursor // per shard, in the chunk at hand
+}
+
+// cursor is where the merger is in one shard's output for a chunk.
+type cursor struct {
+	from                              int // in shardOut.buf: written up to here
+	patch, start, open, end, block, k int // next patch, events, block, step
 }
 
 func (m *outMerger) global(shard int, local uint64) uint64 {
@@ -285,46 +411,77 @@ type blockRef struct {
 	key   int64
 }
 
-// chunk writes one chunk's output once every shard is done with it.
+// chunk writes one chunk's output once every shard is done with it: at
+// each frame, what its owner printed; at a tick, what every shard did.
 func (m *outMerger) chunk(c *chunk) {
 	c.wg.Wait()
-	n := len(c.out)
-	var from, pi, si, oi, ei, bi [MaxWorkers]int
+	if len(m.cur) != len(c.out) {
+		m.cur = make([]cursor, len(c.out))
+	}
+	clear(m.cur)
+	t := 0
 	for i := range c.frames {
-		own := int(c.owner[i])
-		o := &c.out[own]
-		m.events(o.starts, own, i, &si[own], func(k [2]uint64) {
-			m.next++
-			m.pending[k] = m.next
-		})
-		m.events(o.opened, own, i, &oi[own], func(k [2]uint64) {
-			m.iwarp[k] = m.pending[k]
-			delete(m.pending, k)
-		})
-		// Connections that expired at this frame, least recently active
-		// first, then what the owner printed for the frame.
-		m.refs = m.refs[:0]
-		for s := 0; s < n; s++ {
-			for o := &c.out[s]; bi[s] < len(o.blocks) && o.blocks[bi[s]].frame == i; bi[s]++ {
-				m.refs = append(m.refs, blockRef{shard: s, b: o.blocks[bi[s]], key: o.blocks[bi[s]].key})
-			}
+		if t < len(c.ticks) && int(c.ticks[t]) == i {
+			t++
+			m.tick(c, i)
+			continue
 		}
-		if len(m.refs) > 1 {
-			sortRefs(m.refs, func(a, b *blockRef) bool { return a.key < b.key })
+		s := int(c.owner[i])
+		m.opening(c, s, i)
+		m.frame(c, s, i)
+	}
+}
+
+// opening numbers the connections shard s started at frame i, and keeps
+// the numbers of those it took for iWARP.
+func (m *outMerger) opening(c *chunk, s, i int) {
+	o, cur := &c.out[s], &m.cur[s]
+	m.events(o.starts, s, i, &cur.start, func(k [2]uint64) {
+		m.next++
+		m.pending[k] = m.next
+	})
+	m.events(o.opened, s, i, &cur.open, func(k [2]uint64) {
+		m.iwarp[k] = m.pending[k]
+		delete(m.pending, k)
+	})
+}
+
+// frame writes what shard s printed at its step at frame i, then forgets
+// the connections that ended there.
+func (m *outMerger) frame(c *chunk, s, i int) {
+	o, cur := &c.out[s], &m.cur[s]
+	if end := o.ends[cur.k]; end > cur.from {
+		m.emit(o, s, cur.from, end, &cur.patch)
+		cur.from = end
+	}
+	cur.k++
+	m.events(o.ended, s, i, &cur.end, func(k [2]uint64) { delete(m.pending, k) })
+}
+
+// tick writes frame i, a tick of the clock: the connections that expired
+// there in every shard, least recently active first, then what each shard
+// printed for the frame.
+func (m *outMerger) tick(c *chunk, i int) {
+	for s := range c.out {
+		m.opening(c, s, i)
+	}
+	m.refs = m.refs[:0]
+	for s := range c.out {
+		o, cur := &c.out[s], &m.cur[s]
+		for ; cur.block < len(o.blocks) && o.blocks[cur.block].frame == i; cur.block++ {
+			m.refs = append(m.refs, blockRef{shard: s, b: o.blocks[cur.block], key: o.blocks[cur.block].key})
 		}
-		for _, r := range m.refs {
-			m.emit(&c.out[r.shard], r.shard, r.b.start, r.b.end, &pi[r.shard])
-			from[r.shard] = r.b.end
-		}
-		for s := 0; s < n; s++ {
-			o := &c.out[s]
-			if end := o.ends[i]; end > from[s] {
-				m.emit(o, s, from[s], end, &pi[s])
-				from[s] = end
-			}
-			// After the frame's output: connections that ended here.
-			m.events(o.ended, s, i, &ei[s], func(k [2]uint64) { delete(m.pending, k) })
-		}
+	}
+	if len(m.refs) > 1 {
+		sortRefs(m.refs, func(a, b *blockRef) bool { return a.key < b.key })
+	}
+	for _, r := range m.refs {
+		cur := &m.cur[r.shard]
+		m.emit(&c.out[r.shard], r.shard, r.b.start, r.b.end, &cur.patch)
+		cur.from = r.b.end
+	}
+	for s := range c.out {
+		m.frame(c, s, i)
 	}
 }
 
@@ -365,15 +522,15 @@ func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer fun
 	shards := make([]*shard, n)
 	ins := make([]chan *chunk, n)
 	var shardsDone sync.WaitGroup
-	maxChunks := 2*n + 2 // bounds memory: chunks in flight
+	inFlight := min(2*n+2, maxChunks) // bounds memory
 	for i := range shards {
 		shards[i] = newShard(i, cfg, newConsumer)
-		ins[i] = make(chan *chunk, maxChunks)
+		ins[i] = make(chan *chunk, inFlight)
 		shardsDone.Add(1)
 		go shards[i].run(ins[i], &shardsDone)
 	}
-	free := make(chan *chunk, maxChunks)
-	merge := make(chan *chunk, maxChunks)
+	free := make(chan *chunk, inFlight)
+	merge := make(chan *chunk, inFlight)
 	m := &outMerger{w: w, iwarp: map[[2]uint64]uint64{}, pending: map[[2]uint64]uint64{}}
 	merged := make(chan struct{})
 	go func() {
@@ -384,6 +541,7 @@ func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer fun
 		close(merged)
 	}()
 
+	d := newDispatcher(n)
 	var fr pcap.Frame
 	var derr error
 	allocated, frames := 0, 0
@@ -392,8 +550,8 @@ func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer fun
 		select {
 		case c = <-free:
 		default:
-			if allocated < maxChunks {
-				c = &chunk{arena: make([]byte, 0, chunkArena), out: make([]shardOut, n)}
+			if allocated < inFlight {
+				c = d.newChunk()
 				allocated++
 			} else {
 				c = <-free
@@ -417,7 +575,7 @@ func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer fun
 			if cfg.Progress != nil {
 				cfg.Progress(fr.CapLen + 16)
 			}
-			full = c.add(&fr, n)
+			full = d.add(c, &fr)
 		}
 		if len(c.frames) == 0 {
 			free <- c

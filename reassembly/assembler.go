@@ -40,6 +40,7 @@
 package reassembly
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"time"
 
@@ -222,11 +223,10 @@ type Assembler struct {
 	pool  pool
 	stats Stats
 
-	now        time.Time
-	lastExpire time.Time
-	nextID     uint64
-	ports      map[uint16]bool
-	freeFlows  []*flow
+	clock     Clock
+	nextID    uint64
+	ports     map[uint16]bool
+	freeFlows []*flow
 
 	// Reused event values (valid during a callback only).
 	evPDU     PDUEvent
@@ -307,14 +307,33 @@ func (a *Assembler) Feed(frame int, ts time.Time, p *pcap.Packet) {
 // owns, so that every shard expires flows at the frame a single Assembler
 // would have.
 func (a *Assembler) Advance(ts time.Time) {
-	if !ts.After(a.now) {
-		return
+	if a.clock.Advance(ts) && a.cfg.IdleTimeout > 0 {
+		a.Expire(ts)
 	}
-	a.now = ts
-	if a.cfg.IdleTimeout > 0 && a.now.Sub(a.lastExpire) >= time.Second {
-		a.lastExpire = a.now
-		a.Expire(a.now)
+}
+
+// Clock is the capture time an Assembler keeps: the latest timestamp seen,
+// and the time of the last expiry pass. A dispatcher sharding one capture
+// over several Assemblers runs its own Clock over every frame: the frames
+// at which it ticks are the only ones at which an Assembler fed a subset
+// of the frames needs Advance besides its own (at any other frame, no
+// Assembler of the set expires anything).
+type Clock struct {
+	now, lastExpire time.Time
+}
+
+// Advance moves the clock to ts if later, and reports whether idle flows
+// are due for expiry: once a second of capture time.
+func (c *Clock) Advance(ts time.Time) bool {
+	if !ts.After(c.now) {
+		return false
 	}
+	c.now = ts
+	if c.now.Sub(c.lastExpire) < time.Second {
+		return false
+	}
+	c.lastExpire = c.now
+	return true
 }
 
 // Expire closes the flows idle for Config.IdleTimeout before now. Feed calls
@@ -365,18 +384,19 @@ func Shard(p *pcap.Packet, n int) int {
 
 func endpointHash(a netip.Addr, port uint16) uint64 {
 	b := a.As16()
-	h := uint64(14695981039346656037)
-	for _, c := range b {
-		h ^= uint64(c)
-		h *= 1099511628211
-	}
-	h ^= uint64(port)
-	h *= 1099511628211
-	h ^= uint64(port >> 8)
-	h *= 1099511628211
-	// Final mix so that XOR of two endpoints spreads well.
+	// Two 64-bit words and the port, each through a multiply-xorshift
+	// mix (murmur3's finalizer): a dispatcher hashes every frame, so
+	// this stays a few multiplications, not a loop over octets.
+	h := mix64(binary.LittleEndian.Uint64(b[:8]))
+	h = mix64(h ^ binary.LittleEndian.Uint64(b[8:]))
+	return mix64(h ^ uint64(port))
+}
+
+func mix64(h uint64) uint64 {
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
 	h ^= h >> 33
 	return h
 }
