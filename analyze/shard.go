@@ -203,19 +203,28 @@ func (d *dispatcher) shard(p *pcap.Packet) int32 {
 	return *b - 1
 }
 
-// add copies fr into c and decodes its TCP segment, which tells the shard
-// that owns it (frames without one go to shard 0, which notes the damaged
-// ones). It reports whether the chunk is full.
-func (d *dispatcher) add(c *chunk, fr *pcap.Frame) bool {
+// pinner is a Source that can read frames straight into a chunk's arena
+// (pcap.Reader.Pin, for classic pcap).
+type pinner interface {
+	Pin(buf []byte) bool
+}
+
+// add puts fr in c and decodes its TCP segment, which tells the shard that
+// owns it (frames without one go to shard 0, which notes the damaged
+// ones). Unless the source read it into c.arena (pinned), its data is
+// copied there. It reports whether the chunk is full.
+func (d *dispatcher) add(c *chunk, fr *pcap.Frame, pinned bool) bool {
 	if !d.seen {
 		d.first, d.seen = fr.Timestamp, true
 	}
 	c.first = d.first
 	i := int32(len(c.frames))
 	f := *fr
-	if len(f.Data) > maxInArena {
+	switch {
+	case pinned:
+	case len(f.Data) > maxInArena:
 		f.Data = append([]byte(nil), f.Data...)
-	} else {
+	default:
 		n := len(c.arena)
 		c.arena = append(c.arena, f.Data...)
 		f.Data = c.arena[n:len(c.arena):len(c.arena)]
@@ -238,7 +247,7 @@ func (d *dispatcher) add(c *chunk, fr *pcap.Frame) bool {
 	} else {
 		c.steps[owner] = append(c.steps[owner], i)
 	}
-	return len(c.frames) == d.frames || cap(c.arena)-len(c.arena) < maxInArena
+	return !pinned && (len(c.frames) == d.frames || cap(c.arena)-len(c.arena) < maxInArena)
 }
 
 // shard owns the flows that hash to it.
@@ -542,6 +551,7 @@ func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer fun
 	}()
 
 	d := newDispatcher(n)
+	pin, _ := src.(pinner)
 	var fr pcap.Frame
 	var derr error
 	allocated, frames := 0, 0
@@ -558,12 +568,17 @@ func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer fun
 			}
 		}
 		c.reset()
+		// A pinned chunk ends when its arena is full (ErrBufferFull).
+		pinned := pin != nil && pin.Pin(c.arena[:cap(c.arena)])
 		for full := false; !full; {
 			if cfg.Count > 0 && frames >= cfg.Count {
 				done = true
 				break
 			}
 			err := src.Next(&fr)
+			if err == pcap.ErrBufferFull {
+				break
+			}
 			if err != nil {
 				if err != io.EOF {
 					derr = err
@@ -575,7 +590,7 @@ func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer fun
 			if cfg.Progress != nil {
 				cfg.Progress(fr.CapLen + 16)
 			}
-			full = d.add(c, &fr)
+			full = d.add(c, &fr, pinned)
 		}
 		if len(c.frames) == 0 {
 			free <- c

@@ -3,6 +3,7 @@ package pcap
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -11,17 +12,69 @@ import (
 )
 
 // classicReader reads the records of a classic pcap file straight out of
-// the Reader's buffer: a frame's data is a slice of it (no copy), valid
-// until the next record is read. It reads what pcapgo.Reader reads, with
-// its checks and messages, at a fraction of the cost (pcapgo copies each
-// record through a second, 4 KiB, buffer).
+// its buffer: a frame's data is a slice of it (no copy), valid until the
+// next record is read, or, once the caller pinned buffers of its own
+// (Reader.Pin), until the caller reuses the buffer. It reads what
+// pcapgo.Reader reads, with its checks and messages, at a fraction of the
+// cost (pcapgo copies each record through a second, 4 KiB, buffer).
 type classicReader struct {
-	br       *bufio.Reader
+	br       *bufio.Reader // what the format detection peeked at is in it
+	under    io.Reader     // br's source, read directly once br is drained (nil: read br)
+	buf      []byte
+	r, w     int   // unread octets: buf[r:w]
+	err      error // of the last read; sticky
+	pinned   bool  // buf is the caller's: never move what was read
 	order    binary.ByteOrder
 	nsFactor int64 // 1000 for microsecond timestamps, 1 for nanosecond ones
 	snaplen  uint32
 	linkType layers.LinkType
-	big      []byte // records larger than br's buffer
+	big      []byte // records larger than buf
+}
+
+// classicBuffer is the size of a classicReader's own buffer.
+const classicBuffer = 1 << 20
+
+// ErrBufferFull is what Reader.Next returns on a pinned reader when the
+// next record does not fit in what is left of the caller's buffer.
+var ErrBufferFull = errors.New("pcap: pinned buffer full")
+
+// fill makes n octets available in buf[r:w]; false when the input ends
+// first (c.err says why) or, pinned, when they do not fit in buf.
+func (c *classicReader) fill(n int) bool {
+	if c.buf == nil {
+		c.buf = make([]byte, classicBuffer)
+	}
+	for c.w-c.r < n {
+		if c.err != nil {
+			return false
+		}
+		if len(c.buf)-c.r < n {
+			if c.pinned {
+				return false
+			}
+			c.w = copy(c.buf, c.buf[c.r:c.w])
+			c.r = 0
+		}
+		var m int
+		if c.under == nil || c.br.Buffered() > 0 {
+			m, c.err = c.br.Read(c.buf[c.w:])
+		} else {
+			m, c.err = c.under.Read(c.buf[c.w:])
+		}
+		c.w += m
+	}
+	return true
+}
+
+// pin makes buf the reader's buffer, the unread octets copied to its
+// start; false when they do not fit (buf is then left alone).
+func (c *classicReader) pin(buf []byte) bool {
+	if len(buf) < c.w-c.r || len(buf) < classicBuffer {
+		return false
+	}
+	c.w = copy(buf, c.buf[c.r:c.w])
+	c.buf, c.r, c.pinned = buf, 0, true
+	return true
 }
 
 // Magic numbers of classic pcap (libpcap's pcap/pcap.h, savefile.c).
@@ -60,18 +113,13 @@ func newClassicReader(br *bufio.Reader) (*classicReader, error) {
 }
 
 // next reads a record into f (all but Number). It returns io.EOF at a clean
-// end, io.ErrUnexpectedEOF when the file stops inside a record.
+// end, io.ErrUnexpectedEOF when the file stops inside a record, and
+// ErrBufferFull when pinned and the next record does not fit.
 func (r *classicReader) next(f *Frame) error {
-	h, err := r.br.Peek(16)
-	if len(h) < 16 {
-		if len(h) == 0 && err == io.EOF {
-			return io.EOF
-		}
-		if err == io.EOF || err == nil {
-			err = io.ErrUnexpectedEOF
-		}
-		return err
+	if !r.fill(16) {
+		return r.short(r.w - r.r)
 	}
+	h := r.buf[r.r : r.r+16]
 	f.Timestamp = time.Unix(int64(r.order.Uint32(h[0:4])), int64(r.order.Uint32(h[4:8]))*r.nsFactor).UTC()
 	f.CapLen = int(r.order.Uint32(h[8:12]))
 	f.OrigLen = int(r.order.Uint32(h[12:16]))
@@ -85,28 +133,45 @@ func (r *classicReader) next(f *Frame) error {
 		return fmt.Errorf("capture length exceeds original packet length: %d > %d", f.CapLen, f.OrigLen)
 	}
 	n := 16 + f.CapLen
-	if n <= r.br.Size() {
-		rec, err := r.br.Peek(n)
-		if len(rec) < n {
-			if err == io.EOF || err == nil {
-				err = io.ErrUnexpectedEOF
-			}
-			return err
+	if n <= len(r.buf) {
+		if !r.fill(n) {
+			return r.short(-1)
 		}
-		f.Data = rec[16:n:n]
-		_, err = r.br.Discard(n)
-		return err
+		f.Data = r.buf[r.r+16 : r.r+n : r.r+n]
+		r.r += n
+		return nil
 	}
-	r.br.Discard(16)
-	if cap(r.big) < f.CapLen {
+	// Larger than the buffer: read around it.
+	r.r += 16
+	if cap(r.big) < f.CapLen || r.pinned {
 		r.big = make([]byte, f.CapLen)
 	}
 	f.Data = r.big[:f.CapLen]
-	if _, err := io.ReadFull(r.br, f.Data); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	k := copy(f.Data, r.buf[r.r:r.w])
+	r.r += k
+	if k < len(f.Data) {
+		if r.err == nil {
+			_, r.err = io.ReadFull(r.br, f.Data[k:])
 		}
-		return err
+		if r.err == io.EOF || r.err == io.ErrUnexpectedEOF {
+			return io.ErrUnexpectedEOF
+		}
+		return r.err
 	}
 	return nil
+}
+
+// short is the error for a record that fill could not complete, have
+// octets of it being there (-1: some, past its header).
+func (r *classicReader) short(have int) error {
+	if r.err == nil {
+		return ErrBufferFull
+	}
+	if have == 0 && r.err == io.EOF {
+		return io.EOF
+	}
+	if r.err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return r.err
 }

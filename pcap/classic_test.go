@@ -128,3 +128,76 @@ func BenchmarkReadPcap(b *testing.B) {
 		}
 	})
 }
+
+// A pinned reader's frames stay valid until the caller reuses their
+// buffer: every committed capture, read through buffers of the smallest
+// size Pin takes (each one kept), and cut so that records straddle the
+// buffers' ends, gives the frames of an unpinned reader, octet for octet.
+func TestPinnedFramesStay(t *testing.T) {
+	for _, data := range classicSeeds(t) {
+		// Enough records to fill several buffers.
+		var big []byte
+		for len(big) < 3*classicBuffer+classicBuffer/3 {
+			big = append(big, data[24:]...)
+		}
+		big = append(data[:24:24], big...)
+		var want []Frame
+		plain, err := NewReader(bytes.NewReader(big))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			var f Frame
+			err := plain.Next(&f)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Data = bytes.Clone(f.Data)
+			want = append(want, f)
+		}
+		r, err := NewReader(bytes.NewReader(big))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Pin(make([]byte, classicBuffer-1)) {
+			t.Fatal("Pin took a buffer shorter than 1 MiB")
+		}
+		var got []Frame
+		pins := 1
+		if !r.Pin(make([]byte, classicBuffer)) {
+			t.Fatal("Pin refused")
+		}
+		for {
+			var f Frame
+			err := r.Next(&f)
+			if err == ErrBufferFull {
+				if !r.Pin(make([]byte, classicBuffer)) {
+					t.Fatal("Pin refused")
+				}
+				pins++
+				continue
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, f)
+		}
+		if pins < 4 {
+			t.Errorf("%d buffers for %d octets", pins, len(big))
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d frames pinned, %d not", len(got), len(want))
+		}
+		for i := range got {
+			if got[i].Number != want[i].Number || !got[i].Timestamp.Equal(want[i].Timestamp) || !bytes.Equal(got[i].Data, want[i].Data) {
+				t.Fatalf("frame %d differs", i+1)
+			}
+		}
+	}
+}

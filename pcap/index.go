@@ -42,11 +42,12 @@ func OpenIndexed(name string) (*IndexedReader, error) {
 		fh.Close()
 		return nil, err
 	}
-	c, err := newClassicReader(bufio.NewReaderSize(fh, 1<<20))
+	c, err := newClassicReader(bufio.NewReaderSize(fh, 1<<16))
 	if err != nil {
 		fh.Close()
 		return nil, fmt.Errorf("%s: pcap: %w", name, err)
 	}
+	c.under = fh
 	return &IndexedReader{f: fh, c: c, off: 24}, nil
 }
 

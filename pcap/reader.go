@@ -97,13 +97,14 @@ func NewReader(r io.Reader) (*Reader, error) {
 		return nil, err
 	}
 	rd := &Reader{}
+	under := r // what br reads
 	if bytes.HasPrefix(head, magicGzip) {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("gzip: %w", err)
 		}
 		rd.gz = gz
-		br = bufio.NewReaderSize(gz, 1<<20)
+		br, under = bufio.NewReaderSize(gz, 1<<20), gz
 		if head, err = br.Peek(4); err != nil {
 			return nil, fmt.Errorf("%w: compressed content is shorter than a file header", ErrUnknownFormat)
 		}
@@ -120,6 +121,7 @@ func NewReader(r io.Reader) (*Reader, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pcap: %w", err)
 		}
+		p.under = under
 		rd.pcap, rd.format = p, FormatPcap
 	default:
 		return nil, fmt.Errorf("%w (first octets % x)", ErrUnknownFormat, head)
@@ -165,8 +167,8 @@ func (r *Reader) Next(f *Frame) error {
 		data, lt = f.Data, f.LinkType
 	}
 	if err != nil {
-		if err == io.EOF {
-			return io.EOF
+		if err == io.EOF || err == ErrBufferFull {
+			return err
 		}
 		return fmt.Errorf("frame %d: %w", r.n+1, err)
 	}
@@ -178,6 +180,19 @@ func (r *Reader) Next(f *Frame) error {
 		f.CapLen = len(data)
 	}
 	return nil
+}
+
+// Pin switches a classic pcap reader to buffers the caller owns, so that
+// a program handing frames to other goroutines need not copy them: buf
+// becomes the reader's buffer (what it had read ahead is copied to its
+// start), and the data of every frame Next returns from then on stays
+// valid until the caller reuses the buffer it is in. When the next record
+// does not fit in what is left of buf, Next returns ErrBufferFull and the
+// caller calls Pin again with another buffer (as long as the one it
+// replaces: at least 1 MiB). Pin reports false, and changes nothing, for a
+// pcapng reader (pcapgo reads those) or a buffer too short.
+func (r *Reader) Pin(buf []byte) bool {
+	return r.pcap != nil && r.pcap.pin(buf)
 }
 
 // Close closes the underlying file.
