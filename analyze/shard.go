@@ -61,7 +61,7 @@ import (
 const (
 	minChunkFrames      = 256
 	chunkFramesPerShard = 128
-	minChunkArena       = 1 << 20
+	minChunkArena       = 512 << 10
 	arenaPerFrame       = 2 << 10
 	maxInArena          = 1 << 18 // frames larger than this get their own buffer
 	maxChunks           = 8
@@ -169,6 +169,8 @@ type dispatcher struct {
 	seen      bool
 	buckets   [flowBuckets]int32 // shard+1; 0: not given yet
 	nextShard int32
+	last      pcap.Packet // addresses and ports of the last flow given
+	lastShard int32
 }
 
 func newDispatcher(n int) *dispatcher {
@@ -193,14 +195,22 @@ func (d *dispatcher) newChunk() *chunk {
 	return c
 }
 
-// shard returns the shard owning p's flow.
+// shard returns the shard owning p's flow. The flow of the frame before
+// is remembered: a burst of one connection (or its ACKs) is not hashed.
 func (d *dispatcher) shard(p *pcap.Packet) int32 {
+	l := &d.last
+	if p.SrcPort == l.SrcPort && p.DstPort == l.DstPort && p.Src == l.Src && p.Dst == l.Dst ||
+		p.SrcPort == l.DstPort && p.DstPort == l.SrcPort && p.Src == l.Dst && p.Dst == l.Src {
+		return d.lastShard
+	}
 	b := &d.buckets[reassembly.FlowHash(p)>>(64-12)]
 	if *b == 0 {
 		*b = d.nextShard + 1
 		d.nextShard = (d.nextShard + 1) % int32(d.n)
 	}
-	return *b - 1
+	d.last.Src, d.last.Dst, d.last.SrcPort, d.last.DstPort = p.Src, p.Dst, p.SrcPort, p.DstPort
+	d.lastShard = *b - 1
+	return d.lastShard
 }
 
 // pinner is a Source that can read frames straight into a chunk's arena
@@ -230,7 +240,11 @@ func (d *dispatcher) add(c *chunk, fr *pcap.Frame, pinned bool) bool {
 		f.Data = c.arena[n:len(c.arena):len(c.arena)]
 	}
 	c.frames = append(c.frames, f)
-	c.pkts = append(c.pkts, pcap.Packet{})
+	if int(i) < cap(c.pkts) {
+		c.pkts = c.pkts[:i+1] // DecodeTCP sets every field a decoded segment uses
+	} else {
+		c.pkts = append(c.pkts, pcap.Packet{})
+	}
 	p := &c.pkts[i]
 	err := pcap.DecodeTCP(f.LinkType, f.Data, p)
 	owner := int32(0)

@@ -31,8 +31,12 @@ type classicReader struct {
 	big      []byte // records larger than buf
 }
 
-// classicBuffer is the size of a classicReader's own buffer.
-const classicBuffer = 1 << 20
+// classicBuffer is the size of a classicReader's own buffer; PinMin the
+// least a buffer passed to Reader.Pin holds: a record of MaxSnaplen.
+const (
+	classicBuffer = 1 << 20
+	PinMin        = 16 + MaxSnaplen
+)
 
 // ErrBufferFull is what Reader.Next returns on a pinned reader when the
 // next record does not fit in what is left of the caller's buffer.
@@ -69,7 +73,7 @@ func (c *classicReader) fill(n int) bool {
 // pin makes buf the reader's buffer, the unread octets copied to its
 // start; false when they do not fit (buf is then left alone).
 func (c *classicReader) pin(buf []byte) bool {
-	if len(buf) < c.w-c.r || len(buf) < classicBuffer {
+	if len(buf) < c.w-c.r || len(buf) < PinMin {
 		return false
 	}
 	c.w = copy(buf, c.buf[c.r:c.w])

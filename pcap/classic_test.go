@@ -137,7 +137,7 @@ func TestPinnedFramesStay(t *testing.T) {
 	for _, data := range classicSeeds(t) {
 		// Enough records to fill several buffers.
 		var big []byte
-		for len(big) < 3*classicBuffer+classicBuffer/3 {
+		for len(big) < 3*PinMin+PinMin/3 {
 			big = append(big, data[24:]...)
 		}
 		big = append(data[:24:24], big...)
@@ -162,19 +162,19 @@ func TestPinnedFramesStay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Pin(make([]byte, classicBuffer-1)) {
-			t.Fatal("Pin took a buffer shorter than 1 MiB")
+		if r.Pin(make([]byte, PinMin-1)) {
+			t.Fatal("Pin took a buffer shorter than PinMin")
 		}
 		var got []Frame
 		pins := 1
-		if !r.Pin(make([]byte, classicBuffer)) {
+		if !r.Pin(make([]byte, PinMin)) {
 			t.Fatal("Pin refused")
 		}
 		for {
 			var f Frame
 			err := r.Next(&f)
 			if err == ErrBufferFull {
-				if !r.Pin(make([]byte, classicBuffer)) {
+				if !r.Pin(make([]byte, PinMin)) {
 					t.Fatal("Pin refused")
 				}
 				pins++

@@ -188,9 +188,11 @@ func (r *Reader) Next(f *Frame) error {
 // start), and the data of every frame Next returns from then on stays
 // valid until the caller reuses the buffer it is in. When the next record
 // does not fit in what is left of buf, Next returns ErrBufferFull and the
-// caller calls Pin again with another buffer (as long as the one it
-// replaces: at least 1 MiB). Pin reports false, and changes nothing, for a
-// pcapng reader (pcapgo reads those) or a buffer too short.
+// caller calls Pin again with another buffer. A buffer holds at least
+// PinMin octets and what the reader had read ahead: call Pin before the
+// first Next, and then with buffers as long as the first. Pin reports
+// false, and changes nothing, for a pcapng reader (pcapgo reads those) or
+// a buffer too short.
 func (r *Reader) Pin(buf []byte) bool {
 	return r.pcap != nil && r.pcap.pin(buf)
 }
