@@ -56,15 +56,18 @@ import (
 
 // Chunk sizes. A chunk holds up to chunkFramesPerShard frames per shard
 // (at least minChunkFrames) and arenaPerFrame octets of frame data per
-// frame it may hold (at least minChunkArena); up to maxChunks chunks are in
-// flight (2N+2 for few shards), which bounds memory.
+// frame it may hold (at least minChunkArena): what a chunk costs each
+// shard (a wake-up) is spread over a number of frames that does not
+// shrink as shards are added. Chunks in flight: 2N+2 for few shards, at
+// most what fits in inFlightArena octets of arenas (at least 3: one being
+// read, one being decoded, one being written).
 const (
 	minChunkFrames      = 256
 	chunkFramesPerShard = 128
-	minChunkArena       = 512 << 10
+	minChunkArena       = 512 << 10 // smaller arenas stay in cache: see BENCHMARKS.md
 	arenaPerFrame       = 2 << 10
 	maxInArena          = 1 << 18 // frames larger than this get their own buffer
-	maxChunks           = 8
+	inFlightArena       = 64 << 20
 	flowBuckets         = 1 << 12 // see dispatcher
 )
 
@@ -545,7 +548,8 @@ func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer fun
 	shards := make([]*shard, n)
 	ins := make([]chan *chunk, n)
 	var shardsDone sync.WaitGroup
-	inFlight := min(2*n+2, maxChunks) // bounds memory
+	d := newDispatcher(n)
+	inFlight := max(3, min(2*n+2, inFlightArena/d.arena)) // bounds memory
 	for i := range shards {
 		shards[i] = newShard(i, cfg, newConsumer)
 		ins[i] = make(chan *chunk, inFlight)
@@ -564,7 +568,6 @@ func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer fun
 		close(merged)
 	}()
 
-	d := newDispatcher(n)
 	pin, _ := src.(pinner)
 	var fr pcap.Frame
 	var derr error
