@@ -88,7 +88,10 @@ func Open(name string) (*Reader, error) {
 // NewReader detects the format of r (pcap, pcapng, either gzip-compressed)
 // and reads its file header.
 func NewReader(r io.Reader) (*Reader, error) {
-	br := bufio.NewReaderSize(r, 1<<20)
+	// A small buffer for the format detection: the classic reader keeps
+	// its own and reads the source directly after it; pcapng gets a large
+	// one over it.
+	br := bufio.NewReaderSize(r, 64<<10)
 	head, err := br.Peek(4)
 	if err != nil {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
@@ -104,14 +107,14 @@ func NewReader(r io.Reader) (*Reader, error) {
 			return nil, fmt.Errorf("gzip: %w", err)
 		}
 		rd.gz = gz
-		br, under = bufio.NewReaderSize(gz, 1<<20), gz
+		br, under = bufio.NewReaderSize(gz, 64<<10), gz
 		if head, err = br.Peek(4); err != nil {
 			return nil, fmt.Errorf("%w: compressed content is shorter than a file header", ErrUnknownFormat)
 		}
 	}
 	switch {
 	case bytes.Equal(head, magicNG):
-		ng, err := pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{})
+		ng, err := pcapgo.NewNgReader(bufio.NewReaderSize(br, 1<<20), pcapgo.NgReaderOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("pcapng: %w", err)
 		}
