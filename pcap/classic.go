@@ -48,7 +48,7 @@ func (c *classicReader) fill(n int) bool {
 	if c.buf == nil {
 		c.buf = make([]byte, classicBuffer)
 	}
-	for c.w-c.r < n {
+	for empty := 0; c.w-c.r < n; {
 		if c.err != nil {
 			return false
 		}
@@ -66,6 +66,11 @@ func (c *classicReader) fill(n int) bool {
 			m, c.err = c.under.Read(c.buf[c.w:])
 		}
 		c.w += m
+		if m > 0 {
+			empty = 0
+		} else if empty++; empty == 100 && c.err == nil {
+			c.err = io.ErrNoProgress // as bufio says of a reader that keeps returning nothing
+		}
 	}
 	return true
 }

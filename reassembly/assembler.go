@@ -301,11 +301,11 @@ func (a *Assembler) Feed(frame int, ts time.Time, p *pcap.Packet) {
 	fl.segment(d, frame, ts, p)
 }
 
-// Advance moves capture time to ts (if later) and, once a second of it,
-// expires idle flows. Feed calls it; a program sharding one capture over
-// several Assemblers calls it with the time of the frames another shard
-// owns, so that every shard expires flows at the frame a single Assembler
-// would have.
+// Advance moves capture time to ts (if later) and, once a second of it
+// (Clock), expires idle flows. Feed calls it; a program sharding one
+// capture over several Assemblers calls it at the frames another shard
+// owns where its own Clock over all frames ticks, so that every shard
+// expires flows at the frame a single Assembler would have.
 func (a *Assembler) Advance(ts time.Time) {
 	if a.clock.Advance(ts) && a.cfg.IdleTimeout > 0 {
 		a.Expire(ts)
