@@ -68,7 +68,7 @@ const (
 	arenaPerFrame       = 2 << 10
 	maxInArena          = 1 << 18 // frames larger than this get their own buffer
 	inFlightArena       = 64 << 20
-	flowBuckets         = 1 << 12 // see dispatcher
+	flowBucketBits      = 12 // 4096 buckets: see dispatcher
 )
 
 // connPatch is a place in a shard's output where a connection number goes.
@@ -154,11 +154,11 @@ func (c *chunk) reset() {
 	}
 }
 
-// dispatcher is the reader's side: it copies frames into chunks, decodes
+// dispatcher is the reader's side: it puts frames in chunks, decodes
 // their TCP headers and gives each flow to a shard.
 //
 // Flows go to shards by bucket: a flow's hash (the same both ways) picks
-// one of flowBuckets buckets, and a bucket belongs to the shard it was
+// one of the buckets, and a bucket belongs to the shard it was
 // first given to, round robin in order of first use. A few connections
 // (the common case of a bulk capture) thus spread evenly over the shards,
 // which a plain hash modulo N leaves to chance; many spread as the hash
@@ -170,7 +170,7 @@ type dispatcher struct {
 	clock     reassembly.Clock
 	first     time.Time
 	seen      bool
-	buckets   [flowBuckets]int32 // shard+1; 0: not given yet
+	buckets   [1 << flowBucketBits]int32 // shard+1; 0: not given yet
 	nextShard int32
 	last      pcap.Packet // addresses and ports of the last flow given
 	lastShard int32
@@ -206,7 +206,7 @@ func (d *dispatcher) shard(p *pcap.Packet) int32 {
 		p.SrcPort == l.DstPort && p.DstPort == l.SrcPort && p.Src == l.Dst && p.Dst == l.Src {
 		return d.lastShard
 	}
-	b := &d.buckets[reassembly.FlowHash(p)>>(64-12)]
+	b := &d.buckets[reassembly.FlowHash(p)>>(64-flowBucketBits)]
 	if *b == 0 {
 		*b = d.nextShard + 1
 		d.nextShard = (d.nextShard + 1) % int32(d.n)
@@ -267,7 +267,7 @@ func (d *dispatcher) add(c *chunk, fr *pcap.Frame, pinned bool) bool {
 	return !pinned && (len(c.frames) == d.frames || cap(c.arena)-len(c.arena) < maxInArena)
 }
 
-// shard owns the flows that hash to it.
+// shard owns the flows the dispatcher gives it.
 type shard struct {
 	id  int
 	h   *handler
