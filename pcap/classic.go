@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
@@ -150,18 +151,29 @@ func (r *classicReader) next(f *Frame) error {
 		r.r += n
 		return nil
 	}
-	// Larger than the buffer: read around it.
+	// Larger than the buffer: read around it, the frame's buffer growing
+	// only as its octets arrive (a damaged header may announce
+	// gigabytes; the snaplen of the file header is no bound either).
 	r.r += 16
-	if cap(r.big) < f.CapLen || r.pinned {
-		r.big = make([]byte, f.CapLen)
+	data := r.big[:0]
+	if r.pinned {
+		data = nil // the caller keeps frames: not r.big
 	}
-	f.Data = r.big[:f.CapLen]
-	k := copy(f.Data, r.buf[r.r:r.w])
+	k := min(r.w-r.r, f.CapLen)
+	data = append(data, r.buf[r.r:r.r+k]...)
 	r.r += k
-	if k < len(f.Data) {
-		if r.err == nil {
-			_, r.err = io.ReadFull(r.br, f.Data[k:])
-		}
+	for len(data) < f.CapLen && r.err == nil {
+		n := min(f.CapLen-len(data), classicBuffer)
+		data = slices.Grow(data, n)
+		var m int
+		m, r.err = io.ReadFull(r.br, data[len(data):len(data)+n])
+		data = data[:len(data)+m]
+	}
+	if !r.pinned {
+		r.big = data
+	}
+	f.Data = data
+	if len(data) < f.CapLen {
 		if r.err == io.EOF || r.err == io.ErrUnexpectedEOF {
 			return io.ErrUnexpectedEOF
 		}

@@ -132,75 +132,88 @@ func BenchmarkReadPcap(b *testing.B) {
 	})
 }
 
+// readPinned reads data to its end or first error, through buffers of
+// PinMin octets (each one kept) when pinned, and returns the frames (their
+// data copied when not pinned), the error that ended it and the buffers
+// used.
+func readPinned(t *testing.T, data []byte, pinned bool) ([]Frame, error, int) {
+	r, err := NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, err, 0
+	}
+	pins := 0
+	if pinned {
+		if r.Pin(make([]byte, PinMin-1)) {
+			t.Fatal("Pin took a buffer shorter than PinMin")
+		}
+		if r.Format() == FormatPcap != r.Pin(make([]byte, PinMin)) {
+			t.Fatalf("Pin of a %s reader", r.Format())
+		}
+		pins++
+	}
+	var frames []Frame
+	for {
+		var f Frame
+		err := r.Next(&f)
+		if err == ErrBufferFull && pinned {
+			if !r.Pin(make([]byte, PinMin)) {
+				t.Fatal("Pin refused")
+			}
+			pins++
+			continue
+		}
+		if err != nil {
+			return frames, err, pins
+		}
+		if !pinned {
+			f.Data = bytes.Clone(f.Data)
+		}
+		frames = append(frames, f)
+	}
+}
+
+// samePinned fails unless data reads the same pinned and not: frames
+// (their data read after every later record, so still valid) and the
+// error that ends them.
+func samePinned(t *testing.T, data []byte) int {
+	want, werr, _ := readPinned(t, data, false)
+	got, gerr, pins := readPinned(t, data, true)
+	if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+		t.Fatalf("pinned: %v, not: %v", gerr, werr)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d frames pinned, %d not", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Number != want[i].Number || !got[i].Timestamp.Equal(want[i].Timestamp) || !bytes.Equal(got[i].Data, want[i].Data) {
+			t.Fatalf("frame %d differs", i+1)
+		}
+	}
+	return pins
+}
+
 // A pinned reader's frames stay valid until the caller reuses their
-// buffer: every committed capture, read through buffers of the smallest
-// size Pin takes (each one kept), and cut so that records straddle the
-// buffers' ends, gives the frames of an unpinned reader, octet for octet.
+// buffer: every committed capture, repeated so that records straddle the
+// ends of several buffers of the smallest size Pin takes, reads the same
+// pinned as not, octet for octet.
 func TestPinnedFramesStay(t *testing.T) {
 	for _, data := range classicSeeds(t) {
-		// Enough records to fill several buffers.
 		var big []byte
 		for len(big) < 3*PinMin+PinMin/3 {
 			big = append(big, data[24:]...)
 		}
 		big = append(data[:24:24], big...)
-		var want []Frame
-		plain, err := NewReader(bytes.NewReader(big))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			var f Frame
-			err := plain.Next(&f)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.Data = bytes.Clone(f.Data)
-			want = append(want, f)
-		}
-		r, err := NewReader(bytes.NewReader(big))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Pin(make([]byte, PinMin-1)) {
-			t.Fatal("Pin took a buffer shorter than PinMin")
-		}
-		var got []Frame
-		pins := 1
-		if !r.Pin(make([]byte, PinMin)) {
-			t.Fatal("Pin refused")
-		}
-		for {
-			var f Frame
-			err := r.Next(&f)
-			if err == ErrBufferFull {
-				if !r.Pin(make([]byte, PinMin)) {
-					t.Fatal("Pin refused")
-				}
-				pins++
-				continue
-			}
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, f)
-		}
-		if pins < 4 {
+		if pins := samePinned(t, big); pins < 4 {
 			t.Errorf("%d buffers for %d octets", pins, len(big))
 		}
-		if len(got) != len(want) {
-			t.Fatalf("%d frames pinned, %d not", len(got), len(want))
-		}
-		for i := range got {
-			if got[i].Number != want[i].Number || !got[i].Timestamp.Equal(want[i].Timestamp) || !bytes.Equal(got[i].Data, want[i].Data) {
-				t.Fatalf("frame %d differs", i+1)
-			}
-		}
 	}
+}
+
+// FuzzPinnedReader holds the pinned reader to the unpinned one on any
+// input.
+func FuzzPinnedReader(f *testing.F) {
+	for _, b := range classicSeeds(f) {
+		f.Add(b[:min(len(b), 8192)])
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { samePinned(t, data) })
 }
