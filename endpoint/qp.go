@@ -27,6 +27,12 @@ type QPAttr struct {
 	// for inbound RDMA Read, and inbound RDMA Write + Read Response.
 	DisableRemoteRead  bool
 	DisableRemoteWrite bool
+	// RFC7306 enables the RFC 7306 Atomic Operations and Immediate Data on
+	// the QP, both ways. The ULP agrees on it with its peer; nothing on the
+	// wire does (RFC 7306 §1.1). Without it the QP posts none of them and
+	// answers each incoming one with the Terminate of a peer without the
+	// extensions, Remote Operation Error / Unexpected OpCode (0x0/0x2/0x06).
+	RFC7306 bool
 	// OnReadRequest, when set, is called by the receive engine with each
 	// inbound RDMA Read Request that passed the checks, before it is
 	// answered: its Data Sink is a valid STag of the peer with Remote
@@ -58,19 +64,22 @@ type rqe struct {
 
 // orqEntry is an outstanding outbound RDMA Read (ORQ, counted against ORD).
 type orqEntry struct {
-	wqe  *sqe // nil for the Read RTR
-	sink STag
-	to   uint64
-	size uint64
-	got  uint64
+	wqe    *sqe // nil for the Read RTR
+	atomic bool // an RFC 7306 Atomic Request, answered by an Atomic Response
+	reqID  uint32
+	sink   STag
+	to     uint64
+	size   uint64
+	got    uint64
 }
 
 // irrqEntry is an accepted inbound RDMA Read Request (IRRQ, counted against
 // IRD) waiting to be answered.
 type irrqEntry struct {
-	req  decode.ReadRequest
-	hdr  [decode.DDPUntaggedHdrLen]byte // its DDP header, for a Terminate
-	sent uint64                         // response octets sent so far
+	req    decode.ReadRequest
+	atomic *decode.AtomicRequest          // an RFC 7306 Atomic Request instead
+	hdr    [decode.DDPUntaggedHdrLen]byte // its DDP header, for a Terminate
+	sent   uint64                         // response octets sent so far
 }
 
 // Counters are a QP's traffic counters.
@@ -139,8 +148,8 @@ type QP struct {
 	txDone   chan struct{}
 
 	// engine-only state (send engine: sendMSN; receive engine: the rest)
-	sendMSN [2]uint32 // next MSN on QN 0 and QN 1
-	recvMSN [3]uint32 // expected MSN on QN 0, 1, 2
+	sendMSN [4]uint32 // next MSN on QN 0, 1 and 3 (RFC 7306 Atomic Responses)
+	recvMSN [4]uint32 // expected MSN on QN 0, 1, 2, 3
 	cur     *rqe      // receive in progress on QN 0
 	curMSN  uint32
 	curLen  uint64
@@ -406,6 +415,10 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 	case wr.Opcode == OpLocalInv:
 		if len(wr.SGL) != 0 {
 			return fmt.Errorf("%w: Invalidate Local STag takes no SGL", ErrInvalidWR)
+		}
+	case wr.Opcode.is7306():
+		if err := qp.check7306WR(wr); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("%w: opcode %v", ErrInvalidWR, wr.Opcode)
@@ -710,8 +723,8 @@ func (qp *QP) attach(s *stream, c *Conn, initiator bool, rtrOut rtrType, rtrIn u
 	qp.rtrOut, qp.rtrIn = rtrOut, rtrIn
 	qp.txStop, qp.remoteFin = false, false
 	qp.term, qp.err, qp.termOut = nil, nil, nil
-	qp.sendMSN = [2]uint32{1, 1}
-	qp.recvMSN = [3]uint32{1, 1, 1}
+	qp.sendMSN = [4]uint32{1, 1, 1, 1}
+	qp.recvMSN = [4]uint32{1, 1, 1, 1}
 	qp.cur = nil
 	qp.orq, qp.irrq, qp.irrqBusy = nil, nil, 0
 	qp.txs = txState{}
