@@ -168,6 +168,7 @@ func (qp *QP) emit7306(s *stream, b *txBatch, w *sqe) (data Opcode, done bool, e
 	qp.mu.Unlock()
 	var h [decode.AtomicReqHdrLen]byte
 	qp.emitUntagged(s, b, decode.OpAtomicRequest, 0, decode.QNReadReq, msn, req.Append(h[:0]), nil, 0, nil)
+	qp.cnt.txAtomicReqs.Add(1)
 	return 0, true, nil
 }
 
@@ -183,6 +184,7 @@ func (qp *QP) emitImm(s *stream, b *txBatch, se bool, imm uint64) {
 	msn := qp.sendMSN[0]
 	qp.sendMSN[0]++
 	qp.emitUntagged(s, b, op, 0, decode.QNSend, msn, d[:], nil, 0, nil)
+	qp.cnt.txImmData.Add(1)
 }
 
 // emitAtomicResponse performs an accepted Atomic Request and puts its
@@ -218,6 +220,7 @@ func (qp *QP) emitAtomicResponse(s *stream, b *txBatch, r *irrqEntry) bool {
 	msn := qp.sendMSN[3]
 	qp.sendMSN[3]++
 	qp.emitUntagged(s, b, decode.OpAtomicResponse, 0, decode.QNAtomicResp, msn, resp.Append(h[:0]), nil, 0, nil)
+	qp.cnt.txAtomicResps.Add(1)
 	return true
 }
 
@@ -309,6 +312,7 @@ func (qp *QP) deliver7306(seg *rxSeg) *fault {
 		}
 		qp.cur = nil
 		qp.recvMSN[0]++
+		qp.cnt.rxImmData.Add(1)
 		qp.pushLocked(qp.attr.RecvCQ, wc)
 		qp.unlock()
 		return nil
@@ -316,6 +320,7 @@ func (qp *QP) deliver7306(seg *rxSeg) *fault {
 		var a decode.AtomicRequest
 		decode.ParseAtomicRequest(seg.pay, &a)
 		qp.recvMSN[1]++
+		qp.cnt.rxAtomicReqs.Add(1)
 		if !a.AOpCode.Known() {
 			// §5.2.1 rule 4: an error, with no code of its own.
 			return ddpFault(decode.TermLayerRDMAP, 2, 0x06, "Atomic Request AOpCode %v not supported", a.AOpCode)
@@ -339,6 +344,7 @@ func (qp *QP) deliver7306(seg *rxSeg) *fault {
 	var a decode.AtomicResponse
 	decode.ParseAtomicResponse(seg.pay, &a)
 	qp.recvMSN[3]++
+	qp.cnt.rxAtomicResps.Add(1)
 	qp.mu.Lock()
 	var o *orqEntry
 	if len(qp.orq) > 0 {

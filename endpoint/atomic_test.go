@@ -121,6 +121,9 @@ func TestAtomicOps(t *testing.T) {
 			t.Fatalf("%v %d: original %d (%#x), want %#x", o.op, i, got, got, o.orig)
 		}
 	}
+	if c := cl.qp.Counters(); c.TxAtomicReqs != uint64(len(ops)) || c.RxAtomicResps != uint64(len(ops)) {
+		t.Fatalf("counters %+v", c)
+	}
 	tgt.Sync()
 	want := []uint64{104, 42, 3, 0x0001000100010001}
 	for i, w := range want {

@@ -95,19 +95,26 @@ type Counters struct {
 	CRCErrors                  uint64
 	MarkerErrors               uint64
 	ReadStalls                 uint64 // RDMA Reads held back by ORD
+	// RFC 7306 messages.
+	TxAtomicReqs, RxAtomicReqs   uint64
+	TxAtomicResps, RxAtomicResps uint64
+	TxImmData, RxImmData         uint64
 }
 
 type counters struct {
-	txFPDUs, rxFPDUs           atomic.Uint64
-	txOctets, rxOctets         atomic.Uint64
-	txPayload, rxPayload       atomic.Uint64
-	txSends, rxSends           atomic.Uint64
-	txWrites, rxWrites         atomic.Uint64
-	txReadReqs, rxReadReqs     atomic.Uint64
-	txReadResps, rxReadResps   atomic.Uint64
-	txTerminates, rxTerminates atomic.Uint64
-	crcErrors, markerErrors    atomic.Uint64
-	readStalls                 atomic.Uint64
+	txFPDUs, rxFPDUs             atomic.Uint64
+	txOctets, rxOctets           atomic.Uint64
+	txPayload, rxPayload         atomic.Uint64
+	txSends, rxSends             atomic.Uint64
+	txWrites, rxWrites           atomic.Uint64
+	txReadReqs, rxReadReqs       atomic.Uint64
+	txReadResps, rxReadResps     atomic.Uint64
+	txTerminates, rxTerminates   atomic.Uint64
+	crcErrors, markerErrors      atomic.Uint64
+	readStalls                   atomic.Uint64
+	txAtomicReqs, rxAtomicReqs   atomic.Uint64
+	txAtomicResps, rxAtomicResps atomic.Uint64
+	txImmData, rxImmData         atomic.Uint64
 }
 
 // QP is a queue pair: a Send Queue, a Receive Queue and the inbound RDMA
@@ -324,7 +331,10 @@ func (qp *QP) Counters() Counters {
 		TxReadResps: c.txReadResps.Load(), RxReadResps: c.rxReadResps.Load(),
 		TxTerminates: c.txTerminates.Load(), RxTerminates: c.rxTerminates.Load(),
 		CRCErrors: c.crcErrors.Load(), MarkerErrors: c.markerErrors.Load(),
-		ReadStalls: c.readStalls.Load(),
+		ReadStalls:   c.readStalls.Load(),
+		TxAtomicReqs: c.txAtomicReqs.Load(), RxAtomicReqs: c.rxAtomicReqs.Load(),
+		TxAtomicResps: c.txAtomicResps.Load(), RxAtomicResps: c.rxAtomicResps.Load(),
+		TxImmData: c.txImmData.Load(), RxImmData: c.rxImmData.Load(),
 	}
 }
 

@@ -28,7 +28,7 @@ func TestAtomicBW(t *testing.T) {
 				t.Fatal("server:", err)
 			}
 			ts.done <- nil
-			if res.Row.Size != 8 || res.Row.Iters != 300 || res.Bytes != 300*8 || res.Msgs != 300 || res.Row.MsgRate <= 0 {
+			if res.Row.Size != 8 || res.Row.Iters != 300 || res.Bytes != 300*8 || res.Msgs != 300 || res.Row.MsgRate <= 0 || res.Counter.TxAtomicReqs != 300 {
 				t.Fatalf("result %+v", res)
 			}
 			want := a

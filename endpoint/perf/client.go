@@ -263,6 +263,12 @@ func addCounters(a *endpoint.Counters, b endpoint.Counters) {
 	a.CRCErrors += b.CRCErrors
 	a.MarkerErrors += b.MarkerErrors
 	a.ReadStalls += b.ReadStalls
+	a.TxAtomicReqs += b.TxAtomicReqs
+	a.RxAtomicReqs += b.RxAtomicReqs
+	a.TxAtomicResps += b.TxAtomicResps
+	a.RxAtomicResps += b.RxAtomicResps
+	a.TxImmData += b.TxImmData
+	a.RxImmData += b.RxImmData
 }
 
 func dialOne(ctx context.Context, dial Dialer, o *Options, run uint64, reverse bool) (*clientConn, error) {
