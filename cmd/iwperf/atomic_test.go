@@ -18,4 +18,8 @@ func TestCLIAtomicBW(t *testing.T) {
 			}
 		}
 	}
+	c, _ := cli(t, "atomic_lat", "-n", "100")
+	if !strings.Contains(c, "Atomic FETCH_AND_ADD Latency Test") || !regexp.MustCompile(`(?m)^ 8 +100 `).MatchString(c) {
+		t.Fatalf("output:\n%s", c)
+	}
 }

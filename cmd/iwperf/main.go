@@ -6,10 +6,11 @@
 //	iwperf TEST HOST [flags]     client
 //
 // TEST is write_bw, send_bw, read_bw, atomic_bw, write_lat, send_lat,
-// read_lat, rping or stress. The flags keep perftest's letters: -s SIZE,
-// -a, -n ITERS, -D SECONDS, -q QPS, -t TX_DEPTH, -b, -p PORT (18515),
-// --report_gbits, --run_infinitely, -l POST_LIST, -Q CQ_MOD, --out_json,
-// --out_json_file FILE; the wire options use iwkit's names.
+// read_lat, atomic_lat, rping or stress. The flags keep perftest's letters:
+// -s SIZE, -a, -n ITERS, -D SECONDS, -q QPS, -t TX_DEPTH, -b, -p PORT
+// (18515), --report_gbits, --run_infinitely, -l POST_LIST, -Q CQ_MOD,
+// -A ATOMIC_TYPE, --out_json, --out_json_file FILE; the wire options use
+// iwkit's names.
 package main
 
 import (
@@ -84,7 +85,7 @@ func newFlagSet(f *flags, stderr io.Writer) *flag.FlagSet {
 	both("p", "port", &f.port, perf.DefaultPort, "TCP `port` to listen on or connect to")
 	both("l", "post_list", &f.postList, 1, "post work requests in lists of this `size`")
 	both("Q", "cq-mod", &f.cqMod, perf.DefaultCQMod, "signal one work request in this many (at most -t)")
-	fs.StringVar(&f.atomic, "A", perf.FetchAndAdd, "atomic_bw: atomic `type`, CMP_AND_SWAP or FETCH_AND_ADD (RFC 7306)")
+	fs.StringVar(&f.atomic, "A", perf.FetchAndAdd, "atomic_bw, atomic_lat: atomic `type`, CMP_AND_SWAP or FETCH_AND_ADD (RFC 7306)")
 	fs.StringVar(&f.atomic, "atomic_type", perf.FetchAndAdd, "same as -A")
 	fs.BoolVar(&f.gbits, "report_gbits", false, "report bandwidth in Gb/sec (10^9 bits) instead of MB/sec (2^20 octets)")
 	fs.BoolVar(&f.infinite, "run_infinitely", false, "run until interrupted, printing a row every -D seconds (default 5)")

@@ -6,17 +6,26 @@ import (
 	"github.com/iwkit/iwkit/endpoint"
 )
 
-// atomic_bw's operations, as perftest's -A names them (ib_atomic_bw).
+// AtomicLat is ib_atomic_lat's test: one atomic at a time, its round trip
+// the sample.
+const AtomicLat = "atomic_lat"
+
+// isAtomicTest: atomic_bw or atomic_lat.
+func isAtomicTest(test string) bool { return test == AtomicBW || test == AtomicLat }
+
+// The atomic tests' operations, as perftest's -A names them (ib_atomic_bw,
+// ib_atomic_lat).
 const (
 	FetchAndAdd = "FETCH_AND_ADD"
 	CmpAndSwap  = "CMP_AND_SWAP"
 )
 
-// AtomicSize is the size of every atomic_bw message: RFC 7306 atomics work
-// on 64 bits (§5.1), and ib_atomic_bw reports 8 octets whatever -s says.
+// AtomicSize is the size of every atomic test's message: RFC 7306 atomics
+// work on 64 bits (§5.1), and ib_atomic_bw reports 8 octets whatever -s
+// says.
 const AtomicSize = 8
 
-// normalizeAtomic fills atomic_bw's defaults in.
+// normalizeAtomic fills the atomic tests' defaults in.
 func (o *Options) normalizeAtomic() error {
 	switch o.Atomic {
 	case "":
@@ -59,14 +68,11 @@ func closingLen(o *Options) int {
 }
 
 // title is perftest's banner title, which names the atomic type:
-// "Atomic FETCH_AND_ADD BW Test".
+// "Atomic FETCH_AND_ADD BW Test", "Atomic CMP_AND_SWAP Latency Test".
 func (r Result) title() string {
-	if r.Test != AtomicBW {
-		return Title(r.Test, r.Bidir)
+	t := Title(r.Test, r.Bidir)
+	if isAtomicTest(r.Test) {
+		t = "Atomic " + r.Atomic + t[len("Atomic"):]
 	}
-	t := "Atomic " + r.Atomic + " "
-	if r.Bidir {
-		t += "Bidirectional "
-	}
-	return t + "BW Test"
+	return t
 }

@@ -48,6 +48,27 @@ func TestAtomicBW(t *testing.T) {
 	}
 }
 
+// atomic_lat: one atomic at a time, its round trip the sample (as
+// ib_atomic_lat), 8 octets.
+func TestAtomicLat(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ts := startServer(t, false, Limits{}, nil)
+	res, err := Run(ctx, TCPDialer(ts.addr), Options{Test: AtomicLat, Atomic: CmpAndSwap, Iters: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ts.done
+	ts.done <- nil
+	l := res.Row.Lat
+	if res.Row.Size != 8 || res.Row.Iters != 200 || l == nil || !(l.Min <= l.Typical && l.Typical <= l.Max) || res.Counter.TxAtomicReqs != 200 {
+		t.Fatalf("result %+v, latency %+v", res, l)
+	}
+	if out := ts.out.String(); !strings.Contains(out, "Atomic CMP_AND_SWAP Latency Test") {
+		t.Fatalf("server printed\n%s", out)
+	}
+}
+
 // TestAtomicFormatGolden pins ib_atomic_bw's banner title and row.
 func TestAtomicFormatGolden(t *testing.T) {
 	var b bytes.Buffer
@@ -57,8 +78,12 @@ func TestAtomicFormatGolden(t *testing.T) {
 		r.Row = Row{Size: 8, Iters: 5000, PeakBps: 2.5 * (1 << 20), AvgBps: 2.25 * (1 << 20), MsgRate: 294912, Elapsed: time.Second}
 		r.Format(&b, false)
 	}
+	r := fixedResult(AtomicLat)
+	r.Atomic = FetchAndAdd
+	r.Row.Size = 8
+	r.Format(&b, false)
 	golden(t, "format-atomic.golden", b.Bytes())
-	r := fixedResult(AtomicBW)
+	r = fixedResult(AtomicBW)
 	r.Atomic = CmpAndSwap
 	golden(t, "json-atomic.golden", JSON([]Result{r}, false))
 }

@@ -54,7 +54,7 @@ type Row struct {
 // Result is one run's outcome: every connection together.
 type Result struct {
 	Test    string
-	Atomic  string // atomic_bw's operation
+	Atomic  string // the atomic tests' operation
 	Bidir   bool
 	QPs     int
 	Depth   int

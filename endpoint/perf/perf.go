@@ -39,7 +39,7 @@ const (
 )
 
 // Tests lists the test names the package runs.
-var Tests = []string{WriteBW, SendBW, ReadBW, AtomicBW, WriteLat, SendLat, ReadLat}
+var Tests = []string{WriteBW, SendBW, ReadBW, AtomicBW, WriteLat, SendLat, ReadLat, AtomicLat}
 
 // IsBW says whether test is a bandwidth test.
 func IsBW(test string) bool {
@@ -47,7 +47,9 @@ func IsBW(test string) bool {
 }
 
 // IsLat says whether test is a latency test.
-func IsLat(test string) bool { return test == WriteLat || test == SendLat || test == ReadLat }
+func IsLat(test string) bool {
+	return test == WriteLat || test == SendLat || test == ReadLat || test == AtomicLat
+}
 
 // Defaults and bounds, perftest's where it has them.
 const (
@@ -84,7 +86,7 @@ type Options struct {
 	QPs      int           // connections (perftest's -q; 0: 1)
 	Bidir    bool          // both directions at once (-b)
 	PostList int           // work requests per PostSend (-l; 0: 1)
-	Atomic   string        // atomic_bw's operation (-A): FETCH_AND_ADD (the default) or CMP_AND_SWAP
+	Atomic   string        // atomic_bw's and atomic_lat's operation (-A): FETCH_AND_ADD (the default) or CMP_AND_SWAP
 	CQMod    int           // signal one work request in CQMod (-Q; 0: 100, at most Depth)
 	IRD, ORD int           // the QPs' IRD/ORD (0: per test)
 	Config   endpoint.Config
@@ -113,7 +115,7 @@ func DefaultSize(test string) int {
 // a valid test; see DefaultSize) and checks the bounds; Run calls it.
 func (o *Options) Normalize() error {
 	switch {
-	case o.Test == AtomicBW:
+	case isAtomicTest(o.Test):
 		if err := o.normalizeAtomic(); err != nil {
 			return err
 		}
@@ -294,7 +296,7 @@ func newPeer(test string, size, depth, ird, ord int, to time.Duration) (*peer, e
 		ord = ird
 	}
 	// atomic_bw's request is how the two sides agree to use RFC 7306 (§1.1).
-	atomics := test == AtomicBW
+	atomics := isAtomicTest(test)
 	if p.qp, err = pd.CreateQP(endpoint.QPAttr{SendCQ: p.cq, RecvCQ: p.cq, SQDepth: 2*depth + 16, RQDepth: 2*depth + 16, IRD: ird, ORD: ord, RFC7306: atomics}); err != nil {
 		return nil, err
 	}
@@ -606,15 +608,19 @@ func (p *peer) activeLat(ctx context.Context, o *Options, rem advert, c *clock) 
 	for ; c.more(n); n++ {
 		t0 := time.Now()
 		switch o.Test {
-		case ReadLat:
-			if _, err := p.qp.PostSend(endpoint.SendWR{Opcode: endpoint.OpRead, Signaled: true, SGL: []endpoint.SGE{p.buf.SGE(0, o.Size)},
-				RemoteAddr: rem.Addr, RKey: endpoint.STag(rem.RKey)}); err != nil {
+		case ReadLat, AtomicLat:
+			wr := endpoint.SendWR{Opcode: endpoint.OpRead, Signaled: true, SGL: []endpoint.SGE{p.buf.SGE(0, o.Size)},
+				RemoteAddr: rem.Addr, RKey: endpoint.STag(rem.RKey)}
+			if o.Test == AtomicLat {
+				wr.Opcode, wr.Atomic = atomicOpcode(o.Atomic), atomicArgs(o.Atomic)
+			}
+			if _, err := p.qp.PostSend(wr); err != nil {
 				return s, err
 			}
 			if _, err := p.next(ctx, p.to); err != nil {
 				return s, err
 			}
-			lat = append(lat, time.Since(t0)) // a Read's round trip is its latency
+			lat = append(lat, time.Since(t0)) // a Read's or an atomic's round trip is its latency
 		default:
 			if err := p.ping(o.Test, rem); err != nil {
 				return s, err

@@ -64,8 +64,8 @@ func startServer(t *testing.T, persistent bool, lim Limits, cfg *endpoint.Config
 
 func TestEveryTest(t *testing.T) {
 	for _, test := range Tests {
-		if test == AtomicBW {
-			continue // always 8 octets: TestAtomicBW
+		if isAtomicTest(test) {
+			continue // always 8 octets: TestAtomicBW, TestAtomicLat
 		}
 		for _, size := range []int{0, 100, 70000} {
 			t.Run(fmt.Sprint(test, "/", size), func(t *testing.T) {

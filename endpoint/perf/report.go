@@ -25,7 +25,7 @@ const (
 // Title is perftest's name of a test, as its banner prints it.
 func Title(test string, bidir bool) string {
 	verb := map[string]string{WriteBW: "RDMA_Write", WriteLat: "RDMA_Write", ReadBW: "RDMA_Read", ReadLat: "RDMA_Read",
-		SendBW: "Send", SendLat: "Send", AtomicBW: "Atomic"}[test]
+		SendBW: "Send", SendLat: "Send", AtomicBW: "Atomic", AtomicLat: "Atomic"}[test]
 	if bidir {
 		verb += " Bidirectional"
 	}
