@@ -91,12 +91,13 @@ type Device struct {
 	nQP     atomic.Int32
 	qps     map[*QP]struct{}
 	perm    [4]uint32 // round keys of the index permutation
+	keyStep uint8
+	rnd     *rand.ChaCha8
+	plain   bool // tests: index = slot, key sequence 1, 2, 3...
+
 	// atomicMu serializes the RFC 7306 Atomic Operations of every stream
 	// of the device (RFC 7306 §5.3).
 	atomicMu sync.Mutex
-	keyStep  uint8
-	rnd      *rand.ChaCha8
-	plain    bool // tests: index = slot, key sequence 1, 2, 3...
 }
 
 const minFree = 1024
@@ -230,8 +231,9 @@ type MR struct {
 }
 
 // RegisterMR registers buf with the given rights. At least one local right
-// is required, Remote Write and Remote Atomic require Local Write, Remote Read requires
-// Local Read (V00 §7.4, Fig. 18). The MR is Valid when it returns.
+// is required, Remote Write and Remote Atomic require Local Write, Remote
+// Read requires Local Read (V00 §7.4, Fig. 18). The MR is Valid when it
+// returns.
 func (pd *PD) RegisterMR(buf []byte, access Access, opt *MROptions) (*MR, error) {
 	if access&(AccessLocalRead|AccessLocalWrite) == 0 ||
 		access&AccessRemoteWrite != 0 && access&AccessLocalWrite == 0 ||

@@ -64,22 +64,24 @@ type rqe struct {
 
 // orqEntry is an outstanding outbound RDMA Read (ORQ, counted against ORD).
 type orqEntry struct {
-	wqe    *sqe // nil for the Read RTR
-	atomic bool // an RFC 7306 Atomic Request, answered by an Atomic Response
-	reqID  uint32
-	sink   STag
-	to     uint64
-	size   uint64
-	got    uint64
+	wqe  *sqe // nil for the Read RTR
+	sink STag
+	to   uint64
+	size uint64
+	got  uint64
+
+	atomic bool   // an RFC 7306 Atomic Request, answered by an Atomic Response
+	reqID  uint32 // its Request Identifier
 }
 
 // irrqEntry is an accepted inbound RDMA Read Request (IRRQ, counted against
 // IRD) waiting to be answered.
 type irrqEntry struct {
-	req    decode.ReadRequest
-	atomic *decode.AtomicRequest          // an RFC 7306 Atomic Request instead
-	hdr    [decode.DDPUntaggedHdrLen]byte // its DDP header, for a Terminate
-	sent   uint64                         // response octets sent so far
+	req  decode.ReadRequest
+	hdr  [decode.DDPUntaggedHdrLen]byte // its DDP header, for a Terminate
+	sent uint64                         // response octets sent so far
+
+	atomic *decode.AtomicRequest // an RFC 7306 Atomic Request instead of req
 }
 
 // Counters are a QP's traffic counters.
@@ -95,6 +97,7 @@ type Counters struct {
 	CRCErrors                  uint64
 	MarkerErrors               uint64
 	ReadStalls                 uint64 // RDMA Reads held back by ORD
+
 	// RFC 7306 messages.
 	TxAtomicReqs, RxAtomicReqs   uint64
 	TxAtomicResps, RxAtomicResps uint64
@@ -102,16 +105,17 @@ type Counters struct {
 }
 
 type counters struct {
-	txFPDUs, rxFPDUs             atomic.Uint64
-	txOctets, rxOctets           atomic.Uint64
-	txPayload, rxPayload         atomic.Uint64
-	txSends, rxSends             atomic.Uint64
-	txWrites, rxWrites           atomic.Uint64
-	txReadReqs, rxReadReqs       atomic.Uint64
-	txReadResps, rxReadResps     atomic.Uint64
-	txTerminates, rxTerminates   atomic.Uint64
-	crcErrors, markerErrors      atomic.Uint64
-	readStalls                   atomic.Uint64
+	txFPDUs, rxFPDUs           atomic.Uint64
+	txOctets, rxOctets         atomic.Uint64
+	txPayload, rxPayload       atomic.Uint64
+	txSends, rxSends           atomic.Uint64
+	txWrites, rxWrites         atomic.Uint64
+	txReadReqs, rxReadReqs     atomic.Uint64
+	txReadResps, rxReadResps   atomic.Uint64
+	txTerminates, rxTerminates atomic.Uint64
+	crcErrors, markerErrors    atomic.Uint64
+	readStalls                 atomic.Uint64
+
 	txAtomicReqs, rxAtomicReqs   atomic.Uint64
 	txAtomicResps, rxAtomicResps atomic.Uint64
 	txImmData, rxImmData         atomic.Uint64
@@ -331,7 +335,8 @@ func (qp *QP) Counters() Counters {
 		TxReadResps: c.txReadResps.Load(), RxReadResps: c.rxReadResps.Load(),
 		TxTerminates: c.txTerminates.Load(), RxTerminates: c.rxTerminates.Load(),
 		CRCErrors: c.crcErrors.Load(), MarkerErrors: c.markerErrors.Load(),
-		ReadStalls:   c.readStalls.Load(),
+		ReadStalls: c.readStalls.Load(),
+
 		TxAtomicReqs: c.txAtomicReqs.Load(), RxAtomicReqs: c.rxAtomicReqs.Load(),
 		TxAtomicResps: c.txAtomicResps.Load(), RxAtomicResps: c.rxAtomicResps.Load(),
 		TxImmData: c.txImmData.Load(), RxImmData: c.rxImmData.Load(),

@@ -242,13 +242,13 @@ type WorkCompletion struct {
 	// InvalidatedSTag before this receive completed.
 	Invalidated     bool
 	InvalidatedSTag STag
+	QPNum           uint32
+	// Err explains an error status, when there is more to say.
+	Err error
 	// WithImm marks a receive consumed by an RFC 7306 Immediate Data
 	// message; Imm is its 8 octets (read big-endian) and ByteLen is 0.
 	WithImm bool
 	Imm     uint64
-	QPNum   uint32
-	// Err explains an error status, when there is more to say.
-	Err error
 }
 
 // Errors returned immediately by the verbs (V00's Immediate Errors).
