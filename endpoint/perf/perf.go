@@ -295,7 +295,7 @@ func newPeer(test string, size, depth, ird, ord int, to time.Duration) (*peer, e
 	if ord == 0 {
 		ord = ird
 	}
-	// atomic_bw's request is how the two sides agree to use RFC 7306 (§1.1).
+	// An atomic test's request is how the two sides agree to use RFC 7306 (§1.1).
 	atomics := isAtomicTest(test)
 	if p.qp, err = pd.CreateQP(endpoint.QPAttr{SendCQ: p.cq, RecvCQ: p.cq, SQDepth: 2*depth + 16, RQDepth: 2*depth + 16, IRD: ird, ORD: ord, RFC7306: atomics}); err != nil {
 		return nil, err
