@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
@@ -26,6 +27,7 @@ type Detail struct {
 type Line struct {
 	Depth    int
 	Text     string
+	Desc     string // the field's description (ULP fields)
 	Field    *decode.Field
 	Off, Len int
 	Frame    int // a frame the line names (Enter jumps there), 0 if none
@@ -33,7 +35,11 @@ type Line struct {
 
 // loader decodes rows again from the frame store; it keeps its buffers.
 type loader struct {
-	ix   *Index
+	ix *Index
+	// run runs the pipeline as the index did over src (Session.rerun);
+	// the ULP layer is decoded again with it.
+	run  func(src analyze.Source, c analyze.Consumer) error
+	ulp  *ulpCache
 	buf  []byte
 	wire []byte
 	have []bool
@@ -63,7 +69,11 @@ func (l *loader) Load(i int) *Detail {
 	}
 	d.Wire = append([]byte(nil), l.wire...)
 	l.decode(d, c)
-	d.Lines = l.lines(d, c)
+	var u []Line
+	if ix.HasULP(i) {
+		u = l.ulpLines(c, &r)
+	}
+	d.Lines = l.lines(d, c, u)
 	return d
 }
 
@@ -183,9 +193,10 @@ func wireOff(p *decode.PDU, seq uint32, off int) int {
 }
 
 // lines builds the tree: the connection and frames, every field the PDU
-// carries (as iwdump -V names them), its markers, the CRC verdict and the
-// findings raised on it.
-func (l *loader) lines(d *Detail, c *ConnInfo) []Line {
+// carries (as iwdump -V names them) under a line per protocol, its
+// markers, the CRC verdict, the storage-protocol message it completes
+// (ulpLines, iwdump -V's lines) and the findings raised on it.
+func (l *loader) lines(d *Detail, c *ConnInfo, ulpLines []Line) []Line {
 	r := &d.Row
 	var out []Line
 	add := func(depth int, f *decode.Field, off, n int, format string, a ...any) {
@@ -204,6 +215,7 @@ func (l *loader) lines(d *Detail, c *ConnInfo) []Line {
 	m := decode.Present(p)
 	fields := decode.Fields()
 	var b []byte
+	section := ""
 	for i := range fields {
 		f := &fields[i]
 		v, ok := f.GetIn(p, m)
@@ -224,9 +236,10 @@ func (l *loader) lines(d *Detail, c *ConnInfo) []Line {
 		} else {
 			off, n = 0, 0
 		}
-		out = append(out, Line{Depth: strings.Count(f.Name, "."), Text: string(b), Field: f, Off: off, Len: n})
+		out = appendSectioned(out, &section, Line{Depth: strings.Count(f.Name, "."), Text: string(b), Field: f, Off: off, Len: n})
 	}
 	if !p.IsMPAFrame {
+		add(0, nil, 0, 0, "FPDU framing")
 		if p.SegErr != nil {
 			add(1, nil, 0, 0, "segment error: %v", p.SegErr)
 		}
@@ -252,6 +265,10 @@ func (l *loader) lines(d *Detail, c *ConnInfo) []Line {
 			}
 		}
 	}
+	for _, ln := range ulpLines {
+		out = appendSectioned(out, &section, ln)
+	}
+	spanSections(out)
 	// The operation the PDU belongs to.
 	if o, ok := l.ix.OpOf(r); ok {
 		t := fmt.Sprintf("operation: %s of %d octets, request frame %d", o.Opcode, o.Length, o.RequestFrame)

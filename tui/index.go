@@ -107,6 +107,7 @@ type ConnInfo struct {
 	Markers   [2]uint64
 	Findings  uint64
 	Stats     *track.ConnStats // at the end of the capture
+	Proto     string           // the storage protocol decoded (ulp.Proto), "" if none
 }
 
 // DirName is "i2r" or "r2i" for direction d (reassembly.Dir).
@@ -144,6 +145,9 @@ type Index struct {
 	conns    map[int]*ConnInfo
 	connIDs  []int
 	stags    map[[2]uint64]*STagUse
+	ulpRows  bitset               // rows that complete a ULP message
+	cmds     []Cmd                // ULP commands completed
+	adverts  map[[2]uint64]Advert // STags advertised, by connection and STag
 	first    time.Time
 	done     bool
 	err      error
@@ -157,7 +161,7 @@ type Index struct {
 }
 
 func newIndex(st *store, total int64) *Index {
-	return &Index{conns: map[int]*ConnInfo{}, stags: map[[2]uint64]*STagUse{}, store: st, total: total}
+	return &Index{conns: map[int]*ConnInfo{}, stags: map[[2]uint64]*STagUse{}, adverts: map[[2]uint64]Advert{}, store: st, total: total}
 }
 
 // Len is the number of rows indexed so far.
@@ -303,6 +307,8 @@ func (x *indexer) Record(r *analyze.Record) {
 		x.finding(r)
 	case analyze.KindOperation:
 		x.op(r)
+	case analyze.KindCommand:
+		x.command(r)
 	}
 }
 
@@ -368,6 +374,7 @@ func (x *indexer) pdu(r *analyze.Record) {
 			}
 		}
 	}
+	x.ulpPDU(r, c, ix.rows.Len())
 	ix.rows.Append(row)
 }
 

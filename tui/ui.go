@@ -116,7 +116,7 @@ func (c *listContent) GetCell(row, col int) *tview.TableCell {
 	}
 	ix := c.u.S.Ix
 	r := ix.Row(i)
-	text := ix.Cell(&r, col)
+	text := ix.Cell(i, &r, col)
 	if col == 0 && c.u.List.Marks[i] {
 		text = "*" + text
 	}
@@ -135,7 +135,7 @@ func (c *listContent) GetCell(row, col int) *tview.TableCell {
 func New(s *Session) *UI {
 	setTheme()
 	u := &UI{S: s, App: tview.NewApplication(), List: newList(s.Ix), views: map[string]*viewTable{}, stop: make(chan struct{})}
-	u.loader = &loader{ix: s.Ix}
+	u.loader = &loader{ix: s.Ix, run: s.rerun}
 	u.dRow = -1
 
 	u.table = tview.NewTable().SetContent(&listContent{u: u}).SetFixed(1, 0).SetSelectable(true, false)

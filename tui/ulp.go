@@ -1,0 +1,249 @@
+package tui
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/iwkit/iwkit/analyze"
+	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/pcap"
+	"github.com/iwkit/iwkit/render"
+	"github.com/iwkit/iwkit/ulp"
+)
+
+// The storage-protocol layer (package ulp) in iwtui. The index keeps one
+// bit a row (the row completes a ULP message), the protocol of each
+// connection, the completed commands and the STags advertised; the
+// message's fields are decoded again when its row is shown, by running the
+// pipeline over the row's connection up to it: a message's decoding and
+// its link to its command need the connection's state.
+
+// Cmd is a completed storage-protocol command (analyze.KindCommand).
+type Cmd struct {
+	Conn int
+	Dir  uint8 // the direction of the response
+	Rel  int64 // its response, ns since the first frame
+	ulp.Command
+}
+
+// Label is the command as the commands view and the STags view name it:
+// protocol, name and task identifier.
+func (c *Cmd) Label() string {
+	return fmt.Sprintf("%s %s id %d", c.Proto, c.Name, c.ID)
+}
+
+// Advert is an STag one peer advertised to the other: in a ULP command
+// (NVMe SGL key, iSER header STag, SMB2 channel descriptor, RPC-over-RDMA
+// chunk), or in a Send of rping's struct rping_rdma_info.
+type Advert struct {
+	Frame int
+	By    string
+	// Guess: an untagged Send of exactly 16 octets read as rping's
+	// advertisement; shown only for an STag the capture then uses.
+	Guess bool
+}
+
+// maxGuesses bounds the rping-style advertisements remembered.
+const maxGuesses = 4096
+
+// bitset is one bit a row.
+type bitset []uint64
+
+func (b *bitset) set(i int) {
+	for len(*b) <= i/64 {
+		*b = append(*b, 0)
+	}
+	(*b)[i/64] |= 1 << (i % 64)
+}
+
+func (b bitset) has(i int) bool { return i >= 0 && i/64 < len(b) && b[i/64]&(1<<(i%64)) != 0 }
+
+// ulpPDU notes, on the indexing goroutine under the index lock, what row
+// (about to be appended) carries for the ULP views.
+func (x *indexer) ulpPDU(r *analyze.Record, c *ConnInfo, row int) {
+	ix := x.ix
+	if r.ULP != nil {
+		ix.ulpRows.set(row)
+		if c != nil && c.Proto == "" {
+			c.Proto = r.ULP.Proto.String()
+		}
+		return
+	}
+	// rping (librdmacm's example, and endpoint/rping) advertises a buffer
+	// in a 16-octet Send: struct rping_rdma_info {buf, rkey, size}, in
+	// network order.
+	p := &r.PDU.PDU
+	s := &p.Seg
+	if p.IsMPAFrame || p.SegErr != nil || s.DDP.Tagged || !s.DDP.Last || s.DDP.QN != 0 || s.DDP.MO != 0 ||
+		s.RDMAP.Opcode != decode.OpSend || len(s.Payload) != 16 || len(ix.adverts) >= maxGuesses {
+		return
+	}
+	stag := binary.BigEndian.Uint32(s.Payload[8:])
+	k := [2]uint64{uint64(r.Conn.ID), uint64(stag)}
+	if _, ok := ix.adverts[k]; !ok {
+		ix.adverts[k] = Advert{Frame: r.LastFrame, Guess: true,
+			By: fmt.Sprintf("rping Send: buf 0x%x size %d", binary.BigEndian.Uint64(s.Payload), binary.BigEndian.Uint32(s.Payload[12:]))}
+	}
+}
+
+// command keeps a completed command and the STags it advertised.
+func (x *indexer) command(r *analyze.Record) {
+	ix := x.ix
+	c := Cmd{Conn: int(r.Conn.ID), Dir: uint8(r.Dir), Rel: int64(r.Rel), Command: *r.Cmd}
+	ix.cmds = append(ix.cmds, c)
+	for _, stag := range c.STags[:c.NSTags] {
+		k := [2]uint64{uint64(c.Conn), uint64(stag)}
+		if a, ok := ix.adverts[k]; !ok || a.Guess {
+			ix.adverts[k] = Advert{Frame: c.RequestFrame, By: c.Label()}
+		}
+	}
+}
+
+// Cmds returns a copy of the commands so far.
+func (ix *Index) Cmds() []Cmd {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return append([]Cmd(nil), ix.cmds...)
+}
+
+// HasULP reports whether row i completes a storage-protocol message.
+func (ix *Index) HasULP(i int) bool {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.ulpRows.has(i)
+}
+
+// ulpKey names a PDU the same way in the index and in a replay.
+type ulpKey struct {
+	dir  uint8
+	seq  uint32
+	last int
+}
+
+// ulpCache holds the ULP trees of one connection from frame from on,
+// decoded by one replay.
+type ulpCache struct {
+	conn, from, to int
+	trees          map[ulpKey][]Line
+}
+
+// ulpWindow is how many messages a replay decodes past the row asked for,
+// so that scrolling on does not replay again at every row.
+const ulpWindow = 2048
+
+// ulpLines returns the ULP tree of row r (connection c), from the cache or
+// from a replay of the connection's frames up to it and a window on.
+func (l *loader) ulpLines(c *ConnInfo, r *Row) []Line {
+	k := ulpKey{r.Dir, r.Seq, int(r.Last)}
+	if uc := l.ulp; uc != nil && uc.conn == c.ID && uc.from <= int(r.Last) && int(r.Last) <= uc.to {
+		if t, ok := uc.trees[k]; ok {
+			return t
+		}
+	}
+	if l.run == nil {
+		return nil
+	}
+	g := &ulpGrab{from: int(r.Last), trees: map[ulpKey][]Line{}}
+	src := &connSource{st: l.ix.store, n: c.First - 1, upto: l.ix.store.frames(), a: c.Addr[0], b: c.Addr[1], g: g}
+	if err := l.run(src, g); err != nil && err != errEnough {
+		return []Line{{Text: "ULP: " + err.Error()}}
+	}
+	l.ulp = &ulpCache{conn: c.ID, from: int(r.Last), to: src.n, trees: g.trees}
+	if g.full {
+		l.ulp.to = g.last // frames after the last message kept are not covered
+	}
+	return g.trees[k]
+}
+
+var errEnough = fmt.Errorf("enough")
+
+// ulpGrab is the consumer of a replay: it keeps the trees of the messages
+// completed from frame from on.
+type ulpGrab struct {
+	from  int
+	trees map[ulpKey][]Line
+	full  bool
+	last  int
+	b     []byte
+}
+
+func (g *ulpGrab) Record(r *analyze.Record) {
+	if r.Kind != analyze.KindPDU || r.ULP == nil || r.LastFrame < g.from || g.full {
+		return
+	}
+	g.b = render.AppendULPTree(g.b[:0], r.ULP, false)
+	g.trees[ulpKey{uint8(r.Dir), r.Seq, r.LastFrame}] = treeLines(g.b)
+	g.last = r.LastFrame
+	g.full = len(g.trees) >= ulpWindow
+}
+
+// treeLines turns iwdump's -V lines ("    name = value  (description)")
+// into tree lines; a line naming the command's request frame goes there.
+func treeLines(b []byte) []Line {
+	var out []Line
+	for _, s := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		t := strings.TrimLeft(s, " ")
+		ln := Line{Depth: (len(s) - len(t)) / 4}
+		if eq := strings.Index(t, " = "); eq >= 0 {
+			if d := strings.Index(t[eq:], "  ("); d >= 0 {
+				ln.Desc = strings.TrimSuffix(t[eq+d+3:], ")")
+				t = t[:eq+d]
+			}
+			if t[:eq] == "ulp.request_frame" {
+				ln.Frame, _ = strconv.Atoi(t[eq+3:])
+			}
+		}
+		ln.Text = t
+		out = append(out, ln)
+	}
+	return out
+}
+
+// connSource yields the stored frames after n of one connection (the TCP
+// segments between its two addresses), until upto or the grab is full.
+type connSource struct {
+	st      *store
+	n, upto int
+	a, b    netip.AddrPort
+	buf     []byte
+	p       pcap.Packet
+	g       *ulpGrab
+}
+
+func (x *connSource) Next(f *pcap.Frame) error {
+	for x.n < x.upto {
+		if x.g.full {
+			return errEnough
+		}
+		x.n++
+		var err error
+		if x.buf, err = x.st.read(x.n, f, x.buf); err != nil {
+			continue
+		}
+		if pcap.DecodeTCP(f.LinkType, f.Data, &x.p) != nil {
+			continue
+		}
+		src := netip.AddrPortFrom(x.p.Src, x.p.SrcPort)
+		dst := netip.AddrPortFrom(x.p.Dst, x.p.DstPort)
+		if (src == x.a && dst == x.b) || (src == x.b && dst == x.a) {
+			return nil
+		}
+	}
+	return io.EOF
+}
+
+func (x *connSource) Close() error { return nil }
+
+// appendULPNote ends the summary of a row that completes a ULP message:
+// its connection's protocol, as display filters name it ("| nvme").
+func appendULPNote(b []byte, proto string) []byte {
+	if proto == "" {
+		return b
+	}
+	b = append(b, " | "...)
+	return append(b, proto...)
+}
