@@ -131,6 +131,8 @@ type STagUse struct {
 	Octets      uint64
 	How         string // Write, Read sink, Read source, Atomic...
 	Invalidated int    // frame of the Send with Invalidate, 0 if none
+	Advertised  int    // frame of the advertisement, 0 if none seen
+	AdvBy       string // what advertised it: a ULP command, an rping Send
 }
 
 // Index is the capture as iwtui knows it: one Row per PDU and finding,
@@ -230,13 +232,30 @@ func (ix *Index) Conns() []ConnInfo {
 	return out
 }
 
+// connIDList returns the connection numbers, in order.
+func (ix *Index) connIDList() []int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return append([]int(nil), ix.connIDs...)
+}
+
 // STags returns the STags seen, by connection and STag.
 func (ix *Index) STags() []STagUse {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	out := make([]STagUse, 0, len(ix.stags))
-	for _, s := range ix.stags {
-		out = append(out, *s)
+	for k, s := range ix.stags {
+		u := *s
+		if a, ok := ix.adverts[k]; ok {
+			u.Advertised, u.AdvBy = a.Frame, a.By
+		}
+		out = append(out, u)
+	}
+	// Advertised and never used (a guess only counts when used).
+	for k, a := range ix.adverts {
+		if ix.stags[k] == nil && !a.Guess {
+			out = append(out, STagUse{Conn: int(k[0]), STag: uint32(k[1]), First: a.Frame, Advertised: a.Frame, AdvBy: a.By, How: "advertised"})
+		}
 	}
 	sortSTags(out)
 	return out
