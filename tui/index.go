@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/decode"
@@ -259,6 +260,22 @@ func (ix *Index) STags() []STagUse {
 	}
 	sortSTags(out)
 	return out
+}
+
+// Bytes is what the index holds in memory, as allocated: the rows and the
+// frame offsets (whole chunks), the ULP bits, and the findings,
+// operations, commands, STags and advertisements kept for the views
+// (their fixed parts; messages and names share the pipeline's strings).
+func (ix *Index) Bytes() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	n := ix.rows.Cap()*int(unsafe.Sizeof(Row{})) + len(ix.ulpRows)*8
+	n += cap(ix.findings)*int(unsafe.Sizeof(Finding{})) + cap(ix.ops)*int(unsafe.Sizeof(Op{})) + cap(ix.cmds)*int(unsafe.Sizeof(Cmd{}))
+	n += len(ix.stags)*int(unsafe.Sizeof(STagUse{})+16) + len(ix.adverts)*int(unsafe.Sizeof(Advert{})+16)
+	ix.store.mu.Lock()
+	n += ix.store.offsets.Cap() * 8
+	ix.store.mu.Unlock()
+	return n
 }
 
 // FindRow returns the first row at or after frame n (by Last), -1 if none.
