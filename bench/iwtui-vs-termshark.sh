@@ -66,11 +66,17 @@ for _ in 1 2 3; do
 done
 echo "tmux floor (echo):$floor s"
 
-# iwtui
-start=$(now)
-spawn "$tmp/iwtui $cap"
-until shows 'MPA Request'; do sleep 0.01; done
-first=$(echo "$(now) - $start" | bc -l)
+# iwtui: three first screens, the last one left to build the whole index
+firsts=""
+for run in 1 2 3; do
+  start=$(now)
+  spawn "$tmp/iwtui $cap"
+  until shows 'MPA Request'; do sleep 0.01; done
+  first=$(echo "$(now) - $start" | bc -l)
+  firsts="$firsts $(printf '%.2f' "$first")"
+  [ "$run" = 3 ] || idle
+done
+echo "iwtui first screens:$firsts s"
 until shows 'rows [0-9]*/[0-9]*  ? help'; do sleep 0.05; done
 index=$(echo "$(now) - $start" | bc -l)
 pid=$(named iwtui | head -1)
@@ -86,7 +92,7 @@ spawn "termshark -r $cap"
 peak=0 seen=0 first=""
 while :; do
   if [ -z "$first" ] && shows ' 1  *0\.0'; then first=$(echo "$(now) - $start" | bc -l); fi
-  psml=$(for p in $(named tshark); do tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -q -- '-T psml' && echo "$p"; done | head -1)
+  psml=$(for p in $(named tshark); do tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -q -- '-T psml' && echo "$p"; done | head -1 || true)
   if [ -n "$psml" ]; then
     seen=1
     h=0; for p in $(named tshark); do h=$((h + $(hwm "$p"))); done

@@ -241,6 +241,26 @@ func TestRpingAdvertisement(t *testing.T) {
 	}
 }
 
+// TestListStaysAtTop: a list drawn shorter than the screen (a few rows
+// indexed, or a follow) does not chase the end when rows come in: the
+// selected row stays on the screen.
+func TestListStaysAtTop(t *testing.T) {
+	s := newScreen(t, termCapture(t))
+	s.runes("jjjc") // follow connection 2: a few rows
+	s.text()
+	s.runes("c") // all rows again
+	s.u.Refresh()
+	got := s.text()
+	i := s.u.List.RowAt(s.u.List.Cursor)
+	r := s.u.S.Ix.Row(i)
+	if !strings.Contains(got, fmt.Sprintf("%8d %12s", r.Last, s.u.S.Ix.Cell(i, &r, 1))) {
+		t.Fatalf("row of frame %d is not on the screen:\n%s", r.Last, got)
+	}
+	if off, _ := s.u.table.GetOffset(); off != 0 {
+		t.Fatalf("list scrolled to row %d", off)
+	}
+}
+
 // TestFilterApplied: Enter applies the filter; the list shows exactly the
 // Terminates, and Esc on a bad filter keeps the list.
 func TestFilterApplied(t *testing.T) {

@@ -269,6 +269,14 @@ func (u *UI) Refresh() {
 			u.table.Select(u.List.Cursor+1, 0)
 		}
 	}
+	if !u.S.Live() || !atEnd {
+		// tview's Table follows the end once it was drawn shorter than
+		// the screen (its trackEnd): the first screen of a capture being
+		// indexed would chase the index to the end. Only a live
+		// capture's list follows its end (above).
+		r, c := u.table.GetOffset()
+		u.table.SetOffset(r, c)
+	}
 	if r, _ := u.table.GetSelection(); r != u.List.Cursor+1 && u.List.Len() > 0 {
 		u.table.Select(u.List.Cursor+1, 0) // shows the detail
 	}
