@@ -124,12 +124,16 @@ func TestTmuxULP(t *testing.T) {
 	m.keys("j", "Enter") // the second command: Property Get, frame 14
 	m.wait(`frame 14  conn 1 i2r`)
 	m.keys("Tab")
+	m.wait(`▾ MPA`)
+	// Fold MPA, DDP, RDMAP and the framing: the NVMe-oF fields show.
+	m.keys("j", "Left", "j", "Left", "j", "Left", "j", "Left")
+	m.wait(`▸ FPDU framing`)
 	m.wait(`nvme.opcode = Fabrics`)
-	m.keys("j", "Left") // fold MPA
-	m.wait(`▸ MPA`)
+	m.wait(`nvme.fctype = Property Get`)
 	m.keys("t")
 	m.wait(`frame 8 +10 +10 +1 +1024 +frame 13 +read source nvme Connect id 0`)
-	m.keys("Escape")
+	m.keys("q") // back to the list (Esc then q would read as Alt-q)
+	m.wait(`Packets`)
 	m.quit()
 }
 
