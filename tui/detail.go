@@ -71,7 +71,7 @@ func (l *loader) Load(i int) *Detail {
 	l.decode(d, c)
 	var u []Line
 	if ix.HasULP(i) {
-		u = l.ulpLines(c, &r)
+		u = l.ulpLines(c, i, &r)
 	}
 	d.Lines = l.lines(d, c, u)
 	return d

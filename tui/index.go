@@ -148,7 +148,7 @@ type Index struct {
 	conns    map[int]*ConnInfo
 	connIDs  []int
 	stags    map[[2]uint64]*STagUse
-	ulpRows  bitset               // rows that complete a ULP message
+	ulp      ulpText              // rows that complete a ULP message
 	cmds     []Cmd                // ULP commands completed
 	adverts  map[[2]uint64]Advert // STags advertised, by connection and STag
 	first    time.Time
@@ -263,13 +263,13 @@ func (ix *Index) STags() []STagUse {
 }
 
 // Bytes is what the index holds in memory, as allocated: the rows and the
-// frame offsets (whole chunks), the ULP bits, and the findings,
+// frame offsets (whole chunks), the ULP summaries, and the findings,
 // operations, commands, STags and advertisements kept for the views
 // (their fixed parts; messages and names share the pipeline's strings).
 func (ix *Index) Bytes() int {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	n := ix.rows.Cap()*int(unsafe.Sizeof(Row{})) + len(ix.ulpRows)*8
+	n := ix.rows.Cap()*int(unsafe.Sizeof(Row{})) + ix.ulp.bytes()
 	n += cap(ix.findings)*int(unsafe.Sizeof(Finding{})) + cap(ix.ops)*int(unsafe.Sizeof(Op{})) + cap(ix.cmds)*int(unsafe.Sizeof(Cmd{}))
 	n += len(ix.stags)*int(unsafe.Sizeof(STagUse{})+16) + len(ix.adverts)*int(unsafe.Sizeof(Advert{})+16)
 	ix.store.mu.Lock()

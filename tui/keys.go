@@ -92,7 +92,7 @@ var Keys = []Key{
 	{Names: "Left h", Keys: []tcell.Key{tcell.KeyLeft}, Runes: []rune{'h'}, Action: ActFold, Where: "tree", Help: "tree: fold the line (on a field: its protocol)"},
 	{Names: "Right l", Keys: []tcell.Key{tcell.KeyRight}, Runes: []rune{'l'}, Action: ActUnfold, Where: "tree", Help: "tree: unfold the line"},
 	{Names: "Enter", Keys: []tcell.Key{tcell.KeyEnter}, Action: ActJump, Where: "views", Help: "views: go to the frame the line names"},
-	{Names: "b", Runes: []rune{'b'}, Action: ActBlame, Where: "views", Help: "operations, findings: go to the frame a Terminate blames"},
+	{Names: "b", Runes: []rune{'b'}, Action: ActBlame, Where: "views", Help: "operations, findings: go to the frame a Terminate blames; commands: to the response"},
 	{Names: "j k  Up Down", Action: ActNone, Where: "all", Help: "move (list, tree, views); in hex: by 16 octets"},
 	{Names: "h l  Left Right", Action: ActNone, Where: "all", Help: "hex: move by one octet (selects the field it is in)"},
 	{Names: "g G  Home End", Action: ActNone, Where: "all", Help: "first, last row"},

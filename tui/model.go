@@ -270,15 +270,9 @@ func (ix *Index) appendLine(b []byte, i int, r *Row) []byte {
 }
 
 // appendSummary writes the summary column of row i (r) from its own
-// fields, and the protocol of a storage-protocol message it completes.
+// fields, and the storage-protocol message it completes.
 func (ix *Index) appendSummary(b []byte, i int, r *Row) []byte {
-	b = ix.appendRowSummary(b, r)
-	if ix.HasULP(i) {
-		if c := ix.Conn(int(r.Conn)); c != nil {
-			b = appendULPNote(b, c.Proto)
-		}
-	}
-	return b
+	return ix.appendULPSummary(ix.appendRowSummary(b, r), i)
 }
 
 func (ix *Index) appendRowSummary(b []byte, r *Row) []byte {

@@ -39,8 +39,9 @@ type UI struct {
 
 	loader  *loader
 	detail  *Detail
-	fold    Fold  // detail lines folded, by key
-	vis     []int // the detail lines shown, by tree row
+	fold    Fold   // detail lines folded, by key
+	desc    string // the description of the field selected in the tree
+	vis     []int  // the detail lines shown, by tree row
 	dRow    int
 	msg     string
 	paused  bool
@@ -329,6 +330,9 @@ func (u *UI) statusText() string {
 		b.WriteString(u.msg)
 	}
 	b.WriteString("  [::d]? help[::-]")
+	if u.msg == "" && u.desc != "" && u.App.GetFocus() == u.tree {
+		fmt.Fprintf(&b, "  %s", tview.Escape(u.desc))
+	}
 	return b.String()
 }
 
@@ -437,6 +441,11 @@ func (u *UI) lineSelected(i int) {
 	} else {
 		u.hex.hiLen = 0
 	}
+	u.desc = ln.Desc
+	if ln.Field != nil {
+		u.desc = ln.Field.Desc
+	}
+	u.status.SetText(u.statusText())
 }
 
 // GoFrame selects the row of frame n (the first at or after it) in the

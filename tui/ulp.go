@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"sort"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/decode"
@@ -15,8 +17,8 @@ import (
 	"github.com/iwkit/iwkit/ulp"
 )
 
-// The storage-protocol layer (package ulp) in iwtui. The index keeps one
-// bit a row (the row completes a ULP message), the protocol of each
+// The storage-protocol layer (package ulp) in iwtui. The index keeps the
+// summary of each row that completes a ULP message, the protocol of each
 // connection, the completed commands and the STags advertised; the
 // message's fields are decoded again when its row is shown, by running the
 // pipeline over the row's connection up to it: a message's decoding and
@@ -50,24 +52,58 @@ type Advert struct {
 // maxGuesses bounds the rping-style advertisements remembered.
 const maxGuesses = 4096
 
-// bitset is one bit a row.
-type bitset []uint64
-
-func (b *bitset) set(i int) {
-	for len(*b) <= i/64 {
-		*b = append(*b, 0)
-	}
-	(*b)[i/64] |= 1 << (i % 64)
+// ulpText keeps the list summaries of the rows that complete a ULP
+// message (iwdump's text after "|"): 12 octets a message and the text,
+// in blocks that are never copied.
+type ulpText struct {
+	refs   []ulpRef // by row, increasing
+	blocks [][]byte
 }
 
-func (b bitset) has(i int) bool { return i >= 0 && i/64 < len(b) && b[i/64]&(1<<(i%64)) != 0 }
+type ulpRef struct {
+	row int32
+	off uint32 // block<<ulpBlockBits | offset in the block
+	n   uint16
+}
+
+const (
+	ulpBlockBits = 20 // 1 MiB blocks
+	ulpMaxText   = 200
+)
+
+func (t *ulpText) add(row int, text []byte) {
+	text = text[:min(len(text), ulpMaxText)]
+	k := len(t.blocks) - 1
+	if k < 0 || len(t.blocks[k])+len(text) > cap(t.blocks[k]) {
+		t.blocks = append(t.blocks, make([]byte, 0, 1<<ulpBlockBits))
+		k++
+	}
+	t.refs = append(t.refs, ulpRef{row: int32(row), off: uint32(k<<ulpBlockBits | len(t.blocks[k])), n: uint16(len(text))})
+	t.blocks[k] = append(t.blocks[k], text...)
+}
+
+// find returns the summary of row i, false if it completes no message.
+func (t *ulpText) find(i int) ([]byte, bool) {
+	k := sort.Search(len(t.refs), func(k int) bool { return int(t.refs[k].row) >= i })
+	if k == len(t.refs) || int(t.refs[k].row) != i {
+		return nil, false
+	}
+	r := t.refs[k]
+	b := t.blocks[r.off>>ulpBlockBits]
+	o := int(r.off & (1<<ulpBlockBits - 1))
+	return b[o : o+int(r.n)], true
+}
+
+func (t *ulpText) bytes() int {
+	return cap(t.refs)*int(unsafe.Sizeof(ulpRef{})) + len(t.blocks)<<ulpBlockBits
+}
 
 // ulpPDU notes, on the indexing goroutine under the index lock, what row
 // (about to be appended) carries for the ULP views.
 func (x *indexer) ulpPDU(r *analyze.Record, c *ConnInfo, row int) {
 	ix := x.ix
 	if r.ULP != nil {
-		ix.ulpRows.set(row)
+		ix.ulp.add(row, r.ULP.Summary)
 		if c != nil && c.Proto == "" {
 			c.Proto = r.ULP.Proto.String()
 		}
@@ -114,7 +150,20 @@ func (ix *Index) Cmds() []Cmd {
 func (ix *Index) HasULP(i int) bool {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	return ix.ulpRows.has(i)
+	_, ok := ix.ulp.find(i)
+	return ok
+}
+
+// appendULPSummary ends the summary of row i, if it completes a ULP
+// message, with the message's as iwdump prints it (" | NVMe Read ...").
+func (ix *Index) appendULPSummary(b []byte, i int) []byte {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if t, ok := ix.ulp.find(i); ok {
+		b = append(b, " | "...)
+		b = append(b, t...)
+	}
+	return b
 }
 
 // ulpKey names a PDU the same way in the index and in a replay.
@@ -131,13 +180,27 @@ type ulpCache struct {
 	trees          map[ulpKey][]Line
 }
 
-// ulpWindow is how many messages a replay decodes past the row asked for,
-// so that scrolling on does not replay again at every row.
-const ulpWindow = 2048
+// ulpWindow is how many messages a replay keeps around the row asked for
+// (a quarter before it, the rest after), so that scrolling either way does
+// not replay again at every row.
+var ulpWindow = 2048
 
-// ulpLines returns the ULP tree of row r (connection c), from the cache or
-// from a replay of the connection's frames up to it and a window on.
-func (l *loader) ulpLines(c *ConnInfo, r *Row) []Line {
+// ulpBefore returns the row of the ULP message n messages (of any
+// connection) before row i's, or i.
+func (ix *Index) ulpBefore(i, n int) int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	refs := ix.ulp.refs
+	k := sort.Search(len(refs), func(k int) bool { return int(refs[k].row) >= i })
+	if k == len(refs) {
+		return i
+	}
+	return int(refs[max(k-n, 0)].row)
+}
+
+// ulpLines returns the ULP tree of row i (r, connection c), from the cache
+// or from a replay of the connection's frames up to it and a window on.
+func (l *loader) ulpLines(c *ConnInfo, i int, r *Row) []Line {
 	k := ulpKey{r.Dir, r.Seq, int(r.Last)}
 	if uc := l.ulp; uc != nil && uc.conn == c.ID && uc.from <= int(r.Last) && int(r.Last) <= uc.to {
 		if t, ok := uc.trees[k]; ok {
@@ -147,12 +210,13 @@ func (l *loader) ulpLines(c *ConnInfo, r *Row) []Line {
 	if l.run == nil {
 		return nil
 	}
-	g := &ulpGrab{from: int(r.Last), trees: map[ulpKey][]Line{}}
+	from := int(min(r.Last, l.ix.Row(l.ix.ulpBefore(i, ulpWindow/4)).Last))
+	g := &ulpGrab{from: from, trees: map[ulpKey][]Line{}}
 	src := &connSource{st: l.ix.store, n: c.First - 1, upto: l.ix.store.frames(), a: c.Addr[0], b: c.Addr[1], g: g}
 	if err := l.run(src, g); err != nil && err != errEnough {
 		return []Line{{Text: "ULP: " + err.Error()}}
 	}
-	l.ulp = &ulpCache{conn: c.ID, from: int(r.Last), to: src.n, trees: g.trees}
+	l.ulp = &ulpCache{conn: c.ID, from: from, to: src.n, trees: g.trees}
 	if g.full {
 		l.ulp.to = g.last // frames after the last message kept are not covered
 	}
@@ -237,13 +301,3 @@ func (x *connSource) Next(f *pcap.Frame) error {
 }
 
 func (x *connSource) Close() error { return nil }
-
-// appendULPNote ends the summary of a row that completes a ULP message:
-// its connection's protocol, as display filters name it ("| nvme").
-func appendULPNote(b []byte, proto string) []byte {
-	if proto == "" {
-		return b
-	}
-	b = append(b, " | "...)
-	return append(b, proto...)
-}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -27,6 +28,9 @@ func (v *vTrees) Record(r *analyze.Record) {
 // the detail tree of each shows that tree's fields, names and values
 // (decoded again from the file by replaying the connection), in order.
 func TestULPDetailIsIwdumpV(t *testing.T) {
+	// A small window: the replays' edges fall inside these captures.
+	defer func(w int) { ulpWindow = w }(ulpWindow)
+	ulpWindow = 16
 	paths, _ := filepath.Glob("../testdata/ulp/*.pcap")
 	if len(paths) < 10 {
 		t.Fatalf("%d ULP captures", len(paths))
@@ -53,8 +57,8 @@ func TestULPDetailIsIwdumpV(t *testing.T) {
 			s.Wait()
 			l := &loader{ix: s.Ix, run: s.rerun}
 			got := 0
-			// Backwards: every row asks for a replay once (the cache
-			// covers from the row on), then forwards from the cache.
+			// Backwards, then forwards: through the replay's window and
+			// past its edges both ways.
 			for pass := 0; pass < 2; pass++ {
 				for k := 0; k < s.Ix.Len(); k++ {
 					i := k
@@ -91,5 +95,40 @@ func TestULPDetailIsIwdumpV(t *testing.T) {
 				t.Fatalf("connection protocol not noted: %+v", c)
 			}
 		})
+	}
+}
+
+// TestULPFilter: the display filter "nvme" (as tshark's) shows exactly the
+// rows that complete an NVMe-oF message, with their summaries.
+func TestULPFilter(t *testing.T) {
+	s, err := Open(Config{File: "../testdata/ulp/nvmeof.pcap"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Wait()
+	fr, err := s.ApplyFilter("nvme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, done, _ := fr.Status(); done {
+			break
+		}
+		runtime.Gosched()
+	}
+	n := 0
+	for i := 0; i < s.Ix.Len(); i++ {
+		r := s.Ix.Row(i)
+		line := string(s.Ix.appendSummary(nil, i, &r))
+		if fr.Match(i) != s.Ix.HasULP(i) || fr.Match(i) != strings.Contains(line, " | NVMe ") {
+			t.Fatalf("row %d %q: filter %v, ULP %v", i, line, fr.Match(i), s.Ix.HasULP(i))
+		}
+		if fr.Match(i) {
+			n++
+		}
+	}
+	if n < 20 {
+		t.Fatalf("%d NVMe-oF messages", n)
 	}
 }

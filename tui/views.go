@@ -229,7 +229,7 @@ func (u *UI) fillOps() {
 
 func (u *UI) fillConns() {
 	v := u.views["conns"]
-	v.reset("Conn", "Initiator", "Responder", "Dir", "Markers", "CRC", "MPA", "PDUs", "Octets", "CRC bad", "Markers seen", "Findings", "Closed")
+	v.reset("Conn", "Initiator", "Responder", "Dir", "Markers", "CRC", "MPA", "PDUs", "Octets", "CRC bad", "Markers seen", "Findings", "ULP", "Closed")
 	for _, c := range u.S.Ix.Conns() {
 		for d := uint8(0); d < 2; d++ {
 			p := &c.Params[d]
@@ -258,7 +258,7 @@ func (u *UI) fillConns() {
 			}
 			v.add(color, first, 0, fmt.Sprint(c.ID), ini, res, c.DirName(d),
 				fmt.Sprintf("%v (%s)", p.Markers, p.MarkersSource), fmt.Sprintf("%v (%s)", p.CRC, p.CRCSource), mpa,
-				fmt.Sprint(c.PDUs[d]), fmt.Sprint(c.Octets[d]), fmt.Sprint(c.CRCBad[d]), fmt.Sprint(c.Markers[d]), fmt.Sprint(c.Findings), c.Closed)
+				fmt.Sprint(c.PDUs[d]), fmt.Sprint(c.Octets[d]), fmt.Sprint(c.CRCBad[d]), fmt.Sprint(c.Markers[d]), fmt.Sprint(c.Findings), c.Proto, c.Closed)
 		}
 	}
 	v.done()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/iwkit/iwkit/gen"
+	"github.com/iwkit/iwkit/internal/testenv"
 	"github.com/iwkit/iwkit/pcap"
 )
 
@@ -81,12 +82,7 @@ func (m *tmux) wait(re string) []string {
 
 // startTmux builds iwtui and starts it on capture in its own tmux server.
 func startTmux(t *testing.T, capture string) *tmux {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("tmux is not installed (./test.sh installs it)")
-		}
-		t.Skip("tmux is not installed (./test.sh installs it)")
-	}
+	testenv.Tool(t, "tmux")
 	dir := t.TempDir()
 	bin := build(t, dir)
 	m := &tmux{t: t, sock: filepath.Join(dir, "tmux.sock")}
