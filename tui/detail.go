@@ -38,13 +38,17 @@ type loader struct {
 	ix *Index
 	// run runs the pipeline as the index did over src (Session.rerun);
 	// the ULP layer is decoded again with it.
-	run  func(src analyze.Source, c analyze.Consumer) error
-	ulp  *ulpCache
-	buf  []byte
-	wire []byte
-	have []bool
-	scr  []byte
-	mk   []decode.MarkerAt
+	run func(src analyze.Source, c analyze.Consumer) error
+	// async, when set, hands a function to the screen's goroutine (after
+	// a replay on another); nil: replays run in Load.
+	async     func(func())
+	replaying bool
+	ulp       *ulpCache
+	buf       []byte
+	wire      []byte
+	have      []bool
+	scr       []byte
+	mk        []decode.MarkerAt
 }
 
 // Load decodes row i: it reads frames First..Last, keeps the TCP payload

@@ -219,6 +219,15 @@ func New(s *Session) *UI {
 func (u *UI) Run() error {
 	go u.ticker()
 	u.S.OnRows = nil
+	// From here on a storage-protocol replay runs off the event loop;
+	// when it is done the detail is shown again with its tree.
+	u.loader.async = func(f func()) {
+		u.App.QueueUpdateDraw(func() {
+			f()
+			u.dRow = -1
+			u.showDetail()
+		})
+	}
 	err := u.App.Run()
 	u.once.Do(func() { close(u.stop) })
 	return err

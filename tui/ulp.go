@@ -178,6 +178,7 @@ type ulpKey struct {
 type ulpCache struct {
 	conn, from, to int
 	trees          map[ulpKey][]Line
+	err            error // the replay failed: for the whole connection
 }
 
 // ulpWindow is how many messages a replay keeps around the row asked for
@@ -200,27 +201,46 @@ func (ix *Index) ulpBefore(i, n int) int {
 
 // ulpLines returns the ULP tree of row i (r, connection c), from the cache
 // or from a replay of the connection's frames up to it and a window on.
+// With l.async set (the screen's event loop runs), the replay runs on its
+// own goroutine and the tree says so until it is done.
 func (l *loader) ulpLines(c *ConnInfo, i int, r *Row) []Line {
-	k := ulpKey{r.Dir, r.Seq, int(r.Last)}
 	if uc := l.ulp; uc != nil && uc.conn == c.ID && uc.from <= int(r.Last) && int(r.Last) <= uc.to {
-		if t, ok := uc.trees[k]; ok {
-			return t
+		if uc.err != nil {
+			return []Line{{Text: "storage protocol not decoded again: " + uc.err.Error()}}
 		}
+		return uc.trees[ulpKey{r.Dir, r.Seq, int(r.Last)}]
 	}
 	if l.run == nil {
 		return nil
 	}
 	from := int(min(r.Last, l.ix.Row(l.ix.ulpBefore(i, ulpWindow/4)).Last))
+	if l.async == nil {
+		l.ulp = l.replay(c, from)
+		return l.ulpLines(c, i, r)
+	}
+	if !l.replaying {
+		l.replaying = true
+		go func() {
+			uc := l.replay(c, from)
+			l.async(func() { l.ulp, l.replaying = uc, false })
+		}()
+	}
+	return []Line{{Text: fmt.Sprintf("storage protocol: reading connection %d again up to frame %d ...", c.ID, r.Last)}}
+}
+
+// replay runs the pipeline over connection c's frames and keeps the ULP
+// trees of the messages from frame from on, ulpWindow of them. It reads
+// only the index and the store (it may run on its own goroutine).
+func (l *loader) replay(c *ConnInfo, from int) *ulpCache {
 	g := &ulpGrab{from: from, trees: map[ulpKey][]Line{}}
 	src := &connSource{st: l.ix.store, n: c.First - 1, upto: l.ix.store.frames(), a: c.Addr[0], b: c.Addr[1], g: g}
+	uc := &ulpCache{conn: c.ID, from: from, to: src.upto, trees: g.trees}
 	if err := l.run(src, g); err != nil && err != errEnough {
-		return []Line{{Text: "ULP: " + err.Error()}}
+		uc.from, uc.to, uc.err = 0, 1<<62, err
+	} else if g.full {
+		uc.to = g.last // frames after the last message kept are not covered
 	}
-	l.ulp = &ulpCache{conn: c.ID, from: from, to: src.n, trees: g.trees}
-	if g.full {
-		l.ulp.to = g.last // frames after the last message kept are not covered
-	}
-	return g.trees[k]
+	return uc
 }
 
 var errEnough = fmt.Errorf("enough")
