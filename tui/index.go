@@ -150,6 +150,7 @@ type Index struct {
 	stags    map[[2]uint64]*STagUse
 	ulp      ulpText              // rows that complete a ULP message
 	cmds     []Cmd                // ULP commands completed
+	cmdSTags []uint32             // the STags they advertised
 	adverts  map[[2]uint64]Advert // STags advertised, by connection and STag
 	first    time.Time
 	done     bool
@@ -248,14 +249,14 @@ func (ix *Index) STags() []STagUse {
 	for k, s := range ix.stags {
 		u := *s
 		if a, ok := ix.adverts[k]; ok {
-			u.Advertised, u.AdvBy = a.Frame, a.By
+			u.Advertised, u.AdvBy = int(a.Frame), ix.advertiser(a)
 		}
 		out = append(out, u)
 	}
-	// Advertised and never used (a guess only counts when used).
+	// Advertised and never used (an rping Send only counts when used).
 	for k, a := range ix.adverts {
-		if ix.stags[k] == nil && !a.Guess {
-			out = append(out, STagUse{Conn: int(k[0]), STag: uint32(k[1]), First: a.Frame, Advertised: a.Frame, AdvBy: a.By, How: "advertised"})
+		if ix.stags[k] == nil && a.Cmd >= 0 {
+			out = append(out, STagUse{Conn: int(k[0]), STag: uint32(k[1]), First: int(a.Frame), Advertised: int(a.Frame), AdvBy: ix.advertiser(a), How: "advertised"})
 		}
 	}
 	sortSTags(out)
@@ -270,7 +271,7 @@ func (ix *Index) Bytes() int {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	n := ix.rows.Cap()*int(unsafe.Sizeof(Row{})) + ix.ulp.bytes()
-	n += cap(ix.findings)*int(unsafe.Sizeof(Finding{})) + cap(ix.ops)*int(unsafe.Sizeof(Op{})) + cap(ix.cmds)*int(unsafe.Sizeof(Cmd{}))
+	n += cap(ix.findings)*int(unsafe.Sizeof(Finding{})) + cap(ix.ops)*int(unsafe.Sizeof(Op{})) + cap(ix.cmds)*int(unsafe.Sizeof(Cmd{})) + cap(ix.cmdSTags)*4
 	n += len(ix.stags)*int(unsafe.Sizeof(STagUse{})+16) + len(ix.adverts)*int(unsafe.Sizeof(Advert{})+16)
 	ix.store.mu.Lock()
 	n += ix.store.offsets.Cap() * 8

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/iwkit/iwkit/analyze"
@@ -24,12 +25,23 @@ import (
 // pipeline over the row's connection up to it: a message's decoding and
 // its link to its command need the connection's state.
 
-// Cmd is a completed storage-protocol command (analyze.KindCommand).
+// Cmd is a completed storage-protocol command (analyze.KindCommand), as
+// the index keeps it: ulp.Command's fields for the commands view, without
+// its times (Rel and Latency say when), its STags in Index.cmdSTags.
 type Cmd struct {
-	Conn int
-	Dir  uint8 // the direction of the response
-	Rel  int64 // its response, ns since the first frame
-	ulp.Command
+	Name, Status                string
+	ID                          uint64 // NVMe CID, iSCSI ITT, SMB2 MessageId, RPC XID
+	Expected, Moved             uint64
+	Latency                     time.Duration
+	Rel                         int64 // its request, ns since the first frame
+	Conn                        int32
+	RequestFrame, ResponseFrame int32
+	Inline                      uint32
+	Reads, Writes               uint16
+	stags                       uint32 // first in Index.cmdSTags
+	nstags                      uint8
+	Proto                       ulp.Proto
+	OK, Answered                bool
 }
 
 // Label is the command as the commands view and the STags view name it:
@@ -42,14 +54,17 @@ func (c *Cmd) Label() string {
 // (NVMe SGL key, iSER header STag, SMB2 channel descriptor, RPC-over-RDMA
 // chunk), or in a Send of rping's struct rping_rdma_info.
 type Advert struct {
-	Frame int
-	By    string
-	// Guess: an untagged Send of exactly 16 octets read as rping's
-	// advertisement; shown only for an STag the capture then uses.
-	Guess bool
+	Frame int32
+	Cmd   int32 // the command (Index.cmds), -1 for an rping Send
+	// An rping Send's buffer: an untagged Send of exactly 16 octets read
+	// as rping's advertisement, shown only for an STag the capture then
+	// uses.
+	Buf  uint64
+	Size uint32
 }
 
-// maxGuesses bounds the rping-style advertisements remembered.
+// maxGuesses: no rping-style advertisement is taken once the index keeps
+// this many advertisements.
 const maxGuesses = 4096
 
 // ulpText keeps the list summaries of the rows that complete a ULP
@@ -121,22 +136,41 @@ func (x *indexer) ulpPDU(r *analyze.Record, c *ConnInfo, row int) {
 	stag := binary.BigEndian.Uint32(s.Payload[8:])
 	k := [2]uint64{uint64(r.Conn.ID), uint64(stag)}
 	if _, ok := ix.adverts[k]; !ok {
-		ix.adverts[k] = Advert{Frame: r.LastFrame, Guess: true,
-			By: fmt.Sprintf("rping Send: buf 0x%x size %d", binary.BigEndian.Uint64(s.Payload), binary.BigEndian.Uint32(s.Payload[12:]))}
+		ix.adverts[k] = Advert{Frame: int32(r.LastFrame), Cmd: -1, Buf: binary.BigEndian.Uint64(s.Payload), Size: binary.BigEndian.Uint32(s.Payload[12:])}
 	}
 }
 
 // command keeps a completed command and the STags it advertised.
 func (x *indexer) command(r *analyze.Record) {
 	ix := x.ix
-	c := Cmd{Conn: int(r.Conn.ID), Dir: uint8(r.Dir), Rel: int64(r.Rel), Command: *r.Cmd}
-	ix.cmds = append(ix.cmds, c)
-	for _, stag := range c.STags[:c.NSTags] {
+	m := r.Cmd
+	c := Cmd{Name: m.Name, Status: m.Status, ID: m.ID, Expected: m.Expected, Moved: m.Moved, Latency: m.Latency,
+		Rel: int64(r.Rel - m.Latency), Conn: int32(r.Conn.ID), RequestFrame: int32(m.RequestFrame), ResponseFrame: int32(m.ResponseFrame),
+		Inline: uint32(min(m.Inline, 1<<32-1)), Reads: uint16(min(m.Reads, 1<<16-1)), Writes: uint16(min(m.Writes, 1<<16-1)),
+		stags: uint32(len(ix.cmdSTags)), nstags: uint8(m.NSTags), Proto: m.Proto, OK: m.OK, Answered: m.Answered}
+	ix.cmdSTags = append(ix.cmdSTags, m.STags[:m.NSTags]...)
+	for _, stag := range m.STags[:m.NSTags] {
 		k := [2]uint64{uint64(c.Conn), uint64(stag)}
-		if a, ok := ix.adverts[k]; !ok || a.Guess {
-			ix.adverts[k] = Advert{Frame: c.RequestFrame, By: c.Label()}
+		if a, ok := ix.adverts[k]; !ok || a.Cmd < 0 {
+			ix.adverts[k] = Advert{Frame: c.RequestFrame, Cmd: int32(len(ix.cmds))}
 		}
 	}
+	ix.cmds = append(ix.cmds, c)
+}
+
+// CmdSTags returns the STags command c advertised.
+func (ix *Index) CmdSTags(c *Cmd) []uint32 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return append([]uint32(nil), ix.cmdSTags[c.stags:c.stags+uint32(c.nstags)]...)
+}
+
+// advertiser names what advertised an STag (under the index lock).
+func (ix *Index) advertiser(a Advert) string {
+	if a.Cmd < 0 {
+		return fmt.Sprintf("rping Send: buf 0x%x size %d", a.Buf, a.Size)
+	}
+	return ix.cmds[a.Cmd].Label()
 }
 
 // Cmds returns a copy of the commands so far.

@@ -304,13 +304,13 @@ func (u *UI) fillCmds() {
 			resp = fmt.Sprintf("frame %d", c.ResponseFrame)
 		}
 		stags := ""
-		for k, st := range c.STags[:c.NSTags] {
+		for k, st := range u.S.Ix.CmdSTags(&c) {
 			if k > 0 {
 				stags += " "
 			}
 			stags += fmt.Sprintf("0x%x", st)
 		}
-		v.add(color, c.RequestFrame, c.ResponseFrame, fmt.Sprint(c.RequestFrame), secs(c.Rel-int64(c.Latency)), fmt.Sprint(c.Conn), c.Label(), status, lat,
+		v.add(color, int(c.RequestFrame), int(c.ResponseFrame), fmt.Sprint(c.RequestFrame), secs(c.Rel), fmt.Sprint(c.Conn), c.Label(), status, lat,
 			fmt.Sprint(c.Expected), fmt.Sprint(c.Moved), fmt.Sprint(c.Inline), fmt.Sprint(c.Reads), fmt.Sprint(c.Writes), stags, resp)
 	}
 	v.done()
