@@ -101,6 +101,7 @@ type ConnInfo struct {
 	Params    [2]reassembly.Params
 	FirstRel  int64
 	First     int
+	Last      int // the last frame of a PDU of the connection indexed so far
 	Closed    string
 	PDUs      [2]uint64
 	Octets    [2]uint64 // ULPDU octets
@@ -234,13 +235,6 @@ func (ix *Index) Conns() []ConnInfo {
 	return out
 }
 
-// connIDList returns the connection numbers, in order.
-func (ix *Index) connIDList() []int {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	return append([]int(nil), ix.connIDs...)
-}
-
 // STags returns the STags seen, by connection and STag.
 func (ix *Index) STags() []STagUse {
 	ix.mu.RLock()
@@ -357,6 +351,7 @@ func (x *indexer) pdu(r *analyze.Record) {
 	c := ix.conns[int(r.Conn.ID)]
 	if c != nil {
 		c.Initiator = r.Conn.Initiator
+		c.Last = max(c.Last, r.LastFrame)
 	}
 	if p.IsMPAFrame {
 		row.Kind = RowMPA

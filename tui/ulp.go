@@ -262,12 +262,13 @@ func (l *loader) ulpLines(c *ConnInfo, i int, r *Row) []Line {
 	return []Line{{Text: fmt.Sprintf("storage protocol: reading connection %d again up to frame %d ...", c.ID, r.Last)}}
 }
 
-// replay runs the pipeline over connection c's frames and keeps the ULP
+// replay runs the pipeline over connection c's frames (to the last PDU
+// indexed) and keeps the ULP
 // trees of the messages from frame from on, ulpWindow of them. It reads
 // only the index and the store (it may run on its own goroutine).
 func (l *loader) replay(c *ConnInfo, from int) *ulpCache {
 	g := &ulpGrab{from: from, trees: map[ulpKey][]Line{}}
-	src := &connSource{st: l.ix.store, n: c.First - 1, upto: l.ix.store.frames(), a: c.Addr[0], b: c.Addr[1], g: g}
+	src := &connSource{st: l.ix.store, n: c.First - 1, upto: min(c.Last, l.ix.store.frames()), a: c.Addr[0], b: c.Addr[1], g: g}
 	uc := &ulpCache{conn: c.ID, from: from, to: src.upto, trees: g.trees}
 	if err := l.run(src, g); err != nil && err != errEnough {
 		uc.from, uc.to, uc.err = 0, 1<<62, err

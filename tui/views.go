@@ -334,11 +334,10 @@ func newIOGraph(ix *Index) *ioGraph {
 
 // nextConn shows the next connection (after the last: all of them).
 func (g *ioGraph) nextConn() {
-	ids := g.ix.connIDList()
 	next := 0
-	for _, id := range ids {
-		if id > g.conn {
-			next = id
+	for _, c := range g.ix.Conns() {
+		if c.ID > g.conn {
+			next = c.ID
 			break
 		}
 	}
