@@ -269,10 +269,22 @@ func (l *loader) lines(d *Detail, c *ConnInfo, ulpLines []Line) []Line {
 			}
 		}
 	}
+	start := len(out)
 	for _, ln := range ulpLines {
 		out = appendSectioned(out, &section, ln)
 	}
 	spanSections(out)
+	// The storage protocols' lines light up the octets their message came
+	// in: the PDU's payload (Private Data of an MPA frame).
+	for _, pay := range out[:start] {
+		if f := pay.Field; f != nil && (f.Name == "data" || f.Name == "mpa.private_data") {
+			for i := start; i < len(out); i++ {
+				if out[i].Depth == 0 {
+					out[i].Off, out[i].Len = pay.Off, pay.Len
+				}
+			}
+		}
+	}
 	// The operation the PDU belongs to.
 	if o, ok := l.ix.OpOf(r); ok {
 		t := fmt.Sprintf("operation: %s of %d octets, request frame %d", o.Opcode, o.Length, o.RequestFrame)

@@ -77,7 +77,14 @@ func TestULPDetailIsIwdumpV(t *testing.T) {
 						continue
 					}
 					var b strings.Builder
-					for _, ln := range l.Load(i).Lines {
+					d := l.Load(i)
+					for _, ln := range d.Lines {
+						// The protocol lines light up the message's octets.
+						if ln.Depth == 0 && ln.Text == "ULP" && (ln.Len == 0 || ln.Off+ln.Len > len(d.Wire)) {
+							t.Fatalf("row %d: ULP line spans %d+%d of %d", i, ln.Off, ln.Len, len(d.Wire))
+						}
+					}
+					for _, ln := range d.Lines {
 						if ln.Depth > 0 && (strings.Contains(ln.Text, " = ") && ln.Field == nil) {
 							b.WriteString(strings.Repeat("    ", ln.Depth) + ln.Text + "  (" + ln.Desc + ")\n")
 						}
