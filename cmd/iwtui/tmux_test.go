@@ -181,6 +181,23 @@ func TestTmux(t *testing.T) {
 	if fmt.Sprint(n) != g[1] || n == 0 || r.Format() != pcap.FormatPcapNG {
 		t.Fatalf("%s holds %d frames (%s), the status said %s", out, n, r.Format(), g[1])
 	}
+	// W: the row's connection, to a classic pcap; fewer frames than all.
+	conn := filepath.Join(dir, "conn.pcap")
+	m.keys("W")
+	m.wait(`Write connection \d+ to:`)
+	m.keys(conn, "Enter")
+	g = m.wait(`wrote (\d+) frames to \S*conn.pcap`)
+	if r, err = pcap.Open(conn); err != nil {
+		t.Fatal(err)
+	}
+	k := 0
+	for r.Next(&f) == nil {
+		k++
+	}
+	r.Close()
+	if fmt.Sprint(k) != g[1] || k == 0 || k >= n || r.Format() != pcap.FormatPcap {
+		t.Fatalf("%s holds %d frames (%s) of %d, the status said %s", conn, k, r.Format(), n, g[1])
+	}
 	m.quit()
 }
 
