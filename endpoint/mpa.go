@@ -338,7 +338,7 @@ func Connect(ctx context.Context, c net.Conn, qp *QP, cfg *Config) (conn *Conn, 
 		ti := localTerm(decode.TermLayerLLP, 0, code, reason)
 		var b txBatch
 		qp.emitTerminate(s, &b, &ti.Header)
-		s.flush(&b)
+		s.flush(&b, true)
 		return nil, &MPAError{Reason: reason, Term: &ti}
 	}
 	var rtr rtrType
