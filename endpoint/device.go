@@ -224,15 +224,14 @@ type MR struct {
 	parent *MR
 	wins   map[*MR]struct{}
 	shared *MR // a shared region: the region whose memory it names (immutable)
+	maxLen int // AllocMR: the most a Fast-Register may register (immutable; 0 otherwise)
 }
 
 // RegisterMR registers buf with the given rights. At least one local right
 // is required, Remote Write requires Local Write and Remote Read requires
 // Local Read (V00 §7.4, Fig. 18). The MR is Valid when it returns.
 func (pd *PD) RegisterMR(buf []byte, access Access, opt *MROptions) (*MR, error) {
-	if access&(AccessLocalRead|AccessLocalWrite) == 0 ||
-		access&AccessRemoteWrite != 0 && access&AccessLocalWrite == 0 ||
-		access&AccessRemoteRead != 0 && access&AccessLocalRead == 0 {
+	if !validAccess(access) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidAccess, access)
 	}
 	var o MROptions

@@ -27,6 +27,9 @@ type QPAttr struct {
 	// for inbound RDMA Read, and inbound RDMA Write + Read Response.
 	DisableRemoteRead  bool
 	DisableRemoteWrite bool
+	// Privileged enables the privileged work requests: Fast-Register
+	// (V00 §6.1: "STag 0 + Fast-Register enable").
+	Privileged bool
 	// OnReadRequest, when set, is called by the receive engine with each
 	// inbound RDMA Read Request that passed the checks, before it is
 	// answered: its Data Sink is a valid STag of the peer with Remote
@@ -406,6 +409,10 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 	case wr.Opcode == OpLocalInv:
 		if len(wr.SGL) != 0 {
 			return fmt.Errorf("%w: Invalidate Local STag takes no SGL", ErrInvalidWR)
+		}
+	case wr.Opcode == OpFastReg:
+		if wr.FastReg == nil || wr.FastReg.MR == nil || len(wr.SGL) != 0 {
+			return fmt.Errorf("%w: Fast-Register needs SendWR.FastReg with a region, and no SGL", ErrInvalidWR)
 		}
 	default:
 		return fmt.Errorf("%w: opcode %v", ErrInvalidWR, wr.Opcode)

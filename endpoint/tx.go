@@ -426,19 +426,20 @@ func (qp *QP) gather(sgl []SGE, need Access, parts [][]byte) ([][]byte, uint64, 
 func (qp *QP) emitWR(s *stream, b *txBatch, w *sqe, parts, scratch [][]byte) ([][]byte, [][]byte, error) {
 	op := w.wr.Opcode
 	switch op {
-	case OpBindMW, OpLocalInv:
+	case OpBindMW, OpLocalInv, OpFastReg:
 		// Memory operations take effect in SQ order, before later WRs
 		// execute (V00 §8.2.2); a failure is a completion error with a
 		// Local Catastrophic Terminate (V00 Fig. 23).
 		var be *bindError
-		if op == OpBindMW {
-			if w.wr.Bind.MW.r.mwType != MWType2 {
-				be = bindErr(StatusInvalidWindow, "type 1 windows are bound by QP.BindMW")
-			} else {
-				_, be = qp.bind(w.wr.Bind)
-			}
-		} else {
+		switch {
+		case op == OpFastReg:
+			be = qp.fastReg(w.wr.FastReg)
+		case op == OpLocalInv:
 			be = qp.localInvalidate(w.wr.InvalidateSTag)
+		case w.wr.Bind.MW.r.mwType != MWType2:
+			be = bindErr(StatusInvalidWindow, "type 1 windows are bound by QP.BindMW")
+		default:
+			_, be = qp.bind(w.wr.Bind)
 		}
 		if be != nil {
 			qp.wqeFailed(w, be.st, be.reason)

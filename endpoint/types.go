@@ -90,6 +90,7 @@ const (
 	OpRecv                    // a receive (completions only)
 	OpBindMW                  // Bind Memory Window (type 2 windows; SendWR.Bind)
 	OpLocalInv                // Invalidate Local STag (SendWR.InvalidateSTag, of an MR or a type 2 MW)
+	OpFastReg                 // Fast-Register Non-Shared MR (SendWR.FastReg; privileged QPs)
 )
 
 func (o Opcode) String() string {
@@ -112,6 +113,8 @@ func (o Opcode) String() string {
 		return "BindMW"
 	case OpLocalInv:
 		return "LocalInv"
+	case OpFastReg:
+		return "FastReg"
 	}
 	return fmt.Sprintf("Opcode(%d)", uint8(o))
 }
@@ -155,11 +158,19 @@ const (
 	StatusLocalLength // receive buffer too small for the incoming message
 	StatusLocalTermination
 	StatusInvalidWindow // a Bind or window access that the window's state or type forbids
+	// Fast-Register and Invalidate Local STag (V00 §7.6, §9.3.2):
+	StatusNotPrivileged       // QP Not In Privileged Mode
+	StatusSTagNotInvalid      // STag Not In Invalid State
+	StatusInvalidLength       // the length exceeds what the STag was allocated for
+	StatusInvalidAccessRights // a rights combination V00 Fig. 18 forbids
+	StatusInvalidVA           // Invalid Virtual Address: the range wraps
+	StatusInvalidRegion       // not a region this operation applies to (a window, a shared region, not allocated for it)
 )
 
 var statusNames = [...]string{"Success", "Flushed", "InvalidWQE", "LocalQPCatastrophic", "RemoteTermination",
 	"InvalidSTag", "BaseBounds", "AccessViolation", "InvalidPD", "WrapError", "InvalidateError",
-	"ZeroReadResources", "LocalLength", "LocalTermination", "InvalidWindow"}
+	"ZeroReadResources", "LocalLength", "LocalTermination", "InvalidWindow",
+	"NotPrivileged", "STagNotInvalid", "InvalidLength", "InvalidAccessRights", "InvalidVA", "InvalidRegion"}
 
 func (s Status) String() string {
 	if int(s) < len(statusNames) {
@@ -199,6 +210,8 @@ type SendWR struct {
 	LocalFence bool
 	// Bind is what a Bind Memory Window request binds.
 	Bind *Bind
+	// FastReg is what a Fast-Register request registers.
+	FastReg *FastReg
 }
 
 // Bind describes a memory window binding (V00 §7.10): Length octets of MR
