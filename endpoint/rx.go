@@ -333,8 +333,8 @@ func (qp *QP) rxSend(seg *rxSeg) *fault {
 			if r, fired = srq.take(); r != nil {
 				n = 1
 			}
-			if fired && qp.dev.attr.AsyncEvent != nil {
-				qp.dev.attr.AsyncEvent(AsyncEvent{Type: EventSRQLimitReached, SRQ: srq})
+			if fired {
+				qp.dev.unaffiliated(AsyncEvent{Type: EventSRQLimitReached, SRQ: srq})
 			}
 		} else if srq != nil {
 			n = srq.Len()
@@ -513,6 +513,10 @@ func (qp *QP) rxDeliver(seg *rxSeg) *fault {
 		qp.recvMSN[0]++
 		qp.cnt.rxSends.Add(1)
 		qp.pushLocked(qp.attr.RecvCQ, wc)
+		if qp.rqLimit > 0 && len(qp.rq) < qp.rqLimit && qp.attr.SRQ == nil {
+			qp.rqLimit = 0 // one-shot (V00 §6.3)
+			qp.eventLocked(EventRQLimitReached, nil)
+		}
 		qp.unlock()
 		return nil
 	case decode.QNReadReq:
@@ -605,6 +609,7 @@ func (qp *QP) rxFault(seg *rxSeg, f *fault) {
 		}
 		qp.cur = nil
 		qp.pushLocked(qp.attr.RecvCQ, WorkCompletion{WRID: r.wr.WRID, Opcode: OpRecv, Status: f.rqStatus, QPNum: qp.num, Err: &TerminateError{Info: ti}})
+		qp.termWhy = termCQE // reported in a completion, not as an async error (V00 §6.2.3)
 	}
 	qp.terminateLocked(ti, nil, 0)
 	qp.unlock()
@@ -661,8 +666,10 @@ func (qp *QP) orqUser() bool {
 func (qp *QP) drain(s *stream) error {
 	s.rr, s.rw = 0, 0
 	_, err := io.Copy(io.Discard, s.c)
-	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed) {
+	if err == nil || errors.Is(err, net.ErrClosed) {
 		return nil
 	}
+	// The final timeout while the peer has not closed is an LLP error
+	// (V00 §6.2.3), as is a reset.
 	return err
 }

@@ -387,12 +387,22 @@ func (qp *QP) txInline(s *stream) {
 }
 
 // txFailed handles an LLP write failure: no Terminate can go out, reset.
+// In Terminate that is the LLP failure that prevents the Terminate's
+// transmission (V00 §6.2.3).
 func (qp *QP) txFailed(err error) {
+	err = fmt.Errorf("endpoint: LLP write: %w", err)
 	qp.mu.Lock()
 	st := qp.state
+	if st == StateTerminate {
+		qp.llpErr = true
+	}
 	qp.unlock()
-	if st == StateRTS {
-		qp.abort(fmt.Errorf("endpoint: LLP write: %w", err), EventLLPConnLost)
+	switch st {
+	case StateRTS, StateClosing:
+		qp.abort(err, llpLost(err))
+	case StateTerminate:
+		// The Terminate cannot go out: LLP reset, Error (V00 §6.2.3).
+		qp.abort(err, EventBadClose)
 	}
 }
 
