@@ -78,7 +78,13 @@ func (qp *QP) rxRun(s *stream) error {
 		boundary, err := s.nextFPDU(&f)
 		if first && !gate && qp.firstTimeout > 0 {
 			if err == nil {
-				s.c.SetReadDeadline(time.Time{})
+				// Clear our bound, unless a close or a Terminate set its
+				// own meanwhile (closeWrite, terminateLocked).
+				qp.mu.Lock()
+				if qp.state == StateRTS && !qp.txStop {
+					s.c.SetReadDeadline(time.Time{})
+				}
+				qp.mu.Unlock()
 			} else if errors.Is(err, os.ErrDeadlineExceeded) {
 				err = fmt.Errorf("endpoint: no first FPDU within %v: %w", qp.firstTimeout, err)
 			}
