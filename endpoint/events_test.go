@@ -208,3 +208,28 @@ func TestUnaffiliatedSRQLimit(t *testing.T) {
 		t.Fatalf("event %+v", e)
 	}
 }
+
+// Bad LLP Close (V00 §6.2.2, Fig. 24): the peer closes while our RDMA Read
+// waits for its response; the Read completes with LocalTermination and the
+// peer gets Terminate 0x0/0x2/0x07.
+func TestBadLLPCloseStatus(t *testing.T) {
+	s := newEvSide(t, QPAttr{})
+	r := rawClientOn(t, Config{}, v2Req(false, false), s.side)
+	r.send(tagged(decode.OpWrite, 0, 0, true, nil))
+	sink, _ := s.reg(t, 64, AccessAll)
+	s.qp.PostSend(SendWR{WRID: 3, Opcode: OpRead, SGL: []SGE{sink.SGE(0, 64)}, RemoteAddr: 0, RKey: 0x100})
+	for {
+		seg, _, err := r.readFPDU()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seg.RDMAP.Opcode == decode.OpReadRequest {
+			break
+		}
+	}
+	r.c.(*net.TCPConn).CloseWrite()
+	r.expectTerminate(0, 2, 0x07)
+	if wc := s.wait(t); wc.WRID != 3 || wc.Status != StatusLocalTermination {
+		t.Fatalf("Read completion %v %v, want LocalTermination", wc.Opcode, wc.Status)
+	}
+}
