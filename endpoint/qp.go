@@ -209,12 +209,17 @@ func (pd *PD) CreateQP(attr QPAttr) (*QP, error) {
 	return qp, nil
 }
 
-// Destroy destroys the QP (V00 §6.1 Destroy QP): a connected QP is reset
+// Destroy destroys the QP (V00 §6.1 Destroy QP); it fails with
+// ErrResourceBusy while type 2 windows are bound to it (V00 §6.2.4:
+// invalidate or deallocate them first). A connected QP is reset
 // (LLP reset, QP to Error, every WR flushed) and Destroy waits for its
 // engines to end; then the QP no longer counts against MaxQP and every verb
 // on it fails with ErrClosed. Regions scoped to it stay registered but no
 // stream can use them.
 func (qp *QP) Destroy() error {
+	if n := qp.boundWindows(); n > 0 {
+		return fmt.Errorf("%w: %d memory windows bound to the QP", ErrResourceBusy, n)
+	}
 	qp.mu.Lock()
 	if qp.destroyed {
 		qp.mu.Unlock()
@@ -244,6 +249,29 @@ func (qp *QP) Destroy() error {
 		qp.attr.SRQ.users.Add(-1)
 	}
 	return nil
+}
+
+// boundWindows counts the Valid type 2 windows that belong to the QP: V00
+// §6.2.4 (destruction fails while windows are bound to the QP).
+func (qp *QP) boundWindows() int {
+	d := qp.dev
+	var wins []*MR
+	d.mu.RLock()
+	for _, r := range d.mrs {
+		if r != nil && r.mwType == MWType2 {
+			wins = append(wins, r)
+		}
+	}
+	d.mu.RUnlock()
+	n := 0
+	for _, w := range wins {
+		w.pin.RLock()
+		if w.valid && w.qp == qp {
+			n++
+		}
+		w.pin.RUnlock()
+	}
+	return n
 }
 
 // Num is the QP number.
@@ -431,7 +459,7 @@ func (qp *QP) PostSend(wrs ...SendWR) (n int, err error) {
 
 func (qp *QP) checkSendWR(wr *SendWR) error {
 	switch {
-	case wr.Opcode <= OpRead:
+	case wr.Opcode <= OpRead, wr.Opcode == OpReadInv:
 	case wr.Opcode == OpBindMW:
 		if wr.Bind == nil || wr.Bind.MW == nil || wr.Bind.MR == nil || len(wr.SGL) != 0 {
 			return fmt.Errorf("%w: Bind needs SendWR.Bind with a window and a region, and no SGL", ErrInvalidWR)
@@ -450,7 +478,7 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 	if len(wr.SGL) > qp.attr.MaxSGE {
 		return fmt.Errorf("%w: %d SGEs > %d", ErrInvalidWR, len(wr.SGL), qp.attr.MaxSGE)
 	}
-	if wr.Opcode == OpRead && len(wr.SGL) != 1 {
+	if wr.Opcode.isRead() && len(wr.SGL) != 1 {
 		return fmt.Errorf("%w: an RDMA Read takes exactly one local SGE", ErrInvalidWR)
 	}
 	var tot uint64

@@ -476,7 +476,18 @@ func (qp *QP) rxDeliver(seg *rxSeg) *fault {
 			}
 			qp.orq[0] = nil
 			qp.orq = qp.orq[1:]
-			if o.wqe != nil {
+			if w := o.wqe; w != nil && w.wr.Opcode == OpReadInv {
+				// Invalidate Local STag of the sink after the response is
+				// placed and before the Read completes (V00 §7.8, §9.3.1);
+				// a failure is a completion error (Fig. 23).
+				qp.unlock()
+				be := qp.localInvalidate(o.sink)
+				qp.mu.Lock()
+				if be != nil {
+					qp.terminateLocked(localTerm(0x0, 0x0, 0x00, be.reason), w, be.st)
+				}
+			}
+			if o.wqe != nil && !o.wqe.done {
 				o.wqe.done = true
 				qp.completeSQLocked()
 			}

@@ -1,6 +1,7 @@
 package endpoint
 
 import (
+	"errors"
 	"testing"
 )
 
@@ -126,7 +127,14 @@ func TestSTagTransitions(t *testing.T) {
 			return stagObj{mr: mr}
 		},
 		"alloc-other-pd": func(e *stagEnv) stagObj { mr, _ := e.other.AllocMR(64, nil); return stagObj{mr: mr} },
-		"mw1":            func(e *stagEnv) stagObj { mw, _ := e.sv.pd.AllocMW(MWType1); return stagObj{mw: mw} },
+		"shared-rw": func(e *stagEnv) stagObj {
+			mr, err := e.sv.pd.RegisterSharedMR(e.base, AccessLocalWrite|AccessRemoteWrite, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return stagObj{mr: mr}
+		},
+		"mw1": func(e *stagEnv) stagObj { mw, _ := e.sv.pd.AllocMW(MWType1); return stagObj{mw: mw} },
 		"mw1-valid": func(e *stagEnv) stagObj {
 			mw, _ := e.sv.pd.AllocMW(MWType1)
 			if _, err := e.sv.qp.BindMW(Bind{MW: mw, MR: e.base, Addr: e.base.Addr(), Length: 64, Access: AccessRemoteRead}); err != nil {
@@ -145,6 +153,9 @@ func TestSTagTransitions(t *testing.T) {
 	}
 	localInv := func(e *stagEnv, o stagObj) Status { return e.wr(SendWR{Opcode: OpLocalInv, InvalidateSTag: o.stag()}) }
 	remoteInv := func(e *stagEnv, o stagObj) Status { return e.remoteInv(o.stag()) }
+	readInv := func(e *stagEnv, o stagObj) Status {
+		return e.wr(SendWR{Opcode: OpReadInv, SGL: []SGE{{Addr: o.mr.Addr(), Length: 4, LKey: o.stag()}}, RemoteAddr: e.src.Addr(), RKey: e.src.STag()})
+	}
 	fastReg := func(fr FastReg) func(e *stagEnv, o stagObj) Status {
 		return func(e *stagEnv, o stagObj) Status {
 			fr.MR = o.mr
@@ -176,6 +187,7 @@ func TestSTagTransitions(t *testing.T) {
 		// Non-Shared region registered by RI-Register: Valid.
 		{"mr Valid -LocalInv-> Invalid", "mr", false, localInv, StatusSuccess, false},
 		{"mr Valid -SendInv-> Invalid", "mr", false, remoteInv, StatusSuccess, false},
+		{"mr Valid -Read with Invalidate Local STag-> Invalid", "mr", false, readInv, StatusSuccess, false},
 		{"mr Invalid -LocalInv-> Invalid (allowed)", "mr", false, func(e *stagEnv, o stagObj) Status {
 			o.mr.Invalidate()
 			return localInv(e, o)
@@ -207,6 +219,7 @@ func TestSTagTransitions(t *testing.T) {
 		{"alloc Valid -FastReg-> STag Not In Invalid State", "alloc-valid", false, fastReg(FastReg{Access: AccessAll}), StatusSTagNotInvalid, true},
 		{"alloc Valid -LocalInv-> Invalid", "alloc-valid", false, localInv, StatusSuccess, false},
 		{"alloc Valid -SendInv-> Invalid", "alloc-valid", false, remoteInv, StatusSuccess, false},
+		{"alloc Valid -Read with Invalidate Local STag-> Invalid", "alloc-valid", false, readInv, StatusSuccess, false},
 		{"alloc Valid -LocalInv, FastReg-> Valid", "alloc-valid", false, func(e *stagEnv, o stagObj) Status {
 			if st := localInv(e, o); st != StatusSuccess {
 				return st
@@ -230,6 +243,7 @@ func TestSTagTransitions(t *testing.T) {
 		// Shared region: always Valid.
 		{"shared -LocalInv-> error, stays Valid", "shared", false, localInv, StatusInvalidRegion, true},
 		{"shared -SendInv-> error, stays Valid", "shared", false, remoteInv, StatusInvalidateError, true},
+		{"shared -Read with Invalidate Local STag-> error, stays Valid", "shared-rw", false, readInv, StatusInvalidRegion, true},
 		{"shared -Invalidate verb-> stays Valid", "shared", false, verb(func(e *stagEnv, o stagObj) error { o.mr.Invalidate(); return nil }), StatusSuccess, true},
 		{"shared -Deregister-> gone", "shared", false, verb(func(e *stagEnv, o stagObj) error { return o.mr.Deregister() }), StatusSuccess, false},
 
@@ -311,5 +325,24 @@ func TestFastRegisterUse(t *testing.T) {
 	waitDone(t, e.sv.qp, StateError)
 	if ti := e.sv.qp.Terminate(); ti == nil || !ti.Local || ti.Cause.Layer != 1 || ti.Cause.EType != 1 || ti.Cause.Code != 0 {
 		t.Fatalf("Terminate %+v, want DDP 0x1/0x1/0x00 (invalid STag)", ti)
+	}
+}
+
+// A QP with a type 2 window bound to it cannot be destroyed (V00 §6.2.4);
+// once the window is invalidated it can.
+func TestDestroyQPWithWindowBound(t *testing.T) {
+	e := newStagEnv(t, false)
+	mw, _ := e.sv.pd.AllocMW(MWType2)
+	if st := e.wr(SendWR{Opcode: OpBindMW, Bind: &Bind{MW: mw, MR: e.base, Addr: e.base.Addr(), Length: 64, Access: AccessRemoteRead}}); st != StatusSuccess {
+		t.Fatalf("Bind: %v", st)
+	}
+	if err := e.sv.qp.Destroy(); !errors.Is(err, ErrResourceBusy) {
+		t.Fatalf("Destroy with a window bound: %v", err)
+	}
+	if err := mw.Invalidate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.sv.qp.Destroy(); err != nil {
+		t.Fatalf("Destroy: %v", err)
 	}
 }

@@ -74,7 +74,7 @@ func (qp *QP) nextWorkLocked() txItem {
 	}
 	if qp.sqNext < len(qp.sq) {
 		w := qp.sq[qp.sqNext]
-		if w.wr.Opcode == OpRead {
+		if w.wr.Opcode.isRead() {
 			if qp.ord == 0 && !qp.noORD {
 				qp.sqNext++
 				w.started = true
@@ -93,7 +93,7 @@ func (qp *QP) nextWorkLocked() txItem {
 		}
 		qp.sqNext++
 		w.started = true
-		if w.wr.Opcode == OpRead {
+		if w.wr.Opcode.isRead() {
 			s := w.sgl[0]
 			qp.orq = append(qp.orq, &orqEntry{wqe: w, sink: s.LKey, to: s.Addr, size: uint64(s.Length)})
 		}
@@ -221,7 +221,7 @@ fill:
 			if err != nil {
 				continue // the failure queued a Terminate
 			}
-			if w.wr.Opcode != OpRead {
+			if !w.wr.Opcode.isRead() {
 				t.doneSQ = append(t.doneSQ, w)
 			}
 		}
@@ -457,7 +457,7 @@ func (qp *QP) emitWR(s *stream, b *txBatch, w *sqe, parts, scratch [][]byte) ([]
 		}
 		return parts, scratch, nil
 	}
-	if op == OpRead {
+	if op.isRead() {
 		sink := w.sgl[0]
 		if sink.Length > 0 {
 			// The sink of a Read Response needs Remote Write (V00 §7.4.2).

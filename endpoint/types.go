@@ -91,6 +91,7 @@ const (
 	OpBindMW                  // Bind Memory Window (type 2 windows; SendWR.Bind)
 	OpLocalInv                // Invalidate Local STag (SendWR.InvalidateSTag, of an MR or a type 2 MW)
 	OpFastReg                 // Fast-Register Non-Shared MR (SendWR.FastReg; privileged QPs)
+	OpReadInv                 // RDMA Read with Invalidate Local STag: the sink's STag is invalidated before the Read completes
 )
 
 func (o Opcode) String() string {
@@ -115,11 +116,16 @@ func (o Opcode) String() string {
 		return "LocalInv"
 	case OpFastReg:
 		return "FastReg"
+	case OpReadInv:
+		return "RDMAReadInv"
 	}
 	return fmt.Sprintf("Opcode(%d)", uint8(o))
 }
 
 func (o Opcode) isSend() bool { return o <= OpSendSEInv }
+
+// isRead is an RDMA Read, with or without Invalidate Local STag.
+func (o Opcode) isRead() bool { return o == OpRead || o == OpReadInv }
 
 func (o Opcode) rdmap() decode.Opcode {
 	switch o {
@@ -133,7 +139,7 @@ func (o Opcode) rdmap() decode.Opcode {
 		return decode.OpSendSEInv
 	case OpWrite:
 		return decode.OpWrite
-	case OpRead:
+	case OpRead, OpReadInv:
 		return decode.OpReadRequest
 	}
 	return decode.OpExperimental
