@@ -416,33 +416,35 @@ func (qp *QP) PostSend(wrs ...SendWR) (n int, err error) {
 	badClose := false
 	for i := range wrs {
 		wr := &wrs[i]
-		if err := qp.checkSendWR(wr); err != nil {
-			return n, err
+		if err = qp.checkSendWR(wr); err != nil {
+			break
 		}
-		switch qp.state {
-		case StateClosing:
-			// Enqueue, flush, LLP reset and Bad Close (V00 §6.2.5, Fig.
-			// 11): the WR completes as Flushed once the QP is in Error.
-			badClose = true
-		case StateTerminate, StateError:
+		if qp.state == StateTerminate || qp.state == StateError {
 			qp.attr.SendCQ.push(WorkCompletion{WRID: wr.WRID, Opcode: wr.Opcode, Status: StatusFlushed, QPNum: qp.num})
 			n++
 			continue
 		}
 		if len(qp.sq) >= qp.attr.SQDepth {
-			return n, ErrQueueFull
+			err = ErrQueueFull
+			break
 		}
 		w := &sqe{wr: *wr}
 		w.sgl = append([]SGE(nil), wr.SGL...)
 		w.wr.SGL = nil
 		qp.sq = append(qp.sq, w)
 		n++
+		// In Closing: enqueue, flush, LLP reset and Bad Close (V00
+		// §6.2.5, Fig. 11); the WR completes as Flushed in Error.
+		badClose = badClose || qp.state == StateClosing
 	}
 	if badClose {
 		qp.unlock()
 		qp.abort(ErrBadLLPClose, EventBadClose)
 		qp.mu.Lock()
-		return n, nil
+		return n, err
+	}
+	if err != nil {
+		return n, err
 	}
 	// An idle SQ: put the WRs out from this goroutine (latency). With work
 	// in flight the engine batches them into fewer writes (bandwidth).
@@ -781,7 +783,7 @@ func (qp *QP) finish(cause error) {
 		switch {
 		case qp.llpErr || cause != nil:
 			qp.eventLocked(EventBadClose, qp.err)
-		case qp.termWhy == termAsync:
+		case qp.termWhy == termAsync || !qp.term.Local:
 			qp.eventLocked(EventErrorStateEntered, qp.err)
 		}
 	case StateClosing:
