@@ -14,25 +14,7 @@ import (
 func evPair(t *testing.T, clAttr, svAttr QPAttr) (cl, sv *evSide) {
 	t.Helper()
 	cl, sv = newEvSide(t, clAttr), newEvSide(t, svAttr)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	l, err := Listen(ctx, "tcp", "127.0.0.1:0", &Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	done := make(chan error, 1)
-	go func() {
-		r, err := l.Accept(ctx)
-		if err == nil {
-			sv.conn, err = r.Accept(sv.qp, nil)
-		}
-		done <- err
-	}()
-	cl.conn, err = Dial(ctx, "tcp", l.Addr().String(), cl.qp, &Config{})
-	if err2 := <-done; err != nil || err2 != nil {
-		t.Fatalf("connect: %v / %v", err, err2)
-	}
+	connectSides(t, pairOpts{}, cl.side, sv.side)
 	t.Cleanup(func() { cl.qp.Destroy(); sv.qp.Destroy() })
 	return cl, sv
 }

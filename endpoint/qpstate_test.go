@@ -23,14 +23,7 @@ func newEvSide(t *testing.T, attr QPAttr) *evSide {
 		default:
 		}
 	}})
-	pd := dev.AllocPD()
-	cq, _ := dev.CreateCQ(1024)
-	attr.SendCQ, attr.RecvCQ = cq, cq
-	qp, err := pd.CreateQP(attr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &evSide{side: &side{dev: dev, pd: pd, cq: cq, qp: qp}, ev: ev}
+	return &evSide{side: newSideOn(t, dev, attr), ev: ev}
 }
 
 // waitEvent waits for an event of type want on the QP (or an unaffiliated
