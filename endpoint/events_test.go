@@ -215,3 +215,19 @@ func TestBadLLPCloseStatus(t *testing.T) {
 		t.Fatalf("Read completion %v %v, want LocalTermination", wc.Opcode, wc.Status)
 	}
 }
+
+// A reset while Closing is an LLP failure of the close (V00 §6.2.5, Fig.
+// 11): LLP Connection Reset, Error, and nothing posted survives.
+func TestEventResetWhileClosing(t *testing.T) {
+	s, r := qpIn(t, StateClosing)
+	mr, _ := s.reg(t, 16, AccessAll)
+	s.qp.PostRecv(RecvWR{WRID: 4, SGL: []SGE{mr.SGE(0, 16)}})
+	r.c.(*net.TCPConn).SetLinger(0)
+	r.c.Close()
+	waitEvent(t, s.ev, EventLLPConnReset)
+	waitDone(t, s.qp, StateError)
+	if wc := s.wait(t); wc.WRID != 4 || wc.Status != StatusFlushed {
+		t.Fatalf("receive %v %v, want Flushed", wc.WRID, wc.Status)
+	}
+	noEvent(t, s.ev, EventLLPCloseComplete)
+}
