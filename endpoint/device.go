@@ -120,6 +120,10 @@ type Device struct {
 	plain   bool // tests: index = slot, key sequence 1, 2, 3...
 	events  chan AsyncEvent
 	dropped atomic.Uint64
+
+	// atomicMu serializes the RFC 7306 Atomic Operations of every stream
+	// of the device (RFC 7306 §5.3).
+	atomicMu sync.Mutex
 }
 
 const minFree = 1024
@@ -254,8 +258,9 @@ type MR struct {
 }
 
 // RegisterMR registers buf with the given rights. At least one local right
-// is required, Remote Write requires Local Write and Remote Read requires
-// Local Read (V00 §7.4, Fig. 18). The MR is Valid when it returns.
+// is required, Remote Write and Remote Atomic require Local Write, Remote
+// Read requires Local Read (V00 §7.4, Fig. 18). The MR is Valid when it
+// returns.
 func (pd *PD) RegisterMR(buf []byte, access Access, opt *MROptions) (*MR, error) {
 	if !validAccess(access) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidAccess, access)

@@ -52,11 +52,11 @@ type FastReg struct {
 	Key uint8
 }
 
-// validAccess is V00 Fig. 18: at least one local right; Remote Write needs
-// Local Write, Remote Read needs Local Read.
+// validAccess is V00 Fig. 18: at least one local right; Remote Write and
+// Remote Atomic (RFC 7306) need Local Write, Remote Read needs Local Read.
 func validAccess(a Access) bool {
 	return a&(AccessLocalRead|AccessLocalWrite) != 0 &&
-		(a&AccessRemoteWrite == 0 || a&AccessLocalWrite != 0) &&
+		(a&(AccessRemoteWrite|AccessRemoteAtomic) == 0 || a&AccessLocalWrite != 0) &&
 		(a&AccessRemoteRead == 0 || a&AccessLocalRead != 0)
 }
 
@@ -68,7 +68,7 @@ func (qp *QP) fastReg(fr *FastReg) *bindError {
 	if !qp.attr.Privileged {
 		return bindErr(StatusNotPrivileged, "Fast-Register on a QP that is not privileged")
 	}
-	if !validAccess(fr.Access) || fr.Access&^(AccessAll|AccessMWBind) != 0 {
+	if !validAccess(fr.Access) || fr.Access&^(AccessAll|AccessMWBind|AccessRemoteAtomic) != 0 {
 		return bindErr(StatusInvalidAccessRights, fmt.Sprintf("Fast-Register with rights %v", fr.Access))
 	}
 	base := uint64(0)
