@@ -39,7 +39,7 @@ func (o Opcode) is7306() bool   { return o >= OpImmData && o <= OpAtomicCmpSwap 
 func (o Opcode) isAtomic() bool { return o == OpAtomicFetchAdd || o == OpAtomicCmpSwap }
 
 // usesORD: the work request completes when its response arrives.
-func (o Opcode) usesORD() bool { return o == OpRead || o.isAtomic() }
+func (o Opcode) usesORD() bool { return o.isRead() || o.isAtomic() }
 
 func (o Opcode) string7306() string {
 	switch o {

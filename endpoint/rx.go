@@ -78,7 +78,13 @@ func (qp *QP) rxRun(s *stream) error {
 		boundary, err := s.nextFPDU(&f)
 		if first && !gate && qp.firstTimeout > 0 {
 			if err == nil {
-				s.c.SetReadDeadline(time.Time{})
+				// Clear our bound, unless a close or a Terminate set its
+				// own meanwhile (closeWrite, terminateLocked).
+				qp.mu.Lock()
+				if qp.state == StateRTS && !qp.txStop {
+					s.c.SetReadDeadline(time.Time{})
+				}
+				qp.mu.Unlock()
 			} else if errors.Is(err, os.ErrDeadlineExceeded) {
 				err = fmt.Errorf("endpoint: no first FPDU within %v: %w", qp.firstTimeout, err)
 			}
@@ -342,8 +348,8 @@ func (qp *QP) rxRecvBuf(seg *rxSeg) (*rqe, *fault) {
 			if r, fired = srq.take(); r != nil {
 				n = 1
 			}
-			if fired && qp.dev.attr.AsyncEvent != nil {
-				qp.dev.attr.AsyncEvent(AsyncEvent{Type: EventSRQLimitReached, SRQ: srq})
+			if fired {
+				qp.dev.unaffiliated(AsyncEvent{Type: EventSRQLimitReached, SRQ: srq})
 			}
 		} else if srq != nil {
 			n = srq.Len()
@@ -488,7 +494,18 @@ func (qp *QP) rxDeliver(seg *rxSeg) *fault {
 			}
 			qp.orq[0] = nil
 			qp.orq = qp.orq[1:]
-			if o.wqe != nil {
+			if w := o.wqe; w != nil && w.wr.Opcode == OpReadInv {
+				// Invalidate Local STag of the sink after the response is
+				// placed and before the Read completes (V00 §7.8, §9.3.1);
+				// a failure is a completion error (Fig. 23).
+				qp.unlock()
+				be := qp.localInvalidate(o.sink)
+				qp.mu.Lock()
+				if be != nil {
+					qp.terminateLocked(localTerm(0x0, 0x0, 0x00, be.reason), w, be.st)
+				}
+			}
+			if o.wqe != nil && !o.wqe.done {
 				o.wqe.done = true
 				qp.completeSQLocked()
 			}
@@ -534,6 +551,10 @@ func (qp *QP) rxDeliver(seg *rxSeg) *fault {
 		qp.recvMSN[0]++
 		qp.cnt.rxSends.Add(1)
 		qp.pushLocked(qp.attr.RecvCQ, wc)
+		if qp.rqLimit > 0 && len(qp.rq) < qp.rqLimit && qp.attr.SRQ == nil {
+			qp.rqLimit = 0 // one-shot (V00 §6.3)
+			qp.eventLocked(EventRQLimitReached, nil)
+		}
 		qp.unlock()
 		return nil
 	case decode.QNReadReq:
@@ -626,6 +647,7 @@ func (qp *QP) rxFault(seg *rxSeg, f *fault) {
 		}
 		qp.cur = nil
 		qp.pushLocked(qp.attr.RecvCQ, WorkCompletion{WRID: r.wr.WRID, Opcode: OpRecv, Status: f.rqStatus, QPNum: qp.num, Err: &TerminateError{Info: ti}})
+		qp.termWhy = termCQE // reported in a completion, not as an async error (V00 §6.2.3)
 	}
 	qp.terminateLocked(ti, nil, 0)
 	qp.unlock()
@@ -682,8 +704,10 @@ func (qp *QP) orqUser() bool {
 func (qp *QP) drain(s *stream) error {
 	s.rr, s.rw = 0, 0
 	_, err := io.Copy(io.Discard, s.c)
-	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed) {
+	if err == nil || errors.Is(err, net.ErrClosed) {
 		return nil
 	}
+	// The final timeout while the peer has not closed is an LLP error
+	// (V00 §6.2.3), as is a reset.
 	return err
 }
