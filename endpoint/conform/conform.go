@@ -578,11 +578,10 @@ func (c *conn) reaction(ctx context.Context, d time.Duration) reaction {
 	return reaction{kind: "close", note: err.Error()}
 }
 
+// close ends the case's connection at once: Destroy aborts the stream and
+// flushes the queues, whatever state the case left the QP in (a Modify to
+// Error is an Immediate Error in Closing and Terminate, verbs V00 §6.3).
 func (c *conn) close() {
-	if c.ec != nil {
-		c.qp.Modify(endpoint.StateError)
-		<-c.qp.Done()
-	}
 	c.qp.Destroy()
 }
 
