@@ -54,7 +54,8 @@ type Options struct {
 	// Only runs the cases whose ID has one of these prefixes.
 	Only []string
 	// StartDelay is how long each case waits after the MPA exchange
-	// before its first FPDU (0: none). RFC 5044 §7.1.3 lets the
+	// before its first FPDU when the suite dials (0: none; a peer-to-peer
+	// Initiator's RTR goes out at once). RFC 5044 §7.1.3 lets the
 	// Initiator send at once; Linux siw can leave an FPDU that arrives
 	// right after its MPA Reply unread (the Reply goes out before the
 	// QP's socket callbacks are installed), and the case then sees

@@ -14,6 +14,12 @@ import (
 	"github.com/iwkit/iwkit/internal/siwpeer"
 )
 
+// The remotely triggerable `kernel BUG at drivers/infiniband/core/iwcm.c:969`
+// (peers/siw/iwcm-969.md), reproduced at the end of TestSiwConform's boot,
+// after a check that siw↔siw in peer-to-peer mode does not hit it. The BUG
+// is the expected outcome: when a kernel stops hitting it, the iwcm969
+// subtest fails and says so, and the write-up must be updated.
+
 // iwcm969Request is the smallest MPA Request that takes a siw Responder
 // into its wait for an RTR (RFC 6581 §5): MPA Rev 2, S set, Private Data
 // only the RFC 6581 block with A (peer-to-peer) and IRD = ORD = 1; no RTR
@@ -27,19 +33,14 @@ func iwcm969Request() []byte {
 // reads as a DDP header of version 0 (MIN_DDP_HDR is 16 octets).
 var iwcm969FirstFPDU = make([]byte, 16)
 
-// TestSiwIwcm969 reproduces the remotely triggerable `kernel BUG at
-// drivers/infiniband/core/iwcm.c:969` (peers/siw/iwcm-969.md) and checks
-// that siw↔siw in peer-to-peer mode does not hit it. The BUG is the
-// expected outcome: when a kernel stops hitting it, this test fails and
-// says so, and the write-up must be updated.
-func TestSiwIwcm969(t *testing.T) {
-	peer := siwpeer.Require(t)
-	// 1. siw↔siw over lo with the same peer-to-peer parameters at both
-	// ends, CRC off and on: the siw Initiator's first FPDU is its RTR.
-	// 2. siw's defaults (peer_to_peer=N: it matters only to an Initiator),
-	// rping -s -P for the host's input; NO-BUG if the kernel survives it.
-	script := fmt.Sprintf(`P=/sys/module/siw/parameters
-echo Y > $P/peer_to_peer
+const iwcm969Phase = "iwcm969"
+
+// iwcm969Script is the guest's part: siw↔siw over lo with the same
+// peer-to-peer parameters at both ends, CRC off and on (the siw
+// Initiator's first FPDU is its RTR); then siw's defaults (peer_to_peer=N:
+// it matters only to an Initiator) and the phase in which the host sends
+// the input to rping -s -P. NO-BUG if the kernel survives it.
+var iwcm969Script = fmt.Sprintf(`echo Y > $P/peer_to_peer
 for crc in N Y; do
   echo $crc > $P/mpa_crc_required
   timeout 60 rping -s -a %[1]s -p 7176 -C 5 -S 64 -v > /tmp/s.log 2>&1 & SP=$!
@@ -48,41 +49,10 @@ for crc in N Y; do
   wait $SP; echo "=== SIW-SIW p2p crc=$crc server=$? client=$CRC pings=$(grep -c 'ping data' /tmp/c.log)"
 done
 echo N > $P/peer_to_peer; echo N > $P/mpa_crc_required
-rping -s -P -a %[1]s -p %[2]d -S 64 > /tmp/rping.log 2>&1 &
-waitport %[2]d || exit 1
-phase trigger
+phase %[2]s
 for k in $(seq 60); do sleep 0.5; done
 echo NO-BUG; dmesg | tail -n 20
-`, guestAddr, rpingPort)
-	s := bootSiwVM(t, peer, script, 5*time.Minute)
-	p, ok := s.next()
-	if !ok {
-		r := s.vm.Wait()
-		t.Fatalf("the guest never reached the trigger (exit code %d):\n%s", r.ExitCode, tail(r.Console, 4000))
-	}
-	reply, err := sendIwcm969(s.fwd)
-	p.done()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("MPA Request % x\nMPA Reply   % x\nthen        % x", iwcm969Request(), reply, iwcm969FirstFPDU)
-	r := s.vm.Wait()
-	for _, m := range regexp.MustCompile(`=== SIW-SIW .*`).FindAllString(r.Console, -1) {
-		t.Log(m)
-		if !strings.Contains(m, "server=0 client=0 pings=5") {
-			t.Errorf("siw↔siw in peer-to-peer mode did not complete: %s", m)
-		}
-	}
-	bug := regexp.MustCompile(`kernel BUG at drivers/infiniband/core/iwcm\.c:\d+`).FindString(r.Console)
-	switch {
-	case strings.Contains(r.Console, "NO-BUG"):
-		t.Fatalf("the guest kernel survived the input: siw/iw_cm no longer BUG on a peer-to-peer "+
-			"connection whose first FPDU fails (fixed?); update peers/siw/iwcm-969.md\n%s", tail(r.Console, 3000))
-	case bug != "kernel BUG at drivers/infiniband/core/iwcm.c:969":
-		t.Fatalf("want the kernel BUG at iwcm.c:969, got %q (oops %q)\n%s", bug, s.oopsLine(), tail(r.Console, 4000))
-	}
-	t.Logf("reproduced: %s (VM killed %v)", bug, r.Killed)
-}
+`, guestAddr, iwcm969Phase)
 
 // sendIwcm969 is the whole remote input: the MPA Request, the wait for
 // siw's Reply (siw drops a Request followed by more octets before its
@@ -107,4 +77,33 @@ func sendIwcm969(port int) ([]byte, error) {
 	}
 	_, err = c.Write(iwcm969FirstFPDU)
 	return reply, err
+}
+
+// checkSiwSiw wants both siw↔siw runs complete.
+func checkSiwSiw(t *testing.T, console string) {
+	runs := regexp.MustCompile(`=== SIW-SIW .*`).FindAllString(console, -1)
+	if len(runs) != 2 {
+		t.Errorf("want 2 siw↔siw runs, the console has %d", len(runs))
+	}
+	for _, m := range runs {
+		t.Log(m)
+		if !strings.Contains(m, "server=0 client=0 pings=5") {
+			t.Errorf("siw↔siw in peer-to-peer mode did not complete: %s", m)
+		}
+	}
+}
+
+// checkIwcm969 wants the guest to have hit the BUG at iwcm.c:969 after
+// the input, and nothing else.
+func checkIwcm969(t *testing.T, r siwpeer.Result, reply []byte, oops string) {
+	t.Logf("MPA Request % x\nMPA Reply   % x\nthen        % x", iwcm969Request(), reply, iwcm969FirstFPDU)
+	bug := regexp.MustCompile(`kernel BUG at drivers/infiniband/core/iwcm\.c:\d+`).FindString(r.Console)
+	switch {
+	case strings.Contains(r.Console, "NO-BUG"):
+		t.Fatalf("the guest kernel survived the input: siw/iw_cm no longer BUG on a peer-to-peer "+
+			"connection whose first FPDU fails (fixed?); update peers/siw/iwcm-969.md\n%s", tail(r.Console, 3000))
+	case bug != "kernel BUG at drivers/infiniband/core/iwcm.c:969":
+		t.Fatalf("want the kernel BUG at iwcm.c:969, got %q (oops %q)\n%s", bug, oops, tail(r.Console, 4000))
+	}
+	t.Logf("reproduced: %s (VM killed %v)", bug, r.Killed)
 }

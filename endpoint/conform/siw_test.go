@@ -3,8 +3,6 @@ package conform
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,22 +20,23 @@ type siwVariant struct {
 }
 
 // siwWant is what Linux siw (Debian 6.1.176) does: the verdict and the
-// start of Row.Got (alternatives joined by " | " where siw varies between
-// runs). A change either way (an iwkit regression or siw behaving
-// otherwise) fails the test; README's iwconform section names each
-// deviation.
+// start of Row.Got. A change either way (an iwkit regression or siw
+// behaving otherwise) fails the test; README's iwconform section names
+// each deviation.
 type siwWant struct{ verdict, got string }
 
-func (w siwWant) match(r Row) bool {
-	if r.Verdict != w.verdict {
-		return false
+// siwMayClose are the cases in which, in some runs, siw's Terminate does
+// not come and the connection only closes (siw_send_terminate gives up
+// while a send of the QP is in progress; in some runs siw logs nothing at
+// all): the case then fails with "close".
+var siwMayClose = map[string]bool{"ddp-wrap": true, "rdmap-ird": true,
+	"rdmap-read-response-unsolicited": true, "rdmap-read-response-oversize": true}
+
+func (w siwWant) match(id string, r Row) bool {
+	if siwMayClose[id] && r.Verdict == Fail && strings.HasPrefix(r.Got, "close") {
+		return true
 	}
-	for _, g := range strings.Split(w.got, " | ") {
-		if strings.HasPrefix(r.Got, g) {
-			return true
-		}
-	}
-	return false
+	return r.Verdict == w.verdict && strings.HasPrefix(r.Got, w.got)
 }
 
 // siwDefault is siw's answer to every case with MPA v2, CRC off, the
@@ -52,17 +51,17 @@ var siwDefault = map[string]siwWant{
 	"ddp-mo":             {Pass, "Terminate 0x1/0x2/0x04"},
 	"ddp-no-recv":        {Pass, "Terminate 0x1/0x2/0x02"},
 	// siw swaps Layer and EType of RDMAP-layer Terminates (iwarp-reference §5.1).
-	"rdmap-version":      {Fail, "Terminate 0x2/0x0/0x05"},
-	"rdmap-opcode":       {Fail, "Terminate 0x2/0x0/0x06"},
-	"ddp-stag-invalid":   {Pass, "Terminate 0x1/0x1/0x00"},
-	"ddp-bounds":         {Pass, "Terminate 0x1/0x1/0x01"},
-	"ddp-wrap":           {Fail, "Terminate 0x1/0x0/0x00"}, // Local Catastrophic ("bogus addr")
+	"rdmap-version":    {Fail, "Terminate 0x2/0x0/0x05"},
+	"rdmap-opcode":     {Fail, "Terminate 0x2/0x0/0x06"},
+	"ddp-stag-invalid": {Pass, "Terminate 0x1/0x1/0x00"},
+	"ddp-bounds":       {Pass, "Terminate 0x1/0x1/0x01"},
+	// Local Catastrophic ("bogus addr").
+	"ddp-wrap":           {Fail, "Terminate 0x1/0x0/0x00"},
 	"rdmap-read-invalid": {Pass, "Terminate 0x0/0x1/0x00"},
 	"rdmap-read-bounds":  {Pass, "Terminate 0x0/0x1/0x01"},
 	"rdmap-read-wrap":    {Fail, "close (no Terminate"},
-	// "IRQ exceeded": Catastrophic, not the queue's MSN range; in some
-	// runs no Terminate reaches us before the FIN.
-	"rdmap-ird": {Fail, "Terminate 0x0/0x2/0x07 | close (no Terminate"},
+	// "IRQ exceeded": Catastrophic, not the queue's MSN range.
+	"rdmap-ird": {Fail, "Terminate 0x0/0x2/0x07"},
 	// A Read Response with no Read outstanding: Local Catastrophic ("ORQ empty").
 	"rdmap-read-response-unsolicited": {Fail, "Terminate 0x1/0x0/0x00"},
 	"rdmap-read-response-oversize":    {Pass, "Terminate 0x1/0x1/0x01"},
@@ -95,7 +94,8 @@ func ids(want map[string]siwWant) []string {
 // p2pCases are the cases whose first FPDU after the RTR is a valid one
 // (rping's advertisement, or a prefix of one). A fault as the first FPDU
 // would crash siw whenever it has not yet read the RTR: the iwcm.c:969
-// BUG (peers/siw/iwcm-969.md), reproduced on its own by TestSiwIwcm969.
+// BUG (peers/siw/iwcm-969.md), reproduced on purpose at the end of
+// TestSiwConform.
 var p2pCases = []string{"mpa-truncated", "ddp-stag-invalid", "ddp-bounds", "ddp-wrap",
 	"rdmap-read-invalid", "rdmap-read-bounds", "rdmap-read-wrap", "rdmap-ird",
 	"rdmap-read-response-unsolicited", "rdmap-read-response-oversize", "mpa-rtr-missing"}
@@ -122,24 +122,42 @@ var siwVariants = []siwVariant{
 	{name: "p2p-read-rtr", params: "mpa_crc_required=N peer_to_peer=Y", cfg: endpoint.Config{PeerToPeer: true, RTR: endpoint.RTRRead}, want: p2pWant()},
 }
 
-// TestSiwConform runs the suite against `rping -s -P` in a Linux siw guest
-// (one boot), once per variant, and checks every case's verdict against
-// what siw is known to do.
+// TestSiwConform runs the suite against `rping -s -P` in a Linux siw guest,
+// once per variant, and checks every case's verdict against what siw is
+// known to do. The same boot then checks siw↔siw in peer-to-peer mode and,
+// last because it kills the guest's kernel, reproduces the iwcm.c:969 BUG
+// (subtest iwcm969; iwcm969_test.go, peers/siw/iwcm-969.md): one boot for
+// both saves CI a minute and a half.
 func TestSiwConform(t *testing.T) {
 	peer := siwpeer.Require(t)
 	var script strings.Builder
-	fmt.Fprintf(&script, "P=/sys/module/siw/parameters\nrping -s -P -a %s -p %d -S 64 > /tmp/rping.log 2>&1 &\nwaitport %d || exit 1\n", guestAddr, rpingPort, rpingPort)
+	// The guest's kernel log streams to /out/dmesg.txt, a marker line
+	// before each variant.
+	fmt.Fprintf(&script, "P=/sys/module/siw/parameters\ndmesg -w > $OUT/dmesg.txt 2>&1 &\nrping -s -P -a %s -p %d -S 64 > /tmp/rping.log 2>&1 &\nwaitport %d || exit 1\n", guestAddr, rpingPort, rpingPort)
 	for _, v := range siwVariants {
-		fmt.Fprintf(&script, "for kv in %s; do echo ${kv#*=} > $P/${kv%%%%=*}; done\ndmesg -C\nphase %s\ndmesg > $OUT/dmesg-%s.txt\n",
+		fmt.Fprintf(&script, "for kv in %s; do echo ${kv#*=} > $P/${kv%%%%=*}; done\necho 'iwkit: variant %s' > /dev/kmsg\nphase %s\n",
 			v.params, v.name, v.name)
 	}
+	script.WriteString(iwcm969Script)
 	s := bootSiwVM(t, peer, script.String(), 8*time.Minute)
 	start := time.Now()
 	rows := map[string][]Row{}
-	for range siwVariants {
+	var reply []byte
+	sent := false // the iwcm969 input went out: from then on a guest oops is expected
+	for !sent {
 		p, ok := s.next()
 		if !ok {
 			break
+		}
+		if p.name == iwcm969Phase {
+			var err error
+			reply, err = sendIwcm969(s.fwd)
+			p.done()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent = true
+			continue
 		}
 		var v *siwVariant
 		for i := range siwVariants {
@@ -153,7 +171,7 @@ func TestSiwConform(t *testing.T) {
 		}
 		t0 := time.Now()
 		// StartDelay: siw can leave an FPDU that comes right after its MPA
-		// Reply unread (README, deviation 5); rping itself waits for
+		// Reply unread (README, deviation 8); rping itself waits for
 		// ESTABLISHED before its first message.
 		var err error
 		rows[v.name], err = Run(context.Background(), Options{Addr: fmt.Sprintf("127.0.0.1:%d", s.fwd), Config: v.cfg,
@@ -162,12 +180,9 @@ func TestSiwConform(t *testing.T) {
 		p.done()
 	}
 	r := s.vm.Wait()
-	t.Logf("VM: exit code %d, killed %v, timed out %v, %v in all", r.ExitCode, r.Killed, r.TimedOut, time.Since(start).Round(time.Second))
-	if oops := s.oopsLine(); oops != "" {
-		t.Fatalf("guest kernel oops: %s\n%s", oops, tail(r.Console, 4000))
-	}
-	if r.ExitCode != 0 {
-		t.Fatalf("guest script exit code %d\n%s", r.ExitCode, tail(r.Console, 4000))
+	t.Logf("VM: exit code %d, killed %v, timed out %v, %v from boot to the end", r.ExitCode, r.Killed, r.TimedOut, time.Since(start).Round(time.Second))
+	if !sent {
+		t.Fatalf("the guest ended before the iwcm969 phase (exit code %d, oops %q)\n%s", r.ExitCode, s.oopsLine(), tail(r.Console, 4000))
 	}
 	for _, v := range siwVariants {
 		t.Run(v.name, func(t *testing.T) {
@@ -179,15 +194,16 @@ func TestSiwConform(t *testing.T) {
 			for _, id := range ids(v.want) {
 				w, row := v.want[id], got[id]
 				t.Logf("%-32s %-5s %s", id, row.Verdict, row.Got)
-				if !w.match(row) {
+				if !w.match(id, row) {
 					failed = true
-					t.Errorf("%s: %s, got %q (%s); siw is known to give %s, %q", id, row.Verdict, row.Got, row.Reason, w.verdict, w.got)
+					t.Errorf("%s: %s, got %q (%s); siw is known to give %s, %q (or close: %v)", id, row.Verdict, row.Got, row.Reason, w.verdict, w.got, siwMayClose[id])
 				}
 			}
 			if failed {
-				dmesg, err := os.ReadFile(filepath.Join(s.out, "dmesg-"+v.name+".txt"))
-				t.Logf("guest dmesg during the variant (%v):\n%s", err, dmesg)
+				t.Logf("guest dmesg during the variant:\n%s", s.dmesg(v.name))
 			}
 		})
 	}
+	t.Run("siw-siw-p2p", func(t *testing.T) { checkSiwSiw(t, r.Console) })
+	t.Run("iwcm969", func(t *testing.T) { checkIwcm969(t, r, reply, s.oopsLine()) })
 }

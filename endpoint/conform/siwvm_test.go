@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -13,8 +15,8 @@ import (
 	"github.com/iwkit/iwkit/internal/siwpeer"
 )
 
-// The siw VM tests (siw_test.go, iwcm969_test.go) share this: a guest
-// script that runs in phases, each announced to the host on a control
+// TestSiwConform's VM (siw_test.go, with iwcm969_test.go's last phase): a
+// guest script that runs in phases, each announced to the host on a control
 // connection ("ready NAME") and ended when the host answers ("done"), and
 // a console watch that kills the VM on a guest kernel oops.
 
@@ -27,11 +29,12 @@ const (
 	guestAddr    = "10.0.2.15"
 )
 
-// guestPhase is the shell function the guest scripts use: announce phase
-// $1 on the control connection, block until the host says it is done.
-const guestPhase = `phase() { exec 3<>/dev/tcp/10.0.2.100/7399 && echo "ready $1" >&3 && read -r -t 600 ans <&3; exec 3>&-; }
+// guestPhase holds the shell functions of the guest script: phase
+// announces phase $1 on the control connection and blocks until the host
+// says it is done; waitport waits for a listener on port $1.
+var guestPhase = fmt.Sprintf(`phase() { exec 3<>/dev/tcp/10.0.2.100/%d && echo "ready $1" >&3 && read -r -t 600 ans <&3; exec 3>&-; }
 waitport() { for k in $(seq 300); do ss -ltn | grep -q ":$1 " && return 0; sleep 0.1; done; echo "port $1 never listened"; return 1; }
-`
+`, ctlGuestPort)
 
 // phase is one "ready NAME" from the guest; writing "done" lets it go on.
 type phase struct {
@@ -134,6 +137,25 @@ func (s *siwVM) oopsLine() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.oops
+}
+
+// dmesg is the guest's kernel log from the line "iwkit: variant NAME" to
+// the next variant's (the guest script writes both).
+func (s *siwVM) dmesg(variant string) string {
+	b, err := os.ReadFile(filepath.Join(s.out, "dmesg.txt"))
+	if err != nil {
+		return err.Error()
+	}
+	log := string(b)
+	i := strings.Index(log, "iwkit: variant "+variant+"\n")
+	if i < 0 {
+		return "(no marker for the variant)"
+	}
+	log = log[i:]
+	if j := strings.Index(log[1:], "iwkit: variant "); j >= 0 {
+		log = log[:j+1]
+	}
+	return log
 }
 
 func tail(s string, n int) string {
