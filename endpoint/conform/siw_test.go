@@ -25,15 +25,24 @@ type siwVariant struct {
 // each deviation.
 type siwWant struct{ verdict, got string }
 
-// siwMayClose are the cases in which, in some runs, siw's Terminate does
-// not come and the connection only closes (siw_send_terminate gives up
-// while a send of the QP is in progress; in some runs siw logs nothing at
-// all): the case then fails with "close".
-var siwMayClose = map[string]bool{"ddp-wrap": true, "rdmap-ird": true,
-	"rdmap-read-response-unsolicited": true, "rdmap-read-response-oversize": true}
+// siwMayClose: in cases that run after rping's exchange (those that learn
+// the STag, and the oversize Read Response), some runs get no Terminate,
+// only the connection closed: one case in about four variants, a different
+// one each time, more often on a loaded machine. The case then fails with
+// "close". A capture in the guest shows siw sending only a FIN;
+// siw_send_terminate gives up while a send of the QP (rping's go-ahead) is
+// in progress.
+func siwMayClose(id string) bool {
+	for _, c := range Cases() {
+		if c.ID == id {
+			return c.needSTag || id == "rdmap-read-response-oversize"
+		}
+	}
+	return false
+}
 
 func (w siwWant) match(id string, r Row) bool {
-	if siwMayClose[id] && r.Verdict == Fail && strings.HasPrefix(r.Got, "close") {
+	if siwMayClose(id) && r.Verdict == Fail && strings.HasPrefix(r.Got, "close") {
 		return true
 	}
 	return r.Verdict == w.verdict && strings.HasPrefix(r.Got, w.got)
@@ -117,9 +126,10 @@ var siwVariants = []siwVariant{
 		"mpa-crc-byte-order": {Pass, "Terminate 0x2/0x0/0x02"},
 	})},
 	// siw as Responder answers a peer-to-peer Request whatever its
-	// peer_to_peer parameter, with the Write RTR when offered, else Read.
+	// peer_to_peer parameter (Y, then N), with the Write RTR when offered,
+	// else Read.
 	{name: "p2p-write-rtr", params: "mpa_crc_required=N peer_to_peer=Y", cfg: endpoint.Config{PeerToPeer: true, RTR: endpoint.RTRWrite}, want: p2pWant()},
-	{name: "p2p-read-rtr", params: "mpa_crc_required=N peer_to_peer=Y", cfg: endpoint.Config{PeerToPeer: true, RTR: endpoint.RTRRead}, want: p2pWant()},
+	{name: "p2p-read-rtr", params: "mpa_crc_required=N peer_to_peer=N", cfg: endpoint.Config{PeerToPeer: true, RTR: endpoint.RTRRead}, want: p2pWant()},
 }
 
 // TestSiwConform runs the suite against `rping -s -P` in a Linux siw guest,
@@ -196,7 +206,7 @@ func TestSiwConform(t *testing.T) {
 				t.Logf("%-32s %-5s %s", id, row.Verdict, row.Got)
 				if !w.match(id, row) {
 					failed = true
-					t.Errorf("%s: %s, got %q (%s); siw is known to give %s, %q (or close: %v)", id, row.Verdict, row.Got, row.Reason, w.verdict, w.got, siwMayClose[id])
+					t.Errorf("%s: %s, got %q (%s); siw is known to give %s, %q (or close: %v)", id, row.Verdict, row.Got, row.Reason, w.verdict, w.got, siwMayClose(id))
 				}
 			}
 			if failed {
