@@ -94,6 +94,10 @@ type Device struct {
 	keyStep uint8
 	rnd     *rand.ChaCha8
 	plain   bool // tests: index = slot, key sequence 1, 2, 3...
+
+	// atomicMu serializes the RFC 7306 Atomic Operations of every stream
+	// of the device (RFC 7306 §5.3).
+	atomicMu sync.Mutex
 }
 
 const minFree = 1024
@@ -227,12 +231,14 @@ type MR struct {
 }
 
 // RegisterMR registers buf with the given rights. At least one local right
-// is required, Remote Write requires Local Write and Remote Read requires
-// Local Read (V00 §7.4, Fig. 18). The MR is Valid when it returns.
+// is required, Remote Write and Remote Atomic require Local Write, Remote
+// Read requires Local Read (V00 §7.4, Fig. 18). The MR is Valid when it
+// returns.
 func (pd *PD) RegisterMR(buf []byte, access Access, opt *MROptions) (*MR, error) {
 	if access&(AccessLocalRead|AccessLocalWrite) == 0 ||
 		access&AccessRemoteWrite != 0 && access&AccessLocalWrite == 0 ||
-		access&AccessRemoteRead != 0 && access&AccessLocalRead == 0 {
+		access&AccessRemoteRead != 0 && access&AccessLocalRead == 0 ||
+		access&AccessRemoteAtomic != 0 && access&AccessLocalWrite == 0 {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidAccess, access)
 	}
 	var o MROptions

@@ -254,7 +254,8 @@ func (qp *QP) localInvalidate(stag STag) *bindError {
 func (mr *MR) Rereg(key uint8, access Access, buf []byte, opt *MROptions) (STag, error) {
 	if access&(AccessLocalRead|AccessLocalWrite) == 0 ||
 		access&AccessRemoteWrite != 0 && access&AccessLocalWrite == 0 ||
-		access&AccessRemoteRead != 0 && access&AccessLocalRead == 0 {
+		access&AccessRemoteRead != 0 && access&AccessLocalRead == 0 ||
+		access&AccessRemoteAtomic != 0 && access&AccessLocalWrite == 0 {
 		return 0, fmt.Errorf("%w: %v", ErrInvalidAccess, access)
 	}
 	mr.pin.Lock()

@@ -27,6 +27,12 @@ type QPAttr struct {
 	// for inbound RDMA Read, and inbound RDMA Write + Read Response.
 	DisableRemoteRead  bool
 	DisableRemoteWrite bool
+	// RFC7306 enables the RFC 7306 Atomic Operations and Immediate Data on
+	// the QP, both ways. The ULP agrees on it with its peer; nothing on the
+	// wire does (RFC 7306 §1.1). Without it the QP posts none of them and
+	// answers each incoming one with the Terminate of a peer without the
+	// extensions, Remote Operation Error / Unexpected OpCode (0x0/0x2/0x06).
+	RFC7306 bool
 	// OnReadRequest, when set, is called by the receive engine with each
 	// inbound RDMA Read Request that passed the checks, before it is
 	// answered: its Data Sink is a valid STag of the peer with Remote
@@ -63,6 +69,9 @@ type orqEntry struct {
 	to   uint64
 	size uint64
 	got  uint64
+
+	atomic bool   // an RFC 7306 Atomic Request, answered by an Atomic Response
+	reqID  uint32 // its Request Identifier
 }
 
 // irrqEntry is an accepted inbound RDMA Read Request (IRRQ, counted against
@@ -71,6 +80,8 @@ type irrqEntry struct {
 	req  decode.ReadRequest
 	hdr  [decode.DDPUntaggedHdrLen]byte // its DDP header, for a Terminate
 	sent uint64                         // response octets sent so far
+
+	atomic *decode.AtomicRequest // an RFC 7306 Atomic Request instead of req
 }
 
 // Counters are a QP's traffic counters.
@@ -86,6 +97,11 @@ type Counters struct {
 	CRCErrors                  uint64
 	MarkerErrors               uint64
 	ReadStalls                 uint64 // RDMA Reads held back by ORD
+
+	// RFC 7306 messages.
+	TxAtomicReqs, RxAtomicReqs   uint64
+	TxAtomicResps, RxAtomicResps uint64
+	TxImmData, RxImmData         uint64
 }
 
 type counters struct {
@@ -99,6 +115,10 @@ type counters struct {
 	txTerminates, rxTerminates atomic.Uint64
 	crcErrors, markerErrors    atomic.Uint64
 	readStalls                 atomic.Uint64
+
+	txAtomicReqs, rxAtomicReqs   atomic.Uint64
+	txAtomicResps, rxAtomicResps atomic.Uint64
+	txImmData, rxImmData         atomic.Uint64
 }
 
 // QP is a queue pair: a Send Queue, a Receive Queue and the inbound RDMA
@@ -139,8 +159,8 @@ type QP struct {
 	txDone   chan struct{}
 
 	// engine-only state (send engine: sendMSN; receive engine: the rest)
-	sendMSN [2]uint32 // next MSN on QN 0 and QN 1
-	recvMSN [3]uint32 // expected MSN on QN 0, 1, 2
+	sendMSN [4]uint32 // next MSN on QN 0, 1 and 3 (RFC 7306 Atomic Responses)
+	recvMSN [4]uint32 // expected MSN on QN 0, 1, 2, 3
 	cur     *rqe      // receive in progress on QN 0
 	curMSN  uint32
 	curLen  uint64
@@ -316,6 +336,10 @@ func (qp *QP) Counters() Counters {
 		TxTerminates: c.txTerminates.Load(), RxTerminates: c.rxTerminates.Load(),
 		CRCErrors: c.crcErrors.Load(), MarkerErrors: c.markerErrors.Load(),
 		ReadStalls: c.readStalls.Load(),
+
+		TxAtomicReqs: c.txAtomicReqs.Load(), RxAtomicReqs: c.rxAtomicReqs.Load(),
+		TxAtomicResps: c.txAtomicResps.Load(), RxAtomicResps: c.rxAtomicResps.Load(),
+		TxImmData: c.txImmData.Load(), RxImmData: c.rxImmData.Load(),
 	}
 }
 
@@ -406,6 +430,10 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 	case wr.Opcode == OpLocalInv:
 		if len(wr.SGL) != 0 {
 			return fmt.Errorf("%w: Invalidate Local STag takes no SGL", ErrInvalidWR)
+		}
+	case wr.Opcode.is7306():
+		if err := qp.check7306WR(wr); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("%w: opcode %v", ErrInvalidWR, wr.Opcode)
@@ -710,8 +738,8 @@ func (qp *QP) attach(s *stream, c *Conn, initiator bool, rtrOut rtrType, rtrIn u
 	qp.rtrOut, qp.rtrIn = rtrOut, rtrIn
 	qp.txStop, qp.remoteFin = false, false
 	qp.term, qp.err, qp.termOut = nil, nil, nil
-	qp.sendMSN = [2]uint32{1, 1}
-	qp.recvMSN = [3]uint32{1, 1, 1}
+	qp.sendMSN = [4]uint32{1, 1, 1, 1}
+	qp.recvMSN = [4]uint32{1, 1, 1, 1}
 	qp.cur = nil
 	qp.orq, qp.irrq, qp.irrqBusy = nil, nil, 0
 	qp.txs = txState{}

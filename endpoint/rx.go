@@ -271,8 +271,10 @@ func (qp *QP) rxTagged(seg *rxSeg) *fault {
 			o = qp.orq[0]
 		}
 		qp.mu.Unlock()
-		if o == nil {
-			return ddpFault(decode.TermLayerRDMAP, 2, 0x06, "Read Response with no RDMA Read outstanding")
+		if o == nil || o.atomic {
+			// Responses come back in the order of the requests on QN 1,
+			// Reads and RFC 7306 atomics together (RFC 7306 §5.4, §7).
+			return ddpFault(decode.TermLayerRDMAP, 2, 0x06, "Read Response with no RDMA Read outstanding at the head of the ORQ")
 		}
 		if seg.plen > 0 {
 			if h.STag != uint32(o.sink) {
@@ -296,7 +298,7 @@ func (qp *QP) rxUntagged(seg *rxSeg) *fault {
 	if h.DV != decode.DDPVersion {
 		return ddpFault(decode.TermLayerDDP, 2, 0x06, "DDP version %d", h.DV)
 	}
-	if h.QN > decode.QNTerminate {
+	if h.QN > decode.QNTerminate && !(h.QN == decode.QNAtomicResp && is7306(seg.ctl.Opcode)) {
 		return ddpFault(decode.TermLayerDDP, 2, 0x01, "invalid QN %d", h.QN)
 	}
 	rtr, f := qp.rtrCheck(seg)
@@ -309,6 +311,9 @@ func (qp *QP) rxUntagged(seg *rxSeg) *fault {
 		seg.rtr = true
 		return nil
 	}
+	if is7306(seg.ctl.Opcode) {
+		return qp.rx7306(seg)
+	}
 	switch h.QN {
 	case decode.QNSend:
 		return qp.rxSend(seg)
@@ -319,10 +324,14 @@ func (qp *QP) rxUntagged(seg *rxSeg) *fault {
 	}
 }
 
-func (qp *QP) rxSend(seg *rxSeg) *fault {
+// rxRecvBuf returns the receive buffer of the untagged QN 0 message seg
+// belongs to: the one in progress, or (on its first segment) the RQ's or
+// SRQ's oldest, after the MSN and buffer checks (RFC 5041 §7.2). Sends and
+// RFC 7306 Immediate Data each consume one (RFC 7306 §6.3).
+func (qp *QP) rxRecvBuf(seg *rxSeg) (*rqe, *fault) {
 	h := &seg.h
 	if qp.cur != nil && h.MSN != qp.curMSN {
-		return ddpFault(decode.TermLayerRDMAP, 2, 0x07, "MSN %d starts before message %d had its L segment", h.MSN, qp.curMSN)
+		return nil, ddpFault(decode.TermLayerRDMAP, 2, 0x07, "MSN %d starts before message %d had its L segment", h.MSN, qp.curMSN)
 	}
 	r := qp.cur
 	if r == nil {
@@ -347,12 +356,21 @@ func (qp *QP) rxSend(seg *rxSeg) *fault {
 			qp.mu.Unlock()
 		}
 		if n == 0 && h.MSN == qp.recvMSN[0] {
-			return ddpFault(decode.TermLayerDDP, 2, 0x02, "Send MSN %d: no receive buffer posted", h.MSN)
+			return nil, ddpFault(decode.TermLayerDDP, 2, 0x02, "Send MSN %d: no receive buffer posted", h.MSN)
 		}
 		if h.MSN != qp.recvMSN[0] {
-			return ddpFault(decode.TermLayerDDP, 2, 0x03, "Send MSN %d, expected %d (%d buffers posted)", h.MSN, qp.recvMSN[0], n)
+			return nil, ddpFault(decode.TermLayerDDP, 2, 0x03, "Send MSN %d, expected %d (%d buffers posted)", h.MSN, qp.recvMSN[0], n)
 		}
 		qp.cur, qp.curMSN, qp.curLen = r, h.MSN, 0
+	}
+	return r, nil
+}
+
+func (qp *QP) rxSend(seg *rxSeg) *fault {
+	h := &seg.h
+	r, f := qp.rxRecvBuf(seg)
+	if f != nil {
+		return f
 	}
 	if uint64(h.MO) > r.size {
 		f := ddpFault(decode.TermLayerDDP, 2, 0x04, "MO %d beyond the %d-octet receive buffer", h.MO, r.size)
@@ -479,6 +497,9 @@ func (qp *QP) rxDeliver(seg *rxSeg) *fault {
 		}
 		qp.unlock()
 		return nil
+	}
+	if is7306(seg.ctl.Opcode) {
+		return qp.deliver7306(seg)
 	}
 	switch h.QN {
 	case decode.QNSend:

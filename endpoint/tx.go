@@ -74,11 +74,11 @@ func (qp *QP) nextWorkLocked() txItem {
 	}
 	if qp.sqNext < len(qp.sq) {
 		w := qp.sq[qp.sqNext]
-		if w.wr.Opcode == OpRead {
+		if w.wr.Opcode.usesORD() {
 			if qp.ord == 0 && !qp.noORD {
 				qp.sqNext++
 				w.started = true
-				qp.terminateLocked(localTerm(0x0, 0x0, 0x00, "RDMA Read with ORD 0"), w, StatusZeroReadResources)
+				qp.terminateLocked(localTerm(0x0, 0x0, 0x00, fmt.Sprintf("%v with ORD 0", w.wr.Opcode)), w, StatusZeroReadResources)
 				return txItem{}
 			}
 			if len(qp.orq) >= qp.ord && !qp.noORD {
@@ -93,9 +93,11 @@ func (qp *QP) nextWorkLocked() txItem {
 		}
 		qp.sqNext++
 		w.started = true
-		if w.wr.Opcode == OpRead {
+		if w.wr.Opcode.usesORD() {
 			s := w.sgl[0]
-			qp.orq = append(qp.orq, &orqEntry{wqe: w, sink: s.LKey, to: s.Addr, size: uint64(s.Length)})
+			o := &orqEntry{wqe: w, sink: s.LKey, to: s.Addr, size: uint64(s.Length)}
+			o.atomic = w.wr.Opcode != OpRead
+			qp.orq = append(qp.orq, o)
 		}
 		return txItem{kind: tkSQ, wqe: w}
 	}
@@ -212,8 +214,8 @@ fill:
 			if err != nil {
 				continue // the failure queued a Terminate
 			}
-			if w.wr.Opcode != OpRead {
-				t.doneSQ = append(t.doneSQ, w)
+			if !w.wr.Opcode.usesORD() {
+				t.doneSQ = append(t.doneSQ, w) // Reads and atomics complete with their response
 			}
 		}
 	}
@@ -272,6 +274,9 @@ const txBatchMax = 1 << 20
 // the Request would have got (RFC 5040 §4.8). It reports whether the
 // response is complete, and false ok when it failed.
 func (qp *QP) emitReadResponse(s *stream, b *txBatch, r *irrqEntry) (done, ok bool) {
+	if r.atomic != nil {
+		return true, qp.emitAtomicResponse(s, b, r)
+	}
 	size := uint64(r.req.Size)
 	if size == 0 {
 		qp.emitTagged(s, b, decode.OpReadResponse, r.req.SinkSTag, r.req.SinkTO, nil, 0, nil, true)
@@ -415,6 +420,15 @@ func (qp *QP) emitWR(s *stream, b *txBatch, w *sqe, parts, scratch [][]byte) ([]
 		}
 		return parts, scratch, nil
 	}
+	if op.is7306() {
+		// Atomics and Immediate Data; Write and Send with Immediate go on
+		// as a Write or Send, followed by their Immediate Data below.
+		var done bool
+		var err error
+		if op, done, err = qp.emit7306(s, b, w); done {
+			return parts, scratch, err
+		}
+	}
 	if op == OpRead {
 		sink := w.sgl[0]
 		if sink.Length > 0 {
@@ -448,6 +462,9 @@ func (qp *QP) emitWR(s *stream, b *txBatch, w *sqe, parts, scratch [][]byte) ([]
 		qp.sendMSN[0]++
 		scratch = qp.emitUntagged(s, b, op.rdmap(), inv, decode.QNSend, msn, nil, parts, tot, scratch)
 		qp.cnt.txSends.Add(1)
+	}
+	if op != w.wr.Opcode {
+		qp.emitImm(s, b, false, w.wr.Imm)
 	}
 	qp.cnt.txPayload.Add(tot)
 	return parts, scratch, nil

@@ -18,13 +18,18 @@ const (
 	AccessMWBind                         // memory windows may be bound to the region (V00 §7.4)
 )
 
+// AccessRemoteAtomic lets a peer's RFC 7306 Atomic Operations target the
+// region (RFC 7306 §5: "memory registered for Atomic Operations"); it
+// requires Local Write. AccessAll does not include it.
+const AccessRemoteAtomic Access = 1 << 7
+
 // AccessAll is every right.
 const AccessAll = AccessLocalRead | AccessLocalWrite | AccessRemoteRead | AccessRemoteWrite
 
 func (a Access) String() string {
 	s := ""
-	for i, n := range []string{"LR", "LW", "RR", "RW", "Bind"} {
-		if a&(1<<i) != 0 {
+	for i, n := range [8]string{"LR", "LW", "RR", "RW", "Bind", 7: "Atomic"} {
+		if a&(1<<i) != 0 && n != "" {
 			if s != "" {
 				s += "|"
 			}
@@ -113,7 +118,7 @@ func (o Opcode) String() string {
 	case OpLocalInv:
 		return "LocalInv"
 	}
-	return fmt.Sprintf("Opcode(%d)", uint8(o))
+	return o.string7306()
 }
 
 func (o Opcode) isSend() bool { return o <= OpSendSEInv }
@@ -199,6 +204,11 @@ type SendWR struct {
 	LocalFence bool
 	// Bind is what a Bind Memory Window request binds.
 	Bind *Bind
+	// Atomic are the operands of an RFC 7306 atomic (FetchAdd, CmpSwap).
+	Atomic AtomicArgs
+	// Imm is the Immediate Data of OpImmData, OpImmDataSE, OpWriteImm and
+	// OpSendImm (RFC 7306 §6), sent big-endian.
+	Imm uint64
 }
 
 // Bind describes a memory window binding (V00 §7.10): Length octets of MR
@@ -235,6 +245,10 @@ type WorkCompletion struct {
 	QPNum           uint32
 	// Err explains an error status, when there is more to say.
 	Err error
+	// WithImm marks a receive consumed by an RFC 7306 Immediate Data
+	// message; Imm is its 8 octets (read big-endian) and ByteLen is 0.
+	WithImm bool
+	Imm     uint64
 }
 
 // Errors returned immediately by the verbs (V00's Immediate Errors).

@@ -6,10 +6,11 @@
 //	iwperf TEST HOST [flags]     client
 //
 // TEST is write_bw, send_bw, read_bw, atomic_bw, write_lat, send_lat,
-// read_lat, rping or stress. The flags keep perftest's letters: -s SIZE,
-// -a, -n ITERS, -D SECONDS, -q QPS, -t TX_DEPTH, -b, -p PORT (18515),
-// --report_gbits, --run_infinitely, -l POST_LIST, -Q CQ_MOD, --out_json,
-// --out_json_file FILE; the wire options use iwkit's names.
+// read_lat, atomic_lat, rping or stress. The flags keep perftest's letters:
+// -s SIZE, -a, -n ITERS, -D SECONDS, -q QPS, -t TX_DEPTH, -b, -p PORT
+// (18515), --report_gbits, --run_infinitely, -l POST_LIST, -Q CQ_MOD,
+// -A ATOMIC_TYPE, --out_json, --out_json_file FILE; the wire options use
+// iwkit's names.
 package main
 
 import (
@@ -36,7 +37,7 @@ func main() {
 }
 
 // tests are the first argument's values.
-var tests = append(slices.Clone(perf.Tests), perf.AtomicBW, "rping", "stress")
+var tests = append(slices.Clone(perf.Tests), "rping", "stress")
 
 // perftestFlags are the flags that keep perftest's letters and long names
 // (checked against ib_write_bw --help by the tests).
@@ -49,7 +50,7 @@ var perftestFlags = []struct{ short, long string }{
 type flags struct {
 	size, iters, dur, qps, depth, port, postList, cqMod int
 	all, bidir, gbits, infinite, outJSON                bool
-	jsonFile, plot, bind                                string
+	jsonFile, plot, bind, atomic                        string
 	persistent                                          bool
 	crc, markers, p2p                                   bool
 	rev, ird, ord, mulpdu                               int
@@ -84,6 +85,8 @@ func newFlagSet(f *flags, stderr io.Writer) *flag.FlagSet {
 	both("p", "port", &f.port, perf.DefaultPort, "TCP `port` to listen on or connect to")
 	both("l", "post_list", &f.postList, 1, "post work requests in lists of this `size`")
 	both("Q", "cq-mod", &f.cqMod, perf.DefaultCQMod, "signal one work request in this many (at most -t)")
+	fs.StringVar(&f.atomic, "A", perf.FetchAndAdd, "atomic_bw, atomic_lat: atomic `type`, CMP_AND_SWAP or FETCH_AND_ADD (RFC 7306)")
+	fs.StringVar(&f.atomic, "atomic_type", perf.FetchAndAdd, "same as -A")
 	fs.BoolVar(&f.gbits, "report_gbits", false, "report bandwidth in Gb/sec (10^9 bits) instead of MB/sec (2^20 octets)")
 	fs.BoolVar(&f.infinite, "run_infinitely", false, "run until interrupted, printing a row every -D seconds (default 5)")
 	fs.BoolVar(&f.outJSON, "out_json", false, "also write the report as perftest's JSON to --out_json_file")
@@ -271,7 +274,7 @@ func (a *app) server() int {
 func (a *app) options() perf.Options {
 	f := a.f
 	o := perf.Options{Test: a.test, Size: f.size, Iters: f.iters, Duration: time.Duration(f.dur) * time.Second, Depth: f.depth,
-		QPs: f.qps, Bidir: f.bidir, PostList: f.postList, CQMod: f.cqMod, IRD: f.ird, ORD: f.ord, Config: a.cfg, Timeout: f.timeout}
+		QPs: f.qps, Bidir: f.bidir, PostList: f.postList, Atomic: f.atomic, CQMod: f.cqMod, IRD: f.ird, ORD: f.ord, Config: a.cfg, Timeout: f.timeout}
 	if o.Size < 0 {
 		o.Size = perf.DefaultSize(a.test)
 	}
