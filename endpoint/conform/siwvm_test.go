@@ -76,6 +76,16 @@ func bootSiwVM(t *testing.T, peer *siwpeer.Peer, script string, timeout time.Dur
 		t.Fatal(err)
 	}
 	s := &siwVM{fwd: hold.Addr().(*net.TCPAddr).Port, out: t.TempDir(), phases: make(chan phase, 8), dead: make(chan struct{})}
+	t.Cleanup(func() { // phases the test never answered
+		for {
+			select {
+			case p := <-s.phases:
+				p.conn.Close()
+			default:
+				return
+			}
+		}
+	})
 	go func() {
 		for {
 			c, err := ctl.Accept()
