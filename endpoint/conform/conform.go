@@ -53,6 +53,14 @@ type Options struct {
 	Timeout time.Duration
 	// Only runs the cases whose ID has one of these prefixes.
 	Only []string
+	// StartDelay is how long each case waits after the MPA exchange
+	// before its first FPDU when the suite dials (0: none; a peer-to-peer
+	// Initiator's RTR goes out at once). RFC 5044 §7.1.3 lets the
+	// Initiator send at once; Linux siw can leave an FPDU that arrives
+	// right after its MPA Reply unread (the Reply goes out before the
+	// QP's socket callbacks are installed), and the case then sees
+	// silence that is not the fault's doing. rping waits for ESTABLISHED.
+	StartDelay time.Duration
 	// RFC7306 says the target supports RFC 7306 atomics and Immediate
 	// Data: nothing on the wire says so, the user agrees it as a ULP would
 	// (RFC 7306 §1.1). The atomic cases then check the target's answers
@@ -480,6 +488,12 @@ func open(ctx context.Context, o *Options, ln *endpoint.Listener, cfg endpoint.C
 	}
 	if c.ec, err = endpoint.Dial(cctx, "tcp", o.Addr, c.qp, &cfg); err != nil {
 		return nil, err
+	}
+	if o.StartDelay > 0 {
+		select {
+		case <-time.After(o.StartDelay):
+		case <-ctx.Done():
+		}
 	}
 	return c, nil
 }
