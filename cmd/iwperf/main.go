@@ -62,6 +62,7 @@ type flags struct {
 	validate, verbose                                   bool
 	seed                                                int64
 	conns                                               int
+	perftest                                            bool
 }
 
 func newFlagSet(f *flags, stderr io.Writer) *flag.FlagSet {
@@ -114,6 +115,7 @@ func newFlagSet(f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&f.size, "S", -1, "rping: same as -s")
 	fs.BoolVar(&f.validate, "V", false, "rping: verify the data of every ping")
 	fs.BoolVar(&f.verbose, "v", false, "rping: print the data of every ping")
+	fs.BoolVar(&f.perftest, "perftest", false, "speak perftest's own exchange (rdma_cm control QP) with ib_write_bw -R / ib_read_bw -R: same -s, -n, -q on both sides")
 	fs.Int64Var(&f.seed, "seed", 0, "stress: random seed (default: from the clock, printed); stress takes -q (connections, default 8), -t (operations in flight, 16), -s (largest message, 65536), -D (seconds, 10), -n (operations per connection)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: iwperf TEST [HOST] [flags]\n"+
@@ -257,6 +259,9 @@ func (a *app) server() int {
 	}
 	defer l.Close()
 	fmt.Fprintf(a.stderr, "iwperf: waiting for clients on %v\n", l.Addr())
+	if a.f.perftest {
+		return a.perftestServer(l)
+	}
 	var rs []perf.Result
 	s := &perf.Server{Limits: perf.Limits{MaxSize: a.f.maxSize, MaxDepth: a.f.maxDepth, MaxQPs: a.f.maxQPs, MaxMem: a.f.maxMem},
 		Timeout: a.f.timeout, Log: a.stderr, Out: a.stdout, Gbits: a.f.gbits,
@@ -308,16 +313,15 @@ func (a *app) client() int {
 		}
 		return 0
 	}
+	if f.perftest {
+		if f.all || f.infinite {
+			fmt.Fprintln(a.stderr, "iwperf: --perftest runs one size (-s), not -a or --run_infinitely")
+			return 2
+		}
+		return a.report(perf.RunPerftest(a.ctx, a.dialer(), o))
+	}
 	if !f.all {
-		res, err := perf.Run(a.ctx, a.dialer(), o)
-		if err != nil {
-			return a.fail(err)
-		}
-		res.Format(a.stdout, f.gbits)
-		if err := a.writeJSON([]perf.Result{res}); err != nil {
-			return a.fail(err)
-		}
-		return 0
+		return a.report(perf.Run(a.ctx, a.dialer(), o))
 	}
 	var rs []perf.Result
 	err := perf.Sweep(a.ctx, a.dialer(), o, perf.SweepSizes(), func(r perf.Result) {
@@ -384,6 +388,29 @@ func (a *app) rpingReport(res rping.Result, err error) int {
 	}
 	fmt.Fprintf(a.stdout, "rping: %d pings, %d octets moved in %v\n", res.Pings, res.Bytes, res.Duration.Round(time.Microsecond))
 	if err != nil {
+		return a.fail(err)
+	}
+	return 0
+}
+
+// perftestServer serves perftest clients (ib_write_bw -R HOST), one at a
+// time: one, or every one with --persistent.
+func (a *app) perftestServer(l *endpoint.Listener) int {
+	for {
+		rc := a.report(perf.ServePerftest(a.ctx, l, a.options()))
+		if !a.f.persistent || a.ctx.Err() != nil {
+			return rc
+		}
+	}
+}
+
+// report prints one run's result as perftest does and writes its JSON.
+func (a *app) report(res perf.Result, err error) int {
+	if err != nil {
+		return a.fail(err)
+	}
+	res.Format(a.stdout, a.f.gbits)
+	if err := a.writeJSON([]perf.Result{res}); err != nil {
 		return a.fail(err)
 	}
 	return 0

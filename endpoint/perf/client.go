@@ -66,6 +66,9 @@ type Result struct {
 	Local   Address           // the first connection's
 	Remote  Address           // the first connection's
 	Counter endpoint.Counters // summed over the client's QPs
+	// Exchange names how the sides exchanged their buffers when it was
+	// not iwperf's MPA Private Data ("perftest 6.06": perftest's own).
+	Exchange string
 }
 
 // Address is what perftest prints as a side's "address".

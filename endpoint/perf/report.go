@@ -59,7 +59,11 @@ func Banner(w io.Writer, r Result) {
 	fmt.Fprintf(w, " MPA revision    : %d\t\tCRC            : %s\n", p.Rev, onOff(p.CRC))
 	fmt.Fprintf(w, " Markers tx/rx   : %s/%s\t\tPeer-to-peer   : %s\n", onOff(p.MarkersTx), onOff(p.MarkersRx), onOff(p.PeerToPeer))
 	fmt.Fprintf(w, " IRD / ORD       : %d / %d\n", p.IRD, p.ORD)
-	fmt.Fprintf(w, " Data ex. method : MPA Private Data\n")
+	ex := "MPA Private Data"
+	if r.Exchange != "" {
+		ex = r.Exchange + ", rdma_cm control QP"
+	}
+	fmt.Fprintf(w, " Data ex. method : %s\n", ex)
 	fmt.Fprint(w, Line)
 	fmt.Fprintf(w, " local address: %s QPN 0x%04x STag 0x%08x VAddr 0x%012x\n", r.Local.Addr, r.Local.QPN, r.Local.STag, r.Local.VAddr)
 	fmt.Fprintf(w, " remote address: %s STag 0x%08x VAddr 0x%012x\n", r.Remote.Addr, r.Remote.STag, r.Remote.VAddr)

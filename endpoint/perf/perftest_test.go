@@ -1,0 +1,62 @@
+package perf
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/iwkit/iwkit/endpoint"
+)
+
+// TestPerftestLoopback runs both sides of perftest's exchange against each
+// other: every record must pair up, the client's Writes and Reads must
+// complete, and the server must print the client's measurement from its
+// report. (Against perftest itself: TestSiwPerf, in the siw VM.)
+func TestPerftestLoopback(t *testing.T) {
+	for _, test := range PerftestTests {
+		for _, qps := range []int{1, 2} {
+			t.Run(test, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				l, err := endpoint.Listen(ctx, "tcp", "127.0.0.1:0", &endpoint.Config{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer l.Close()
+				o := Options{Test: test, Size: 4096, Iters: 300, QPs: qps}
+				type out struct {
+					r   Result
+					err error
+				}
+				sv := make(chan out, 1)
+				go func() {
+					r, err := ServePerftest(ctx, l, o)
+					sv <- out{r, err}
+				}()
+				cl, err := RunPerftest(ctx, TCPDialer(l.Addr().String()), o)
+				if err != nil {
+					t.Fatalf("client: %v", err)
+				}
+				s := <-sv
+				if s.err != nil {
+					t.Fatalf("server: %v", s.err)
+				}
+				if cl.Msgs != int64(300*qps) || cl.Row.Iters != 300 || cl.Row.AvgBps <= 0 {
+					t.Errorf("client: %d messages, row %+v", cl.Msgs, cl.Row)
+				}
+				if s.r.Row.Size != 4096 || s.r.Row.Iters != 300 || s.r.Row.AvgBps <= 0 {
+					t.Errorf("server's copy of the client's report: %+v", s.r.Row)
+				}
+				// What the client's operations moved, as the server's QPs counted it.
+				want := uint64(300 * qps)
+				got := s.r.Counter.RxWrites
+				if test == ReadBW {
+					got = s.r.Counter.RxReadReqs
+				}
+				if got != want {
+					t.Errorf("server received %d %s operations, want %d", got, test, want)
+				}
+			})
+		}
+	}
+}
