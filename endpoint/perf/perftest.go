@@ -56,6 +56,7 @@ const (
 	ptMTU         = "3" // IBV_MTU_1024, what siw's port reports
 	ptRecvs       = 4   // receives kept posted on the control QP
 	ptRetries     = 50  // test connections dialled before the server listens
+	ptSettle      = time.Second
 )
 
 // PerftestTests are the tests whose perftest exchange iwperf speaks.
@@ -379,6 +380,14 @@ func RunPerftest(ctx context.Context, dial Dialer, o Options) (Result, error) {
 	}
 	comm.conn = conn
 	defer comm.close()
+	// perftest sleeps a second once its control connection is up (main,
+	// after establish_connection). Linux siw needs it: a Send that
+	// follows the MPA Reply at once can stay unread on its accept path.
+	select {
+	case <-ctx.Done():
+		return res, ctx.Err()
+	case <-time.After(ptSettle):
+	}
 	cycle, err := comm.preamble(ctx)
 	if err != nil {
 		return res, err
