@@ -13,9 +13,10 @@ import (
 	"github.com/iwkit/iwkit/endpoint"
 )
 
-// perftest's own exchange, so that iwperf meets ib_write_bw -R and
-// ib_read_bw -R (linux-rdma/perftest, the 6.06 that Debian bookworm's
-// 4.5-0.17 package builds; perftest_communication.c).
+// perftest's own exchange, so that iwperf meets ib_write_bw, ib_read_bw,
+// ib_read_lat and ib_send_lat with -R (linux-rdma/perftest, the 6.06 that
+// Debian bookworm's 4.5-0.17 package builds; perftest_communication.c and
+// each test's main).
 //
 // With -R, perftest opens its control channel as an rdma_cm connection of
 // its own (one RC QP, no Private Data, IRD/ORD 0) to the test's port, and
@@ -33,14 +34,15 @@ import (
 //	           port (the server listens again only now), no Private Data,
 //	           IRD/ORD = out_reads for read_bw, 0 otherwise ...
 //	dest       zero again
-//	dest × q   each QP's record (rkey, vaddr of the buffer to Write/Read)
-//	dest × q   the same again (perftest prints the remote side then)
-//	dest       a last sync before the run
-//	           ... the client runs; the server waits in the next exchange ...
-//	dest       end of the run
-//	report     5 × 8 octets: size, iterations, BW peak, BW average (MB/sec,
-//	           or Gb/sec with the client's --report_gbits), MsgRate (Mpps);
-//	           integers and IEEE doubles in network order
+//	dest ...   each QP's record (rkey, vaddr of the buffer to Write/Read),
+//	           in each test's own order (ptLayout), with syncs between
+//	           ... the client runs; the server waits in the next exchange
+//	           (ib_send_lat's server echoes each Send first) ...
+//	dest       end of the run (bandwidth tests)
+//	report     5 × 8 octets (bandwidth tests): size, iterations, BW peak,
+//	           BW average (MB/sec, or Gb/sec with the client's
+//	           --report_gbits), MsgRate (Mpps); integers and IEEE doubles
+//	           in network order
 //	dest       close
 //
 // The 56-octet pingpong_dest, every field in network order: lid (4),
@@ -60,7 +62,17 @@ const (
 )
 
 // PerftestTests are the tests whose perftest exchange iwperf speaks.
-var PerftestTests = []string{WriteBW, ReadBW}
+var PerftestTests = []string{WriteBW, ReadBW, ReadLat, SendLat}
+
+// ptLayout is each test's order of the pingpong_dest exchanges after the
+// test connections' closing sync: "q" is one per QP (its record), "1" a
+// sync with QP 0's.
+var ptLayout = map[string][]string{
+	WriteBW: {"q", "q", "1"},      // write_bw.c
+	ReadBW:  {"q", "q", "1"},      // read_bw.c
+	ReadLat: {"1", "q", "q", "1"}, // read_lat.c
+	SendLat: {"q", "1", "q", "1"}, // send_lat.c: the last after posting its receives
+}
 
 // ptDest is perftest's pingpong_dest.
 type ptDest struct {
@@ -240,14 +252,20 @@ func indexNUL(b []byte) int {
 	return -1
 }
 
-// dests exchanges the QPs' records (twice, as perftest does) and the
-// sync before the run; it returns the peer's.
-func (c *ptComm) dests(ctx context.Context, mine []ptDest) ([]ptDest, error) {
+// dests exchanges the QPs' records in test's order (ptLayout), after
+// the test connections' closing sync; it returns the peer's.
+func (c *ptComm) dests(ctx context.Context, test string, mine []ptDest) ([]ptDest, error) {
 	if _, err := c.xchg(ctx, ptDest{}.encode(), c.to); err != nil {
 		return nil, err
 	}
 	rem := make([]ptDest, len(mine))
-	for pass := 0; pass < 2; pass++ {
+	for _, step := range ptLayout[test] {
+		if step == "1" {
+			if _, err := c.xchg(ctx, mine[0].encode(), c.to); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		for i, d := range mine {
 			b, err := c.xchg(ctx, d.encode(), c.to)
 			if err != nil {
@@ -258,15 +276,15 @@ func (c *ptComm) dests(ctx context.Context, mine []ptDest) ([]ptDest, error) {
 			}
 		}
 	}
-	_, err := c.xchg(ctx, mine[0].encode(), c.to)
-	return rem, err
+	return rem, nil
 }
 
-// finish runs the end of the run, the reports and the close; it returns
-// the peer's report. wait bounds the first exchange (the server waits
+// finish runs what follows the run: for the bandwidth tests the end,
+// the reports (it returns the peer's) and the close; for the latency
+// tests the close. wait bounds the first exchange (the server waits
 // there while the client runs).
-func (c *ptComm) finish(ctx context.Context, d ptDest, my ptReport, wait time.Duration) (ptReport, error) {
-	if _, err := c.xchg(ctx, d.encode(), wait); err != nil {
+func (c *ptComm) finish(ctx context.Context, test string, d ptDest, my ptReport, wait time.Duration) (ptReport, error) {
+	if _, err := c.xchg(ctx, d.encode(), wait); err != nil || IsLat(test) {
 		return ptReport{}, err
 	}
 	var f [5]uint64
@@ -294,7 +312,7 @@ func checkPerftest(o *Options) error {
 	if err := o.Normalize(); err != nil {
 		return err
 	}
-	if o.Test != WriteBW && o.Test != ReadBW {
+	if ptLayout[o.Test] == nil {
 		return fmt.Errorf("perf: perftest's exchange is implemented for %v, not %s", PerftestTests, o.Test)
 	}
 	if o.Bidir || o.Duration > 0 || o.Every > 0 {
@@ -315,12 +333,15 @@ func ptPeer(o *Options, cycle int) (*peer, error) {
 			return nil, err
 		}
 	}
+	if o.Test == SendLat {
+		p.postInitialRecvs(SendLat, true) // the pings or pongs
+	}
 	return p, nil
 }
 
 func (p *peer) ptDest(o *Options) ptDest {
 	d := ptDest{QPN: p.qp.Num(), PSN: rand.Uint32() & 0xffffff, RKey: uint32(p.buf.STag()), VAddr: p.buf.Addr()}
-	if o.Test == ReadBW {
+	if o.Test == ReadBW || o.Test == ReadLat {
 		d.OutReads = uint32(min(o.Depth, 128))
 	}
 	return d
@@ -418,7 +439,7 @@ func RunPerftest(ctx context.Context, dial Dialer, o Options) (Result, error) {
 	for i, p := range peers {
 		mine[i] = p.ptDest(&o)
 	}
-	rem, err := comm.dests(ctx, mine)
+	rem, err := comm.dests(ctx, o.Test, mine)
 	if err != nil {
 		return res, err
 	}
@@ -436,7 +457,11 @@ func RunPerftest(ctx context.Context, dial Dialer, o Options) (Result, error) {
 			// perftest's server region for QP i: BUFF_SIZE(size, cycle
 			// buffer) octets from its vaddr.
 			adv := advert{Addr: rem[i].VAddr, RKey: rem[i].RKey, Len: max(o.Size, cycle)}
-			ss[i], errs[i] = p.activeBW(ctx, &o, adv, clk)
+			if IsLat(o.Test) {
+				ss[i], errs[i] = p.activeLat(ctx, &o, adv, clk)
+			} else {
+				ss[i], errs[i] = p.activeBW(ctx, &o, adv, clk)
+			}
 			done <- i
 		}()
 	}
@@ -451,8 +476,15 @@ func RunPerftest(ctx context.Context, dial Dialer, o Options) (Result, error) {
 		addCounters(&res.Counter, p.qp.Counters())
 	}
 	rep := ptReport{Size: uint64(o.Size), Iters: uint64(res.Row.Iters), Peak: res.Row.PeakBps / mib, Avg: res.Row.AvgBps / mib, MsgRateMpp: res.Row.MsgRate / 1e6}
-	_, err = comm.finish(ctx, mine[0], rep, o.Timeout)
-	return res, err
+	if _, err = comm.finish(ctx, o.Test, mine[0], rep, o.Timeout); err != nil {
+		return res, err
+	}
+	// Let the server close first, as perftest's client does (it tears its
+	// test QPs down before its control QP): siw completes the server's
+	// last Send in error when the connection resets under it, and
+	// ib_read_bw then exits 1. The flush of our receives says it closed.
+	comm.recv(ctx, ptSettle)
+	return res, nil
 }
 
 // ServePerftest serves one client of perftest's (ib_write_bw -R HOST,
@@ -511,7 +543,7 @@ func ServePerftest(ctx context.Context, l *endpoint.Listener, o Options) (Result
 	for i, p := range peers {
 		mine[i] = p.ptDest(&o)
 	}
-	rem, err := comm.dests(ctx, mine)
+	rem, err := comm.dests(ctx, o.Test, mine)
 	if err != nil {
 		return res, err
 	}
@@ -519,16 +551,61 @@ func ServePerftest(ctx context.Context, l *endpoint.Listener, o Options) (Result
 	res.Params = c0.Params()
 	res.Local = Address{Addr: c0.LocalAddr().String(), QPN: peers[0].qp.Num(), STag: uint32(peers[0].buf.STag()), VAddr: peers[0].buf.Addr()}
 	res.Remote = Address{Addr: c0.RemoteAddr().String(), QPN: rem[0].QPN, STag: rem[0].RKey, VAddr: rem[0].VAddr}
-	// The client runs now; the server waits for its end as long as ctx lets it.
-	rep, err := comm.finish(ctx, mine[0], ptReport{Size: uint64(o.Size)}, 0)
+	// The client runs now: ib_send_lat's pings are echoed, everything
+	// else is the endpoint's; the server waits for the end as long as ctx
+	// lets it.
+	if o.Test == SendLat {
+		for _, p := range peers {
+			if err := p.echo(ctx, o.Iters); err != nil {
+				return res, err
+			}
+		}
+	}
+	rep, err := comm.finish(ctx, o.Test, mine[0], ptReport{Size: uint64(o.Size)}, 0)
 	if err != nil {
 		return res, err
+	}
+	if o.Test == WriteBW {
+		// The client's last Writes may still be on their way: its
+		// completions say sent, and the control connection can overtake.
+		drainWrites(ctx, peers, rep.Iters, o.Timeout)
+	}
+	for _, p := range peers {
+		addCounters(&res.Counter, p.qp.Counters())
+	}
+	if IsLat(o.Test) {
+		// No report: perftest's latency server prints none either.
+		res.Row = Row{Size: o.Size, Iters: o.Iters}
+		return res, nil
 	}
 	res.Row = Row{Size: int(rep.Size), Iters: int(rep.Iters), PeakBps: rep.Peak * mib, AvgBps: rep.Avg * mib, MsgRate: rep.MsgRateMpp * 1e6}
 	res.Msgs = int64(rep.Iters) * int64(o.QPs)
 	res.Bytes = res.Msgs * int64(rep.Size)
-	for _, p := range peers {
-		addCounters(&res.Counter, p.qp.Counters())
-	}
 	return res, nil
+}
+
+// drainWrites waits, at most wait, until every QP has had n RDMA Writes
+// placed, so that the result's counters hold the whole run.
+func drainWrites(ctx context.Context, peers []*peer, n uint64, wait time.Duration) {
+	end := time.Now().Add(wait)
+	for _, p := range peers {
+		for p.qp.Counters().RxWrites < n && time.Now().Before(end) && ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// echo answers n pings of ib_send_lat's, each with a Send of the size.
+func (p *peer) echo(ctx context.Context, n int) error {
+	for i := 0; i < n; i++ {
+		wc, err := p.waitRecv(ctx, 0)
+		if err != nil {
+			return err
+		}
+		p.repost(wc)
+		if err := p.ping(SendLat, advert{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -11,7 +11,8 @@ import (
 // TestPerftestLoopback runs both sides of perftest's exchange against each
 // other: every record must pair up, the client's Writes and Reads must
 // complete, and the server must print the client's measurement from its
-// report. (Against perftest itself: TestSiwPerf, in the siw VM.)
+// report (bandwidth tests). (Against perftest itself: TestSiwPerf, in the
+// siw VM.)
 func TestPerftestLoopback(t *testing.T) {
 	for _, test := range PerftestTests {
 		for _, qps := range []int{1, 2} {
@@ -41,18 +42,17 @@ func TestPerftestLoopback(t *testing.T) {
 				if s.err != nil {
 					t.Fatalf("server: %v", s.err)
 				}
-				if cl.Msgs != int64(300*qps) || cl.Row.Iters != 300 || cl.Row.AvgBps <= 0 {
+				if cl.Msgs != int64(300*qps) || cl.Row.Iters != 300 || cl.Row.AvgBps <= 0 || (cl.Row.Lat == nil) != IsBW(test) {
 					t.Errorf("client: %d messages, row %+v", cl.Msgs, cl.Row)
 				}
-				if s.r.Row.Size != 4096 || s.r.Row.Iters != 300 || s.r.Row.AvgBps <= 0 {
+				// The server has the client's report of a bandwidth run.
+				if s.r.Row.Size != 4096 || s.r.Row.Iters != 300 || (s.r.Row.AvgBps > 0) != IsBW(test) {
 					t.Errorf("server's copy of the client's report: %+v", s.r.Row)
 				}
 				// What the client's operations moved, as the server's QPs counted it.
 				want := uint64(300 * qps)
-				got := s.r.Counter.RxWrites
-				if test == ReadBW {
-					got = s.r.Counter.RxReadReqs
-				}
+				got := map[string]uint64{WriteBW: s.r.Counter.RxWrites, ReadBW: s.r.Counter.RxReadReqs,
+					ReadLat: s.r.Counter.RxReadReqs, SendLat: s.r.Counter.RxSends}[test]
 				if got != want {
 					t.Errorf("server received %d %s operations, want %d", got, test, want)
 				}
