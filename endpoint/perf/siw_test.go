@@ -24,6 +24,8 @@ type siwStep struct {
 var siwSteps = []siwStep{
 	{WriteBW, true}, {WriteBW, false},
 	{ReadBW, true}, {ReadBW, false},
+	{ReadLat, true}, {ReadLat, false},
+	{SendLat, true}, {SendLat, false},
 }
 
 const (
@@ -36,10 +38,12 @@ type siwOutcome struct {
 	err error
 }
 
-// TestSiwPerf runs iwperf against perftest's ib_write_bw -R and
-// ib_read_bw -R in the Linux siw guest, both ways, in one VM boot: the
-// perftest side must exit 0, iwperf's side must complete, and both must
-// see every message of the run.
+// TestSiwPerf runs iwperf against perftest's ib_write_bw, ib_read_bw,
+// ib_read_lat and ib_send_lat with -R in the Linux siw guest, both ways,
+// in one VM boot: the perftest side must exit 0 and print the run's row
+// (all but ib_read_lat's server, which prints none), iwperf's side must
+// complete, and iwperf's server must have seen every operation of
+// perftest's client.
 func TestSiwPerf(t *testing.T) {
 	peer := siwpeer.Require(t)
 	budget := 4 * time.Minute
@@ -55,7 +59,9 @@ func TestSiwPerf(t *testing.T) {
 	out := make([]siwOutcome, len(siwSteps))
 	var wg sync.WaitGroup
 	vmDone := make(chan struct{})
-	o := func(test string) Options { return Options{Test: test, Size: siwSize, Iters: siwIters, Timeout: 30 * time.Second} }
+	o := func(test string) Options {
+		return Options{Test: test, Size: siwSize, Iters: siwIters, Timeout: 30 * time.Second}
+	}
 	for i, s := range siwSteps {
 		gport := 7600 + i
 		tool := "ib_" + s.test
@@ -142,18 +148,19 @@ func TestSiwPerf(t *testing.T) {
 			// Both sides print the client's measurement: perftest's server
 			// the one iwperf reported, iwperf's server the one perftest did.
 			row := regexp.MustCompile(fmt.Sprintf(`(?m)^ %d +%d +[0-9.]+ +[0-9.]+`, siwSize, siwIters))
-			if !row.MatchString(guest) {
+			if !row.MatchString(guest) && !(s.test == ReadLat && s.guestServer) {
 				t.Errorf("perftest printed no row of %d × %d octets", siwIters, siwSize)
 			}
-			if res.Row.Size != siwSize || res.Row.Iters != siwIters || res.Row.AvgBps <= 0 {
+			if res.Row.Size != siwSize || res.Row.Iters != siwIters {
 				t.Errorf("iwperf's row: %+v", res.Row)
+			}
+			if s.guestServer && (res.Row.AvgBps <= 0 || (res.Row.Lat == nil) != IsBW(s.test)) {
+				t.Errorf("iwperf measured nothing: %+v", res.Row)
 			}
 			if !s.guestServer {
 				// iwperf served: its QP counted what perftest's client did.
-				got := res.Counter.RxWrites
-				if s.test == ReadBW {
-					got = res.Counter.RxReadReqs
-				}
+				got := map[string]uint64{WriteBW: res.Counter.RxWrites, ReadBW: res.Counter.RxReadReqs,
+					ReadLat: res.Counter.RxReadReqs, SendLat: res.Counter.RxSends}[s.test]
 				if got < siwIters {
 					t.Errorf("iwperf's server saw %d %s operations of perftest's, want at least %d", got, s.test, siwIters)
 				}
