@@ -109,7 +109,7 @@ func TestSiwPerf(t *testing.T) {
 				out[i].res, out[i].err = ServePerftest(sctx, l, o(s.test))
 			}()
 		}
-		fmt.Fprintf(&script, "echo \"=== RESULT %d rc=$RC\"; tail -n 12 /tmp/%d.log\n", i, i)
+		fmt.Fprintf(&script, "echo \"=== RESULT %d rc=$RC t=${SECONDS}s\"; tail -n 12 /tmp/%d.log\n", i, i)
 	}
 	script.WriteString("echo '=== DMESG'; dmesg | grep -i siw | tail -n 5\n")
 
@@ -131,14 +131,14 @@ func TestSiwPerf(t *testing.T) {
 			name = s.test + "/perftest-client"
 		}
 		t.Run(name, func(t *testing.T) {
-			m := regexp.MustCompile(fmt.Sprintf(`(?s)=== RESULT %d rc=(\d+)\n(.*?)(=== |$)`, i)).FindStringSubmatch(r.Console)
+			m := regexp.MustCompile(fmt.Sprintf(`(?s)=== RESULT %d rc=(\d+) (.*?)(=== |$)`, i)).FindStringSubmatch(r.Console)
 			if m == nil {
 				t.Fatalf("no guest result for step %d\n%s", i, tailOf(r.Console, 3000))
 			}
 			guest := m[2]
 			t.Logf("guest:\n%s", guest)
 			res, err := out[i].res, out[i].err
-			t.Logf("iwperf: %+v, err %v", res.Row, err)
+			t.Logf("iwperf: %+v, latency %+v, err %v", res.Row, res.Row.Lat, err)
 			if m[1] != "0" {
 				t.Errorf("ib_%s exited with %s", s.test, m[1])
 			}
