@@ -10,7 +10,8 @@
 // -s SIZE, -a, -n ITERS, -D SECONDS, -q QPS, -t TX_DEPTH, -b, -p PORT
 // (18515), --report_gbits, --run_infinitely, -l POST_LIST, -Q CQ_MOD,
 // -A ATOMIC_TYPE, --out_json, --out_json_file FILE; the wire options use
-// iwkit's names.
+// iwkit's names. With --perftest, write_bw, read_bw, read_lat and send_lat
+// speak perftest's own exchange instead, against ib_write_bw -R and its kin.
 package main
 
 import (
