@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/iwkit/iwkit/endpoint"
@@ -16,7 +17,7 @@ import (
 // needs: they are not exchanged.
 
 // PerftestTests are the tests whose perftest exchange iwperf speaks.
-var PerftestTests = []string{WriteBW, ReadBW, ReadLat, SendLat}
+var PerftestTests = []string{WriteBW, ReadBW, SendBW, ReadLat, SendLat}
 
 func checkPerftest(o *Options) error {
 	if err := o.Normalize(); err != nil {
@@ -34,6 +35,7 @@ func checkPerftest(o *Options) error {
 // ptRun is one run with perftest: its control channel and test QPs.
 type ptRun struct {
 	o         Options
+	client    bool
 	comm      *ptComm
 	cycle     int // perftest's cycle buffer, both sides' largest
 	peers     []*peer
@@ -42,11 +44,11 @@ type ptRun struct {
 	res       Result
 }
 
-func newPTRun(o Options) (*ptRun, error) {
+func newPTRun(o Options, client bool) (*ptRun, error) {
 	if err := checkPerftest(&o); err != nil {
 		return nil, err
 	}
-	return &ptRun{o: o, peers: make([]*peer, o.QPs), conns: make([]*endpoint.Conn, o.QPs),
+	return &ptRun{o: o, client: client, peers: make([]*peer, o.QPs), conns: make([]*endpoint.Conn, o.QPs),
 		res: Result{Test: o.Test, QPs: o.QPs, Depth: o.Depth, CQMod: o.CQMod, Exchange: "perftest " + ptVersion}}, nil
 }
 
@@ -66,7 +68,11 @@ func (r *ptRun) close() {
 // (BUFF_SIZE(size, cycle buffer) octets from the vaddr).
 func (r *ptRun) newPeer(i int) (*endpoint.QP, error) {
 	o := &r.o
-	p, err := newPeer(o.Test, o.Size, o.Depth, o.IRD, o.ORD, o.Timeout)
+	depth := o.Depth
+	if o.Test == SendBW && !r.client {
+		depth = max(depth, (ptRxDepth(o.Iters)+1)/2) // 2×depth receives: rx_depth at least
+	}
+	p, err := newPeer(o.Test, o.Size, depth, o.IRD, o.ORD, o.Timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -75,8 +81,11 @@ func (r *ptRun) newPeer(i int) (*endpoint.QP, error) {
 			return nil, err
 		}
 	}
-	if o.Test == SendLat {
+	switch {
+	case o.Test == SendLat:
 		p.postInitialRecvs(SendLat, true) // the pings or pongs
+	case o.Test == SendBW && !r.client:
+		p.postInitialRecvs(SendBW, false) // what perftest's sender may send before our first credit
 	}
 	r.peers[i] = p
 	return p.qp, nil
@@ -88,8 +97,11 @@ func (r *ptRun) exchange(ctx context.Context) error {
 	r.mine = make([]ptDest, len(r.peers))
 	for i, p := range r.peers {
 		r.mine[i] = ptDest{QPN: p.qp.Num(), PSN: rand.Uint32() & 0xffffff, RKey: uint32(p.buf.STag()), VAddr: p.buf.Addr()}
-		if r.o.Test == ReadBW || r.o.Test == ReadLat {
+		switch r.o.Test {
+		case ReadBW, ReadLat:
 			r.mine[i].OutReads = uint32(min(r.o.Depth, 128))
+		case SendBW:
+			r.mine[i].RKey, r.mine[i].VAddr = uint32(p.ctl.STag()), p.ctl.Addr()+uint64(p.creditOff())
 		}
 	}
 	var err error
@@ -101,6 +113,22 @@ func (r *ptRun) exchange(ctx context.Context) error {
 	r.res.Local = Address{Addr: c0.LocalAddr().String(), QPN: p0.qp.Num(), STag: uint32(p0.buf.STag()), VAddr: p0.buf.Addr()}
 	r.res.Remote = Address{Addr: c0.RemoteAddr().String(), QPN: r.rem[0].QPN, STag: r.rem[0].RKey, VAddr: r.rem[0].VAddr}
 	return nil
+}
+
+// each runs f on every test QP at once and returns their stats.
+func (r *ptRun) each(f func(i int, p *peer) (stats, error)) ([]stats, error) {
+	ss := make([]stats, len(r.peers))
+	errs := make([]error, len(r.peers))
+	var wg sync.WaitGroup
+	for i, p := range r.peers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ss[i], errs[i] = f(i, p)
+		}()
+	}
+	wg.Wait()
+	return ss, errors.Join(errs...)
 }
 
 func (r *ptRun) counters() {
@@ -143,7 +171,7 @@ func ptConnect(ctx context.Context, dial Dialer, cfg endpoint.Config, mk func() 
 // RunPerftest runs one test of one size as the client of perftest's
 // server (ib_write_bw -R and its kin).
 func RunPerftest(ctx context.Context, dial Dialer, o Options) (Result, error) {
-	r, err := newPTRun(o)
+	r, err := newPTRun(o, true)
 	if err != nil {
 		return Result{}, err
 	}
@@ -181,25 +209,18 @@ func RunPerftest(ctx context.Context, dial Dialer, o Options) (Result, error) {
 	if err := r.exchange(ctx); err != nil {
 		return r.res, err
 	}
-	ss := make([]stats, o.QPs)
-	errs := make([]error, o.QPs)
-	done := make(chan struct{})
 	clk := &clock{iters: o.Iters, stop: o.Stop}
-	for i, p := range r.peers {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			adv := advert{Addr: r.rem[i].VAddr, RKey: r.rem[i].RKey, Len: max(o.Size, r.cycle)}
-			if IsLat(o.Test) {
-				ss[i], errs[i] = p.activeLat(ctx, &o, adv, clk)
-			} else {
-				ss[i], errs[i] = p.activeBW(ctx, &o, adv, clk)
-			}
-		}()
-	}
-	for range r.peers {
-		<-done
-	}
-	if err := errors.Join(errs...); err != nil {
+	ss, err := r.each(func(i int, p *peer) (stats, error) {
+		adv := advert{Addr: r.rem[i].VAddr, RKey: r.rem[i].RKey, Len: max(o.Size, r.cycle)}
+		switch {
+		case o.Test == SendBW:
+			return p.sendCredited(ctx, &o, ptRxDepth(o.Iters))
+		case IsLat(o.Test):
+			return p.activeLat(ctx, &o, adv, clk)
+		}
+		return p.activeBW(ctx, &o, adv, clk)
+	})
+	if err != nil {
 		return r.res, err
 	}
 	r.res.Row, r.res.Bytes, r.res.Msgs = aggregate(o.Size, ss)
@@ -222,7 +243,7 @@ func RunPerftest(ctx context.Context, dial Dialer, o Options) (Result, error) {
 // (bandwidth tests). The client's Writes are placed and its Reads answered
 // by the endpoint; only ib_send_lat's pings need an answer here.
 func ServePerftest(ctx context.Context, l *endpoint.Listener, o Options) (Result, error) {
-	r, err := newPTRun(o)
+	r, err := newPTRun(o, false)
 	if err != nil {
 		return Result{}, err
 	}
@@ -263,11 +284,20 @@ func ServePerftest(ctx context.Context, l *endpoint.Listener, o Options) (Result
 	}
 	// The client runs now; the server waits for the end as long as ctx
 	// lets it.
-	if o.Test == SendLat {
+	var ss []stats
+	switch o.Test {
+	case SendLat:
 		for _, p := range r.peers {
 			if err := p.echo(ctx, o.Iters); err != nil {
 				return r.res, err
 			}
+		}
+	case SendBW:
+		// perftest's send_bw receiver measures, and prints, its own row.
+		if ss, err = r.each(func(i int, p *peer) (stats, error) {
+			return p.recvCredited(ctx, &o, ptRxDepth(o.Iters), r.rem[i])
+		}); err != nil {
+			return r.res, err
 		}
 	}
 	rep, err := r.comm.finish(ctx, o.Test, r.mine[0], ptReport{Size: uint64(o.Size)}, 0)
@@ -280,7 +310,11 @@ func ServePerftest(ctx context.Context, l *endpoint.Listener, o Options) (Result
 		drainWrites(ctx, r.peers, rep.Iters, o.Timeout)
 	}
 	r.counters()
-	if IsLat(o.Test) {
+	switch {
+	case ss != nil:
+		r.res.Row, r.res.Bytes, r.res.Msgs = aggregate(o.Size, ss)
+		return r.res, nil
+	case IsLat(o.Test):
 		// No report: perftest's latency server prints none either.
 		r.res.Row = Row{Size: o.Size, Iters: o.Iters}
 		return r.res, nil

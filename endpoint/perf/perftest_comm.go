@@ -67,7 +67,12 @@ var ptLayout = map[string][]string{
 	ReadBW:  {"q", "q", "1"},      // read_bw.c
 	ReadLat: {"1", "q", "q", "1"}, // read_lat.c
 	SendLat: {"q", "1", "q", "1"}, // send_lat.c: the last after posting its receives
+	SendBW:  {"q", "1", "q", "1"}, // send_bw.c: the same; the records name credit words
 }
+
+// ptReports says whether test exchanges its reports after the run
+// (xchg_bw_reports: the one-way RDMA bandwidth tests).
+func ptReports(test string) bool { return test == WriteBW || test == ReadBW }
 
 // ptDest is perftest's pingpong_dest.
 type ptDest struct {
@@ -274,12 +279,12 @@ func (c *ptComm) dests(ctx context.Context, test string, mine []ptDest) ([]ptDes
 	return rem, nil
 }
 
-// finish runs what follows the run: for the bandwidth tests the end,
-// the reports (it returns the peer's) and the close; for the latency
-// tests the close. wait bounds the first exchange (the server waits
+// finish runs what follows the run: for write_bw and read_bw the end,
+// the reports (it returns the peer's) and the close; for the others the
+// close. wait bounds the first exchange (the server waits
 // there while the client runs).
 func (c *ptComm) finish(ctx context.Context, test string, d ptDest, my ptReport, wait time.Duration) (ptReport, error) {
-	if _, err := c.xchg(ctx, d.encode(), wait); err != nil || IsLat(test) {
+	if _, err := c.xchg(ctx, d.encode(), wait); err != nil || !ptReports(test) {
 		return ptReport{}, err
 	}
 	var f [5]uint64

@@ -24,7 +24,13 @@ func TestPerftestLoopback(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer l.Close()
-				o := Options{Test: test, Size: 4096, Iters: 300, QPs: qps}
+				// send_bw: more than its 512 receives, so that the sender
+				// needs the receiver's credits to finish.
+				n := 300
+				if test == SendBW {
+					n = 1500
+				}
+				o := Options{Test: test, Size: 4096, Iters: n, QPs: qps}
 				type out struct {
 					r   Result
 					err error
@@ -42,16 +48,16 @@ func TestPerftestLoopback(t *testing.T) {
 				if s.err != nil {
 					t.Fatalf("server: %v", s.err)
 				}
-				if cl.Msgs != int64(300*qps) || cl.Row.Iters != 300 || cl.Row.AvgBps <= 0 || (cl.Row.Lat == nil) != IsBW(test) {
+				if cl.Msgs != int64(n*qps) || cl.Row.Iters != n || cl.Row.AvgBps <= 0 || (cl.Row.Lat == nil) != IsBW(test) {
 					t.Errorf("client: %d messages, row %+v", cl.Msgs, cl.Row)
 				}
 				// The server has the client's report of a bandwidth run.
-				if s.r.Row.Size != 4096 || s.r.Row.Iters != 300 || (s.r.Row.AvgBps > 0) != IsBW(test) {
+				if s.r.Row.Size != 4096 || s.r.Row.Iters != n || (s.r.Row.AvgBps > 0) != IsBW(test) {
 					t.Errorf("server's copy of the client's report: %+v", s.r.Row)
 				}
 				// What the client's operations moved, as the server's QPs counted it.
-				want := uint64(300 * qps)
-				got := map[string]uint64{WriteBW: s.r.Counter.RxWrites, ReadBW: s.r.Counter.RxReadReqs,
+				want := uint64(n * qps)
+				got := map[string]uint64{WriteBW: s.r.Counter.RxWrites, ReadBW: s.r.Counter.RxReadReqs, SendBW: s.r.Counter.RxSends,
 					ReadLat: s.r.Counter.RxReadReqs, SendLat: s.r.Counter.RxSends}[test]
 				if got != want {
 					t.Errorf("server received %d %s operations, want %d", got, test, want)
