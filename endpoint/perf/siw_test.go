@@ -24,14 +24,21 @@ type siwStep struct {
 var siwSteps = []siwStep{
 	{WriteBW, true}, {WriteBW, false},
 	{ReadBW, true}, {ReadBW, false},
+	{SendBW, true}, {SendBW, false},
 	{ReadLat, true}, {ReadLat, false},
 	{SendLat, true}, {SendLat, false},
 }
 
-const (
-	siwSize  = 4096
-	siwIters = 200
-)
+const siwSize = 4096
+
+// siwIters is a step's -n: send_bw's beyond its 512 receives, so that
+// the sender needs the receiver's credits.
+func siwIters(test string) int {
+	if test == SendBW {
+		return 1000
+	}
+	return 200
+}
 
 type siwOutcome struct {
 	res Result
@@ -39,8 +46,8 @@ type siwOutcome struct {
 }
 
 // TestSiwPerf runs iwperf against perftest's ib_write_bw, ib_read_bw,
-// ib_read_lat and ib_send_lat with -R in the Linux siw guest, both ways,
-// in one VM boot: the perftest side must exit 0 and print the run's row
+// ib_send_bw, ib_read_lat and ib_send_lat with -R in the Linux siw guest,
+// both ways, in one VM boot: the perftest side must exit 0 and print the run's row
 // (all but ib_read_lat's server, which prints none), iwperf's side must
 // complete, and iwperf's server must have seen every operation of
 // perftest's client.
@@ -60,7 +67,7 @@ func TestSiwPerf(t *testing.T) {
 	var wg sync.WaitGroup
 	vmDone := make(chan struct{})
 	o := func(test string) Options {
-		return Options{Test: test, Size: siwSize, Iters: siwIters, Timeout: 30 * time.Second}
+		return Options{Test: test, Size: siwSize, Iters: siwIters(test), Timeout: 30 * time.Second}
 	}
 	for i, s := range siwSteps {
 		gport := 7600 + i
@@ -70,7 +77,7 @@ func TestSiwPerf(t *testing.T) {
 			hport := siwpeer.FreePort(t)
 			opts.HostFwd = append(opts.HostFwd, fmt.Sprintf("%d:%d", hport, gport))
 			fmt.Fprintf(&script, "timeout 60 %s -R -d siw0 -F -p %d -s %d -n %d > /tmp/%d.log 2>&1 & SP=$!\n%s\n%s\nwait $SP; RC=$?\n",
-				tool, gport, siwSize, siwIters, i, siwpeer.WaitListen(gport), siwpeer.Signal(i))
+				tool, gport, siwSize, siwIters(s.test), i, siwpeer.WaitListen(gport), siwpeer.Signal(i))
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -90,7 +97,7 @@ func TestSiwPerf(t *testing.T) {
 			defer l.Close()
 			opts.GuestFwd = append(opts.GuestFwd, fmt.Sprintf("%d:%d", gport, l.Addr().(*net.TCPAddr).Port))
 			fmt.Fprintf(&script, "timeout 60 %s -R -d siw0 -F -p %d -s %d -n %d 10.0.2.100 > /tmp/%d.log 2>&1; RC=$?\n",
-				tool, gport, siwSize, siwIters, i)
+				tool, gport, siwSize, siwIters(s.test), i)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -147,11 +154,12 @@ func TestSiwPerf(t *testing.T) {
 			}
 			// Both sides print the client's measurement: perftest's server
 			// the one iwperf reported, iwperf's server the one perftest did.
-			row := regexp.MustCompile(fmt.Sprintf(`(?m)^ %d +%d +[0-9.]+ +[0-9.]+`, siwSize, siwIters))
+			n := siwIters(s.test)
+			row := regexp.MustCompile(fmt.Sprintf(`(?m)^ %d +%d +[0-9.]+ +[0-9.]+`, siwSize, n))
 			if !row.MatchString(guest) && !(s.test == ReadLat && s.guestServer) {
-				t.Errorf("perftest printed no row of %d × %d octets", siwIters, siwSize)
+				t.Errorf("perftest printed no row of %d × %d octets", n, siwSize)
 			}
-			if res.Row.Size != siwSize || res.Row.Iters != siwIters {
+			if res.Row.Size != siwSize || res.Row.Iters != n {
 				t.Errorf("iwperf's row: %+v", res.Row)
 			}
 			if s.guestServer && (res.Row.AvgBps <= 0 || (res.Row.Lat == nil) != IsBW(s.test)) {
@@ -159,10 +167,10 @@ func TestSiwPerf(t *testing.T) {
 			}
 			if !s.guestServer {
 				// iwperf served: its QP counted what perftest's client did.
-				got := map[string]uint64{WriteBW: res.Counter.RxWrites, ReadBW: res.Counter.RxReadReqs,
+				got := map[string]uint64{WriteBW: res.Counter.RxWrites, ReadBW: res.Counter.RxReadReqs, SendBW: res.Counter.RxSends,
 					ReadLat: res.Counter.RxReadReqs, SendLat: res.Counter.RxSends}[s.test]
-				if got < siwIters {
-					t.Errorf("iwperf's server saw %d %s operations of perftest's, want at least %d", got, s.test, siwIters)
+				if got < uint64(n) {
+					t.Errorf("iwperf's server saw %d %s operations of perftest's, want at least %d", got, s.test, n)
 				}
 			}
 		})
