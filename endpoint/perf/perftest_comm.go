@@ -12,7 +12,7 @@ import (
 )
 
 // perftest's own exchange, so that iwperf meets ib_write_bw, ib_read_bw,
-// ib_read_lat and ib_send_lat with -R (linux-rdma/perftest, the 6.06 that
+// ib_send_bw, ib_read_lat and ib_send_lat with -R (linux-rdma/perftest, the 6.06 that
 // Debian bookworm's 4.5-0.17 package builds; perftest_communication.c and
 // each test's main).
 //
@@ -30,14 +30,16 @@ import (
 //	dest       56 octets, a pingpong_dest (below), all zero
 //	           ... the test connections: -q rdma_cm connections to the same
 //	           port (the server listens again only now), no Private Data,
-//	           IRD/ORD = out_reads for read_bw, 0 otherwise ...
+//	           IRD/ORD = out_reads for the Read tests, 0 otherwise ...
 //	dest       zero again
-//	dest ...   each QP's record (rkey, vaddr of the buffer to Write/Read),
-//	           in each test's own order (ptLayout), with syncs between
+//	dest ...   each QP's record (rkey, vaddr of the buffer to Write/Read,
+//	           or of send_bw's credit word), in each test's own order
+//	           (ptLayout), with syncs between
 //	           ... the client runs; the server waits in the next exchange
-//	           (ib_send_lat's server echoes each Send first) ...
-//	dest       end of the run (bandwidth tests)
-//	report     5 × 8 octets (bandwidth tests): size, iterations, BW peak,
+//	           (ib_send_lat's server echoes each Send first, ib_send_bw's
+//	           receives and credits) ...
+//	dest       end of the run (write_bw, read_bw)
+//	report     5 × 8 octets (write_bw, read_bw): size, iterations, BW peak,
 //	           BW average (MB/sec, or Gb/sec with the client's
 //	           --report_gbits), MsgRate (Mpps); integers and IEEE doubles
 //	           in network order

@@ -2,6 +2,7 @@ package perf
 
 import (
 	"context"
+	"encoding/hex"
 	"testing"
 	"time"
 
@@ -63,6 +64,32 @@ func TestPerftestLoopback(t *testing.T) {
 					t.Errorf("server received %d %s operations, want %d", got, test, want)
 				}
 			})
+		}
+	}
+}
+
+// TestPTDestCaptured decodes a pingpong_dest as ib_write_bw sent it over
+// siw (testdata/siw/ib_write_bw_4096.pcap, frame 28's Send), re-encodes
+// it, and refuses every other length.
+func TestPTDestCaptured(t *testing.T) {
+	b, _ := hex.DecodeString("00000000" + "00000001" + "00000003" + "00e0a790" + "3bb6ba00" + "00000000" +
+		"0000562aa1241000" + "52540012345600000000000000000000" + "00000000" + "00000000")
+	d, err := decodeDest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (ptDest{OutReads: 1, QPN: 3, PSN: 0xe0a790, RKey: 0x3bb6ba00, VAddr: 0x562aa1241000}); d != want {
+		t.Fatalf("decoded %+v, want %+v", d, want)
+	}
+	if e, _ := decodeDest(d.encode()); e != d {
+		t.Fatalf("re-encoded %+v", e)
+	}
+	for n := 0; n < len(b)+8; n++ {
+		if n == ptDestLen {
+			continue
+		}
+		if _, err := decodeDest(append(b[:0:0], append(b, make([]byte, 8)...)[:n]...)); err == nil {
+			t.Fatalf("a %d-octet record decoded", n)
 		}
 	}
 }
