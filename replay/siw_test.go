@@ -30,7 +30,9 @@ func TestSiwStatefulRping(t *testing.T) {
 %s
 wait $SP; echo "=== RESULT rc=$?"; tail -n 8 /tmp/s.log; dmesg | grep -i siw | tail -n 4
 `, gport, siwpeer.WaitListen(gport), siwpeer.Signal(0))
-	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	// The VM gets budget once it boots; the host side waits as long as
+	// the test may: another package's VM can hold the boot lock first.
+	ctx, cancel := context.WithTimeout(context.Background(), siwpeer.HostWait(t))
 	defer cancel()
 	var res *Result
 	var err error

@@ -59,7 +59,9 @@ func TestSiwPerf(t *testing.T) {
 	}
 	ready := siwpeer.NewReady(t, len(siwSteps))
 	opts := siwpeer.Options{Timeout: budget, GuestFwd: []string{ready.Fwd()}}
-	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	// The VM gets budget once it boots; the host side waits as long as
+	// the test may: another package's VM can hold the boot lock first.
+	ctx, cancel := context.WithTimeout(context.Background(), siwpeer.HostWait(t))
 	defer cancel()
 
 	var script strings.Builder

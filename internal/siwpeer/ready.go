@@ -84,6 +84,16 @@ func WaitListen(port int) string {
 	return fmt.Sprintf("for k in $(seq 100); do ss -ltn | grep -q \":%d \" && break; sleep 0.1; done", port)
 }
 
+// HostWait is how long a test's host side may wait for its VM: until
+// shortly before the test's deadline (10 minutes without one), since
+// Start may first wait for another test's VM to end.
+func HostWait(t *testing.T) time.Duration {
+	if dl, ok := t.Deadline(); ok {
+		return time.Until(dl) - 15*time.Second
+	}
+	return 10 * time.Minute
+}
+
 // FreePort finds a free host TCP port for a qemu forward. The port is
 // released at once: qemu binds it when the VM starts.
 func FreePort(t testing.TB) int {
