@@ -12,7 +12,7 @@ import (
 )
 
 // iwperf as either side of perftest's -R tools (ib_write_bw, ib_read_bw,
-// ib_read_lat, ib_send_lat), through perftest's own exchange
+// ib_send_bw, ib_read_lat, ib_send_lat), through perftest's own exchange
 // (perftest_comm.go). Both sides need the same -s, -n and -q, as perftest
 // needs: they are not exchanged.
 
@@ -240,8 +240,10 @@ func RunPerftest(ctx context.Context, dial Dialer, o Options) (Result, error) {
 
 // ServePerftest serves one client of perftest's (ib_write_bw -R HOST and
 // its kin) from l and returns the client's measurement from its report
-// (bandwidth tests). The client's Writes are placed and its Reads answered
-// by the endpoint; only ib_send_lat's pings need an answer here.
+// (write_bw, read_bw), its own as send_bw's receiver, or the run's size
+// and count (latency tests). The client's Writes are placed and its
+// Reads answered by the endpoint; here ib_send_lat's pings are echoed and
+// ib_send_bw's Sends received and credited.
 func ServePerftest(ctx context.Context, l *endpoint.Listener, o Options) (Result, error) {
 	r, err := newPTRun(o, false)
 	if err != nil {
