@@ -32,10 +32,10 @@ var siwSteps = []siwStep{
 const siwSize = 4096
 
 // siwIters is a step's -n: send_bw's beyond its 512 receives, so that
-// the sender needs the receiver's credits.
+// the sender needs the receiver's credits (its first after 170).
 func siwIters(test string) int {
 	if test == SendBW {
-		return 1000
+		return 600
 	}
 	return 200
 }
@@ -53,7 +53,9 @@ type siwOutcome struct {
 // perftest's client.
 func TestSiwPerf(t *testing.T) {
 	peer := siwpeer.Require(t)
-	budget := 4 * time.Minute
+	// The run takes 1.5 to 3.5 minutes under TCG on 2 loaded cores; the
+	// limit only ends a hung guest.
+	budget := 8 * time.Minute
 	if dl, ok := t.Deadline(); ok {
 		budget = min(budget, time.Until(dl)-30*time.Second)
 	}
