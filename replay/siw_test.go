@@ -54,6 +54,8 @@ wait $SP; echo "=== RESULT rc=$?"; tail -n 8 /tmp/s.log; dmesg | grep -i siw | t
 	vm, verr := peer.Start(t, script, siwpeer.Options{Timeout: budget, GuestFwd: []string{ready.Fwd()},
 		HostFwd: []string{fmt.Sprintf("%d:%d", hport, gport)}})
 	if verr != nil {
+		close(vmDone)
+		<-done
 		t.Fatal(verr)
 	}
 	r := vm.Wait()

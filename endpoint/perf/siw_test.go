@@ -127,6 +127,8 @@ func TestSiwPerf(t *testing.T) {
 	start := time.Now()
 	vm, err := peer.Start(t, script.String(), opts)
 	if err != nil {
+		close(vmDone)
+		wg.Wait()
 		t.Fatal(err)
 	}
 	r := vm.Wait()
