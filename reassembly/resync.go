@@ -712,7 +712,9 @@ func (f *framer) examine(w []byte, p uint32, h *hyp, crc crcMode, strict, pre, f
 			}
 		}
 	}
-	a.work += uint64(n)
+	if crc != crcOff || h.markers {
+		a.work += uint64(n) // the octets are read: CRC, markers
+	}
 	fp := &a.fp
 	var match bool
 	mk := 0
