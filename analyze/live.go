@@ -154,9 +154,9 @@ type LiveConfig struct {
 
 // Live is a live capture as a Source.
 type Live struct {
-	l      *pcap.Live
-	cfg    LiveConfig
-	ch     chan *liveFrame
+	l   *pcap.Live
+	cfg LiveConfig
+	ch  chan *liveFrame
 	// free holds the buffers of decoded frames for the capture loop to
 	// reuse (a sync.Pool would lose them at every garbage collection,
 	// and the loop would allocate 64 KiB frames again); freeOctets, what
@@ -165,8 +165,8 @@ type Live struct {
 	freeOctets atomic.Int64
 	cur        *liveFrame
 	queued     atomic.Int64 // octets in the channel
-	w      *pcap.RotatingWriter
-	sig    chan os.Signal
+	w          *pcap.RotatingWriter
+	sig        chan os.Signal
 
 	captured  atomic.Uint64
 	undecoded atomic.Uint64
