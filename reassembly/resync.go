@@ -344,6 +344,22 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 			o += (f.align - int((f.pos+uint32(o))&3) + 4) & 3
 		}
 		for ; o < stop; o += step {
+			if o+12 <= len(acc) && (!h.markers || ((uint32(o)-s0)%decode.MarkerSpacing)-1 < decode.MarkerSpacing-12) {
+				// 12 octets and no marker among them: the common case.
+				b := acc[o : o+12]
+				x := uint(b[2])<<8 | uint(b[3])
+				if tab[x>>3]&(1<<(x&7)) == 0 {
+					continue
+				}
+				if b[2]&decode.DDPFlagT == 0 && binary.BigEndian.Uint32(b[8:]) != opQN[b[3]&decode.RDMAPOpMask] {
+					continue
+				}
+				if r, ok := f.candidate(o, h, need, strict, final, false); ok {
+					f.scanned = o + 1
+					return o, r, true
+				}
+				continue
+			}
 			// The octets before the next marker are the FPDU's own.
 			clean := len(acc) - o
 			if h.markers {
