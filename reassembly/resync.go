@@ -345,7 +345,9 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 		}
 		for ; o < stop; o += step {
 			if o+12 <= len(acc) && (!h.markers || ((uint32(o)-s0)%decode.MarkerSpacing)-1 < decode.MarkerSpacing-12) {
-				// 12 octets and no marker among them: the common case.
+				// 12 octets and no marker among them: the common case,
+				// with constant bounds (the general case below is 5–15%
+				// slower in BenchmarkResyncRandom).
 				b := acc[o : o+12]
 				x := uint(b[2])<<8 | uint(b[3])
 				if tab[x>>3]&(1<<(x&7)) == 0 {
