@@ -250,8 +250,17 @@ func (s *Live) capture() {
 			s.err = err
 			return
 		}
+		// The decoder's copy first, then the tee's from it: the ring's
+		// octets, just written by the kernel on another CPU, are read
+		// once; the second copy reads the first from the cache.
+		data := fr.Data
+		if s.cfg.Decode {
+			if b := s.enqueue(&fr); b != nil {
+				data = b
+			}
+		}
 		if s.w != nil {
-			if err := s.w.WriteFrame(fr.Timestamp, fr.Data, fr.OrigLen); err != nil {
+			if err := s.w.WriteFrame(fr.Timestamp, data, fr.OrigLen); err != nil {
 				if errors.Is(err, pcap.ErrFileLimit) {
 					s.cfg.Tee.limitReached()
 				} else {
@@ -262,9 +271,6 @@ func (s *Live) capture() {
 			}
 		}
 		n := s.captured.Add(1)
-		if s.cfg.Decode {
-			s.enqueue(&fr)
-		}
 		if count > 0 && n >= count {
 			s.l.Stop()
 			return
@@ -272,11 +278,13 @@ func (s *Live) capture() {
 	}
 }
 
-// enqueue hands a copy of fr to the decoder, unless the queue is full.
-func (s *Live) enqueue(fr *pcap.Frame) {
+// enqueue hands a copy of fr to the decoder, unless the queue is full, and
+// returns the copy (nil: none). Only the decoder reads it until the
+// capture loop's next enqueue; the decoder only reads it.
+func (s *Live) enqueue(fr *pcap.Frame) []byte {
 	if len(s.ch) == cap(s.ch) || s.queued.Load()+int64(len(fr.Data)) > s.cfg.QueueOctets {
 		s.undecoded.Add(1)
-		return
+		return nil
 	}
 	var lf *liveFrame
 	select {
@@ -293,6 +301,7 @@ func (s *Live) enqueue(fr *pcap.Frame) {
 	lf.fr.Data = lf.buf
 	s.queued.Add(int64(len(lf.buf)))
 	s.ch <- lf // cannot block: this goroutine is the only sender
+	return lf.buf
 }
 
 // watchLag reports, at most once per LagEvery, that decoding fell behind.
