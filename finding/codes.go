@@ -26,6 +26,7 @@ const (
 	TCPGap                 // octets not captured (dropped, snaplen) or given up
 	TCPLateData            // octets for a hole already given up
 	TCPRetransInconsistent // a retransmission carries different octets
+	TCPFlowEvicted         // the flow table was full: the least recently active connection was dropped
 
 	// MPA framing (reassembly/, RFC 5044 §4, §7).
 	MPABadFrame        // MPA-04: an MPA Request/Reply that does not decode
@@ -177,6 +178,7 @@ var infos = [numCodes]Info{
 	TCPGap:                 {Name: "tcp.gap", Severity: Warning, Stage: StageReassembly, Ref: "analyzer", Summary: "octets of a direction missing from the capture"},
 	TCPLateData:            {Name: "tcp.late_data", Severity: Note, Stage: StageReassembly, Ref: "analyzer", Summary: "octets arrived for a hole already reported as a gap"},
 	TCPRetransInconsistent: {Name: "tcp.retrans_inconsistent", Severity: Warning, Stage: StageReassembly, Ref: "analyzer", Summary: "retransmitted octets differ from the first copy"},
+	TCPFlowEvicted:         {Name: "tcp.flow_evicted", Severity: Warning, Stage: StageReassembly, Ref: "analyzer", Summary: "flow table full (iwdump --max-flows): the least recently active connection was dropped, what it held reported as a gap"},
 
 	MPABadFrame:        {Name: "mpa.bad_frame", Severity: Error, Stage: StageReassembly, Checks: []string{"MPA-04"}, Summary: "MPA key followed by a frame that does not decode (RFC 5044 §7.1.1)"},
 	MPAFramingLost:     {Name: "mpa.framing_lost", Severity: Error, Stage: StageReassembly, Checks: []string{"MPA-21"}, Summary: "FPDU with an impossible ULPDU_Length or DDP/RDMAP header: looking for the next boundary"},
