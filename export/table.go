@@ -30,12 +30,13 @@ const (
 	Time                       // INT64, TIMESTAMP(isAdjustedToUTC=true, NANOS)
 	Int64s                     // LIST of required INT64 (INT(64, true))
 	Strings                    // LIST of required STRING
+	Uint32s                    // LIST of required INT32 (INT(32, false))
 )
 
 // SQL names the type as DuckDB shows it: what the README's schema lists.
 func (t ColType) SQL() string {
 	return [...]string{"", "BOOLEAN", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "BIGINT", "VARCHAR", "BLOB",
-		"TIMESTAMP WITH TIME ZONE", "BIGINT[]", "VARCHAR[]"}[t]
+		"TIMESTAMP WITH TIME ZONE", "BIGINT[]", "VARCHAR[]", "UINTEGER[]"}[t]
 }
 
 // goType and tag give the column to parquet-go's schema builder.
@@ -63,6 +64,8 @@ func (t ColType) goType() (reflect.Type, string) {
 		return reflect.TypeFor[[]int64](), ",list"
 	case Strings:
 		return reflect.TypeFor[[]string](), ",list"
+	case Uint32s:
+		return reflect.TypeFor[[]uint32](), ",list"
 	}
 	panic("export: bad column type")
 }
@@ -207,6 +210,10 @@ func (r *row) strOrNull(s string) {
 // empty list is a single value at definition level 0).
 func (r *row) i64s(xs []int) {
 	r.list(len(xs), func(i int) parquet.Value { return parquet.Int64Value(int64(xs[i])) })
+}
+
+func (r *row) u32s(xs []uint32) {
+	r.list(len(xs), func(i int) parquet.Value { return parquet.Int32Value(int32(xs[i])) })
 }
 
 func (r *row) strs(xs []string) {

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-var exportLine = regexp.MustCompile(`^capture=(\S+) frames=(\d+) connections=(\d+) pdus=(\d+) operations=(\d+) findings=(\d+)$`)
+var exportLine = regexp.MustCompile(`^capture=(\S+) frames=(\d+) connections=(\d+) pdus=(\d+) operations=(\d+) findings=(\d+) commands=(\d+)$`)
 
 // TestConcurrentWriters: 4 processes export 8 capture sets into one
 // directory at once (2 each, --each --jobs 2); the directory then reads
