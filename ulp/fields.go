@@ -140,6 +140,7 @@ var wireSize = map[string]int{
 	"smb2.msg_id": 8, "smb2.session_id": 8, "smb2.tree_id": 4, "smb2.async_id": 8, "smb2.credits": 2,
 	"smb2.flags": 4, "smb2.length": 4, "smb2.offset": 8, "smb2.remaining_bytes": 4, "smb2.token": 4,
 	"smb2.data_length": 4, "smb2.data_remaining": 4, "smb2.count": 4,
+	"smb2.max_read_size": 4, "smb2.max_write_size": 4,
 	// named values
 	"iser.opcode": 1, "iscsi.opcode": 1, "scsi.opcode": 1, "scsi.status": 1, "scsi.sense_key": 1,
 	"nvme.reject_status": 2, "nvme.opcode": 1, "nvme.fctype": 1, "nvme.lid": 1, "nvme.status": 2,

@@ -175,6 +175,7 @@ const MaxSTags = 8
 // task is an outstanding command.
 type task struct {
 	cmd    Command
+	key    uint64 // in Conn.tasks: the command's ID, but for RPC backchannel calls (rpcTaskKey)
 	stags  [MaxSTags]uint32
 	nstags int
 	seq    uint64 // creation order, for eviction
@@ -575,6 +576,7 @@ func (c *Conn) newTask(at At, p Proto, id uint64, name string) (t, old *task) {
 		t = &task{seq: c.seq}
 	}
 	t.cmd = Command{Proto: p, Name: name, ID: id, RequestFrame: at.Last, Start: at.Time}
+	t.key = id
 	c.tasks[id] = t
 	c.opened, c.openedSeq = t, t.seq // its target is read from the message once decoded
 	return t, old
@@ -618,8 +620,8 @@ func (c *Conn) dropTask(t *task) {
 			}
 		}
 	}
-	if c.tasks[t.cmd.ID] == t {
-		delete(c.tasks, t.cmd.ID)
+	if c.tasks[t.key] == t {
+		delete(c.tasks, t.key)
 		if len(c.freeTasks) < 64 && t.data == nil {
 			c.freeTasks = append(c.freeTasks, t)
 		}
