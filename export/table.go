@@ -10,7 +10,6 @@ import (
 	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress/snappy"
 )
 
 // ColType is the type of a column, as it is in the Parquet files. Only
@@ -88,6 +87,10 @@ type Table struct {
 	index  map[string]int
 	def    []uint8         // definition level of a value, by column
 	nulls  []parquet.Value // the NULL of each column
+	// nullRuns are batchRows NULLs of each optional column: what a batch
+	// hands the column writer for a column none of its rows has (most
+	// of the field-table columns of most PDUs), without building it.
+	nullRuns [][]parquet.Value
 }
 
 // newTable builds the Parquet schema of the columns, in their order (a
@@ -118,6 +121,14 @@ func newTable(name, desc string, cols []Column) *Table {
 		}
 		t.def = append(t.def, def)
 		t.nulls = append(t.nulls, parquet.Value{}.Level(0, 0, i))
+		var run []parquet.Value
+		if c.Optional {
+			run = make([]parquet.Value, batchRows)
+			for k := range run {
+				run[k] = t.nulls[i]
+			}
+		}
+		t.nullRuns = append(t.nullRuns, run)
 	}
 	return t
 }
@@ -274,8 +285,11 @@ func newPart(t *Table, dir, capture, name string) (*part, error) {
 	}
 	p.f = f
 	p.w = parquet.NewWriter(f, t.schema,
-		parquet.Compression(&snappy.Codec{}),
+		parquet.Compression(&fastSnappy{}),
 		parquet.PageBufferSize(16<<10),
+		// No statistics in the page headers: the column index (what
+		// engines prune pages by) and the chunk statistics keep them.
+		parquet.DataPageStatistics(false),
 		parquet.CreatedBy("iwkit", "", ""),
 		parquet.KeyValueMetadata("iwkit.table", t.Name),
 		parquet.KeyValueMetadata("iwkit.capture", capture))
@@ -319,18 +333,22 @@ func (p *part) flushBatch() {
 	if p.inBatch == 0 {
 		return
 	}
-	for i := range p.batch {
-		p.fill(i)
-		p.rowsIn[i] = 0
-	}
-	p.inBatch = 0
 	for i, cw := range p.w.ColumnWriters() {
+		vals := p.batch[i]
+		if p.rowsIn[i] == 0 && p.t.nullRuns[i] != nil {
+			vals = p.t.nullRuns[i][:p.inBatch] // NULL on every row of the batch
+		} else {
+			p.fill(i)
+			vals = p.batch[i]
+		}
+		p.rowsIn[i] = 0
 		if p.err == nil {
-			_, p.err = cw.WriteRowValues(p.batch[i])
+			_, p.err = cw.WriteRowValues(vals)
 		}
 		clear(p.batch[i]) // drop the references
 		p.batch[i] = p.batch[i][:0]
 	}
+	p.inBatch = 0
 	p.arena = p.arena[:0]
 }
 
