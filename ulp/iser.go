@@ -232,7 +232,7 @@ func (c *Conn) iserSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 	switch {
 	case !i2r: // ExpCmdSN, MaxCmdSN
 		c.iser.expCmdSN, c.iser.maxCmdSN, c.iser.window = be32(bhs[28:]), be32(bhs[32:]), true
-	case i2r && !imm && iop != 0x05 && iop != 0x03: // CmdSN at 24 on all but Data-Out and Login
+	case !imm && iop != 0x05 && iop != 0x03: // CmdSN at 24 on all but Data-Out and Login
 		c.cmdWindow(at, name, itt, be32(bhs[24:]))
 	}
 	m.b(fISCSIImm, imm)
