@@ -578,7 +578,9 @@ func (c *Conn) newTask(at At, p Proto, id uint64, name string) (t, old *task) {
 	t.cmd = Command{Proto: p, Name: name, ID: id, RequestFrame: at.Last, Start: at.Time}
 	t.key = id
 	c.tasks[id] = t
-	c.opened, c.openedSeq = t, t.seq // its target is read from the message once decoded
+	if c.opened == nil { // the message's fields are its first command's (an SMB2 compound's first)
+		c.opened, c.openedSeq = t, t.seq // its target is read from the message once decoded
+	}
 	return t, old
 }
 
