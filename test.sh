@@ -37,7 +37,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test.sh: the siw VM peer could not be built (output above); the tests that boot it say why (under CI=true they fail)" >&2
   fi
 else
-  echo "test.sh: the siw VM peer cannot be built here (needs root and apt-get): TestSiwInterop and internal/siwpeer's tests will skip, saying why (under CI=true they fail)" >&2
+  echo "test.sh: the siw VM peer cannot be built here (needs root and apt-get): TestSiwInterop, TestSiwConform and internal/siwpeer's tests will skip, saying why (under CI=true they fail)" >&2
 fi
 
 go mod download

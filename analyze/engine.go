@@ -35,6 +35,44 @@ type Config struct {
 	// off (package ulp; analyze/ulp.go).
 	DecodeAs map[uint16]ulp.Proto
 	NoULP    bool
+	// MaxFlows bounds the TCP flow table of the whole run (shared out
+	// among the workers; default 1024): when it is full the least recently
+	// active flow is evicted, what it held reported as a gap and its
+	// connection with a tcp.flow_evicted finding. The tracker keeps the
+	// state of as many connections. MemoryBudget bounds the reassembly
+	// buffers of the whole run in octets (default 16 MiB). KeepConns caps
+	// the closed connections Report.Conns keeps (default 2048; the ones
+	// past it are counted in Report.ConnsDropped). With the defaults a run
+	// stays within 100 MB resident on any input (DESIGN.md).
+	MaxFlows     int
+	MemoryBudget int64
+	KeepConns    int
+}
+
+// The defaults of Config's limits.
+const (
+	DefaultMaxFlows     = 1024
+	DefaultMemoryBudget = 16 << 20
+	DefaultKeepConns    = 2048
+)
+
+// limits returns the reassembly and tracker limits of one of n shards.
+func (c *Config) limits(n int) (reassembly.Config, track.Limits, int) {
+	flows, mem, keep := c.MaxFlows, c.MemoryBudget, c.KeepConns
+	if flows <= 0 {
+		flows = DefaultMaxFlows
+	}
+	if mem <= 0 {
+		mem = DefaultMemoryBudget
+	}
+	if keep <= 0 {
+		keep = DefaultKeepConns
+	}
+	flows = max(1, flows/n)
+	rc := reassembly.Config{Ports: c.Ports, MaxFlows: flows, MemoryBudget: mem / int64(n)}
+	// The tracker keeps every flow's connection (one it forgot while the
+	// flow lives would come back without its handshake).
+	return rc, track.Limits{Conns: flows, RetainedConns: max(1, keep/n)}, max(1, keep/n)
 }
 
 // MaxWorkers bounds Config.Workers: a chunk holds 128 frames per shard
@@ -107,6 +145,9 @@ type Report struct {
 	Worst     int // highest severity of the findings raised, as int(finding.Severity); -1: none
 	// ULP is what the storage-protocol layer decoded (-z nvme, ...).
 	ULP *ulp.Stats
+	// ConnsDropped counts the ended connections Conns does not hold
+	// (Config.KeepConns); their statistics are in Stats only.
+	ConnsDropped int
 }
 
 // Run reads src to its end (or Config.Count frames), passes every frame
@@ -124,19 +165,21 @@ func Run(src Source, cfg Config, w *bufio.Writer, newConsumer func(shard int, ou
 		return runSharded(src, &cfg, n, w, newConsumer)
 	}
 	out := &Out{w: w}
-	h := newHandler(newConsumer(0, out))
+	rc, lim, keep := cfg.limits(1)
+	h := newHandler(newConsumer(0, out), lim, keep)
 	h.ulpSetup(&cfg)
-	err := h.run(src, &cfg)
+	err := h.run(src, &cfg, rc)
 	return h.report(), err
 }
 
 // run feeds every frame through the reassembler and the tracker.
-func (h *handler) run(src Source, cfg *Config) error {
-	a := reassembly.New(reassembly.Config{Ports: cfg.Ports}, h)
+func (h *handler) run(src Source, cfg *Config, rc reassembly.Config) error {
+	a := reassembly.New(rc, h)
 	h.asm = a
 	var fr pcap.Frame
 	defer func() {
 		a.Flush()
+		h.finishing = true
 		h.t.Finish()
 		h.ulpFinish()
 	}()
@@ -178,25 +221,30 @@ type handler struct {
 	last  time.Time // timestamp of the latest frame
 	seen  bool      // a frame was seen: first is set
 	conns map[int]*reassembly.Conn
-	worst int
-	rec   Record
-	u     ulpState // the storage-protocol layer (ulp.go)
+	// keep: connections past the first keep to end in the tracker leave
+	// conns (ended counts them, dropped those that left); finishing: the
+	// end of the input, where every connection ends and stays.
+	keep, ended, dropped int
+	finishing            bool
+	worst                int
+	rec                  Record
+	u                    ulpState // the storage-protocol layer (ulp.go)
 	// beforeFinding, when set, hears of each tracker finding's connection
 	// before it is handed out (shard.go cuts the end of the capture by it).
 	beforeFinding func(conn int)
 }
 
-func newHandler(c Consumer) *handler {
-	h := &handler{c: c, conns: map[int]*reassembly.Conn{}, worst: -1}
+func newHandler(c Consumer, lim track.Limits, keep int) *handler {
+	h := &handler{c: c, conns: map[int]*reassembly.Conn{}, worst: -1, keep: keep}
 	h.fc, _ = c.(FrameConsumer)
-	h.t = track.New(track.Config{OnFinding: h.onFinding, OnOperation: h.onOperation, OnTerminate: h.onTerminate})
+	h.t = track.New(track.Config{OnFinding: h.onFinding, OnOperation: h.onOperation, OnTerminate: h.onTerminate, OnConnEnd: h.onConnEnd, Limits: lim})
 	h.feed = track.Feed{T: h.t}
 	return h
 }
 
 // report gathers what the statistics tables need; call it after run.
 func (h *handler) report() *Report {
-	r := &Report{Conns: h.conns, ConnStats: h.t.AllConnStats(), Stats: h.t.Stats(), Worst: h.worst, ULP: &h.u.stats}
+	r := &Report{Conns: h.conns, ConnsDropped: h.dropped, ConnStats: h.t.AllConnStats(), Stats: h.t.Stats(), Worst: h.worst, ULP: &h.u.stats}
 	if h.asm != nil {
 		r.Asm = h.asm.Stats()
 	}
@@ -241,6 +289,21 @@ func (h *handler) onTerminate(tr *track.TerminateReport) {
 	r.Term = tr
 	h.onTrackConn(r, tr.Conn, tr.Dir)
 	h.emit()
+}
+
+// onConnEnd drops a connection the tracker is done with from conns once
+// keep have ended: the tracker raises nothing more for it, and keeps the
+// statistics of the same first ones (Limits.RetainedConns).
+func (h *handler) onConnEnd(cs track.ConnStats) {
+	if h.finishing {
+		return
+	}
+	if h.ended++; h.ended > h.keep {
+		if _, ok := h.conns[cs.Conn]; ok {
+			delete(h.conns, cs.Conn)
+			h.dropped++
+		}
+	}
 }
 
 // onTrackConn fills the connection part of a record the tracker raised
@@ -401,6 +464,12 @@ func (h *handler) Closed(c *reassembly.Conn, e *reassembly.CloseEvent) {
 		return
 	}
 	h.ulpClosed(int(c.ID))
+	if e.Reason == reassembly.CloseEvicted {
+		// What the flow held was reported as gaps by the reassembly;
+		// what follows of the connection starts a new one.
+		h.finding(c, reassembly.DirAB, e.Frame, e.Time, finding.TCPFlowEvicted, "flow table full: connection dropped (the least recently active one)")
+		h.emit()
+	}
 	r := h.reset(KindClosed, e.Frame, e.Time)
 	r.onConn(c, reassembly.DirAB)
 	r.Close = e

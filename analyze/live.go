@@ -140,8 +140,10 @@ type LiveConfig struct {
 	// capture, before it waits: flush output there, so a quiet link shows
 	// what it had.
 	Idle func()
-	// Queue bounds between capture and decoder (0: 32768 frames, 128 MiB);
-	// beyond either, frames are written to the tee but not decoded.
+	// Queue bounds between capture and decoder (0: 32768 frames, 24 MiB:
+	// with the kernel ring in front of it and the analysis behind, the
+	// 100 MB budget); beyond either, frames are written to the tee but
+	// not decoded.
 	QueueFrames int
 	QueueOctets int64
 	// LagEvery is how often the lag is reported at most (0: a second).
@@ -152,14 +154,19 @@ type LiveConfig struct {
 
 // Live is a live capture as a Source.
 type Live struct {
-	l      *pcap.Live
-	cfg    LiveConfig
-	ch     chan *liveFrame
-	pool   sync.Pool
-	cur    *liveFrame
-	queued atomic.Int64 // octets in the channel
-	w      *pcap.RotatingWriter
-	sig    chan os.Signal
+	l   *pcap.Live
+	cfg LiveConfig
+	ch  chan *liveFrame
+	// free holds the buffers of decoded frames for the capture loop to
+	// reuse (a sync.Pool would lose them at every garbage collection,
+	// and the loop would allocate 64 KiB frames again); freeOctets, what
+	// they hold, stays within QueueOctets.
+	free       chan *liveFrame
+	freeOctets atomic.Int64
+	cur        *liveFrame
+	queued     atomic.Int64 // octets in the channel
+	w          *pcap.RotatingWriter
+	sig        chan os.Signal
 
 	captured  atomic.Uint64
 	undecoded atomic.Uint64
@@ -184,7 +191,7 @@ func OpenLive(cfg LiveConfig) (*Live, error) {
 		cfg.QueueFrames = 1 << 15
 	}
 	if cfg.QueueOctets <= 0 {
-		cfg.QueueOctets = 128 << 20
+		cfg.QueueOctets = 24 << 20
 	}
 	if cfg.LagEvery <= 0 {
 		cfg.LagEvery = time.Second
@@ -197,7 +204,7 @@ func OpenLive(cfg LiveConfig) (*Live, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Live{l: lc, cfg: cfg, ch: make(chan *liveFrame, cfg.QueueFrames),
+	s := &Live{l: lc, cfg: cfg, ch: make(chan *liveFrame, cfg.QueueFrames), free: make(chan *liveFrame, cfg.QueueFrames),
 		done: make(chan struct{}), lagDone: make(chan struct{})}
 	if cfg.Tee.Path != "" {
 		if s.w, err = cfg.Tee.open(lc.LinkType(), lc.Snaplen()); err != nil {
@@ -243,8 +250,17 @@ func (s *Live) capture() {
 			s.err = err
 			return
 		}
+		// The decoder's copy first, then the tee's from it: the ring's
+		// octets, just written by the kernel on another CPU, are read
+		// once; the second copy reads the first from the cache.
+		data := fr.Data
+		if s.cfg.Decode {
+			if b := s.enqueue(&fr); b != nil {
+				data = b
+			}
+		}
 		if s.w != nil {
-			if err := s.w.WriteFrame(fr.Timestamp, fr.Data, fr.OrigLen); err != nil {
+			if err := s.w.WriteFrame(fr.Timestamp, data, fr.OrigLen); err != nil {
 				if errors.Is(err, pcap.ErrFileLimit) {
 					s.cfg.Tee.limitReached()
 				} else {
@@ -255,9 +271,6 @@ func (s *Live) capture() {
 			}
 		}
 		n := s.captured.Add(1)
-		if s.cfg.Decode {
-			s.enqueue(&fr)
-		}
 		if count > 0 && n >= count {
 			s.l.Stop()
 			return
@@ -265,14 +278,19 @@ func (s *Live) capture() {
 	}
 }
 
-// enqueue hands a copy of fr to the decoder, unless the queue is full.
-func (s *Live) enqueue(fr *pcap.Frame) {
+// enqueue hands a copy of fr to the decoder, unless the queue is full, and
+// returns the copy (nil: none). Only the decoder reads it until the
+// capture loop's next enqueue; the decoder only reads it.
+func (s *Live) enqueue(fr *pcap.Frame) []byte {
 	if len(s.ch) == cap(s.ch) || s.queued.Load()+int64(len(fr.Data)) > s.cfg.QueueOctets {
 		s.undecoded.Add(1)
-		return
+		return nil
 	}
-	lf, _ := s.pool.Get().(*liveFrame)
-	if lf == nil {
+	var lf *liveFrame
+	select {
+	case lf = <-s.free:
+		s.freeOctets.Add(-int64(cap(lf.buf)))
+	default:
 		lf = &liveFrame{}
 	}
 	if cap(lf.buf) < len(fr.Data) {
@@ -283,6 +301,7 @@ func (s *Live) enqueue(fr *pcap.Frame) {
 	lf.fr.Data = lf.buf
 	s.queued.Add(int64(len(lf.buf)))
 	s.ch <- lf // cannot block: this goroutine is the only sender
+	return lf.buf
 }
 
 // watchLag reports, at most once per LagEvery, that decoding fell behind.
@@ -312,7 +331,13 @@ func (s *Live) watchLag() {
 func (s *Live) Next(f *pcap.Frame) error {
 	if s.cur != nil {
 		s.queued.Add(-int64(len(s.cur.buf)))
-		s.pool.Put(s.cur)
+		if n := int64(cap(s.cur.buf)); s.freeOctets.Load()+n <= s.cfg.QueueOctets {
+			select {
+			case s.free <- s.cur:
+				s.freeOctets.Add(n)
+			default:
+			}
+		}
 		s.cur = nil
 	}
 	var lf *liveFrame

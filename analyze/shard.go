@@ -277,15 +277,15 @@ type shard struct {
 	end shardOut
 }
 
-func newShard(id int, cfg *Config, newConsumer func(int, *Out) Consumer) *shard {
+func newShard(id, n int, cfg *Config, newConsumer func(int, *Out) Consumer) *shard {
 	s := &shard{id: id}
-	s.h = newHandler(newConsumer(id, &s.out))
+	rc, lim, keep := cfg.limits(n)
+	s.h = newHandler(newConsumer(id, &s.out), lim, keep)
 	s.h.ulpSetup(cfg)
-	s.h.asm = reassembly.New(reassembly.Config{Ports: cfg.Ports,
-		Started:  func(c *reassembly.Conn) { s.cur.starts = append(s.cur.starts, s.event(c)) },
-		Ended:    func(c *reassembly.Conn) { s.cur.ended = append(s.cur.ended, s.event(c)) },
-		Removing: s.removing,
-	}, shardHandler{s.h, s})
+	rc.Started = func(c *reassembly.Conn) { s.cur.starts = append(s.cur.starts, s.event(c)) }
+	rc.Ended = func(c *reassembly.Conn) { s.cur.ended = append(s.cur.ended, s.event(c)) }
+	rc.Removing = s.removing
+	s.h.asm = reassembly.New(rc, shardHandler{s.h, s})
 	return s
 }
 
@@ -358,6 +358,7 @@ func (s *shard) run(in <-chan *chunk, done *sync.WaitGroup) {
 			last = conn
 		}
 	}
+	h.finishing = true
 	h.t.Finish()
 	h.ulpFinish()
 	h.beforeFinding = nil
@@ -551,7 +552,7 @@ func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer fun
 	d := newDispatcher(n)
 	inFlight := max(3, min(2*n+2, inFlightArena/d.arena)) // bounds memory
 	for i := range shards {
-		shards[i] = newShard(i, cfg, newConsumer)
+		shards[i] = newShard(i, n, cfg, newConsumer)
 		ins[i] = make(chan *chunk, inFlight)
 		shardsDone.Add(1)
 		go shards[i].run(ins[i], &shardsDone)
@@ -640,6 +641,7 @@ func (m *outMerger) report(shards []*shard) *Report {
 		for id, c := range s.h.conns {
 			r.Conns[int(m.global(i, uint64(id)))] = c
 		}
+		r.ConnsDropped += s.h.dropped
 		for _, cs := range s.h.t.AllConnStats() {
 			cs.Conn = int(m.global(i, uint64(cs.Conn)))
 			r.ConnStats = append(r.ConnStats, cs)

@@ -141,21 +141,26 @@ func headerPos(pos, s0 uint32) uint32 { return pos + uint32(leadLen(pos, s0)) }
 // much of the stream holds a field before it has the whole FPDU (RFC 5044
 // §4.2: markers are inserted into the stream regardless of FPDU content).
 func WireSpan(p, s0 uint32, k int) int {
+	if k <= 0 {
+		return 0
+	}
 	w := 0
-	for k > 0 {
-		off := int(MarkerOffset(p+uint32(w), s0))
-		if off < MarkerLen {
-			w += MarkerLen - off
-			off = MarkerLen
-		}
-		avail := MarkerSpacing - off
-		if k <= avail {
-			return w + k
-		}
+	off := int(MarkerOffset(p, s0))
+	if off < MarkerLen {
+		w = MarkerLen - off
+		off = MarkerLen
+	}
+	if avail := MarkerSpacing - off; k <= avail {
+		return w + k
+	} else {
 		w += avail
 		k -= avail
 	}
-	return w
+	// At a marker: each period holds a marker and 508 octets (closed form:
+	// the resync scan computes this for every candidate FPDU).
+	const per = MarkerSpacing - MarkerLen
+	q := (k - 1) / per
+	return w + q*MarkerSpacing + MarkerLen + k - q*per
 }
 
 // FPDUWireLen returns the stream octets of an FPDU with ULPDU_Length

@@ -489,7 +489,7 @@ func TestMarkerArithmetic(t *testing.T) {
 			}
 		}
 		pos := start + uint32(i)
-		for _, k := range []int{0, 1, 2, 20, 507, 508, 509, 1100} {
+		for _, k := range []int{0, 1, 2, 20, 507, 508, 509, 1016, 1017, 1100, 1524, 2500} {
 			if k > len(plain) {
 				continue
 			}

@@ -52,8 +52,15 @@ func (cq *CQ) Depth() int {
 func (cq *CQ) push(wc WorkCompletion) bool {
 	cq.mu.Lock()
 	if cq.n == cq.depth || cq.destroyed {
+		first := !cq.overflow && !cq.destroyed
 		cq.overflow = true
 		cq.mu.Unlock()
+		if first {
+			// Unaffiliated (V00 Fig. 37, CQ overflow); from a goroutine
+			// of its own, as the caller may hold a QP's lock that the
+			// handler's verbs would need.
+			go cq.dev.unaffiliated(AsyncEvent{Type: EventCQOverflow, CQ: cq, Err: ErrCQOverflow})
+		}
 		return false
 	}
 	cq.q[(cq.head+cq.n)%cq.depth] = wc

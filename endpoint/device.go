@@ -26,46 +26,70 @@ type DeviceAttr struct {
 	AsyncEvent func(AsyncEvent)
 }
 
-// AsyncEventType names an affiliated asynchronous event (V00 §8.3).
+// AsyncEventType names an asynchronous event (V00 §8.3.1, Figs. 24, 25,
+// 37). Affiliated events carry the QP; unaffiliated ones (a CQ, an SRQ, a
+// Listener, the device) carry no QP and also go to Device.Events.
 type AsyncEventType uint8
 
 const (
 	EventLLPCloseComplete AsyncEventType = iota + 1 // normal close finished, QP Idle
 	EventTerminateReceived
+	// EventTerminateSent is the affiliated asynchronous error an incoming
+	// segment or a local failure not reported in a completion caused: its
+	// V00 identifier is the Terminate cause, in Err (a *TerminateError).
 	EventTerminateSent
-	EventBadClose    // LLP closed with work outstanding, or data while Closing
-	EventLLPConnLost // LLP failure, QP in Error
+	EventBadClose    // LLP closed with work outstanding, or data while Closing, or an LLP error after a Modify or completion error took the QP to Terminate
+	EventLLPConnLost // LLP failure (or final timeout), QP in Error
 	EventErrorStateEntered
 	EventSRQLimitReached // unaffiliated with a QP: AsyncEvent.SRQ fell below its limit
+	EventLLPConnReset    // an incoming LLP Reset (TCP RST), QP in Error
+	EventRQLimitReached  // the QP's RQ fell below its limit (QP.SetRQLimit)
+	EventCQOverflow      // unaffiliated: AsyncEvent.CQ lost a completion (V00 §5.3, Fig. 37)
+	EventListenerError   // unaffiliated: a connection the Listener was accepting failed before any QP (Config.Device)
 )
 
+var eventNames = [...]string{"", "LLPCloseComplete", "TerminateReceived", "TerminateSent", "BadClose",
+	"LLPConnectionLost", "ErrorStateEntered", "SRQLimitReached", "LLPConnectionReset", "RQLimitReached",
+	"CQOverflow", "ListenerError"}
+
 func (t AsyncEventType) String() string {
-	switch t {
-	case EventLLPCloseComplete:
-		return "LLPCloseComplete"
-	case EventTerminateReceived:
-		return "TerminateReceived"
-	case EventTerminateSent:
-		return "TerminateSent"
-	case EventBadClose:
-		return "BadClose"
-	case EventLLPConnLost:
-		return "LLPConnectionLost"
-	case EventErrorStateEntered:
-		return "ErrorStateEntered"
-	case EventSRQLimitReached:
-		return "SRQLimitReached"
+	if t > 0 && int(t) < len(eventNames) {
+		return eventNames[t]
 	}
 	return fmt.Sprintf("AsyncEventType(%d)", uint8(t))
 }
 
-// AsyncEvent is one affiliated asynchronous event.
+// AsyncEvent is one asynchronous event.
 type AsyncEvent struct {
-	Type  AsyncEventType
-	QP    *QP
-	SRQ   *SRQ // EventSRQLimitReached
-	State QPState
-	Err   error
+	Type     AsyncEventType
+	QP       *QP
+	SRQ      *SRQ      // EventSRQLimitReached
+	CQ       *CQ       // EventCQOverflow
+	Listener *Listener // EventListenerError
+	State    QPState
+	Err      error
+}
+
+// Events is the device's unaffiliated event channel (V00 §8.3.1, Fig. 25):
+// events that concern no QP (EventSRQLimitReached, EventCQOverflow,
+// EventListenerError). It holds 64; while it is full, further events are
+// not queued (DroppedEvents counts them), so a consumer that does not read
+// never blocks the engines. DeviceAttr.AsyncEvent gets them too.
+func (d *Device) Events() <-chan AsyncEvent { return d.events }
+
+// DroppedEvents is how many unaffiliated events found Events full.
+func (d *Device) DroppedEvents() uint64 { return d.dropped.Load() }
+
+// unaffiliated delivers an event that concerns no QP.
+func (d *Device) unaffiliated(e AsyncEvent) {
+	select {
+	case d.events <- e:
+	default:
+		d.dropped.Add(1)
+	}
+	if h := d.attr.AsyncEvent; h != nil {
+		h(e)
+	}
 }
 
 // Device is an opened soft RNIC: the scope of PDs, CQs, QPs and the STag
@@ -94,6 +118,12 @@ type Device struct {
 	keyStep uint8
 	rnd     *rand.ChaCha8
 	plain   bool // tests: index = slot, key sequence 1, 2, 3...
+	events  chan AsyncEvent
+	dropped atomic.Uint64
+
+	// atomicMu serializes the RFC 7306 Atomic Operations of every stream
+	// of the device (RFC 7306 §5.3).
+	atomicMu sync.Mutex
 }
 
 const minFree = 1024
@@ -117,7 +147,7 @@ func OpenDevice(attr DeviceAttr) *Device {
 	attr.MaxORD = min(attr.MaxORD, 0x3FFE)
 	var seed [32]byte
 	crand.Read(seed[:])
-	d := &Device{attr: attr, rnd: rand.NewChaCha8(seed), qps: map[*QP]struct{}{}}
+	d := &Device{attr: attr, rnd: rand.NewChaCha8(seed), qps: map[*QP]struct{}{}, events: make(chan AsyncEvent, 64)}
 	for i := range d.perm {
 		d.perm[i] = uint32(d.rnd.Uint64())
 	}
@@ -224,15 +254,15 @@ type MR struct {
 	parent *MR
 	wins   map[*MR]struct{}
 	shared *MR // a shared region: the region whose memory it names (immutable)
+	maxLen int // AllocMR: the most a Fast-Register may register (immutable; 0 otherwise)
 }
 
 // RegisterMR registers buf with the given rights. At least one local right
-// is required, Remote Write requires Local Write and Remote Read requires
-// Local Read (V00 §7.4, Fig. 18). The MR is Valid when it returns.
+// is required, Remote Write and Remote Atomic require Local Write, Remote
+// Read requires Local Read (V00 §7.4, Fig. 18). The MR is Valid when it
+// returns.
 func (pd *PD) RegisterMR(buf []byte, access Access, opt *MROptions) (*MR, error) {
-	if access&(AccessLocalRead|AccessLocalWrite) == 0 ||
-		access&AccessRemoteWrite != 0 && access&AccessLocalWrite == 0 ||
-		access&AccessRemoteRead != 0 && access&AccessLocalRead == 0 {
+	if !validAccess(access) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidAccess, access)
 	}
 	var o MROptions

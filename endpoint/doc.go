@@ -3,7 +3,9 @@
 // segmentation and direct placement (RFC 5041), the RDMAP operations (RFC
 // 5040) and the receiver checks that answer a faulty peer with the right
 // Terminate, behind a verbs-like API modelled on draft-hilland-rddp-verbs-00
-// (shared/spec/verbs-digest.md).
+// (shared/spec/verbs-digest.md). With QPAttr.RFC7306 a QP also runs the RFC
+// 7306 extensions: FetchAdd and CmpSwap atomics and Immediate Data
+// (atomic.go).
 //
 // Resources are created in the verbs order: open a Device, allocate a PD,
 // create CQs, create a QP on the PD, register memory (MR, with an STag made of

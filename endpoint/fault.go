@@ -135,7 +135,7 @@ func wrTarget(op Opcode) FaultTarget {
 	switch op {
 	case OpWrite:
 		return OnWrite
-	case OpRead:
+	case OpRead, OpReadInv:
 		return OnReadRequest
 	}
 	return OnSend

@@ -14,7 +14,8 @@ const canary = 0xA5
 // fuzzQP runs one QP as Responder on a pipe, feeds it data as the peer's
 // FPDU stream, and checks that no octet outside the registered regions
 // changed. Regions sit inside one array with canary octets around them.
-func fuzzQP(t *testing.T, data []byte, crc, markers bool, rtr uint8) {
+// ext enables RFC 7306 on the QP.
+func fuzzQP(t *testing.T, data []byte, crc, markers bool, rtr uint8, ext bool) {
 	// Canary pages around every region.
 	const g = 4096
 	arena := make([]byte, 3*4096+4*g)
@@ -26,12 +27,12 @@ func fuzzQP(t *testing.T, data []byte, crc, markers bool, rtr uint8) {
 	dev.plain = true // predictable STags for the seeds
 	pd := dev.AllocPD()
 	cq, _ := dev.CreateCQ(1 << 12)
-	qp, err := pd.CreateQP(QPAttr{SendCQ: cq, RecvCQ: cq, IRD: 4, ORD: 4, DrainTimeout: 50 * time.Millisecond})
+	qp, err := pd.CreateQP(QPAttr{SendCQ: cq, RecvCQ: cq, IRD: 4, ORD: 4, DrainTimeout: 50 * time.Millisecond, RFC7306: ext})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Predictable STags for the seeds: indexes 1, 2, 3, key 1.
-	rw, _ := pd.RegisterMR(arena[regions[0][0]:regions[0][1]:regions[0][1]], AccessAll, &MROptions{ZeroBased: true, Key: 1})
+	rw, _ := pd.RegisterMR(arena[regions[0][0]:regions[0][1]:regions[0][1]], AccessAll|AccessRemoteAtomic, &MROptions{ZeroBased: true, Key: 1})
 	pd.RegisterMR(arena[regions[1][0]:regions[1][1]:regions[1][1]], AccessAll, &MROptions{VA: 0x10000, Key: 1})
 	rb, _ := pd.RegisterMR(arena[regions[2][0]:regions[2][1]:regions[2][1]], AccessLocalWrite, &MROptions{Key: 1})
 	for i := 0; i < 4; i++ {
@@ -112,6 +113,33 @@ func fuzzSeeds() [][]byte {
 	}
 }
 
+// fuzzSeeds7306 are RFC 7306 streams, run on a QP with the extensions:
+// atomics inside, at the edge of and outside region 0x101, Read and Atomic
+// Requests interleaved, Immediate Data, a stray Atomic Response.
+func fuzzSeeds7306() [][]byte {
+	fp := func(segs ...*decode.Segment) []byte {
+		var b []byte
+		for _, s := range segs {
+			b = decode.AppendFPDU(b, s.Append(nil), true)
+		}
+		return b
+	}
+	fa := func(msn uint32, to uint64) *decode.Segment {
+		return atomicReq(msn, decode.AtomicRequest{AOpCode: decode.AOpFetchAdd, RequestID: msn, RemoteSTag: 0x101, RemoteTO: to, AddSwapData: 1})
+	}
+	cs := atomicReq(2, decode.AtomicRequest{AOpCode: decode.AOpCmpSwap, RemoteSTag: 0x101, RemoteTO: 8, AddSwapData: 9, AddSwapMask: ^uint64(0), CompareMask: ^uint64(0)})
+	rr := readReq(2, decode.ReadRequest{SinkSTag: 0x201, Size: 16, SrcSTag: 0x101})
+	return [][]byte{
+		fp(fa(1, 0), cs),
+		fp(fa(1, 4088), fa(2, 4096)),
+		fp(fa(1, 0), rr, fa(3, 0)),
+		fp(fa(1, 3)),
+		fp(immSeg(decode.OpImmData, 1, 8), immSeg(decode.OpImmDataSE, 2, 8), untagged(decode.OpSend, 0, 3, 0, true, []byte("x"))),
+		fp(tagged(decode.OpWrite, 0x101, 0, true, make([]byte, 64)), immSeg(decode.OpImmData, 1, 8)),
+		fp(untagged(decode.OpAtomicResponse, decode.QNAtomicResp, 1, 0, true, make([]byte, 12))),
+	}
+}
+
 // FuzzQPReceive feeds arbitrary FPDU byte streams to a QP's receive engine:
 // it must never panic, never hang, never write outside registered memory,
 // and always complete or flush every posted receive.
@@ -119,6 +147,10 @@ func FuzzQPReceive(f *testing.F) {
 	for _, s := range fuzzSeeds() {
 		f.Add(s, true, false, uint8(0))
 		f.Add(s, false, false, uint8(0))
+	}
+	for _, s := range fuzzSeeds7306() {
+		f.Add(s, true, false, uint8(fuzzRFC7306))
+		f.Add(s, true, false, uint8(0)) // the same without the extensions
 	}
 	f.Add(fuzzSeeds()[2], true, false, uint8(1<<rtrWrite))
 	f.Add(decode.AppendFPDU(nil, tagged(decode.OpWrite, 1, 0, true, nil).Append(nil), false), false, false, uint8(1<<rtrWrite|1<<rtrRead))
@@ -128,7 +160,7 @@ func FuzzQPReceive(f *testing.F) {
 	mk, _ = decode.AppendFPDUWithMarkers(mk, pos, 0, tagged(decode.OpWrite, 0x101, 0, true, make([]byte, 1000)).Append(nil), true)
 	f.Add(mk, true, true, uint8(0))
 	f.Fuzz(func(t *testing.T, data []byte, crc, markers bool, rtr uint8) {
-		fuzzQP(t, data, crc, markers, rtr&(1<<rtrSend|1<<rtrWrite|1<<rtrRead))
+		fuzzQP(t, data, crc, markers, rtr&(1<<rtrSend|1<<rtrWrite|1<<rtrRead), rtr&fuzzRFC7306 != 0)
 	})
 }
 
@@ -136,6 +168,13 @@ func FuzzQPReceive(f *testing.F) {
 // seed corpus too; this keeps a readable name for the main cases).
 func TestFuzzSeedsPlaceInside(t *testing.T) {
 	for _, s := range fuzzSeeds() {
-		fuzzQP(t, s, true, false, 0)
+		fuzzQP(t, s, true, false, 0, false)
+	}
+	for _, s := range fuzzSeeds7306() {
+		fuzzQP(t, s, true, false, 0, true)
 	}
 }
+
+// fuzzRFC7306 is the bit of FuzzQPReceive's rtr argument that enables RFC
+// 7306 on the QP.
+const fuzzRFC7306 = 0x80

@@ -22,7 +22,12 @@ type side struct {
 
 func newSide(t testing.TB, attr QPAttr) *side {
 	t.Helper()
-	dev := OpenDevice(DeviceAttr{})
+	return newSideOn(t, OpenDevice(DeviceAttr{}), attr)
+}
+
+// newSideOn is newSide on a device the test opened.
+func newSideOn(t testing.TB, dev *Device, attr QPAttr) *side {
+	t.Helper()
 	pd := dev.AllocPD()
 	cq, err := dev.CreateCQ(1 << 14)
 	if err != nil {
@@ -79,6 +84,13 @@ type pairOpts struct {
 func connect(t testing.TB, o pairOpts) (cl, sv *side) {
 	t.Helper()
 	cl, sv = newSide(t, o.clientAttr), newSide(t, o.srvAttr)
+	connectSides(t, o, cl, sv)
+	return cl, sv
+}
+
+// connectSides connects two sides the test made.
+func connectSides(t testing.TB, o pairOpts, cl, sv *side) {
+	t.Helper()
 	if o.clientPrep != nil {
 		o.clientPrep(cl)
 	}
@@ -118,7 +130,6 @@ func connect(t testing.TB, o pairOpts) (cl, sv *side) {
 		cl.conn.Close()
 		sv.conn.Close()
 	})
-	return cl, sv
 }
 
 func fillRand(b []byte, seed uint64) {

@@ -63,6 +63,10 @@ type Config struct {
 	MULPDU int
 	// Capture, when set, records the connection's traffic.
 	Capture *Capture
+	// Device, on a Listener, receives its unaffiliated errors (a
+	// connection that failed before any QP had it, the listening socket
+	// failing) as EventListenerError on Device.Events.
+	Device *Device
 }
 
 func (c *Config) rev() uint8 {
@@ -338,7 +342,7 @@ func Connect(ctx context.Context, c net.Conn, qp *QP, cfg *Config) (conn *Conn, 
 		ti := localTerm(decode.TermLayerLLP, 0, code, reason)
 		var b txBatch
 		qp.emitTerminate(s, &b, &ti.Header)
-		s.flush(&b)
+		s.flush(&b, true)
 		return nil, &MPAError{Reason: reason, Term: &ti}
 	}
 	var rtr rtrType
@@ -464,6 +468,11 @@ func (l *Listener) loop() {
 		c, err := l.l.Accept()
 		if err != nil {
 			select {
+			case <-l.done:
+			default:
+				l.event(err)
+			}
+			select {
 			case l.ch <- acceptResult{err: err}:
 			case <-l.done:
 			}
@@ -482,6 +491,7 @@ func (l *Listener) loop() {
 			r, err := AcceptConn(context.Background(), c, &l.cfg)
 			if err != nil {
 				<-l.sem
+				l.event(err)
 			}
 			select {
 			case l.ch <- acceptResult{r: r, err: err}:
@@ -489,6 +499,14 @@ func (l *Listener) loop() {
 				c.Close()
 			}
 		}()
+	}
+}
+
+// event reports an unaffiliated error of the Listener (V00 §8.3.1, Fig. 25:
+// no QP exists for it yet).
+func (l *Listener) event(err error) {
+	if d := l.cfg.Device; d != nil {
+		d.unaffiliated(AsyncEvent{Type: EventListenerError, Listener: l, Err: err})
 	}
 }
 

@@ -237,6 +237,8 @@ func (qp *QP) localInvalidate(stag STag) *bindError {
 		return bindErr(StatusInvalidSTag, fmt.Sprintf("Invalidate Local STag %v: key", stag))
 	case r.mwType == MWType1:
 		return bindErr(StatusInvalidWindow, "type 1 windows are not invalidated")
+	case r.shared != nil:
+		return bindErr(StatusInvalidRegion, "a shared region is always Valid (V00 §7.5)")
 	case r.pd != qp.pd, r.valid && r.qp != nil && r.qp != qp:
 		return bindErr(StatusInvalidPD, fmt.Sprintf("Invalidate Local STag %v: another PD or QP", stag))
 	case len(r.wins) > 0:
@@ -252,9 +254,7 @@ func (qp *QP) localInvalidate(stag STag) *bindError {
 // says otherwise); the old STag stops working once Rereg returns, after any
 // access in flight through it ended. Windows must not be bound.
 func (mr *MR) Rereg(key uint8, access Access, buf []byte, opt *MROptions) (STag, error) {
-	if access&(AccessLocalRead|AccessLocalWrite) == 0 ||
-		access&AccessRemoteWrite != 0 && access&AccessLocalWrite == 0 ||
-		access&AccessRemoteRead != 0 && access&AccessLocalRead == 0 {
+	if !validAccess(access) {
 		return 0, fmt.Errorf("%w: %v", ErrInvalidAccess, access)
 	}
 	mr.pin.Lock()

@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/iwkit/iwkit/decode"
@@ -27,6 +28,15 @@ type QPAttr struct {
 	// for inbound RDMA Read, and inbound RDMA Write + Read Response.
 	DisableRemoteRead  bool
 	DisableRemoteWrite bool
+	// Privileged enables the privileged work requests: Fast-Register
+	// (V00 §6.1: "STag 0 + Fast-Register enable").
+	Privileged bool
+	// RFC7306 enables the RFC 7306 Atomic Operations and Immediate Data on
+	// the QP, both ways. The ULP agrees on it with its peer; nothing on the
+	// wire does (RFC 7306 §1.1). Without it the QP posts none of them and
+	// answers each incoming one with the Terminate of a peer without the
+	// extensions, Remote Operation Error / Unexpected OpCode (0x0/0x2/0x06).
+	RFC7306 bool
 	// OnReadRequest, when set, is called by the receive engine with each
 	// inbound RDMA Read Request that passed the checks, before it is
 	// answered: its Data Sink is a valid STag of the peer with Remote
@@ -63,6 +73,9 @@ type orqEntry struct {
 	to   uint64
 	size uint64
 	got  uint64
+
+	atomic bool   // an RFC 7306 Atomic Request, answered by an Atomic Response
+	reqID  uint32 // its Request Identifier
 }
 
 // irrqEntry is an accepted inbound RDMA Read Request (IRRQ, counted against
@@ -71,6 +84,8 @@ type irrqEntry struct {
 	req  decode.ReadRequest
 	hdr  [decode.DDPUntaggedHdrLen]byte // its DDP header, for a Terminate
 	sent uint64                         // response octets sent so far
+
+	atomic *decode.AtomicRequest // an RFC 7306 Atomic Request instead of req
 }
 
 // Counters are a QP's traffic counters.
@@ -86,6 +101,11 @@ type Counters struct {
 	CRCErrors                  uint64
 	MarkerErrors               uint64
 	ReadStalls                 uint64 // RDMA Reads held back by ORD
+
+	// RFC 7306 messages.
+	TxAtomicReqs, RxAtomicReqs   uint64
+	TxAtomicResps, RxAtomicResps uint64
+	TxImmData, RxImmData         uint64
 }
 
 type counters struct {
@@ -99,6 +119,10 @@ type counters struct {
 	txTerminates, rxTerminates atomic.Uint64
 	crcErrors, markerErrors    atomic.Uint64
 	readStalls                 atomic.Uint64
+
+	txAtomicReqs, rxAtomicReqs   atomic.Uint64
+	txAtomicResps, rxAtomicResps atomic.Uint64
+	txImmData, rxImmData         atomic.Uint64
 }
 
 // QP is a queue pair: a Send Queue, a Receive Queue and the inbound RDMA
@@ -126,6 +150,9 @@ type QP struct {
 	rtrIn     uint8   // responder: RTR types accepted before the first FPDU (bit set)
 	txStop    bool
 	remoteFin bool
+	termWhy   uint8 // why the QP went to Terminate: termAsync, termCQE, termModify
+	llpErr    bool  // an LLP error happened in Terminate (V00 §6.2.3: Bad Close)
+	rqLimit   int   // RQ limit event armed below this many receives (0: off)
 	evq       []AsyncEvent
 
 	s        *stream
@@ -139,8 +166,8 @@ type QP struct {
 	txDone   chan struct{}
 
 	// engine-only state (send engine: sendMSN; receive engine: the rest)
-	sendMSN [2]uint32 // next MSN on QN 0 and QN 1
-	recvMSN [3]uint32 // expected MSN on QN 0, 1, 2
+	sendMSN [4]uint32 // next MSN on QN 0, 1 and 3 (RFC 7306 Atomic Responses)
+	recvMSN [4]uint32 // expected MSN on QN 0, 1, 2, 3
 	cur     *rqe      // receive in progress on QN 0
 	curMSN  uint32
 	curLen  uint64
@@ -202,12 +229,17 @@ func (pd *PD) CreateQP(attr QPAttr) (*QP, error) {
 	return qp, nil
 }
 
-// Destroy destroys the QP (V00 §6.1 Destroy QP): a connected QP is reset
+// Destroy destroys the QP (V00 §6.1 Destroy QP); it fails with
+// ErrResourceBusy while type 2 windows are bound to it (V00 §6.2.4:
+// invalidate or deallocate them first). A connected QP is reset
 // (LLP reset, QP to Error, every WR flushed) and Destroy waits for its
 // engines to end; then the QP no longer counts against MaxQP and every verb
 // on it fails with ErrClosed. Regions scoped to it stay registered but no
 // stream can use them.
 func (qp *QP) Destroy() error {
+	if n := qp.boundWindows(); n > 0 {
+		return fmt.Errorf("%w: %d memory windows bound to the QP", ErrResourceBusy, n)
+	}
 	qp.mu.Lock()
 	if qp.destroyed {
 		qp.mu.Unlock()
@@ -237,6 +269,29 @@ func (qp *QP) Destroy() error {
 		qp.attr.SRQ.users.Add(-1)
 	}
 	return nil
+}
+
+// boundWindows counts the Valid type 2 windows that belong to the QP: V00
+// §6.2.4 (destruction fails while windows are bound to the QP).
+func (qp *QP) boundWindows() int {
+	d := qp.dev
+	var wins []*MR
+	d.mu.RLock()
+	for _, r := range d.mrs {
+		if r != nil && r.mwType == MWType2 {
+			wins = append(wins, r)
+		}
+	}
+	d.mu.RUnlock()
+	n := 0
+	for _, w := range wins {
+		w.pin.RLock()
+		if w.valid && w.qp == qp {
+			n++
+		}
+		w.pin.RUnlock()
+	}
+	return n
 }
 
 // Num is the QP number.
@@ -271,6 +326,23 @@ func (qp *QP) SetIRDORD(ird, ord int) error {
 	}
 	qp.ird, qp.ord = ird, ord
 	qp.attr.IRD, qp.attr.ORD = ird, ord
+	return nil
+}
+
+// SetRQLimit arms the QP's RQ limit event (V00 §6.3, Fig. 37): once a
+// message leaves fewer than n receives posted, the device's AsyncEvent gets
+// one EventRQLimitReached and the limit disarms. 0 disarms it. A QP on an
+// SRQ has no RQ of its own (SRQ.SetLimit).
+func (qp *QP) SetRQLimit(n int) error {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	if qp.destroyed {
+		return ErrClosed
+	}
+	if n < 0 || n > qp.attr.RQDepth || qp.attr.SRQ != nil {
+		return fmt.Errorf("%w: RQ limit %d", ErrInvalidWR, n)
+	}
+	qp.rqLimit = n
 	return nil
 }
 
@@ -316,6 +388,10 @@ func (qp *QP) Counters() Counters {
 		TxTerminates: c.txTerminates.Load(), RxTerminates: c.rxTerminates.Load(),
 		CRCErrors: c.crcErrors.Load(), MarkerErrors: c.markerErrors.Load(),
 		ReadStalls: c.readStalls.Load(),
+
+		TxAtomicReqs: c.txAtomicReqs.Load(), RxAtomicReqs: c.rxAtomicReqs.Load(),
+		TxAtomicResps: c.txAtomicResps.Load(), RxAtomicResps: c.rxAtomicResps.Load(),
+		TxImmData: c.txImmData.Load(), RxImmData: c.rxImmData.Load(),
 	}
 }
 
@@ -361,27 +437,38 @@ func (qp *QP) PostSend(wrs ...SendWR) (n int, err error) {
 	if qp.destroyed {
 		return 0, ErrClosed
 	}
+	badClose := false
 	for i := range wrs {
 		wr := &wrs[i]
-		if err := qp.checkSendWR(wr); err != nil {
-			return n, err
+		if err = qp.checkSendWR(wr); err != nil {
+			break
 		}
-		switch qp.state {
-		case StateClosing:
-			return n, ErrInvalidState
-		case StateTerminate, StateError:
+		if qp.state == StateTerminate || qp.state == StateError {
 			qp.attr.SendCQ.push(WorkCompletion{WRID: wr.WRID, Opcode: wr.Opcode, Status: StatusFlushed, QPNum: qp.num})
 			n++
 			continue
 		}
 		if len(qp.sq) >= qp.attr.SQDepth {
-			return n, ErrQueueFull
+			err = ErrQueueFull
+			break
 		}
 		w := &sqe{wr: *wr}
 		w.sgl = append([]SGE(nil), wr.SGL...)
 		w.wr.SGL = nil
 		qp.sq = append(qp.sq, w)
 		n++
+		// In Closing: enqueue, flush, LLP reset and Bad Close (V00
+		// §6.2.5, Fig. 11); the WR completes as Flushed in Error.
+		badClose = badClose || qp.state == StateClosing
+	}
+	if badClose {
+		qp.unlock()
+		qp.abort(ErrBadLLPClose, EventBadClose)
+		qp.mu.Lock()
+		return n, err
+	}
+	if err != nil {
+		return n, err
 	}
 	// An idle SQ: put the WRs out from this goroutine (latency). With work
 	// in flight the engine batches them into fewer writes (bandwidth).
@@ -398,7 +485,7 @@ func (qp *QP) PostSend(wrs ...SendWR) (n int, err error) {
 
 func (qp *QP) checkSendWR(wr *SendWR) error {
 	switch {
-	case wr.Opcode <= OpRead:
+	case wr.Opcode <= OpRead, wr.Opcode == OpReadInv:
 	case wr.Opcode == OpBindMW:
 		if wr.Bind == nil || wr.Bind.MW == nil || wr.Bind.MR == nil || len(wr.SGL) != 0 {
 			return fmt.Errorf("%w: Bind needs SendWR.Bind with a window and a region, and no SGL", ErrInvalidWR)
@@ -407,13 +494,21 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 		if len(wr.SGL) != 0 {
 			return fmt.Errorf("%w: Invalidate Local STag takes no SGL", ErrInvalidWR)
 		}
+	case wr.Opcode == OpFastReg:
+		if wr.FastReg == nil || wr.FastReg.MR == nil || len(wr.SGL) != 0 {
+			return fmt.Errorf("%w: Fast-Register needs SendWR.FastReg with a region, and no SGL", ErrInvalidWR)
+		}
+	case wr.Opcode.is7306():
+		if err := qp.check7306WR(wr); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("%w: opcode %v", ErrInvalidWR, wr.Opcode)
 	}
 	if len(wr.SGL) > qp.attr.MaxSGE {
 		return fmt.Errorf("%w: %d SGEs > %d", ErrInvalidWR, len(wr.SGL), qp.attr.MaxSGE)
 	}
-	if wr.Opcode == OpRead && len(wr.SGL) != 1 {
+	if wr.Opcode.isRead() && len(wr.SGL) != 1 {
 		return fmt.Errorf("%w: an RDMA Read takes exactly one local SGE", ErrInvalidWR)
 	}
 	var tot uint64
@@ -521,23 +616,45 @@ func localTerm(layer, etype, code uint8, reason string) TermInfo {
 	return TermInfo{Local: true, Cause: decode.LookupTermCause(layer, etype, code), Header: t, Reason: reason}
 }
 
-// terminateLocked moves an RTS (or Closing) QP to Terminate. A local
-// Terminate is handed to the send engine; wqe, if any, completes with st.
+// Why a QP entered Terminate (V00 §6.2.3 decides the async events by it).
+const (
+	termAsync  = iota // an incoming segment or a local failure no completion reports
+	termCQE           // an error reported in a work completion
+	termModify        // Modify QP to Terminate
+)
+
+// terminateLocked moves an RTS QP to Terminate. A local Terminate is handed
+// to the send engine; wqe, if any, completes with st. The caller sets
+// qp.termWhy first when the cause is reported otherwise than by an async
+// error. In Closing an error, or a Terminate that arrives, takes the QP to
+// Error with an LLP reset and Bad Close instead (V00 §6.2.5, Fig. 11); the
+// Terminate stays readable.
 func (qp *QP) terminateLocked(ti TermInfo, wqe *sqe, st Status) {
 	if qp.state != StateRTS && qp.state != StateClosing {
 		return
 	}
-	qp.state = StateTerminate
 	qp.term = &ti
 	qp.err = &TerminateError{Info: ti}
 	if wqe != nil && !wqe.done {
 		wqe.done, wqe.status, wqe.err = true, st, qp.err
 		qp.completeSQLocked()
+		qp.termWhy = termCQE
 	}
+	if qp.state == StateClosing {
+		qp.state = StateError
+		qp.eventLocked(EventBadClose, qp.err)
+		if s := qp.s; s != nil {
+			reset(s.c)
+		}
+		return
+	}
+	qp.state = StateTerminate
 	if ti.Local {
 		h := ti.Header
 		qp.termOut = &h
-		qp.eventLocked(EventTerminateSent, qp.err)
+		if qp.termWhy == termAsync {
+			qp.eventLocked(EventTerminateSent, qp.err)
+		}
 		// A peer that stopped reading must not hold the QP: the Terminate,
 		// and whatever write is under way, get DrainTimeout, and so does
 		// the wait for the peer to close.
@@ -568,6 +685,9 @@ func (qp *QP) Modify(to QPState) error {
 	case from == to && (to == StateIdle || to == StateRTS):
 		qp.unlock()
 		return nil
+	case from == StateClosing || from == StateTerminate:
+		// Any Modify in Closing or Terminate is an Immediate Error
+		// (V00 §6.2.3, §6.2.5); QP.Destroy still resets the QP.
 	case to == StateClosing && from == StateRTS:
 		if len(qp.sq) > 0 || qp.irrqBusy > 0 {
 			qp.unlock()
@@ -580,6 +700,7 @@ func (qp *QP) Modify(to QPState) error {
 		qp.unlock()
 		return nil
 	case to == StateTerminate && from == StateRTS:
+		qp.termWhy = termModify
 		qp.terminateLocked(localTerm(0x0, 0x0, 0x00, "Modify QP to Terminate"), nil, 0)
 		qp.unlock()
 		return nil
@@ -596,6 +717,9 @@ func (qp *QP) Modify(to QPState) error {
 		}
 		return nil
 	case to == StateIdle && from == StateError:
+		if qp.done != nil && !isClosed(qp.done) {
+			break // still flushing (V00 §6.2.4, Fig. 10): Immediate Error
+		}
 		qp.state = StateIdle
 		qp.term, qp.err, qp.termOut = nil, nil, nil
 		qp.unlock()
@@ -603,6 +727,32 @@ func (qp *QP) Modify(to QPState) error {
 	}
 	qp.unlock()
 	return fmt.Errorf("%w: %v → %v", ErrInvalidState, from, to)
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// llpLost names an LLP failure: an incoming reset, or a lost connection
+// (V00 §8.3.1, Fig. 24).
+func llpLost(cause error) AsyncEventType {
+	if errors.Is(cause, syscall.ECONNRESET) {
+		return EventLLPConnReset
+	}
+	return EventLLPConnLost
+}
+
+// reset closes c with an LLP reset (TCP RST) rather than a FIN.
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.Close()
 }
 
 // abort resets the LLP and moves the QP to Error.
@@ -620,10 +770,7 @@ func (qp *QP) abort(err error, ev AsyncEventType) {
 	s := qp.s
 	qp.unlock()
 	if s != nil {
-		if tc, ok := s.c.(*net.TCPConn); ok {
-			tc.SetLinger(0)
-		}
-		s.c.Close()
+		reset(s.c)
 	}
 }
 
@@ -654,20 +801,32 @@ func (qp *QP) finish(cause error) {
 		if qp.err == nil {
 			qp.err = cause
 		}
-		qp.eventLocked(EventLLPConnLost, qp.err)
+		qp.eventLocked(llpLost(cause), qp.err)
 	case StateTerminate:
+		// V00 §6.2.3: after a Modify or a completion error, an event only
+		// when an LLP error (or the final timeout) ended the close: Bad
+		// Close. After an async error or a received Terminate the QP
+		// reports entering Error.
 		qp.state = StateError
-		qp.eventLocked(EventErrorStateEntered, qp.err)
+		switch {
+		case qp.llpErr || cause != nil:
+			qp.eventLocked(EventBadClose, qp.err)
+		case qp.termWhy == termAsync || !qp.term.Local:
+			qp.eventLocked(EventErrorStateEntered, qp.err)
+		}
 	case StateClosing:
 		if cause == nil {
 			qp.state = StateIdle
 			qp.eventLocked(EventLLPCloseComplete, nil)
 		} else {
+			// An LLP failure or the final timeout during the close (V00
+			// §6.2.5): LLP Connection Lost.
 			qp.state = StateError
 			if qp.err == nil {
 				qp.err = cause
 			}
-			qp.eventLocked(EventBadClose, qp.err)
+			qp.eventLocked(llpLost(cause), qp.err)
+			reset(qp.s.c)
 		}
 	}
 	s := qp.s
@@ -709,9 +868,10 @@ func (qp *QP) attach(s *stream, c *Conn, initiator bool, rtrOut rtrType, rtrIn u
 	qp.gateOpen = initiator // the Responder sends nothing before the first FPDU (RFC 5044 §7.1.2 rule 4)
 	qp.rtrOut, qp.rtrIn = rtrOut, rtrIn
 	qp.txStop, qp.remoteFin = false, false
+	qp.termWhy, qp.llpErr = termAsync, false
 	qp.term, qp.err, qp.termOut = nil, nil, nil
-	qp.sendMSN = [2]uint32{1, 1}
-	qp.recvMSN = [3]uint32{1, 1, 1}
+	qp.sendMSN = [4]uint32{1, 1, 1, 1}
+	qp.recvMSN = [4]uint32{1, 1, 1, 1}
 	qp.cur = nil
 	qp.orq, qp.irrq, qp.irrqBusy = nil, nil, 0
 	qp.txs = txState{}

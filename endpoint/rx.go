@@ -78,7 +78,13 @@ func (qp *QP) rxRun(s *stream) error {
 		boundary, err := s.nextFPDU(&f)
 		if first && !gate && qp.firstTimeout > 0 {
 			if err == nil {
-				s.c.SetReadDeadline(time.Time{})
+				// Clear our bound, unless a close or a Terminate set its
+				// own meanwhile (closeWrite, terminateLocked).
+				qp.mu.Lock()
+				if qp.state == StateRTS && !qp.txStop {
+					s.c.SetReadDeadline(time.Time{})
+				}
+				qp.mu.Unlock()
 			} else if errors.Is(err, os.ErrDeadlineExceeded) {
 				err = fmt.Errorf("endpoint: no first FPDU within %v: %w", qp.firstTimeout, err)
 			}
@@ -271,8 +277,10 @@ func (qp *QP) rxTagged(seg *rxSeg) *fault {
 			o = qp.orq[0]
 		}
 		qp.mu.Unlock()
-		if o == nil {
-			return ddpFault(decode.TermLayerRDMAP, 2, 0x06, "Read Response with no RDMA Read outstanding")
+		if o == nil || o.atomic {
+			// Responses come back in the order of the requests on QN 1,
+			// Reads and RFC 7306 atomics together (RFC 7306 §5.4, §7).
+			return ddpFault(decode.TermLayerRDMAP, 2, 0x06, "Read Response with no RDMA Read outstanding at the head of the ORQ")
 		}
 		if seg.plen > 0 {
 			if h.STag != uint32(o.sink) {
@@ -296,7 +304,7 @@ func (qp *QP) rxUntagged(seg *rxSeg) *fault {
 	if h.DV != decode.DDPVersion {
 		return ddpFault(decode.TermLayerDDP, 2, 0x06, "DDP version %d", h.DV)
 	}
-	if h.QN > decode.QNTerminate {
+	if h.QN > decode.QNTerminate && !(h.QN == decode.QNAtomicResp && is7306(seg.ctl.Opcode)) {
 		return ddpFault(decode.TermLayerDDP, 2, 0x01, "invalid QN %d", h.QN)
 	}
 	rtr, f := qp.rtrCheck(seg)
@@ -309,6 +317,9 @@ func (qp *QP) rxUntagged(seg *rxSeg) *fault {
 		seg.rtr = true
 		return nil
 	}
+	if is7306(seg.ctl.Opcode) {
+		return qp.rx7306(seg)
+	}
 	switch h.QN {
 	case decode.QNSend:
 		return qp.rxSend(seg)
@@ -319,10 +330,14 @@ func (qp *QP) rxUntagged(seg *rxSeg) *fault {
 	}
 }
 
-func (qp *QP) rxSend(seg *rxSeg) *fault {
+// rxRecvBuf returns the receive buffer of the untagged QN 0 message seg
+// belongs to: the one in progress, or (on its first segment) the RQ's or
+// SRQ's oldest, after the MSN and buffer checks (RFC 5041 §7.2). Sends and
+// RFC 7306 Immediate Data each consume one (RFC 7306 §6.3).
+func (qp *QP) rxRecvBuf(seg *rxSeg) (*rqe, *fault) {
 	h := &seg.h
 	if qp.cur != nil && h.MSN != qp.curMSN {
-		return ddpFault(decode.TermLayerRDMAP, 2, 0x07, "MSN %d starts before message %d had its L segment", h.MSN, qp.curMSN)
+		return nil, ddpFault(decode.TermLayerRDMAP, 2, 0x07, "MSN %d starts before message %d had its L segment", h.MSN, qp.curMSN)
 	}
 	r := qp.cur
 	if r == nil {
@@ -333,8 +348,8 @@ func (qp *QP) rxSend(seg *rxSeg) *fault {
 			if r, fired = srq.take(); r != nil {
 				n = 1
 			}
-			if fired && qp.dev.attr.AsyncEvent != nil {
-				qp.dev.attr.AsyncEvent(AsyncEvent{Type: EventSRQLimitReached, SRQ: srq})
+			if fired {
+				qp.dev.unaffiliated(AsyncEvent{Type: EventSRQLimitReached, SRQ: srq})
 			}
 		} else if srq != nil {
 			n = srq.Len()
@@ -347,12 +362,21 @@ func (qp *QP) rxSend(seg *rxSeg) *fault {
 			qp.mu.Unlock()
 		}
 		if n == 0 && h.MSN == qp.recvMSN[0] {
-			return ddpFault(decode.TermLayerDDP, 2, 0x02, "Send MSN %d: no receive buffer posted", h.MSN)
+			return nil, ddpFault(decode.TermLayerDDP, 2, 0x02, "Send MSN %d: no receive buffer posted", h.MSN)
 		}
 		if h.MSN != qp.recvMSN[0] {
-			return ddpFault(decode.TermLayerDDP, 2, 0x03, "Send MSN %d, expected %d (%d buffers posted)", h.MSN, qp.recvMSN[0], n)
+			return nil, ddpFault(decode.TermLayerDDP, 2, 0x03, "Send MSN %d, expected %d (%d buffers posted)", h.MSN, qp.recvMSN[0], n)
 		}
 		qp.cur, qp.curMSN, qp.curLen = r, h.MSN, 0
+	}
+	return r, nil
+}
+
+func (qp *QP) rxSend(seg *rxSeg) *fault {
+	h := &seg.h
+	r, f := qp.rxRecvBuf(seg)
+	if f != nil {
+		return f
 	}
 	if uint64(h.MO) > r.size {
 		f := ddpFault(decode.TermLayerDDP, 2, 0x04, "MO %d beyond the %d-octet receive buffer", h.MO, r.size)
@@ -470,7 +494,18 @@ func (qp *QP) rxDeliver(seg *rxSeg) *fault {
 			}
 			qp.orq[0] = nil
 			qp.orq = qp.orq[1:]
-			if o.wqe != nil {
+			if w := o.wqe; w != nil && w.wr.Opcode == OpReadInv {
+				// Invalidate Local STag of the sink after the response is
+				// placed and before the Read completes (V00 §7.8, §9.3.1);
+				// a failure is a completion error (Fig. 23).
+				qp.unlock()
+				be := qp.localInvalidate(o.sink)
+				qp.mu.Lock()
+				if be != nil {
+					qp.terminateLocked(localTerm(0x0, 0x0, 0x00, be.reason), w, be.st)
+				}
+			}
+			if o.wqe != nil && !o.wqe.done {
 				o.wqe.done = true
 				qp.completeSQLocked()
 			}
@@ -479,6 +514,9 @@ func (qp *QP) rxDeliver(seg *rxSeg) *fault {
 		}
 		qp.unlock()
 		return nil
+	}
+	if is7306(seg.ctl.Opcode) {
+		return qp.deliver7306(seg)
 	}
 	switch h.QN {
 	case decode.QNSend:
@@ -513,6 +551,10 @@ func (qp *QP) rxDeliver(seg *rxSeg) *fault {
 		qp.recvMSN[0]++
 		qp.cnt.rxSends.Add(1)
 		qp.pushLocked(qp.attr.RecvCQ, wc)
+		if qp.rqLimit > 0 && len(qp.rq) < qp.rqLimit && qp.attr.SRQ == nil {
+			qp.rqLimit = 0 // one-shot (V00 §6.3)
+			qp.eventLocked(EventRQLimitReached, nil)
+		}
 		qp.unlock()
 		return nil
 	case decode.QNReadReq:
@@ -605,6 +647,7 @@ func (qp *QP) rxFault(seg *rxSeg, f *fault) {
 		}
 		qp.cur = nil
 		qp.pushLocked(qp.attr.RecvCQ, WorkCompletion{WRID: r.wr.WRID, Opcode: OpRecv, Status: f.rqStatus, QPNum: qp.num, Err: &TerminateError{Info: ti}})
+		qp.termWhy = termCQE // reported in a completion, not as an async error (V00 §6.2.3)
 	}
 	qp.terminateLocked(ti, nil, 0)
 	qp.unlock()
@@ -661,8 +704,10 @@ func (qp *QP) orqUser() bool {
 func (qp *QP) drain(s *stream) error {
 	s.rr, s.rw = 0, 0
 	_, err := io.Copy(io.Discard, s.c)
-	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed) {
+	if err == nil || errors.Is(err, net.ErrClosed) {
 		return nil
 	}
+	// The final timeout while the peer has not closed is an LLP error
+	// (V00 §6.2.3), as is a reset.
 	return err
 }

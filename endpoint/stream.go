@@ -199,6 +199,7 @@ type txBatch struct {
 	ci     int
 	cur    []byte
 	bytes  int
+	tapped bool // the capture tap has seen it
 }
 
 func (b *txBatch) reset() {
@@ -207,6 +208,7 @@ func (b *txBatch) reset() {
 	b.ci = 0
 	b.cur = nil
 	b.bytes = 0
+	b.tapped = false
 }
 
 func (b *txBatch) alloc(n int) []byte {
@@ -279,19 +281,47 @@ func (s *stream) appendFPDU(b *txBatch, hdr []byte, parts [][]byte, plen int) {
 	s.txPos += uint32(n)
 }
 
-// flush writes the batch.
-func (s *stream) flush(b *txBatch) error {
+// flush writes the batch. With wait false it writes only what the socket
+// takes at once and leaves the rest in b.bufs, reporting done false: a post
+// verb's inline transmit must not wait for the peer's TCP window, the send
+// engine writes the rest. The capture tap sees the batch once, whole.
+func (s *stream) flush(b *txBatch, wait bool) (done bool, err error) {
 	if len(b.bufs) == 0 {
-		return nil
+		return true, nil
 	}
-	if s.tap != nil {
+	if s.tap != nil && !b.tapped {
 		var all []byte
 		for _, p := range b.bufs {
 			all = append(all, p...)
 		}
 		s.tap.sent(all)
 	}
+	b.tapped = true
+	if !wait {
+		n, ok, err := tryWritev(s.c, b.bufs)
+		if !ok || err != nil {
+			return false, err
+		}
+		b.consume(n)
+		return len(b.bufs) == 0, nil
+	}
 	v := b.bufs
-	_, err := v.WriteTo(s.c)
-	return err
+	_, err = v.WriteTo(s.c)
+	clear(b.bufs)
+	b.bufs = b.bufs[:0]
+	return err == nil, err
+}
+
+// consume drops the first n octets of the batch (written already).
+func (b *txBatch) consume(n int) {
+	k := 0
+	for k < len(b.bufs) && n >= len(b.bufs[k]) {
+		n -= len(b.bufs[k])
+		b.bufs[k] = nil
+		k++
+	}
+	if k < len(b.bufs) {
+		b.bufs[k] = b.bufs[k][n:]
+	}
+	b.bufs = b.bufs[:copy(b.bufs, b.bufs[k:])]
 }

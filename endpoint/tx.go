@@ -74,11 +74,11 @@ func (qp *QP) nextWorkLocked() txItem {
 	}
 	if qp.sqNext < len(qp.sq) {
 		w := qp.sq[qp.sqNext]
-		if w.wr.Opcode == OpRead {
+		if w.wr.Opcode.usesORD() {
 			if qp.ord == 0 && !qp.noORD {
 				qp.sqNext++
 				w.started = true
-				qp.terminateLocked(localTerm(0x0, 0x0, 0x00, "RDMA Read with ORD 0"), w, StatusZeroReadResources)
+				qp.terminateLocked(localTerm(0x0, 0x0, 0x00, fmt.Sprintf("%v with ORD 0", w.wr.Opcode)), w, StatusZeroReadResources)
 				return txItem{}
 			}
 			if len(qp.orq) >= qp.ord && !qp.noORD {
@@ -93,9 +93,11 @@ func (qp *QP) nextWorkLocked() txItem {
 		}
 		qp.sqNext++
 		w.started = true
-		if w.wr.Opcode == OpRead {
+		if w.wr.Opcode.usesORD() {
 			s := w.sgl[0]
-			qp.orq = append(qp.orq, &orqEntry{wqe: w, sink: s.LKey, to: s.Addr, size: uint64(s.Length)})
+			o := &orqEntry{wqe: w, sink: s.LKey, to: s.Addr, size: uint64(s.Length)}
+			o.atomic = w.wr.Opcode.isAtomic()
+			qp.orq = append(qp.orq, o)
 		}
 		return txItem{kind: tkSQ, wqe: w}
 	}
@@ -114,20 +116,29 @@ type txState struct {
 	parts     [][]byte
 	scratch   [][]byte
 	closed    bool // the write side is closed: nothing more goes out
+	pending   bool // b is built and not all written (an inline write stopped at a full socket)
+	stopAfter bool // b ends the stream: close the write side once it is out
 }
 
 // runTx builds and writes one batch of work. It reports whether anything
 // was written, and whether the send engine is done (Terminate sent, close
-// started, or a write failed). The caller holds qp.txMu.
-func (qp *QP) runTx(s *stream) (wrote, done bool) {
+// started, or a write failed). The caller holds qp.txMu. inline is a post
+// verb's caller: it writes only what the socket takes at once, and a batch
+// it could not finish is left in t.b for the next runTx (the engine's,
+// which waits for the socket) before anything else goes out.
+func (qp *QP) runTx(s *stream, inline bool) (wrote, done bool) {
 	t := &qp.txs
 	if t.closed {
 		return false, true
 	}
+	if t.pending {
+		return qp.flushTx(s, inline)
+	}
 	b := &t.b
 	b.reset()
 	t.doneSQ = t.doneSQ[:0]
-	stopAfter, memOps := false, false
+	t.stopAfter = false
+	memOps := false
 fill:
 	for b.bytes < txBatchMax && len(b.bufs) < 768 {
 		var it txItem
@@ -170,10 +181,10 @@ fill:
 				qp.sendMSN[0]++
 				qp.emitUntagged(s, b, decode.OpSend, 0, decode.QNSend, msn, nil, [][]byte{[]byte("after-terminate")}, 15, nil)
 			}
-			stopAfter = true
+			t.stopAfter = true
 			break fill
 		case tkStop:
-			stopAfter = true
+			t.stopAfter = true
 			break fill
 		case tkRTR:
 			r := it.rtr
@@ -212,50 +223,71 @@ fill:
 			if err != nil {
 				continue // the failure queued a Terminate
 			}
-			if w.wr.Opcode != OpRead {
-				t.doneSQ = append(t.doneSQ, w)
+			if !w.wr.Opcode.usesORD() {
+				t.doneSQ = append(t.doneSQ, w) // Reads and atomics complete with their response
 			}
 		}
+	}
+	s.txFault = nil
+	if s.txTrunc {
+		t.stopAfter = true // the stream is broken: nothing more can follow
 	}
 	if len(b.bufs) > 0 {
 		if qp.onFlush != nil {
 			qp.onFlush(b.bytes)
 		}
-		if err := s.flush(b); err != nil {
-			t.closed = true
-			qp.txFailed(err)
-			return true, true
-		}
-		qp.cnt.txOctets.Add(uint64(b.bytes))
-		qp.mu.Lock()
-		for _, w := range t.doneSQ {
-			w.done = true
-		}
-		qp.completeSQLocked()
-		qp.unlock()
-	} else if len(t.doneSQ) > 0 {
+		t.pending = true
+		return qp.flushTx(s, inline)
+	}
+	if len(t.doneSQ) > 0 {
 		// Memory operations only: nothing to write, complete them now.
-		qp.mu.Lock()
-		for _, w := range t.doneSQ {
-			w.done = true
-		}
-		qp.completeSQLocked()
-		qp.unlock()
+		qp.completeTx(0)
 		memOps = true
 	}
-	s.txFault = nil
-	if s.txTrunc {
-		stopAfter = true // the stream is broken: nothing more can follow
-	}
-	if stopAfter {
+	if t.stopAfter {
 		t.closed = true
 		qp.closeWrite(s)
-		return len(b.bufs) > 0, true
+		return false, true
 	}
-	if t.resp != nil || memOps {
-		return true, false // more of the response to send, or more WRs after memory operations
+	// More of a Read Response to send, or more WRs after memory operations.
+	return t.resp != nil || memOps, false
+}
+
+// flushTx writes the pending batch (the part the socket takes at once, when
+// inline) and, once it is all out, completes its WRs and closes the write
+// side when the batch ended the stream.
+func (qp *QP) flushTx(s *stream, inline bool) (wrote, done bool) {
+	t := &qp.txs
+	all, err := s.flush(&t.b, !inline)
+	if err != nil {
+		t.closed, t.pending = true, false
+		qp.txFailed(err)
+		return true, true
 	}
-	return len(b.bufs) > 0, false
+	if !all {
+		return true, false // the engine waits for the socket and writes the rest
+	}
+	t.pending = false
+	qp.completeTx(t.b.bytes)
+	if t.stopAfter {
+		t.closed = true
+		qp.closeWrite(s)
+		return true, true
+	}
+	return true, false
+}
+
+// completeTx marks the batch's WRs done, in SQ order, once its octets are
+// written.
+func (qp *QP) completeTx(octets int) {
+	t := &qp.txs
+	qp.cnt.txOctets.Add(uint64(octets))
+	qp.mu.Lock()
+	for _, w := range t.doneSQ {
+		w.done = true
+	}
+	qp.completeSQLocked()
+	qp.unlock()
 }
 
 // txBatchMax bounds the octets one batch (one writev) carries: a large Read
@@ -272,6 +304,9 @@ const txBatchMax = 1 << 20
 // the Request would have got (RFC 5040 §4.8). It reports whether the
 // response is complete, and false ok when it failed.
 func (qp *QP) emitReadResponse(s *stream, b *txBatch, r *irrqEntry) (done, ok bool) {
+	if r.atomic != nil {
+		return true, qp.emitAtomicResponse(s, b, r)
+	}
 	size := uint64(r.req.Size)
 	if size == 0 {
 		qp.emitTagged(s, b, decode.OpReadResponse, r.req.SinkSTag, r.req.SinkTO, nil, 0, nil, true)
@@ -323,7 +358,7 @@ func (qp *QP) txLoop(s *stream) {
 	stopping := false
 	for {
 		qp.txMu.Lock()
-		wrote, done := qp.runTx(s)
+		wrote, done := qp.runTx(s, false)
 		qp.txMu.Unlock()
 		if done {
 			return
@@ -342,13 +377,14 @@ func (qp *QP) txLoop(s *stream) {
 	}
 }
 
-// txInline runs the send engine in the caller's goroutine when it is idle.
+// txInline runs the send engine in the caller's goroutine when it is idle;
+// it never waits for the socket (see runTx).
 func (qp *QP) txInline(s *stream) {
 	if !qp.txMu.TryLock() {
 		qp.kickTx()
 		return
 	}
-	wrote, done := qp.runTx(s)
+	wrote, done := qp.runTx(s, true)
 	qp.txMu.Unlock()
 	if wrote || done {
 		qp.kickTx() // the engine picks up anything left, or notices the end
@@ -356,12 +392,22 @@ func (qp *QP) txInline(s *stream) {
 }
 
 // txFailed handles an LLP write failure: no Terminate can go out, reset.
+// In Terminate that is the LLP failure that prevents the Terminate's
+// transmission (V00 §6.2.3).
 func (qp *QP) txFailed(err error) {
+	err = fmt.Errorf("endpoint: LLP write: %w", err)
 	qp.mu.Lock()
 	st := qp.state
+	if st == StateTerminate {
+		qp.llpErr = true
+	}
 	qp.unlock()
-	if st == StateRTS {
-		qp.abort(fmt.Errorf("endpoint: LLP write: %w", err), EventLLPConnLost)
+	switch st {
+	case StateRTS, StateClosing:
+		qp.abort(err, llpLost(err))
+	case StateTerminate:
+		// The Terminate cannot go out: LLP reset, Error (V00 §6.2.3).
+		qp.abort(err, EventBadClose)
 	}
 }
 
@@ -395,19 +441,20 @@ func (qp *QP) gather(sgl []SGE, need Access, parts [][]byte) ([][]byte, uint64, 
 func (qp *QP) emitWR(s *stream, b *txBatch, w *sqe, parts, scratch [][]byte) ([][]byte, [][]byte, error) {
 	op := w.wr.Opcode
 	switch op {
-	case OpBindMW, OpLocalInv:
+	case OpBindMW, OpLocalInv, OpFastReg:
 		// Memory operations take effect in SQ order, before later WRs
 		// execute (V00 §8.2.2); a failure is a completion error with a
 		// Local Catastrophic Terminate (V00 Fig. 23).
 		var be *bindError
-		if op == OpBindMW {
-			if w.wr.Bind.MW.r.mwType != MWType2 {
-				be = bindErr(StatusInvalidWindow, "type 1 windows are bound by QP.BindMW")
-			} else {
-				_, be = qp.bind(w.wr.Bind)
-			}
-		} else {
+		switch {
+		case op == OpFastReg:
+			be = qp.fastReg(w.wr.FastReg)
+		case op == OpLocalInv:
 			be = qp.localInvalidate(w.wr.InvalidateSTag)
+		case w.wr.Bind.MW.r.mwType != MWType2:
+			be = bindErr(StatusInvalidWindow, "type 1 windows are bound by QP.BindMW")
+		default:
+			_, be = qp.bind(w.wr.Bind)
 		}
 		if be != nil {
 			qp.wqeFailed(w, be.st, be.reason)
@@ -415,7 +462,16 @@ func (qp *QP) emitWR(s *stream, b *txBatch, w *sqe, parts, scratch [][]byte) ([]
 		}
 		return parts, scratch, nil
 	}
-	if op == OpRead {
+	if op.is7306() {
+		// Atomics and Immediate Data; Write and Send with Immediate go on
+		// as a Write or Send, followed by their Immediate Data below.
+		var done bool
+		var err error
+		if op, done, err = qp.emit7306(s, b, w); done {
+			return parts, scratch, err
+		}
+	}
+	if op.isRead() {
 		sink := w.sgl[0]
 		if sink.Length > 0 {
 			// The sink of a Read Response needs Remote Write (V00 §7.4.2).
@@ -448,6 +504,9 @@ func (qp *QP) emitWR(s *stream, b *txBatch, w *sqe, parts, scratch [][]byte) ([]
 		qp.sendMSN[0]++
 		scratch = qp.emitUntagged(s, b, op.rdmap(), inv, decode.QNSend, msn, nil, parts, tot, scratch)
 		qp.cnt.txSends.Add(1)
+	}
+	if op != w.wr.Opcode {
+		qp.emitImm(s, b, false, w.wr.Imm)
 	}
 	qp.cnt.txPayload.Add(tot)
 	return parts, scratch, nil

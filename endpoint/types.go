@@ -18,13 +18,18 @@ const (
 	AccessMWBind                         // memory windows may be bound to the region (V00 §7.4)
 )
 
+// AccessRemoteAtomic lets a peer's RFC 7306 Atomic Operations target the
+// region (RFC 7306 §5: "memory registered for Atomic Operations"); it
+// requires Local Write. AccessAll does not include it.
+const AccessRemoteAtomic Access = 1 << 7
+
 // AccessAll is every right.
 const AccessAll = AccessLocalRead | AccessLocalWrite | AccessRemoteRead | AccessRemoteWrite
 
 func (a Access) String() string {
 	s := ""
-	for i, n := range []string{"LR", "LW", "RR", "RW", "Bind"} {
-		if a&(1<<i) != 0 {
+	for i, n := range [8]string{"LR", "LW", "RR", "RW", "Bind", 7: "Atomic"} {
+		if a&(1<<i) != 0 && n != "" {
 			if s != "" {
 				s += "|"
 			}
@@ -90,6 +95,8 @@ const (
 	OpRecv                    // a receive (completions only)
 	OpBindMW                  // Bind Memory Window (type 2 windows; SendWR.Bind)
 	OpLocalInv                // Invalidate Local STag (SendWR.InvalidateSTag, of an MR or a type 2 MW)
+	OpFastReg                 // Fast-Register Non-Shared MR (SendWR.FastReg; privileged QPs)
+	OpReadInv                 // RDMA Read with Invalidate Local STag: the sink's STag is invalidated before the Read completes
 )
 
 func (o Opcode) String() string {
@@ -112,11 +119,18 @@ func (o Opcode) String() string {
 		return "BindMW"
 	case OpLocalInv:
 		return "LocalInv"
+	case OpFastReg:
+		return "FastReg"
+	case OpReadInv:
+		return "RDMAReadInv"
 	}
-	return fmt.Sprintf("Opcode(%d)", uint8(o))
+	return o.string7306()
 }
 
 func (o Opcode) isSend() bool { return o <= OpSendSEInv }
+
+// isRead is an RDMA Read, with or without Invalidate Local STag.
+func (o Opcode) isRead() bool { return o == OpRead || o == OpReadInv }
 
 func (o Opcode) rdmap() decode.Opcode {
 	switch o {
@@ -130,7 +144,7 @@ func (o Opcode) rdmap() decode.Opcode {
 		return decode.OpSendSEInv
 	case OpWrite:
 		return decode.OpWrite
-	case OpRead:
+	case OpRead, OpReadInv:
 		return decode.OpReadRequest
 	}
 	return decode.OpExperimental
@@ -155,11 +169,19 @@ const (
 	StatusLocalLength // receive buffer too small for the incoming message
 	StatusLocalTermination
 	StatusInvalidWindow // a Bind or window access that the window's state or type forbids
+	// Fast-Register and Invalidate Local STag (V00 §7.6, §9.3.2):
+	StatusNotPrivileged       // QP Not In Privileged Mode
+	StatusSTagNotInvalid      // STag Not In Invalid State
+	StatusInvalidLength       // the length exceeds what the STag was allocated for
+	StatusInvalidAccessRights // a rights combination V00 Fig. 18 forbids
+	StatusInvalidVA           // Invalid Virtual Address: the range wraps
+	StatusInvalidRegion       // not a region this operation applies to (a window, a shared region, not allocated for it)
 )
 
 var statusNames = [...]string{"Success", "Flushed", "InvalidWQE", "LocalQPCatastrophic", "RemoteTermination",
 	"InvalidSTag", "BaseBounds", "AccessViolation", "InvalidPD", "WrapError", "InvalidateError",
-	"ZeroReadResources", "LocalLength", "LocalTermination", "InvalidWindow"}
+	"ZeroReadResources", "LocalLength", "LocalTermination", "InvalidWindow",
+	"NotPrivileged", "STagNotInvalid", "InvalidLength", "InvalidAccessRights", "InvalidVA", "InvalidRegion"}
 
 func (s Status) String() string {
 	if int(s) < len(statusNames) {
@@ -199,6 +221,13 @@ type SendWR struct {
 	LocalFence bool
 	// Bind is what a Bind Memory Window request binds.
 	Bind *Bind
+	// FastReg is what a Fast-Register request registers.
+	FastReg *FastReg
+	// Atomic are the operands of an RFC 7306 atomic (FetchAdd, CmpSwap).
+	Atomic AtomicArgs
+	// Imm is the Immediate Data of OpImmData, OpImmDataSE, OpWriteImm and
+	// OpSendImm (RFC 7306 §6), sent big-endian.
+	Imm uint64
 }
 
 // Bind describes a memory window binding (V00 §7.10): Length octets of MR
@@ -235,6 +264,10 @@ type WorkCompletion struct {
 	QPNum           uint32
 	// Err explains an error status, when there is more to say.
 	Err error
+	// WithImm marks a receive consumed by an RFC 7306 Immediate Data
+	// message; Imm is its 8 octets (read big-endian) and ByteLen is 0.
+	WithImm bool
+	Imm     uint64
 }
 
 // Errors returned immediately by the verbs (V00's Immediate Errors).

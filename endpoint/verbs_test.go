@@ -190,6 +190,9 @@ func TestLocalProtection(t *testing.T) {
 		{"read-sink-without-remote-write", func(cl *side, own, other, ro *MR) SendWR {
 			return SendWR{Opcode: OpRead, SGL: []SGE{ro.SGE(0, 8)}, RemoteAddr: 1, RKey: 0x100}
 		}, StatusAccessViolation},
+		{"wrap", func(cl *side, own, other, ro *MR) SendWR {
+			return SendWR{Opcode: OpSend, SGL: []SGE{{Addr: ^uint64(0) - 3, Length: 8, LKey: own.STag()}}}
+		}, StatusWrapError},
 		{"invalid-lkey", func(cl *side, own, other, ro *MR) SendWR {
 			return SendWR{Opcode: OpWrite, SGL: []SGE{{Addr: 0, Length: 8, LKey: 0x7777700}}}
 		}, StatusInvalidSTag},

@@ -5,7 +5,8 @@
 //	DIR/<table>/capture=<name>/part-<id>.parquet
 //
 // Tables: connections, pdus (the field table's fields as columns),
-// operations (with Terminates and the frame they blame), findings, and
+// operations (with Terminates and the frame they blame), findings,
+// commands (the storage-protocol commands, analyze.KindCommand), and
 // captures (one row per capture set). The schema is a contract (README
 // "Export"); Tables lists it and TestSchemaDoc holds the README to it.
 //

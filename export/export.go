@@ -17,6 +17,7 @@ import (
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
 	"github.com/iwkit/iwkit/track"
+	"github.com/iwkit/iwkit/ulp"
 )
 
 // Options say where an export goes.
@@ -84,6 +85,11 @@ type Exporter struct {
 	addrs map[netip.AddrPort]string // ip:port texts, made once
 	masks map[decode.Mask][]int     // present fields by Present mask
 
+	// recent are the last findings of each connection (frame, code), for
+	// the commands row's findings; codes the list of one row.
+	recent map[uint64][]recentFinding
+	codes  []string
+
 	frames              int64
 	firstTime, lastTime time.Time
 	frameSet            bool
@@ -139,6 +145,8 @@ func (e *Exporter) Record(r *analyze.Record) {
 		e.pdu(r)
 	case analyze.KindFinding:
 		e.finding(r)
+	case analyze.KindCommand:
+		e.command(r)
 	case analyze.KindOperation:
 		e.operation(r)
 	case analyze.KindTerminate:
@@ -149,6 +157,9 @@ func (e *Exporter) Record(r *analyze.Record) {
 		if ci := e.touch(r); ci != nil {
 			ci.closed = r.Close.Reason.String()
 			ci.closeFrame = r.Close.Frame
+		}
+		if r.Conn != nil {
+			delete(e.recent, r.Conn.ID)
 		}
 	}
 }
@@ -281,8 +292,10 @@ func (e *Exporter) finding(r *analyze.Record) {
 	w.reset()
 	f := &r.Finding
 	e.head(w, r, r.Frame, true)
+	code := fmt.Sprint(f.Code)
+	e.remember(r, code)
 	w.str(fmt.Sprint(f.Severity)) // a string, or a catalogue type with String
-	w.str(fmt.Sprint(f.Code))
+	w.str(code)
 	w.str(f.Message)
 	switch {
 	case f.Track != nil && len(f.Track.Frames) > 0:
@@ -403,6 +416,86 @@ func (e *Exporter) terminate(r *analyze.Record) {
 	e.emit(Operations, w)
 }
 
+// recentFinding is a finding a command row may list.
+type recentFinding struct {
+	frame int
+	code  string
+}
+
+// maxRecent bounds the findings kept per connection for command rows.
+const maxRecent = 64
+
+// remember keeps a finding for the command rows of its connection.
+func (e *Exporter) remember(r *analyze.Record, code string) {
+	if r.Conn == nil {
+		return
+	}
+	if e.recent == nil {
+		e.recent = map[uint64][]recentFinding{}
+	}
+	l := e.recent[r.Conn.ID]
+	if len(l) == maxRecent {
+		l = append(l[:0], l[1:]...)
+	}
+	e.recent[r.Conn.ID] = append(l, recentFinding{r.Frame, code})
+}
+
+func (e *Exporter) command(r *analyze.Record) {
+	w := e.rows[Commands]
+	w.reset()
+	c := r.Cmd
+	e.head(w, r, r.Frame, false)
+	w.str(c.Proto.String())
+	w.str(c.Name)
+	w.u64(c.ID)
+	w.strOrNull(c.Status)
+	w.bool(c.OK)
+	switch {
+	case c.Read:
+		w.str("read")
+	case c.Write:
+		w.str("write")
+	default:
+		w.null()
+	}
+	opt := func(h ulp.Has, x uint64) {
+		if c.Has&h != 0 {
+			w.u64(x)
+		} else {
+			w.null()
+		}
+	}
+	if c.Has&ulp.HasNSID != 0 {
+		w.u32(c.NSID)
+	} else {
+		w.null()
+	}
+	opt(ulp.HasLUN, c.LUN)
+	opt(ulp.HasLBA, c.LBA)
+	opt(ulp.HasBlocks, c.Blocks)
+	opt(ulp.HasOffset, c.Offset)
+	opt(ulp.HasLength, c.Length)
+	w.u64(c.Expected)
+	w.u64(c.Moved)
+	w.u64(c.Inline)
+	w.u64(uint64(c.Reads))
+	w.u64(uint64(c.Writes))
+	w.u32s(c.STags[:c.NSTags])
+	w.i64(int64(c.RequestFrame))
+	w.time(c.Start)
+	w.i64(int64(c.Latency))
+	e.codes = e.codes[:0]
+	if r.Conn != nil {
+		for _, f := range e.recent[r.Conn.ID] {
+			if f.frame == c.RequestFrame || f.frame == r.Frame {
+				e.codes = append(e.codes, f.code)
+			}
+		}
+	}
+	w.strs(e.codes)
+	e.emit(Commands, w)
+}
+
 // connections writes a row per connection of the report, by number.
 func (e *Exporter) connections(rep *analyze.Report) {
 	w := e.rows[Connections]
@@ -492,8 +585,8 @@ func orUnknown(s string) string {
 
 // Counts are the rows written per table.
 type Counts struct {
-	Frames                                  int64
-	Connections, PDUs, Operations, Findings int64
+	Frames                                            int64
+	Connections, PDUs, Operations, Findings, Commands int64
 }
 
 // Finish writes the connections and the captures row, closes every part
@@ -520,11 +613,13 @@ func (e *Exporter) Finish(rep *analyze.Report) (Counts, error) {
 		w.null()
 		w.null()
 	}
-	n := Counts{Frames: e.frames, Connections: e.counts[Connections], PDUs: e.counts[Pdus], Operations: e.counts[Operations], Findings: e.counts[Findings]}
+	n := Counts{Frames: e.frames, Connections: e.counts[Connections], PDUs: e.counts[Pdus], Operations: e.counts[Operations],
+		Findings: e.counts[Findings], Commands: e.counts[Commands]}
 	for _, x := range []int64{n.Connections, n.PDUs, n.Operations, n.Findings} {
 		w.i64(x)
 	}
 	w.time(now())
+	w.i64(n.Commands)
 	e.emit(Captures, w)
 	var err error
 	for _, t := range Tables {

@@ -15,7 +15,8 @@ import (
 
 // Row is a row read back from a part file: column name to value. Values
 // are bool, uint64 (unsigned columns), int64, string, hex string (binary
-// columns), time.Time (UTC), []int64 or []string; NULLs are absent.
+// columns), time.Time (UTC), []int64, []string or []uint64 (unsigned
+// lists); NULLs are absent.
 type Row map[string]any
 
 // ReadTable reads every row of table t in dir, all capture sets, ordered
@@ -81,6 +82,9 @@ func (t *Table) decodeRow(pr parquet.Row) Row {
 			if c.Type == Strings {
 				row[c.Name] = []string{}
 			}
+			if c.Type == Uint32s {
+				row[c.Name] = []uint64{}
+			}
 			continue
 		}
 		switch c.Type {
@@ -104,6 +108,9 @@ func (t *Table) decodeRow(pr parquet.Row) Row {
 		case Strings:
 			l, _ := row[c.Name].([]string)
 			row[c.Name] = append(l, string(v.ByteArray()))
+		case Uint32s:
+			l, _ := row[c.Name].([]uint64)
+			row[c.Name] = append(l, uint64(uint32(v.Int32())))
 		}
 	}
 	return row

@@ -204,6 +204,39 @@ var Connections = newTable("connections", "one row per iWARP connection: address
 		{Name: "close_frame", Type: Int64, Optional: true, Desc: "frame that closed it"},
 	}))
 
+// Commands: the storage-protocol commands, one row per command answered
+// (analyze.KindCommand; README "Storage protocols"). One table for the
+// four protocols, not one each: every command has the same shape (an id,
+// a name, a status, octets moved by RDMA and inline, STags, frames and
+// latency); what only some have (NSID, LUN, LBA, file offset) is a few
+// NULL-able columns, and one table keeps "p99 per protocol" one query and
+// a capture set's files few.
+var Commands = newTable("commands", "storage-protocol commands (NVMe-oF, iSCSI over iSER, SMB2 over SMB Direct, RPC/NFS over RPC-over-RDMA) answered in the capture: ids, what they address, octets moved, STags, latency and findings",
+	cat(where("frame of the response's last segment (the PDU whose ulp.command names the command)"), connCols(false), []Column{
+		{Name: "proto", Type: String, Desc: "nvme, iser, smbd or rpcrdma (ulp.proto)"},
+		{Name: "command", Type: String, Desc: "the command, as ulp.command: Write, READ(10), SMB2 READ, NFSv3 WRITE, NFSv4 READ"},
+		{Name: "id", Type: Uint64, Desc: "the task's id: NVMe CID, iSCSI ITT, SMB2 MessageId, RPC XID"},
+		{Name: "status", Type: String, Optional: true, Desc: "the response's status by name (Success, GOOD, STATUS_SUCCESS, SUCCESS)"},
+		{Name: "ok", Type: Bool, Desc: "the status is a success"},
+		{Name: "data_dir", Type: String, Optional: true, Desc: "read (the responder RDMA-Writes to the advertiser) or write (it RDMA-Reads from it)"},
+		{Name: "nsid", Type: Uint32, Optional: true, Desc: "NVMe namespace ID"},
+		{Name: "lun", Type: Uint64, Optional: true, Desc: "iSCSI LUN"},
+		{Name: "lba", Type: Uint64, Optional: true, Desc: "NVMe SLBA or SCSI LBA"},
+		{Name: "blocks", Type: Uint64, Optional: true, Desc: "NVMe NLB (1-based) or SCSI transfer length, blocks"},
+		{Name: "file_offset", Type: Uint64, Optional: true, Desc: "NFS or SMB2 READ/WRITE file offset"},
+		{Name: "length", Type: Uint64, Optional: true, Desc: "NFS READ/WRITE count, SMB2 READ/WRITE Length"},
+		{Name: "expected_octets", Type: Uint64, Desc: "octets the command said would move by RDMA (ulp.expected)"},
+		{Name: "rdma_octets", Type: Uint64, Desc: "octets the RDMA Writes and Read Responses on its STags moved (ulp.rdma_octets)"},
+		{Name: "inline_octets", Type: Uint64, Desc: "data octets carried in the Sends (ulp.inline)"},
+		{Name: "rdma_reads", Type: Uint64, Desc: "RDMA Read Requests against its STags"},
+		{Name: "rdma_writes", Type: Uint64, Desc: "RDMA Write messages into its STags"},
+		{Name: "stags", Type: Uint32s, Desc: "the STags the command advertised (NVMe SGL key, iSER read/write STag, SMB2 descriptor token, RPC chunk handles)"},
+		{Name: "request_frame", Type: Int64, Desc: "frame of the command Send's last segment"},
+		{Name: "start_time", Type: Time, Desc: "time of that frame"},
+		{Name: "latency_ns", Type: Int64, Desc: "the command Send's last segment to the response's last segment, ns"},
+		{Name: "findings", Type: Strings, Desc: "codes of the findings raised on the connection at the request or the response frame"},
+	}))
+
 // Captures: one row per capture set.
 var Captures = newTable("captures", "one row per exported capture set: its files and counts",
 	[]Column{
@@ -216,7 +249,8 @@ var Captures = newTable("captures", "one row per exported capture set: its files
 		{Name: "operations", Type: Int64, Desc: "rows in operations"},
 		{Name: "findings", Type: Int64, Desc: "rows in findings"},
 		{Name: "exported_at", Type: Time, Desc: "when the export finished"},
+		{Name: "commands", Type: Int64, Desc: "rows in commands"},
 	})
 
 // Tables lists the exported tables, in the order the README shows them.
-var Tables = []*Table{Connections, Pdus, Operations, Findings, Captures}
+var Tables = []*Table{Connections, Pdus, Operations, Findings, Commands, Captures}

@@ -10,7 +10,6 @@ import (
 	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress/snappy"
 )
 
 // ColType is the type of a column, as it is in the Parquet files. Only
@@ -30,12 +29,13 @@ const (
 	Time                       // INT64, TIMESTAMP(isAdjustedToUTC=true, NANOS)
 	Int64s                     // LIST of required INT64 (INT(64, true))
 	Strings                    // LIST of required STRING
+	Uint32s                    // LIST of required INT32 (INT(32, false))
 )
 
 // SQL names the type as DuckDB shows it: what the README's schema lists.
 func (t ColType) SQL() string {
 	return [...]string{"", "BOOLEAN", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "BIGINT", "VARCHAR", "BLOB",
-		"TIMESTAMP WITH TIME ZONE", "BIGINT[]", "VARCHAR[]"}[t]
+		"TIMESTAMP WITH TIME ZONE", "BIGINT[]", "VARCHAR[]", "UINTEGER[]"}[t]
 }
 
 // goType and tag give the column to parquet-go's schema builder.
@@ -63,6 +63,8 @@ func (t ColType) goType() (reflect.Type, string) {
 		return reflect.TypeFor[[]int64](), ",list"
 	case Strings:
 		return reflect.TypeFor[[]string](), ",list"
+	case Uint32s:
+		return reflect.TypeFor[[]uint32](), ",list"
 	}
 	panic("export: bad column type")
 }
@@ -85,6 +87,10 @@ type Table struct {
 	index  map[string]int
 	def    []uint8         // definition level of a value, by column
 	nulls  []parquet.Value // the NULL of each column
+	// nullRuns are batchRows NULLs of each optional column: what a batch
+	// hands the column writer for a column none of its rows has (most
+	// of the field-table columns of most PDUs), without building it.
+	nullRuns [][]parquet.Value
 }
 
 // newTable builds the Parquet schema of the columns, in their order (a
@@ -115,6 +121,14 @@ func newTable(name, desc string, cols []Column) *Table {
 		}
 		t.def = append(t.def, def)
 		t.nulls = append(t.nulls, parquet.Value{}.Level(0, 0, i))
+		var run []parquet.Value
+		if c.Optional {
+			run = make([]parquet.Value, batchRows)
+			for k := range run {
+				run[k] = t.nulls[i]
+			}
+		}
+		t.nullRuns = append(t.nullRuns, run)
 	}
 	return t
 }
@@ -209,6 +223,10 @@ func (r *row) i64s(xs []int) {
 	r.list(len(xs), func(i int) parquet.Value { return parquet.Int64Value(int64(xs[i])) })
 }
 
+func (r *row) u32s(xs []uint32) {
+	r.list(len(xs), func(i int) parquet.Value { return parquet.Int32Value(int32(xs[i])) })
+}
+
 func (r *row) strs(xs []string) {
 	r.list(len(xs), func(i int) parquet.Value { return parquet.ByteArrayValue([]byte(xs[i])) })
 }
@@ -267,8 +285,11 @@ func newPart(t *Table, dir, capture, name string) (*part, error) {
 	}
 	p.f = f
 	p.w = parquet.NewWriter(f, t.schema,
-		parquet.Compression(&snappy.Codec{}),
+		parquet.Compression(&fastSnappy{}),
 		parquet.PageBufferSize(16<<10),
+		// No statistics in the page headers: the column index (what
+		// engines prune pages by) and the chunk statistics keep them.
+		parquet.DataPageStatistics(false),
 		parquet.CreatedBy("iwkit", "", ""),
 		parquet.KeyValueMetadata("iwkit.table", t.Name),
 		parquet.KeyValueMetadata("iwkit.capture", capture))
@@ -312,18 +333,22 @@ func (p *part) flushBatch() {
 	if p.inBatch == 0 {
 		return
 	}
-	for i := range p.batch {
-		p.fill(i)
-		p.rowsIn[i] = 0
-	}
-	p.inBatch = 0
 	for i, cw := range p.w.ColumnWriters() {
+		vals := p.batch[i]
+		if p.rowsIn[i] == 0 && p.t.nullRuns[i] != nil {
+			vals = p.t.nullRuns[i][:p.inBatch] // NULL on every row of the batch
+		} else {
+			p.fill(i)
+			vals = p.batch[i]
+		}
+		p.rowsIn[i] = 0
 		if p.err == nil {
-			_, p.err = cw.WriteRowValues(p.batch[i])
+			_, p.err = cw.WriteRowValues(vals)
 		}
 		clear(p.batch[i]) // drop the references
 		p.batch[i] = p.batch[i][:0]
 	}
+	p.inBatch = 0
 	p.arena = p.arena[:0]
 }
 

@@ -26,6 +26,7 @@ const (
 	TCPGap                 // octets not captured (dropped, snaplen) or given up
 	TCPLateData            // octets for a hole already given up
 	TCPRetransInconsistent // a retransmission carries different octets
+	TCPFlowEvicted         // the flow table was full: the least recently active connection was dropped
 
 	// MPA framing (reassembly/, RFC 5044 §4, §7).
 	MPABadFrame        // MPA-04: an MPA Request/Reply that does not decode
@@ -129,39 +130,44 @@ const (
 	TrackTableOverflow      // a bounded table (reads, atomics, STags, open messages) overflowed
 
 	// Storage protocols above RDMAP (ulp/; ulp-reference §6).
-	ULPSTagUnknown        // RDMA Write or Read Request on an STag no outstanding command advertised
-	ULPSTagWrongOp        // RDMA Write into a buffer advertised for reading, or RDMA Read from one advertised for writ
-	ULPSTagUnused         // STag of a successful command never used by an RDMA operation
-	ULPInvalidateForeign  // Send with Invalidate names an STag that is not the completed command's
-	ULPInvalidateNotAsked // Send with Invalidate where the advertiser did not offer remote invalidation
-	ULPMovedMismatch      // octets moved by RDMA differ from the command's length
-	ULPUnknownTask        // response for a command id / tag / xid that is not outstanding
-	ULPTaskConflict       // two outstanding commands with the same id / tag / xid
-	ULPReadSinkRights     // the responder rejects the Read Response into its own Read sink: an iWARP Read sink needs r
-	NVMeCMData            // NVMe-oF CM private data malformed (length, RECFMT)
-	NVMeConnectParam      // Fabrics Connect QID/SQSIZE differ from the CM private data
-	NVMePRP               // PSDT 00 (PRP) on a fabric
-	NVMeRespSize          // NVMe response capsule not 16 octets
-	NVMeSQID              // CQE SQID differs from the connection's QID
-	NVMeReject            // NVMe-oF CM reject
-	RPCRDMAVers           // rdma_vers is not 1
-	RPCRDMAXID            // transport xid differs from the RPC xid
-	RPCRDMACredits        // more outstanding calls than the credits granted
-	RPCRDMAZeroCredit     // reply grants zero credits
-	RPCRDMAInline         // Send larger than the receiver's inline receive size
-	RPCRDMAObsolete       // RDMA_MSGP or RDMA_DONE (obsolete)
-	RPCRDMAError          // RDMA_ERROR
-	RPCDenied             // RPC call denied (MSG_DENIED)
-	ISEROpcode            // iSER header with an invalid opcode or reserved bits
-	ISERWSV               // iSCSI W/R bits and iSER WSV/RSV disagree
-	SMBDLegacyLE          // legacy IRD/ORD private data in little-endian (Linux cifs.ko)
-	SMBDLegacyV2          // legacy IRD/ORD block disagrees with the MPA v2 block
-	SMBDCredits           // SMB Direct data message sent with no send credits
-	SMBDTooLarge          // SMB Direct message larger than the peer's MaxReceiveSize
-	SMBDFragment          // SMB Direct fragment sequence broken (RemainingDataLength)
-	SMBDNegotiate         // SMB Direct negotiate message malformed
-	SMB2Magic             // reassembled SMB Direct message does not start with an SMB2 header
-	SMB2Channel           // READ/WRITE RDMA channel info not whole 16-octet descriptors inside the message
+	ULPSTagUnknown         // RDMA Write or Read Request on an STag no outstanding command advertised
+	ULPSTagWrongOp         // RDMA Write into a buffer advertised for reading, or RDMA Read from one advertised for writ
+	ULPSTagUnused          // STag of a successful command never used by an RDMA operation
+	ULPInvalidateForeign   // Send with Invalidate names an STag that is not the completed command's
+	ULPInvalidateNotAsked  // Send with Invalidate where the advertiser did not offer remote invalidation
+	ULPMovedMismatch       // octets moved by RDMA differ from the command's length
+	ULPUnknownTask         // response for a command id / tag / xid that is not outstanding
+	ULPTaskConflict        // two outstanding commands with the same id / tag / xid
+	ULPReadSinkRights      // the responder rejects the Read Response into its own Read sink: an iWARP Read sink needs r
+	NVMeCMData             // NVMe-oF CM private data malformed (length, RECFMT)
+	NVMeConnectParam       // Fabrics Connect QID/SQSIZE differ from the CM private data
+	NVMePRP                // PSDT 00 (PRP) on a fabric
+	NVMeRespSize           // NVMe response capsule not 16 octets
+	NVMeSQID               // CQE SQID differs from the connection's QID
+	NVMeReject             // NVMe-oF CM reject
+	NVMeSQOverrun          // more commands outstanding on a queue than its negotiated size
+	NVMeKeepAlive          // KATO set, and no admin command within it
+	RPCRDMAVers            // rdma_vers is not 1
+	RPCRDMAXID             // transport xid differs from the RPC xid
+	RPCRDMACredits         // more outstanding calls than the credits granted
+	RPCRDMAZeroCredit      // reply grants zero credits
+	RPCRDMAInline          // Send larger than the receiver's inline receive size
+	RPCRDMAObsolete        // RDMA_MSGP or RDMA_DONE (obsolete)
+	RPCRDMAError           // RDMA_ERROR
+	RPCDenied              // RPC call denied (MSG_DENIED)
+	ISEROpcode             // iSER header with an invalid opcode or reserved bits
+	ISERWSV                // iSCSI W/R bits and iSER WSV/RSV disagree
+	ISCSICmdSN             // non-immediate command outside the ExpCmdSN..MaxCmdSN window
+	SMBDLegacyLE           // legacy IRD/ORD private data in little-endian (Linux cifs.ko)
+	SMBDLegacyV2           // legacy IRD/ORD block disagrees with the MPA v2 block
+	SMBDCredits            // SMB Direct data message sent with no send credits
+	SMBDTooLarge           // SMB Direct message larger than the peer's MaxReceiveSize
+	SMBDFragment           // SMB Direct fragment sequence broken (RemainingDataLength)
+	SMBDNegotiate          // SMB Direct negotiate message malformed
+	SMBDFragmentedTooLarge // reassembled SMB Direct message larger than the receiver's MaxFragmentedSize
+	SMB2Magic              // reassembled SMB Direct message does not start with an SMB2 header
+	SMB2Channel            // READ/WRITE RDMA channel info not whole 16-octet descriptors inside the message
+	SMB2SizeLimit          // READ/WRITE length above the MaxReadSize/MaxWriteSize of SMB2 NEGOTIATE
 
 	numCodes
 )
@@ -177,6 +183,7 @@ var infos = [numCodes]Info{
 	TCPGap:                 {Name: "tcp.gap", Severity: Warning, Stage: StageReassembly, Ref: "analyzer", Summary: "octets of a direction missing from the capture"},
 	TCPLateData:            {Name: "tcp.late_data", Severity: Note, Stage: StageReassembly, Ref: "analyzer", Summary: "octets arrived for a hole already reported as a gap"},
 	TCPRetransInconsistent: {Name: "tcp.retrans_inconsistent", Severity: Warning, Stage: StageReassembly, Ref: "analyzer", Summary: "retransmitted octets differ from the first copy"},
+	TCPFlowEvicted:         {Name: "tcp.flow_evicted", Severity: Warning, Stage: StageReassembly, Ref: "analyzer", Summary: "flow table full (iwdump --max-flows): the least recently active connection was dropped, what it held reported as a gap"},
 
 	MPABadFrame:        {Name: "mpa.bad_frame", Severity: Error, Stage: StageReassembly, Checks: []string{"MPA-04"}, Summary: "MPA key followed by a frame that does not decode (RFC 5044 §7.1.1)"},
 	MPAFramingLost:     {Name: "mpa.framing_lost", Severity: Error, Stage: StageReassembly, Checks: []string{"MPA-21"}, Summary: "FPDU with an impossible ULPDU_Length or DDP/RDMAP header: looking for the next boundary"},
@@ -288,6 +295,8 @@ var infos = [numCodes]Info{
 	NVMeRespSize:            {Name: "nvme.response_size", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.2", Summary: "NVMe response capsule not 16 octets"},
 	NVMeSQID:                {Name: "nvme.sqid_mismatch", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.2", Summary: "CQE SQID differs from the connection's QID"},
 	NVMeReject:              {Name: "nvme.cm_reject", Severity: Note, Stage: StageULP, Ref: "ulp-reference §6.2", Summary: "NVMe-oF CM reject"},
+	NVMeSQOverrun:           {Name: "nvme.sq_overrun", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.2", Summary: "more commands outstanding on a queue than its negotiated size (HSQSIZE/SQSIZE + 1)"},
+	NVMeKeepAlive:           {Name: "nvme.keep_alive", Severity: Note, Stage: StageULP, Ref: "ulp-reference §6.2", Summary: "Keep Alive Timeout set, and no admin command within it"},
 	RPCRDMAVers:             {Name: "rpcrdma.version", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "rdma_vers is not 1"},
 	RPCRDMAXID:              {Name: "rpcrdma.xid_mismatch", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "transport xid differs from the RPC xid"},
 	RPCRDMACredits:          {Name: "rpcrdma.credit_overrun", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "more outstanding calls than the credits granted"},
@@ -298,12 +307,15 @@ var infos = [numCodes]Info{
 	RPCDenied:               {Name: "rpc.denied", Severity: Warning, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "RPC call denied (MSG_DENIED)"},
 	ISEROpcode:              {Name: "iser.bad_header", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.3", Summary: "iSER header with an invalid opcode or reserved bits"},
 	ISERWSV:                 {Name: "iser.stag_flags", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.3", Summary: "iSCSI W/R bits and iSER WSV/RSV disagree"},
+	ISCSICmdSN:              {Name: "iscsi.cmdsn_window", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.3", Summary: "non-immediate command whose CmdSN is outside the ExpCmdSN..MaxCmdSN window the target announced"},
 	SMBDLegacyLE:            {Name: "smbd.broken_le_legacy", Severity: Note, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "legacy IRD/ORD private data in little-endian (Linux cifs.ko)"},
 	SMBDLegacyV2:            {Name: "smbd.legacy_mismatch", Severity: Warning, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "legacy IRD/ORD block disagrees with the MPA v2 block"},
 	SMBDCredits:             {Name: "smbd.credit_overrun", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "SMB Direct data message sent with no send credits"},
 	SMBDTooLarge:            {Name: "smbd.too_large", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "SMB Direct message larger than the peer's MaxReceiveSize"},
 	SMBDFragment:            {Name: "smbd.fragment", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "SMB Direct fragment sequence broken (RemainingDataLength)"},
 	SMBDNegotiate:           {Name: "smbd.negotiate", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "SMB Direct negotiate message malformed"},
+	SMBDFragmentedTooLarge:  {Name: "smbd.fragmented_too_large", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "reassembled SMB Direct message larger than the receiver's MaxFragmentedSize"},
 	SMB2Magic:               {Name: "smb2.bad_magic", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "reassembled SMB Direct message does not start with an SMB2 header"},
 	SMB2Channel:             {Name: "smb2.channel_info", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "READ/WRITE RDMA channel info not whole 16-octet descriptors inside the message"},
+	SMB2SizeLimit:           {Name: "smb2.size_limit", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "READ Length or WRITE Length/RemainingBytes above the MaxReadSize/MaxWriteSize of SMB2 NEGOTIATE"},
 }

@@ -69,6 +69,25 @@ func FuzzAssembler(f *testing.F) {
 		h := hc.conv(12 << 10)
 		f.Add(encodeConv(h, i%4))
 	}
+	// Many flows (MaxFlows is 3 here): four connections, each an MPA
+	// exchange and a partial FPDU, opened in turn and again, so that each
+	// evicts the least recently used.
+	var many []byte
+	for round := range 2 {
+		for fl := range 4 {
+			c := mpaConv(false, true)
+			big := make([]byte, 600)
+			binary.BigEndian.PutUint16(big, 65000)
+			big[2], big[3] = 0x81, 0x40
+			c.s[0].data = append(c.s[0].data, big...)
+			c.send(0, 1448)
+			if round == 1 {
+				c.pkts = c.pkts[len(c.pkts)-1:] // the partial FPDU only
+			}
+			many = append(many, encodeConv(c, fl)...)
+		}
+	}
+	f.Add(many)
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg := Config{

@@ -3,6 +3,7 @@ package reassembly
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -128,7 +129,14 @@ func TestHostileBounded(t *testing.T) {
 			if hc.name != "out-of-order" {
 				r.checkCoverage(t, 0, c.s[0], c.s[0].fpdus0())
 			}
-			t.Logf("%s: peak %d octets held, %d gaps, %d skipped, %d resyncs, %d FPDUs", hc.name, st.MemoryPeak, st.Gaps, st.SkippedBytes, st.Resyncs, len(r.fpdus(0)))
+			// Bounded work: the resync examines a few candidates per
+			// octet and parses each candidate FPDU once (a.work counts
+			// both); a rescan of the window at each segment, as the
+			// marker candidates once were, costs hundreds per octet.
+			if per := float64(r.a.work) / float64(8<<20); per > 4 {
+				t.Errorf("resync work %.2f per octet, want at most 4", per)
+			}
+			t.Logf("%s: peak %d octets held, %d gaps, %d skipped, %d resyncs, %d FPDUs, work %.3f per octet", hc.name, st.MemoryPeak, st.Gaps, st.SkippedBytes, st.Resyncs, len(r.fpdus(0)), float64(r.a.work)/float64(8<<20))
 		})
 	}
 }
@@ -174,4 +182,120 @@ func BenchmarkHostile(b *testing.B) {
 			b.ReportMetric(float64(a.Stats().MemoryPeak)/1e6, "peak-MB")
 		})
 	}
+}
+
+// manyFlows is n iWARP connections open at once, each an MPA exchange and
+// then the first 1448 octets of an FPDU of ULPDU_Length 65000 that never
+// completes (issue 20 items 5 and 6); conn k's packets are in pkts[k].
+func manyFlows(n int) [][]pcap.Packet {
+	big := make([]byte, 1448)
+	binary.BigEndian.PutUint16(big, 65000)
+	big[2], big[3] = decode.DDPFlagT|1, 1<<6|byte(decode.OpWrite)
+	out := make([][]pcap.Packet, n)
+	for k := range out {
+		c := newConv(uint16(10000+k%50000), 4420, 1000, 2000)
+		c.addr[0] = netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 1 + byte(k>>16), byte(k >> 8), byte(k)}), c.addr[0].Port())
+		c.handshake()
+		c.s[0].frame(mpaReq(false, true))
+		c.send(0, 1448)
+		c.s[1].frame(mpaRep(false, true))
+		c.send(1, 1448)
+		c.s[0].data = append(c.s[0].data, big...)
+		c.send(0, 1448)
+		for i := range c.pkts {
+			out[k] = append(out[k], c.packet(&c.pkts[i]))
+		}
+	}
+	return out
+}
+
+// TestHostileManyFlows: 100,000 concurrent connections through an
+// Assembler with the default configuration. The flow table and the
+// buffers stay within their limits; the flows past Config.MaxFlows are
+// evicted least recently used first, each counted, its connection closed
+// (CloseEvicted) and its partial FPDU reported as a gap, so every
+// connection is accounted for.
+func TestHostileManyFlows(t *testing.T) {
+	n := 100000
+	if testing.Short() {
+		n = 20000
+	}
+	flows := manyFlows(n)
+	r := &recorder{t: t}
+	a := New(Config{}, r)
+	r.a = a
+	ts := time.Unix(1700000000, 0)
+	frame := 0
+	maxActive := 0
+	for _, pkts := range flows {
+		for i := range pkts {
+			frame++
+			a.Feed(frame, ts, &pkts[i])
+		}
+		if frame%64 == 0 {
+			maxActive = max(maxActive, a.Stats().FlowsActive)
+		}
+	}
+	a.Flush()
+	st := a.Stats()
+	max := a.cfg.MaxFlows
+	if maxActive > max || st.MemoryPeak > a.cfg.MemoryBudget || st.MemoryInUse != 0 {
+		t.Errorf("%d flows active at most (limit %d), memory peak %d (budget %d), %d in use after Flush", maxActive, max, st.MemoryPeak, a.cfg.MemoryBudget, st.MemoryInUse)
+	}
+	// An evicted flow's partial FPDU is cut by a gap (and one more while
+	// the buffers were full: the 16,384 flows of the table hold 32 MiB);
+	// at the end of the input it is only partial. Either way every
+	// connection's FPDU is reported, its missing octets counted.
+	if st.FlowsEvicted != uint64(n-max) || st.IWARPConns != uint64(n) || st.Gaps < st.FlowsEvicted {
+		t.Errorf("%d flows evicted (want %d), %d iWARP (want %d), %d gaps (want at least one per eviction)", st.FlowsEvicted, n-max, st.IWARPConns, n, st.Gaps)
+	}
+	partial := 0
+	for _, p := range r.pdus {
+		if !p.frame && p.missing > 0 {
+			partial++
+		}
+	}
+	if partial != n {
+		t.Errorf("%d partial FPDUs reported, want %d", partial, n)
+	}
+	evicted := 0
+	for _, e := range r.closes {
+		if e.Reason == CloseEvicted {
+			evicted++
+		}
+	}
+	if evicted != n-max || len(r.closes) != n {
+		t.Errorf("%d connections closed, %d evicted, want %d and %d", len(r.closes), evicted, n, n-max)
+	}
+	t.Logf("%d flows: peak %d octets held, %d evicted, %d gaps", n, st.MemoryPeak, st.FlowsEvicted, st.Gaps)
+}
+
+// BenchmarkHostileManyFlows: the cost of a connection (an MPA exchange
+// and a partial 64 KiB FPDU, evicted later) with 100,000 of them open at
+// once, and the buffers held at the peak.
+func BenchmarkHostileManyFlows(b *testing.B) {
+	const n = 100000
+	flows := manyFlows(n)
+	a := New(Config{}, &countHandler{})
+	ts := time.Unix(1700000000, 0)
+	frame := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for i := range b.N {
+		pkts := flows[i%n]
+		for j := range pkts {
+			p := pkts[j]
+			// Past n, the same connections again on other ports.
+			p.SrcPort += uint16(i / n)
+			p.DstPort += uint16(i / n)
+			frame++
+			a.Feed(frame, ts, &p)
+		}
+	}
+	b.StopTimer()
+	if cpu := cpuTime() - cpu0; cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/conn")
+	}
+	b.ReportMetric(float64(a.Stats().MemoryPeak)/1e6, "peak-MB")
 }

@@ -3,6 +3,7 @@ package reassembly
 import (
 	"encoding/binary"
 	"math/bits"
+	"sync/atomic"
 	"time"
 
 	"github.com/iwkit/iwkit/decode"
@@ -224,10 +225,10 @@ func (f *framer) search(final bool) (int, hyp, chainRes, bool) {
 	scanH := hyp{crc: crc, valid: true, open: !known}
 	switch {
 	case P.Markers && P.MarkersSource != SourceUnknown && f.s0Known:
+		// The phase is known: the offset scan finds every FPDU a marker
+		// points at, and the ones before it (scan labels the resync by
+		// markers when they pointed right).
 		scanH.markers, scanH.s0, scanH.open = true, P.S0, false
-		if c, r, ok := f.markerCands(scanH, need, strict, final, 1<<20); ok {
-			try(c, scanH, r)
-		}
 	case known && !P.Markers:
 		// No markers, for sure.
 	default:
@@ -252,6 +253,9 @@ func (f *framer) search(final bool) (int, hyp, chainRes, bool) {
 	}
 	if scanH.valid {
 		if c, r, ok := f.scan(scanH, need, strict, final, best); ok {
+			if r.markerOK > 0 {
+				r.how = ResyncMarker
+			}
 			try(c, scanH, r)
 		}
 	}
@@ -297,62 +301,90 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 		}
 	}
 	f.live = f.live[:w]
-	si := 0
 	end := len(f.acc)
 	if limit >= 0 {
 		end = min(end, limit)
 	}
 	// The candidates: with the alignment known, offsets at it and segment
-	// starts (walked in order, 4 apart between segment starts); else every
-	// offset.
-	maxL := f.fl.a.cfg.MaxULPDU
+	// starts; else every offset. Between two segment starts, the loop below
+	// refutes most offsets of octets that are not FPDUs by their DDP and
+	// RDMAP control octets (one look-up in headTab) and, for an untagged
+	// segment, its queue number; what passes, about one offset in 60 of
+	// random octets, goes through examine's checks (ULPDU_Length, the
+	// successor's header, markers) before any CRC is computed.
+	tab := headTab(f.ver, strict)
+	step := 1
+	if f.align >= 0 {
+		step = 4
+	}
+	acc := f.acc
+	s0 := h.s0 - f.pos // the marker phase relative to acc[0]
+	si := 0
 	for o := f.scanned; o < end; {
 		for si < len(f.segs) && f.segs[si].at < o {
 			si++
 		}
-		atSeg := si < len(f.segs) && f.segs[si].at == o && (o > 0 || !f.headCut)
-		if f.align >= 0 && int((f.pos+uint32(o))&3) != f.align && !atSeg {
-			// Not a candidate: on to the next aligned offset or segment
-			// start.
-			na := o + (f.align-int((f.pos+uint32(o))&3)+4)&3
-			if si < len(f.segs) && f.segs[si].at < na {
-				na = f.segs[si].at
+		stop := end
+		if si < len(f.segs) && f.segs[si].at < stop {
+			stop = f.segs[si].at
+		}
+		if o == stop {
+			// A segment start: a candidate whatever its octets' alignment.
+			if o > 0 || !f.headCut {
+				if r, ok := f.candidate(o, h, need, strict, final, true); ok {
+					f.scanned = o + 1
+					return o, r, true
+				}
 			}
-			o = na
+			si++
+			o++
 			continue
 		}
-		next := o + 1 // the top of the loop skips to the next candidate
-		if !h.markers && o+4 <= len(f.acc) {
-			b := f.acc[o:]
-			if !quickHead(b[:4], maxL, f.ver, strict) {
-				o = next
+		if step == 4 {
+			o += (f.align - int((f.pos+uint32(o))&3) + 4) & 3
+		}
+		for ; o < stop; o += step {
+			if o+12 <= len(acc) && (!h.markers || ((uint32(o)-s0)%decode.MarkerSpacing)-1 < decode.MarkerSpacing-12) {
+				// 12 octets and no marker among them: the common case,
+				// with constant bounds (the general case below is 5–15%
+				// slower in BenchmarkResyncRandom).
+				b := acc[o : o+12]
+				x := uint(b[2])<<8 | uint(b[3])
+				if tab[x>>3]&(1<<(x&7)) == 0 {
+					continue
+				}
+				if b[2]&decode.DDPFlagT == 0 && binary.BigEndian.Uint32(b[8:]) != opQN[b[3]&decode.RDMAPOpMask] {
+					continue
+				}
+				if r, ok := f.candidate(o, h, need, strict, final, false); ok {
+					f.scanned = o + 1
+					return o, r, true
+				}
 				continue
 			}
-			// An untagged segment names its opcode's queue (plausibleHead):
-			// random octets almost never do.
-			if len(b) >= 12 && b[2]&decode.DDPFlagT == 0 && binary.BigEndian.Uint32(b[8:12]) != decode.Opcode(b[3]&decode.RDMAPOpMask).QN() {
-				o = next
-				continue
+			// The octets before the next marker are the FPDU's own.
+			clean := len(acc) - o
+			if h.markers {
+				if mo := int((uint32(o) - s0) % decode.MarkerSpacing); mo == 0 {
+					clean = 0 // a marker first: examine checks it
+				} else {
+					clean = min(clean, decode.MarkerSpacing-mo)
+				}
+			}
+			if clean >= 4 {
+				x := uint(acc[o+2])<<8 | uint(acc[o+3])
+				if tab[x>>3]&(1<<(x&7)) == 0 {
+					continue
+				}
+				if clean >= 12 && acc[o+2]&decode.DDPFlagT == 0 && binary.BigEndian.Uint32(acc[o+8:]) != opQN[acc[o+3]&decode.RDMAPOpMask] {
+					continue
+				}
+			}
+			if r, ok := f.candidate(o, h, need, strict, final, false); ok {
+				f.scanned = o + 1
+				return o, r, true
 			}
 		}
-		r := f.chain(o, h, need, strict, final)
-		switch r.v {
-		case vAccept:
-			f.scanned = o + 1
-			return o, r, true
-		case vMore:
-			if r.crcOn || ((r.n > 0 || r.waiting) && atSeg) {
-				// FPDUs with a matching CRC, or a valid header at a segment
-				// start, waiting for more octets.
-				f.promising = true
-			}
-			if len(f.live) >= maxLive {
-				k := copy(f.live, f.live[maxLive/2:])
-				f.live = f.live[:k]
-			}
-			f.live = append(f.live, liveCand{o, r.ready})
-		}
-		o = next
 	}
 	if end == len(f.acc) {
 		f.scanned = end
@@ -360,24 +392,81 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 	return 0, chainRes{}, false
 }
 
-// nextHead checks the marker-free FPDU header at the start of w (the
-// successor of a candidate) as examine checks a candidate's: exMore when
-// w is too short to tell.
-func (f *framer) nextHead(w []byte, strict bool) exState {
-	if len(w) < 4 {
-		return exMore
+// candidate examines the chain at acc[o] (atSeg: a segment starts there)
+// for scan: it accepts it, or keeps it in live while it waits for more
+// octets.
+func (f *framer) candidate(o int, h hyp, need int, strict, final, atSeg bool) (chainRes, bool) {
+	r := f.chain(o, h, need, strict, final)
+	switch r.v {
+	case vAccept:
+		return r, true
+	case vMore:
+		if r.crcOn || ((r.n > 0 || r.waiting) && atSeg) {
+			// FPDUs with a matching CRC, or a valid header at a segment
+			// start, waiting for more octets.
+			f.promising = true
+		}
+		if len(f.live) >= maxLive {
+			k := copy(f.live, f.live[maxLive/2:])
+			f.live = f.live[:k]
+		}
+		f.live = append(f.live, liveCand{o, r.ready})
 	}
-	if !quickHead(w[:4], f.fl.a.cfg.MaxULPDU, f.ver, strict) {
-		return exBad
+	return r, false
+}
+
+// head checks the header of the FPDU candidate at the start of w (stream
+// position p): its ULPDU_Length is possible and its DDP and RDMAP headers
+// are plausible (plausibleHead), with markers taken out. It returns exOK
+// and the FPDU's wire size, exBad, or exMore and the octets from w's start
+// needed to tell.
+func (f *framer) head(w []byte, p uint32, h *hyp, strict bool) (int, exState) {
+	var hb [20]byte
+	var hdr []byte
+	if h.markers {
+		if off := decode.MarkerOffset(p, h.s0); off == 0 {
+			if len(w) < decode.MarkerLen {
+				return len(w) + 1, exMore
+			}
+			// A marker at an FPDU start lies between FPDUs: FPDUPTR 0.
+			if binary.BigEndian.Uint16(w[2:])&^3 != 0 || (strict && binary.BigEndian.Uint16(w) != 0) {
+				return 0, exBad
+			}
+		} else if off < decode.MarkerLen {
+			return 0, exBad
+		}
+		hdr = decode.AppendUnmarked(hb[:0], w, p, h.s0, len(hb))
+	} else {
+		hdr = w[:min(len(w), len(hb))]
 	}
-	u := w[decode.ULPDULenLen:]
-	if len(u) < headNeed(u[0]) {
-		return exMore
+	if len(hdr) < decode.ULPDULenLen+2 {
+		if len(hdr) >= 2 && int(binary.BigEndian.Uint16(hdr)) < minULPDU {
+			return 0, exBad
+		}
+		return len(w) + 1, exMore
 	}
-	if !plausibleHead(u, int(binary.BigEndian.Uint16(w)), strict, f.ver) {
-		return exBad
+	l := int(binary.BigEndian.Uint16(hdr))
+	if l < minULPDU || l > f.fl.a.cfg.MaxULPDU {
+		return 0, exBad
 	}
-	return exOK
+	u := hdr[decode.ULPDULenLen:]
+	if need := headNeed(u[0]); len(u) < need {
+		// Check what is there: the version pair first.
+		if dv, rv := u[0]&decode.DDPDVMask, u[1]>>6; dv > 1 || rv > 1 || (f.ver >= 0 && int(dv)<<2|int(rv) != f.ver) {
+			return 0, exBad
+		}
+		if h.markers {
+			return decode.WireSpan(p, h.s0, decode.ULPDULenLen+need), exMore
+		}
+		return decode.ULPDULenLen + need, exMore
+	}
+	if !plausibleHead(u, l, strict, f.ver) {
+		return 0, exBad
+	}
+	if h.markers {
+		return decode.FPDUWireLen(p, h.s0, l), exOK
+	}
+	return decode.FPDULen(l), exOK
 }
 
 // segStart reports whether a delivered segment starts at acc offset o.
@@ -394,52 +483,42 @@ func (f *framer) segStart(o int) bool {
 	return lo < len(f.segs) && f.segs[lo].at == o && (o > 0 || !f.headCut)
 }
 
-// quickHead is the cheap part of examine for a marker-free candidate whose
-// first 4 octets (ULPDU_Length, DDP control, RDMAP control) are in b: it
-// rejects most offsets of data that are not FPDU starts. maxL is
-// Config.MaxULPDU, ver the direction's version pair (-1: unknown).
-func quickHead(b []byte, maxL, ver int, strict bool) bool {
-	_ = b[3]
-	l := int(b[0])<<8 | int(b[1])
-	if l < minULPDU || l > maxL {
-		return false
+// headTab returns, as a bitmap indexed by ctrl<<8|rc, the pairs of DDP
+// control and RDMAP control octets that plausibleHead accepts for the
+// version pair ver (-1: unknown) and strict, whatever the ULPDU_Length and
+// queue number: the scan's first test of an offset. The 34 tables are built
+// on first use.
+func headTab(ver int, strict bool) *[8192]byte {
+	i := (ver + 1) * 2
+	if strict {
+		i++
 	}
-	ctrl, rc := b[2], b[3]
-	t := rcTab[rc]
-	// The opcode is assigned and the T flag is the opcode's.
-	if t&rcKnown == 0 || (t&rcTagged != 0) != (ctrl&decode.DDPFlagT != 0) {
-		return false
+	if t := headTabs[i].Load(); t != nil {
+		return t
 	}
-	dv, rv := int(ctrl&decode.DDPDVMask), int(rc>>6)
-	if ver >= 0 {
-		if dv<<2|rv != ver {
-			return false
+	t := new([8192]byte)
+	var u [10]byte
+	for x := range 1 << 16 {
+		u[0], u[1] = byte(x>>8), byte(x)
+		binary.BigEndian.PutUint32(u[6:], opQN[u[1]&decode.RDMAPOpMask])
+		if plausibleHead(u[:], 0xFFFF, strict, ver) {
+			t[x>>3] |= 1 << (x & 7)
 		}
-	} else if dv > 1 || rv > 1 || (strict && dv != rv) {
-		return false
 	}
-	return !strict || (ctrl&decode.DDPRsvdMask == 0 && rc&decode.RDMAPRsvMask == 0)
+	headTabs[i].Store(t)
+	return t
 }
 
-// rcTab classifies an RDMAP control octet for quickHead: a 256-octet
-// table stays in the L1 cache while the scan looks it up at every offset.
-var rcTab = func() (t [256]uint8) {
-	for i := range t {
-		op := decode.Opcode(byte(i) & decode.RDMAPOpMask)
-		if op.Known() {
-			t[i] |= rcKnown
-		}
-		if op.Tagged() {
-			t[i] |= rcTagged
-		}
-	}
-	return t
-}()
+var headTabs [34]atomic.Pointer[[8192]byte]
 
-const (
-	rcKnown  = 1 << iota // opcode assigned
-	rcTagged             // the opcode's segments are tagged
-)
+// opQN is the queue number an untagged segment of each opcode names
+// (RFC 5040 §4.1, RFC 7306 §4.1).
+var opQN = func() (q [16]uint32) {
+	for op := range q {
+		q[op] = decode.Opcode(op).QN()
+	}
+	return q
+}()
 
 // scanRange examines the offsets in [from, to) under h, without the
 // incremental state of scan, and returns the first accepted one.
@@ -455,7 +534,8 @@ func (f *framer) scanRange(h hyp, need int, strict, final bool, from, to int) (i
 	return 0, chainRes{}, false
 }
 
-// markerCands examines the FPDUs that the first max markers in acc point at.
+// markerCands examines the FPDUs that the first maxMarks markers in acc
+// point at (markers at a phase being inferred).
 func (f *framer) markerCands(h hyp, need int, strict, final bool, maxMarks int) (int, chainRes, bool) {
 	last := -1
 	m := decode.NextMarkerPos(f.pos, h.s0)
@@ -611,74 +691,48 @@ func (f *framer) accepted(r chainRes, need int) chainRes {
 //
 // pre (a first FPDU of a chain, CRCs possibly in use, no markers, not at a
 // segment start) checks the successor's header before the CRC: in octets
-// that are not FPDUs about one offset in 60 passes quickHead and waits
-// for its FPDU of up to 64 KiB, and computing the CRC of each made the
-// scan of random octets cost some 500 times their length (45 MB/s). With
-// the successor's header first (nextHead), only about one offset in 4000
-// costs a CRC. The price: a real FPDU inside a segment whose next header is odd is
-// not a boundary candidate (the chain would stop at that header anyway,
-// and its successor's segment start is one). While the successor's header
-// is not at hand, the candidate waits (exMore).
+// that are not FPDUs about one offset in 60 passes the scan's first tests
+// and waits for its FPDU of up to 64 KiB, and computing the CRC of each
+// made the scan of random octets cost some 500 times their length
+// (45 MB/s). With the successor's header first (head), only about one
+// offset in 4000 costs a CRC. The price: a real FPDU inside a segment whose
+// next header is odd is not a boundary candidate (the chain would stop at
+// that header anyway, and its successor's segment start is one). While the
+// successor's header is not at hand, the candidate waits (exMore). With
+// markers, those inside the FPDU are checked before its CRC instead.
 func (f *framer) examine(w []byte, p uint32, h *hyp, crc crcMode, strict, pre, final bool) (int, exState, bool, int) {
 	a := f.fl.a
 	a.work++
-	var hb [20]byte
-	var hdr []byte
-	if h.markers {
-		if off := decode.MarkerOffset(p, h.s0); off == 0 {
-			if len(w) < decode.MarkerLen {
-				return 0, exMore, false, 0
-			}
-			// A marker at an FPDU start lies between FPDUs: FPDUPTR 0.
-			if binary.BigEndian.Uint16(w[2:])&^3 != 0 || (strict && binary.BigEndian.Uint16(w) != 0) {
-				return 0, exBad, false, 0
-			}
-		} else if off < decode.MarkerLen {
-			return 0, exBad, false, 0
-		}
-		hdr = decode.AppendUnmarked(hb[:0], w, p, h.s0, len(hb))
-	} else {
-		hdr = w[:min(len(w), len(hb))]
-	}
-	if len(hdr) < decode.ULPDULenLen+2 {
-		if len(hdr) >= 2 && int(binary.BigEndian.Uint16(hdr)) < minULPDU {
-			return 0, exBad, false, 0
-		}
-		return 0, exMore, false, 0
-	}
-	l := int(binary.BigEndian.Uint16(hdr))
-	if l < minULPDU || l > a.cfg.MaxULPDU {
-		return 0, exBad, false, 0
-	}
-	u := hdr[decode.ULPDULenLen:]
-	if need := headNeed(u[0]); len(u) < need {
-		// Check what is there: the version pair first.
-		if dv, rv := u[0]&decode.DDPDVMask, u[1]>>6; dv > 1 || rv > 1 || (f.ver >= 0 && int(dv)<<2|int(rv) != f.ver) {
-			return 0, exBad, false, 0
-		}
-		return 0, exMore, false, 0
-	}
-	if !plausibleHead(u, l, strict, f.ver) {
-		return 0, exBad, false, 0
-	}
-	var n int
-	if h.markers {
-		n = decode.FPDUWireLen(p, h.s0, l)
-	} else {
-		n = decode.FPDULen(l)
+	n, st := f.head(w, p, h, strict)
+	if st != exOK {
+		return 0, st, false, 0
 	}
 	if len(w) < n {
 		return n, exMore, false, 0
 	}
 	if pre {
-		switch st := f.nextHead(w[n:], strict); {
+		switch m, st := f.head(w[n:], p+uint32(n), h, strict); {
 		case st == exBad:
 			return 0, exBad, false, 0
 		case st == exMore && !final:
-			return n + decode.ULPDULenLen + 10, exMore, false, 0
+			return n + m, exMore, false, 0
 		}
 	}
-	a.work += uint64(n)
+	if h.markers {
+		// The markers inside the FPDU point back at its header (RFC 5044
+		// §4.3): checked before the octets are copied out and their CRC
+		// computed, they refute all but one candidate in 2^14 of octets
+		// that are not an FPDU.
+		for m := decode.NextMarkerPos(p+1, h.s0); m-p < uint32(n); m += decode.MarkerSpacing {
+			mw := w[m-p:]
+			if binary.BigEndian.Uint16(mw[2:])&^3 != decode.ExpectedFPDUPTR(m, p, h.s0)&^3 || (strict && binary.BigEndian.Uint16(mw) != 0) {
+				return 0, exBad, false, 0
+			}
+		}
+	}
+	if crc != crcOff || h.markers {
+		a.work += uint64(n) // the octets are read: CRC, markers
+	}
 	fp := &a.fp
 	var match bool
 	mk := 0

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"cmp"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"math/bits"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/ulp"
 )
 
 // tshark's field output (-T fields -e FIELD ... -E OPTION=VALUE), over the
@@ -116,9 +119,30 @@ var recordFields = []struct {
 type fieldCol struct {
 	rec   int           // index into recordFields, or -1
 	f     *decode.Field // a field-table field
-	width int           // hex digits for 0x-padded numbers
-	vals  [][]byte      // occurrences in the current frame
+	uf    *ulp.Field    // or a ULP field-table field
+	uid   ulp.FieldID
+	hex   bool     // hex number (0x, zero-padded)
+	width int      // hex digits for 0x-padded numbers
+	vals  [][]byte // occurrences in the current frame
 	n     int
+}
+
+// next returns a buffer for the column's next occurrence.
+func (c *fieldCol) next() []byte {
+	if c.n < len(c.vals) {
+		return c.vals[c.n][:0]
+	}
+	return nil
+}
+
+// add keeps b as the column's next occurrence.
+func (c *fieldCol) add(b []byte) {
+	if c.n < len(c.vals) {
+		c.vals[c.n] = b
+	} else {
+		c.vals = append(c.vals, b)
+	}
+	c.n++
 }
 
 // FieldsPrinter writes -T fields. It is an analyze.Consumer; call Flush
@@ -150,12 +174,13 @@ func NewFieldsPrinter(w io.Writer, o FieldsOptions, numeric bool, match func(*an
 			}
 		}
 		if c.rec < 0 {
-			f, ok := decode.FieldByName(name)
-			if !ok {
+			if f, ok := decode.FieldByName(name); ok {
+				c.f, c.hex, c.width = f, f.Hex, hexWidth(f.Size, f.Mask)
+			} else if id, uf, ok := ulp.FieldByName(name); ok {
+				c.uf, c.uid, c.hex, c.width = uf, id, uf.Hex, hexWidth(uf.Size, 0)
+			} else {
 				return nil, fmt.Errorf("-e %s: no such field (iwdump -G fields lists them)", name)
 			}
-			c.f = f
-			c.width = hexWidth(f)
 		}
 		p.cols = append(p.cols, c)
 	}
@@ -164,12 +189,12 @@ func NewFieldsPrinter(w io.Writer, o FieldsOptions, numeric bool, match func(*an
 
 // hexWidth is the number of hex digits tshark pads a BASE_HEX field to:
 // the width of its type.
-func hexWidth(f *decode.Field) int {
+func hexWidth(size int, mask uint64) int {
 	switch {
-	case f.Size > 0:
-		return f.Size * 2
-	case f.Mask != 0:
-		return (bits.Len64(f.Mask) + 7) / 8 * 2
+	case size > 0:
+		return size * 2
+	case mask != 0:
+		return (bits.Len64(mask) + 7) / 8 * 2
 	}
 	return 8
 }
@@ -187,32 +212,31 @@ func (p *FieldsPrinter) Record(r *analyze.Record) {
 	m := decode.Present(pdu)
 	for i := range p.cols {
 		c := &p.cols[i]
-		var b []byte
-		if c.n < len(c.vals) {
-			b = c.vals[c.n][:0]
-		}
-		var ok bool
-		if c.rec >= 0 {
+		switch {
+		case c.rec >= 0:
 			// Fields of the frame (all but missing) occur once a line,
 			// as tshark's frame.number.
-			if ok = c.n == 0 || recordFields[c.rec].name == "missing"; ok {
-				b = p.appendRecordField(b, c.rec, r)
+			if c.n == 0 || recordFields[c.rec].name == "missing" {
+				c.add(p.appendRecordField(c.next(), c.rec, r))
 			}
-		} else {
-			var v decode.Value
-			if v, ok = c.f.GetIn(pdu, m); ok {
-				b = p.appendValue(b, c, v)
+		case c.uf != nil:
+			if r.ULP == nil {
+				continue
+			}
+			v, ok := r.ULP.Get(c.uid)
+			switch {
+			case !ok:
+			case c.uf.List:
+				// one occurrence per item, as tshark repeats nfs.opcode
+				c.uf.Items(v.S, func(item string) { c.add(p.appendText(c.next(), item)) })
+			default:
+				c.add(p.appendValue(c.next(), c, v))
+			}
+		default:
+			if v, ok := c.f.GetIn(pdu, m); ok {
+				c.add(p.appendValue(c.next(), c, v))
 			}
 		}
-		if !ok {
-			continue
-		}
-		if c.n < len(c.vals) {
-			c.vals[c.n] = b
-		} else {
-			c.vals = append(c.vals, b)
-		}
-		c.n++
 	}
 }
 
@@ -262,7 +286,7 @@ func appendNanos(b []byte, d time.Duration) []byte {
 func (p *FieldsPrinter) appendValue(b []byte, c *fieldCol, v decode.Value) []byte {
 	switch v.Kind {
 	case decode.KindUint:
-		if c.f.Hex {
+		if c.hex {
 			var tmp [16]byte
 			digits := strconv.AppendUint(tmp[:0], v.U, 16)
 			b = append(b, "0x"...)
@@ -279,8 +303,12 @@ func (p *FieldsPrinter) appendValue(b []byte, c *fieldCol, v decode.Value) []byt
 		return p.appendText(b, v.S)
 	case decode.KindString:
 		return p.appendText(b, v.S)
+	case decode.KindBool:
+		return strconv.AppendUint(b, v.U, 10)
+	case decode.KindBytes:
+		return hex.AppendEncode(b, v.B)
 	}
-	return c.f.AppendValue(b, v)
+	return b
 }
 
 const zeros = "0000000000000000"
@@ -375,29 +403,50 @@ func WriteGlossary(w io.Writer) {
 		}
 		fmt.Fprintf(w, "F\t%s\t%s\t%s\tframe\t%s\t0x0\t\n", rf.desc, rf.name, ftType(rf.kind, 0, 0), base)
 	}
-	protos := map[string]string{"mpa": "MPA (RFC 5044, RFC 6581)", "ddp": "DDP (RFC 5041)", "rdmap": "RDMAP (RFC 5040, RFC 7306)"}
 	seen := map[string]bool{}
+	proto := func(name string) string {
+		proto, _, _ := strings.Cut(name, ".")
+		if !seen[proto] {
+			seen[proto] = true
+			fmt.Fprintf(w, "P\t%s\t%s\n", cmp.Or(protoNames[proto], proto), proto)
+		}
+		return proto
+	}
+	base := func(k decode.FieldKind, hex bool) string {
+		switch {
+		case k == decode.KindUint && hex:
+			return "BASE_HEX"
+		case k == decode.KindUint || k == decode.KindEnum:
+			return "BASE_DEC"
+		}
+		return "BASE_NONE"
+	}
 	fs := decode.Fields()
 	for i := range fs {
 		f := &fs[i]
-		proto, _, _ := strings.Cut(f.Name, ".")
-		if !seen[proto] {
-			seen[proto] = true
-			name := protos[proto]
-			if name == "" {
-				name = proto
-			}
-			fmt.Fprintf(w, "P\t%s\t%s\n", name, proto)
-		}
-		base := "BASE_NONE"
-		switch {
-		case f.Kind == decode.KindUint && f.Hex:
-			base = "BASE_HEX"
-		case f.Kind == decode.KindUint || f.Kind == decode.KindEnum:
-			base = "BASE_DEC"
-		}
-		fmt.Fprintf(w, "F\t%s\t%s\t%s\t%s\t%s\t0x%x\t\n", f.Desc, f.Name, ftType(f.Kind, f.Size, f.Mask), proto, base, f.Mask)
+		pr := proto(f.Name)
+		fmt.Fprintf(w, "F\t%s\t%s\t%s\t%s\t%s\t0x%x\t\n", f.Desc, f.Name, ftType(f.Kind, f.Size, f.Mask), pr, base(f.Kind, f.Hex), f.Mask)
 	}
+	// The storage protocols' fields (ulp.Fields): no bit masks; numbers
+	// without a fixed wire width are 64-bit counts.
+	us := ulp.Fields()
+	for i := range us {
+		f := &us[i]
+		pr := proto(f.Name)
+		size := f.Size
+		if size == 0 && f.Kind == decode.KindUint {
+			size = 8
+		}
+		fmt.Fprintf(w, "F\t%s\t%s\t%s\t%s\t%s\t0x0\t\n", f.Desc, f.Name, ftType(f.Kind, size, 0), pr, base(f.Kind, f.Hex))
+	}
+}
+
+// protoNames are the P lines' protocol names.
+var protoNames = map[string]string{
+	"mpa": "MPA (RFC 5044, RFC 6581)", "ddp": "DDP (RFC 5041)", "rdmap": "RDMAP (RFC 5040, RFC 7306)",
+	"ulp": "iwkit storage-protocol linking", "nvme": "NVMe over Fabrics, RDMA transport", "iser": "iSER (RFC 7145)",
+	"iscsi": "iSCSI (RFC 7143)", "scsi": "SCSI", "smbd": "SMB Direct (MS-SMBD)", "smb2": "SMB2 (MS-SMB2)",
+	"rpcrdma": "RPC-over-RDMA (RFC 8166)", "rpc": "ONC RPC (RFC 5531)", "nfs": "NFS (RFC 1813, RFC 8881, RFC 7862)",
 }
 
 // ftType names a field's type as Wireshark's FT_ constants.
@@ -410,7 +459,9 @@ func ftType(k decode.FieldKind, size int, mask uint64) string {
 	case decode.KindBytes:
 		return "FT_BYTES"
 	case decode.KindEnum:
-		return "FT_UINT8" // named values: tshark's value_string fields
+		if size == 0 {
+			return "FT_UINT8" // named values: tshark's value_string fields
+		}
 	}
 	n := size * 8
 	if size == 0 {

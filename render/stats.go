@@ -139,6 +139,7 @@ func (r *report) write(w io.Writer, stat string) {
 		fmt.Fprintf(tw, "\treassembly: skipped\t%d\toctets\t\t\n", a.SkippedBytes)
 		fmt.Fprintf(tw, "\treassembly: resyncs\t%d\t\t\t\n", a.Resyncs)
 		fmt.Fprintf(tw, "\treassembly: inconsistent retransmissions\t%d\t\t\t\n", a.InconsistentRetran)
+		fmt.Fprintf(tw, "\treassembly: flows evicted\t%d\t\t\t\n", a.FlowsEvicted)
 	case "latency":
 		fmt.Fprintln(w, "RDMA Read latency (Read Request to the Read Response's last segment)")
 		fmt.Fprintln(tw, "conn\treads\tmin\tmean\tp50\tp90\tp99\tp99.9\tmax\t")

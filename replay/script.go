@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -37,17 +38,20 @@ func (s Side) Peer() Side { return 1 - s }
 type MsgKind uint8
 
 const (
-	MsgSend         MsgKind = iota + 1 // Send, Send with SE / Invalidate
-	MsgWrite                           // RDMA Write
-	MsgReadRequest                     // RDMA Read Request
-	MsgReadResponse                    // RDMA Read Response
-	MsgTerminate                       // Terminate
-	MsgAtomic                          // an RFC 7306 message (refused)
-	MsgConnect                         // the MPA handshake of a connection (at its Request)
+	MsgSend           MsgKind = iota + 1 // Send, Send with SE / Invalidate
+	MsgWrite                             // RDMA Write
+	MsgReadRequest                       // RDMA Read Request
+	MsgReadResponse                      // RDMA Read Response
+	MsgTerminate                         // Terminate
+	MsgAtomic                            // RFC 7306 Atomic Request
+	MsgConnect                           // the MPA handshake of a connection (at its Request)
+	MsgAtomicResponse                    // RFC 7306 Atomic Response
+	MsgImmediate                         // RFC 7306 Immediate Data (with SE)
 )
 
 func (k MsgKind) String() string {
-	return [...]string{"?", "Send", "RDMA Write", "RDMA Read Request", "RDMA Read Response", "Terminate", "Atomic", "MPA handshake"}[k]
+	return [...]string{"?", "Send", "RDMA Write", "RDMA Read Request", "RDMA Read Response", "Terminate", "Atomic Request", "MPA handshake",
+		"Atomic Response", "Immediate Data"}[k]
 }
 
 // Msg is one RDMAP message of the capture, reassembled from its DDP
@@ -75,6 +79,11 @@ type Msg struct {
 	QN, MSN uint32
 	// InvalidateSTag of a Send with Invalidate.
 	InvalidateSTag uint32
+	// Atomic is an Atomic Request's header, OrigValue an Atomic Response's
+	// Original Remote Data Value, Imm the Immediate Data (RFC 7306).
+	Atomic    decode.AtomicRequest
+	OrigValue uint64
+	Imm       uint64
 	// Term is a Terminate's cause; TermSTag/TermTO name the tagged
 	// access it blames (copied DDP header, or the Read Request's source),
 	// when HasBlame.
@@ -366,8 +375,12 @@ func (b *scriptBuilder) pdu(cb *connBuilder, r *analyze.Record) {
 			case t.HasDDP:
 				m.BlameUntagged, m.TermQN, m.TermMSN = true, t.TermDDP.QN, t.TermDDP.MSN
 			}
-		case decode.OpAtomicRequest, decode.OpAtomicResponse:
-			m.Kind = MsgAtomic
+		case decode.OpAtomicRequest:
+			m.Kind, m.Atomic = MsgAtomic, seg.AtomicRequest
+		case decode.OpAtomicResponse:
+			m.Kind, m.OrigValue = MsgAtomicResponse, seg.AtomicResponse.OrigValue
+		case decode.OpImmData, decode.OpImmDataSE:
+			m.Kind, m.Imm = MsgImmediate, binary.BigEndian.Uint64(seg.ImmData[:])
 		default:
 			b.err = fmt.Errorf("replay: connection %d: frame %d: %v cannot be replayed", s.Conn, r.Frame, op)
 			return

@@ -73,6 +73,10 @@ type pconn struct {
 	postedReads         []int // this side's Reads posted, in order
 	nRecv               int   // receives to post: the peer's Sends up to one the capture shows without a buffer
 	noRecv              bool  // such a Send was seen
+	// RFC 7306: the peer's Atomic Responses and Immediate Data messages,
+	// in order, and how many arrived.
+	peerAtomicResps, peerImms []int
+	gotAtomics, gotImms       int
 }
 
 // player is the state of one replay.
@@ -94,9 +98,14 @@ type player struct {
 
 	sendMR, writeMR   *endpoint.MR
 	sendOff, writeOff map[int]int      // message index → offset in its MR
-	fill              map[int][][2]int // own action index → (own Read Response, peer Read Request) to put in memory first
+	fill              map[int][][2]int // own action index → (own Read or Atomic Response, peer Request) to put in memory first
 	start             time.Time
-	ln                net.Listener
+	// RFC 7306 (stateful_atomic.go)
+	ext           bool            // the capture has RFC 7306 messages: the QPs enable it
+	atomicTargets map[uint32]bool // own STags the peer's atomics target
+	atomicMR      *endpoint.MR    // own atomics' result words
+	atomicOff     map[int]int     // own Atomic Request index → offset in atomicMR
+	ln            net.Listener
 }
 
 type region struct {
@@ -122,7 +131,8 @@ func Stateful(ctx context.Context, s *Script, o StatefulOptions) (*Result, error
 	}
 	p := &player{s: s, o: o, me: o.Side, res: &Result{Side: o.Side, Operations: len(s.Msgs)},
 		bad: map[int]bool{}, own: map[uint32]*region{}, peerMap: map[uint32]uint32{}, peerTO: map[uint32]int64{},
-		peerExt: map[uint32][2]uint64{}, sendOff: map[int]int{}, writeOff: map[int]int{}, fill: map[int][][2]int{}}
+		peerExt: map[uint32][2]uint64{}, sendOff: map[int]int{}, writeOff: map[int]int{}, fill: map[int][][2]int{},
+		atomicTargets: map[uint32]bool{}, atomicOff: map[int]int{}}
 	for _, c := range s.Conns {
 		p.res.Conns = append(p.res.Conns, c.Conn)
 		p.cs = append(p.cs, &pconn{cs: c})
@@ -162,8 +172,8 @@ func (p *player) check() error {
 		}
 	}
 	for _, m := range p.s.Msgs {
-		if m.Kind == MsgAtomic {
-			return fmt.Errorf("replay: frame %d: %v needs RFC 7306 atomics, which the iwkit endpoint does not implement", m.Frame, m.Opcode)
+		if m.Side == p.me && m.Kind == MsgAtomic && !m.Atomic.AOpCode.Known() {
+			return fmt.Errorf("replay: frame %d: Atomic Request with %v cannot be sent by the endpoint", m.Frame, m.Atomic.AOpCode)
 		}
 		if m.Side == p.me && m.Kind == MsgSend && m.Opcode != decode.OpSend && m.Opcode != decode.OpSendSE &&
 			m.Opcode != decode.OpSendInv && m.Opcode != decode.OpSendSEInv {
@@ -188,7 +198,7 @@ func (p *player) blame(i int) int {
 		switch {
 		case m.Kind == MsgWrite && t.HasBlame && t.TermSTag == m.STag && t.TermTO == m.TO,
 			m.Kind == MsgReadRequest && t.HasBlame && t.TermSTag == m.SrcSTag && t.TermTO == m.SrcTO,
-			(m.Kind == MsgSend || m.Kind == MsgReadRequest) && t.BlameUntagged && t.TermQN == m.QN && t.TermMSN == m.MSN:
+			(m.Kind == MsgSend || m.Kind == MsgReadRequest || m.Kind == MsgAtomic || m.Kind == MsgImmediate) && t.BlameUntagged && t.TermQN == m.QN && t.TermMSN == m.MSN:
 			return j
 		}
 	}
@@ -256,6 +266,8 @@ func (p *player) setup() error {
 				c.nRecv++
 			}
 			c.recvLen = max(c.recvLen, len(m.Payload))
+		default:
+			p.setup7306(i, c, ownExt)
 		}
 	}
 	// An access the capture shows refused for its bounds names a valid
@@ -283,7 +295,11 @@ func (p *player) setup() error {
 			return fmt.Errorf("replay: STag 0x%08x spans %d octets in the capture; too large to register", stag, n)
 		}
 		opt := &endpoint.MROptions{VA: e[0], Key: uint8(stag), ZeroBased: e[0] == 0}
-		mr, err := p.pd.RegisterMR(make([]byte, max(n, 1)), endpoint.AccessAll, opt)
+		acc := endpoint.AccessAll
+		if p.atomicTargets[stag] {
+			acc |= endpoint.AccessRemoteAtomic
+		}
+		mr, err := p.pd.RegisterMR(make([]byte, max(n, 1)), acc, opt)
 		if err != nil {
 			return fmt.Errorf("replay: registering STag 0x%08x: %w", stag, err)
 		}
@@ -306,6 +322,9 @@ func (p *player) setup() error {
 	for i, off := range p.writeOff {
 		copy(p.writeMR.Buf()[off:], p.s.Msgs[i].Payload)
 	}
+	if p.atomicMR, err = reg(8*len(p.atomicOff), endpoint.AccessLocalWrite); err != nil {
+		return err
+	}
 	p.sendMR.Sync()
 	p.writeMR.Sync()
 	// Read Responses this side sent: their data must be in memory before the
@@ -317,6 +336,7 @@ func (p *player) setup() error {
 			reqs = append(reqs, i)
 		}
 	}
+	p.fillAtomics()
 	k := 0
 	for i, m := range p.s.Msgs {
 		if m.Side != p.me || m.Kind != MsgReadResponse {
@@ -357,7 +377,7 @@ func (p *player) setupConn(c *pconn) error {
 	if c.cq, err = p.dev.CreateCQ(2*(c.recvSlots+len(p.s.Msgs)) + 64); err != nil {
 		return err
 	}
-	c.qp, err = p.pd.CreateQP(endpoint.QPAttr{SendCQ: c.cq, RecvCQ: c.cq, SQDepth: len(p.s.Msgs) + 16, RQDepth: c.recvSlots + 1})
+	c.qp, err = p.pd.CreateQP(endpoint.QPAttr{SendCQ: c.cq, RecvCQ: c.cq, SQDepth: len(p.s.Msgs) + 16, RQDepth: c.recvSlots + 1, RFC7306: p.ext})
 	if err != nil {
 		return err
 	}
@@ -378,7 +398,8 @@ func (c *pconn) postRecv(slot int) error {
 // isAction: message i is one this side performs through the verbs.
 func (p *player) isAction(i int) bool {
 	m := &p.s.Msgs[i]
-	return m.Side == p.me && (m.Kind == MsgSend || m.Kind == MsgWrite || m.Kind == MsgReadRequest || m.Kind == MsgConnect)
+	return m.Side == p.me && (m.Kind == MsgSend || m.Kind == MsgWrite || m.Kind == MsgReadRequest || m.Kind == MsgConnect ||
+		m.Kind == MsgAtomic || m.Kind == MsgImmediate)
 }
 
 // rewrite replaces this side's captured STags in b (4 octets, network

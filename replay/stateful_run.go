@@ -261,6 +261,10 @@ func (p *player) play(ctx context.Context) int {
 // Read Request (f[1]) reads it.
 func (p *player) fillMem(f [2]int) {
 	resp, req := &p.s.Msgs[f[0]], &p.s.Msgs[f[1]]
+	if resp.Kind == MsgAtomicResponse {
+		p.fillWord(resp, req)
+		return
+	}
 	r, ok := p.own[req.SrcSTag]
 	if !ok || req.SrcTO < r.base {
 		return // not registered: the peer's Read fails, as it did in the capture
@@ -297,6 +301,8 @@ func (p *player) act(i int) bool {
 		wr.SGL = []endpoint.SGE{sink}
 		wr.Signaled = true
 		wr.RKey, wr.RemoteAddr = p.peerSTag(m.SrcSTag), p.peerAddr(m.SrcSTag, m.SrcTO)
+	case MsgAtomic, MsgImmediate:
+		p.wr7306(i, &wr)
 	}
 	c := p.cs[m.C]
 	if _, err := c.qp.PostSend(wr); err != nil {
@@ -312,6 +318,7 @@ func (p *player) act(i int) bool {
 // counts are what one side has done, by kind of message.
 type counts struct {
 	sends, writes, readReqs, readResps, terms int
+	atomics, atomicResps, imms                int // RFC 7306
 }
 
 // of is the count of messages of kind k.
@@ -327,6 +334,12 @@ func (c *counts) of(k MsgKind) int {
 		return c.readResps
 	case MsgTerminate:
 		return c.terms
+	case MsgAtomic:
+		return c.atomics
+	case MsgAtomicResponse:
+		return c.atomicResps
+	case MsgImmediate:
+		return c.imms
 	}
 	return 0
 }
@@ -343,6 +356,12 @@ func (c *counts) add(k MsgKind) {
 		c.readResps++
 	case MsgTerminate:
 		c.terms++
+	case MsgAtomic:
+		c.atomics++
+	case MsgAtomicResponse:
+		c.atomicResps++
+	case MsgImmediate:
+		c.imms++
 	}
 }
 
@@ -353,7 +372,7 @@ func (p *player) expected(i int) (peer, own []counts) {
 	for j := 0; j < i && j < len(p.s.Msgs); j++ {
 		m := &p.s.Msgs[j]
 		if m.Side == p.me {
-			if m.Kind == MsgReadResponse || m.Kind == MsgTerminate {
+			if m.Kind == MsgReadResponse || m.Kind == MsgTerminate || m.Kind == MsgAtomicResponse {
 				own[m.C].add(m.Kind) // the endpoint's own doing
 			}
 		} else if !p.silent(j) {
@@ -377,7 +396,7 @@ func (p *player) silent(j int) bool {
 			return true
 		}
 	}
-	return (m.Kind == MsgWrite || m.Kind == MsgSend) && p.blamed(j)
+	return (m.Kind == MsgWrite || m.Kind == MsgSend || m.Kind == MsgImmediate) && p.blamed(j)
 }
 
 // excused: an error completion of own message i is what the capture
@@ -406,8 +425,9 @@ func (p *player) seen(c *pconn) (peer, own counts) {
 		return
 	}
 	n := c.qp.Counters()
-	peer = counts{sends: c.gotSends, writes: int(n.RxWrites), readReqs: int(n.RxReadReqs), readResps: c.gotReads}
-	own = counts{readResps: int(n.TxReadResps)}
+	peer = counts{sends: c.gotSends, writes: int(n.RxWrites), readReqs: int(n.RxReadReqs), readResps: c.gotReads,
+		atomics: int(n.RxAtomicReqs), atomicResps: c.gotAtomics, imms: c.gotImms}
+	own = counts{readResps: int(n.TxReadResps), atomicResps: int(n.TxAtomicResps)}
 	if t := c.qp.Terminate(); t != nil {
 		if t.Local {
 			own.terms = 1
@@ -420,7 +440,8 @@ func (p *player) seen(c *pconn) (peer, own counts) {
 
 func covers(got, want counts) bool {
 	return got.sends >= want.sends && got.writes >= want.writes && got.readReqs >= want.readReqs &&
-		got.readResps >= want.readResps && got.terms >= want.terms
+		got.readResps >= want.readResps && got.terms >= want.terms &&
+		got.atomics >= want.atomics && got.atomicResps >= want.atomicResps && got.imms >= want.imms
 }
 
 // waitUntil processes completions until everything the capture shows the
@@ -492,7 +513,9 @@ func (p *player) completion(c *pconn, wc *endpoint.WorkCompletion) {
 		}
 		slot := int(wc.WRID)
 		live := c.recvMR.Buf()[slot*c.recvLen : slot*c.recvLen+int(wc.ByteLen)]
-		if c.gotSends < len(c.peerSends) {
+		if wc.WithImm {
+			p.immCompletion(c, wc)
+		} else if c.gotSends < len(c.peerSends) {
 			i := c.peerSends[c.gotSends]
 			m := &p.s.Msgs[i]
 			p.learn(i, m.Frame, "Send", m.Payload, live)
@@ -500,7 +523,9 @@ func (p *player) completion(c *pconn, wc *endpoint.WorkCompletion) {
 				p.differ(i, m.Frame, "differs", "Send with Solicited Event %v, the capture has %v", wc.Solicited, se)
 			}
 		}
-		c.gotSends++
+		if !wc.WithImm {
+			c.gotSends++
+		}
 		c.recvMR.Sync()
 		if c.recvLeft > 0 {
 			if err := c.postRecv(slot); err != nil {
@@ -524,6 +549,9 @@ func (p *player) completion(c *pconn, wc *endpoint.WorkCompletion) {
 		}
 		p.differ(i, m.Frame, "completion", "%s", what)
 		return
+	}
+	if wc.Opcode == endpoint.OpAtomicFetchAdd || wc.Opcode == endpoint.OpAtomicCmpSwap {
+		p.atomicCompletion(c, i)
 	}
 	if wc.Opcode == endpoint.OpRead {
 		// The peer's Read Response: compare its data.
@@ -582,13 +610,13 @@ func (p *player) account(performed int) {
 		if m.Side == p.me {
 			rankOwn[m.C].add(m.Kind)
 			switch m.Kind {
-			case MsgSend, MsgWrite, MsgReadRequest:
+			case MsgSend, MsgWrite, MsgReadRequest, MsgAtomic, MsgImmediate:
 				if i >= performed && !p.bad[i] {
 					p.differ(i, m.Frame, "missing", "%v not replayed: the peer did not do what the capture shows before it", m.Kind)
 				}
-			case MsgReadResponse:
-				if rankOwn[m.C].readResps > gotOwn[m.C].readResps && !p.bad[i] {
-					p.differ(i, m.Frame, "missing", "the peer did not ask for this RDMA Read Response")
+			case MsgReadResponse, MsgAtomicResponse:
+				if rankOwn[m.C].of(m.Kind) > gotOwn[m.C].of(m.Kind) && !p.bad[i] {
+					p.differ(i, m.Frame, "missing", "the peer did not ask for this %v", m.Kind)
 				}
 			case MsgTerminate:
 				switch {
@@ -609,7 +637,7 @@ func (p *player) account(performed int) {
 			continue
 		}
 		switch m.Kind {
-		case MsgSend, MsgWrite, MsgReadRequest, MsgReadResponse:
+		case MsgSend, MsgWrite, MsgReadRequest, MsgReadResponse, MsgAtomic, MsgAtomicResponse, MsgImmediate:
 			if rp.of(m.Kind) > gp.of(m.Kind) {
 				p.differ(i, m.Frame, "missing", "no such %v from the peer", m.Kind)
 			}
@@ -632,6 +660,8 @@ func (p *player) account(performed int) {
 		extra(gotPeer[k].sends, rankPeer[k].sends, "Send")
 		extra(gotPeer[k].writes, rankPeer[k].writes, "RDMA Write")
 		extra(gotPeer[k].readReqs, rankPeer[k].readReqs, "RDMA Read Request")
+		extra(gotPeer[k].atomics, rankPeer[k].atomics, "Atomic Request")
+		extra(gotPeer[k].imms, rankPeer[k].imms, "Immediate Data message")
 		if t := terms[k]; t != nil && !t.Local && rankPeer[k].terms == 0 {
 			p.differ(-2, 0, "unexpected", "connection %d: the peer sent Terminate %s", c.cs.Conn, t.Cause.Short())
 		}

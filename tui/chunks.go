@@ -24,3 +24,6 @@ func (c *chunked[T]) Append(v T) {
 	*c.At(c.n) = v
 	c.n++
 }
+
+// Cap is the number of elements the chunks hold room for.
+func (c *chunked[T]) Cap() int { return len(c.chunks) << chunkBits }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
@@ -26,6 +27,7 @@ type Detail struct {
 type Line struct {
 	Depth    int
 	Text     string
+	Desc     string // the field's description (ULP fields)
 	Field    *decode.Field
 	Off, Len int
 	Frame    int // a frame the line names (Enter jumps there), 0 if none
@@ -33,12 +35,20 @@ type Line struct {
 
 // loader decodes rows again from the frame store; it keeps its buffers.
 type loader struct {
-	ix   *Index
-	buf  []byte
-	wire []byte
-	have []bool
-	scr  []byte
-	mk   []decode.MarkerAt
+	ix *Index
+	// run runs the pipeline as the index did over src (Session.rerun);
+	// the ULP layer is decoded again with it.
+	run func(src analyze.Source, c analyze.Consumer) error
+	// async, when set, hands a function to the screen's goroutine (after
+	// a replay on another); nil: replays run in Load.
+	async     func(func())
+	replaying bool
+	ulp       *ulpCache
+	buf       []byte
+	wire      []byte
+	have      []bool
+	scr       []byte
+	mk        []decode.MarkerAt
 }
 
 // Load decodes row i: it reads frames First..Last, keeps the TCP payload
@@ -63,7 +73,11 @@ func (l *loader) Load(i int) *Detail {
 	}
 	d.Wire = append([]byte(nil), l.wire...)
 	l.decode(d, c)
-	d.Lines = l.lines(d, c)
+	var u []Line
+	if ix.HasULP(i) {
+		u = l.ulpLines(c, i, &r)
+	}
+	d.Lines = l.lines(d, c, u)
 	return d
 }
 
@@ -183,9 +197,10 @@ func wireOff(p *decode.PDU, seq uint32, off int) int {
 }
 
 // lines builds the tree: the connection and frames, every field the PDU
-// carries (as iwdump -V names them), its markers, the CRC verdict and the
-// findings raised on it.
-func (l *loader) lines(d *Detail, c *ConnInfo) []Line {
+// carries (as iwdump -V names them) under a line per protocol, its
+// markers, the CRC verdict, the storage-protocol message it completes
+// (ulpLines, iwdump -V's lines) and the findings raised on it.
+func (l *loader) lines(d *Detail, c *ConnInfo, ulpLines []Line) []Line {
 	r := &d.Row
 	var out []Line
 	add := func(depth int, f *decode.Field, off, n int, format string, a ...any) {
@@ -204,6 +219,7 @@ func (l *loader) lines(d *Detail, c *ConnInfo) []Line {
 	m := decode.Present(p)
 	fields := decode.Fields()
 	var b []byte
+	section := ""
 	for i := range fields {
 		f := &fields[i]
 		v, ok := f.GetIn(p, m)
@@ -224,9 +240,10 @@ func (l *loader) lines(d *Detail, c *ConnInfo) []Line {
 		} else {
 			off, n = 0, 0
 		}
-		out = append(out, Line{Depth: strings.Count(f.Name, "."), Text: string(b), Field: f, Off: off, Len: n})
+		out = appendSectioned(out, &section, Line{Depth: strings.Count(f.Name, "."), Text: string(b), Field: f, Off: off, Len: n})
 	}
 	if !p.IsMPAFrame {
+		add(0, nil, 0, 0, "FPDU framing")
 		if p.SegErr != nil {
 			add(1, nil, 0, 0, "segment error: %v", p.SegErr)
 		}
@@ -249,6 +266,22 @@ func (l *loader) lines(d *Detail, c *ConnInfo) []Line {
 			if off, n, sok := f.Span(p); sok {
 				w := wireOff(p, r.Seq, off)
 				out = append(out, Line{Depth: 1, Text: fmt.Sprintf("data: %d octets", n), Field: f, Off: w, Len: max(0, min(n, len(d.Wire)-w))})
+			}
+		}
+	}
+	start := len(out)
+	for _, ln := range ulpLines {
+		out = appendSectioned(out, &section, ln)
+	}
+	spanSections(out)
+	// The storage protocols' lines light up the octets their message came
+	// in: the PDU's payload (Private Data of an MPA frame).
+	for _, pay := range out[:start] {
+		if f := pay.Field; f != nil && (f.Name == "data" || f.Name == "mpa.private_data") {
+			for i := start; i < len(out); i++ {
+				if out[i].Depth == 0 {
+					out[i].Off, out[i].Len = pay.Off, pay.Len
+				}
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/decode"
@@ -100,6 +101,7 @@ type ConnInfo struct {
 	Params    [2]reassembly.Params
 	FirstRel  int64
 	First     int
+	Last      int // the last frame of a PDU of the connection indexed so far
 	Closed    string
 	PDUs      [2]uint64
 	Octets    [2]uint64 // ULPDU octets
@@ -107,6 +109,7 @@ type ConnInfo struct {
 	Markers   [2]uint64
 	Findings  uint64
 	Stats     *track.ConnStats // at the end of the capture
+	Proto     string           // the storage protocol decoded (ulp.Proto), "" if none
 }
 
 // DirName is "i2r" or "r2i" for direction d (reassembly.Dir).
@@ -130,6 +133,8 @@ type STagUse struct {
 	Octets      uint64
 	How         string // Write, Read sink, Read source, Atomic...
 	Invalidated int    // frame of the Send with Invalidate, 0 if none
+	Advertised  int    // frame of the advertisement, 0 if none seen
+	AdvBy       string // what advertised it: a ULP command, an rping Send
 }
 
 // Index is the capture as iwtui knows it: one Row per PDU and finding,
@@ -144,6 +149,10 @@ type Index struct {
 	conns    map[int]*ConnInfo
 	connIDs  []int
 	stags    map[[2]uint64]*STagUse
+	ulp      ulpText              // rows that complete a ULP message
+	cmds     []Cmd                // ULP commands completed
+	cmdSTags []uint32             // the STags they advertised
+	adverts  map[[2]uint64]Advert // STags advertised, by connection and STag
 	first    time.Time
 	done     bool
 	err      error
@@ -157,7 +166,7 @@ type Index struct {
 }
 
 func newIndex(st *store, total int64) *Index {
-	return &Index{conns: map[int]*ConnInfo{}, stags: map[[2]uint64]*STagUse{}, store: st, total: total}
+	return &Index{conns: map[int]*ConnInfo{}, stags: map[[2]uint64]*STagUse{}, adverts: map[[2]uint64]Advert{}, store: st, total: total}
 }
 
 // Len is the number of rows indexed so far.
@@ -231,11 +240,37 @@ func (ix *Index) STags() []STagUse {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	out := make([]STagUse, 0, len(ix.stags))
-	for _, s := range ix.stags {
-		out = append(out, *s)
+	for k, s := range ix.stags {
+		u := *s
+		if a, ok := ix.adverts[k]; ok {
+			u.Advertised, u.AdvBy = int(a.Frame), ix.advertiser(a)
+		}
+		out = append(out, u)
+	}
+	// Advertised and never used (an rping Send only counts when used).
+	for k, a := range ix.adverts {
+		if ix.stags[k] == nil && a.Cmd >= 0 {
+			out = append(out, STagUse{Conn: int(k[0]), STag: uint32(k[1]), First: int(a.Frame), Advertised: int(a.Frame), AdvBy: ix.advertiser(a), How: "advertised"})
+		}
 	}
 	sortSTags(out)
 	return out
+}
+
+// Bytes is what the index holds in memory, as allocated: the rows and the
+// frame offsets (whole chunks), the ULP summaries, and the findings,
+// operations, commands, STags and advertisements kept for the views
+// (their fixed parts; messages and names share the pipeline's strings).
+func (ix *Index) Bytes() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	n := ix.rows.Cap()*int(unsafe.Sizeof(Row{})) + ix.ulp.bytes()
+	n += cap(ix.findings)*int(unsafe.Sizeof(Finding{})) + cap(ix.ops)*int(unsafe.Sizeof(Op{})) + cap(ix.cmds)*int(unsafe.Sizeof(Cmd{})) + cap(ix.cmdSTags)*4
+	n += len(ix.stags)*int(unsafe.Sizeof(STagUse{})+16) + len(ix.adverts)*int(unsafe.Sizeof(Advert{})+16)
+	ix.store.mu.Lock()
+	n += ix.store.offsets.Cap() * 8
+	ix.store.mu.Unlock()
+	return n
 }
 
 // FindRow returns the first row at or after frame n (by Last), -1 if none.
@@ -303,6 +338,8 @@ func (x *indexer) Record(r *analyze.Record) {
 		x.finding(r)
 	case analyze.KindOperation:
 		x.op(r)
+	case analyze.KindCommand:
+		x.command(r)
 	}
 }
 
@@ -314,6 +351,7 @@ func (x *indexer) pdu(r *analyze.Record) {
 	c := ix.conns[int(r.Conn.ID)]
 	if c != nil {
 		c.Initiator = r.Conn.Initiator
+		c.Last = max(c.Last, r.LastFrame)
 	}
 	if p.IsMPAFrame {
 		row.Kind = RowMPA
@@ -368,6 +406,7 @@ func (x *indexer) pdu(r *analyze.Record) {
 			}
 		}
 	}
+	x.ulpPDU(r, c, ix.rows.Len())
 	ix.rows.Append(row)
 }
 

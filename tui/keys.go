@@ -36,6 +36,12 @@ const (
 	ActBack
 	ActJump
 	ActBlame
+	ActToggle
+	ActFold
+	ActUnfold
+	ActGraphUnit
+	ActGraphConn
+	ActCmds
 	numActions
 )
 
@@ -46,8 +52,10 @@ type Key struct {
 	Keys   []tcell.Key
 	Runes  []rune
 	Action Action
-	Where  string // "main" (list, detail, hex), "views" (findings, operations, ...), "all"
-	Help   string
+	// Where: "main" (list, tree, hex), "tree" (the tree pane only),
+	// "views" (findings, operations, ...), "graph", "all".
+	Where string
+	Help  string
 }
 
 // Keys is the key table. Movement keys the list, tree and hex panes
@@ -71,14 +79,20 @@ var Keys = []Key{
 	{Names: "e", Runes: []rune{'e'}, Action: ActFindings, Where: "all", Help: "findings (expert info)"},
 	{Names: "o", Runes: []rune{'o'}, Action: ActOps, Where: "all", Help: "RDMA operations: Reads with latency, Writes, Sends, atomics, Terminates"},
 	{Names: "C", Runes: []rune{'C'}, Action: ActConns, Where: "all", Help: "connections: MPA parameters, counters"},
-	{Names: "t", Runes: []rune{'t'}, Action: ActSTags, Where: "all", Help: "STags: used, invalidated"},
-	{Names: "i", Runes: []rune{'i'}, Action: ActGraph, Where: "all", Help: "I/O graph"},
+	{Names: "U", Runes: []rune{'U'}, Action: ActCmds, Where: "all", Help: "storage-protocol commands (NVMe-oF, iSCSI, SMB2, NFS): status, latency, octets moved"},
+	{Names: "t", Runes: []rune{'t'}, Action: ActSTags, Where: "all", Help: "STags: advertised (ULP command, rping Send), used, invalidated"},
+	{Names: "i", Runes: []rune{'i'}, Action: ActGraph, Where: "all", Help: "I/O graph: PDUs or octets per interval"},
+	{Names: "v", Runes: []rune{'v'}, Action: ActGraphUnit, Where: "graph", Help: "I/O graph: PDUs or octets"},
+	{Names: "c", Runes: []rune{'c'}, Action: ActGraphConn, Where: "graph", Help: "I/O graph: next connection (all, 1, 2, ...)"},
 	{Names: "w", Runes: []rune{'w'}, Action: ActWrite, Where: "main", Help: "write the shown rows' frames to a pcap/pcapng file"},
 	{Names: "W", Runes: []rune{'W'}, Action: ActWriteConn, Where: "main", Help: "write the row's connection to a pcap/pcapng file"},
 	{Names: "p", Runes: []rune{'p'}, Action: ActPause, Where: "main", Help: "live: pause or resume the list (capture goes on)"},
 	{Names: "Esc", Keys: []tcell.Key{tcell.KeyEscape}, Action: ActBack, Where: "all", Help: "back to the list; closes a bar or this help"},
-	{Names: "Enter", Keys: []tcell.Key{tcell.KeyEnter}, Action: ActJump, Where: "views", Help: "tree, views: go to the frame the line names"},
-	{Names: "b", Runes: []rune{'b'}, Action: ActBlame, Where: "views", Help: "operations, findings: go to the frame a Terminate blames"},
+	{Names: "Enter  Space", Keys: []tcell.Key{tcell.KeyEnter}, Runes: []rune{' '}, Action: ActToggle, Where: "tree", Help: "tree: fold or unfold the line; on a line that names a frame, go there"},
+	{Names: "Left h", Keys: []tcell.Key{tcell.KeyLeft}, Runes: []rune{'h'}, Action: ActFold, Where: "tree", Help: "tree: fold the line (on a field: its protocol)"},
+	{Names: "Right l", Keys: []tcell.Key{tcell.KeyRight}, Runes: []rune{'l'}, Action: ActUnfold, Where: "tree", Help: "tree: unfold the line"},
+	{Names: "Enter", Keys: []tcell.Key{tcell.KeyEnter}, Action: ActJump, Where: "views", Help: "views: go to the frame the line names"},
+	{Names: "b", Runes: []rune{'b'}, Action: ActBlame, Where: "views", Help: "operations, findings: go to the frame a Terminate blames; commands: to the response"},
 	{Names: "j k  Up Down", Action: ActNone, Where: "all", Help: "move (list, tree, views); in hex: by 16 octets"},
 	{Names: "h l  Left Right", Action: ActNone, Where: "all", Help: "hex: move by one octet (selects the field it is in)"},
 	{Names: "g G  Home End", Action: ActNone, Where: "all", Help: "first, last row"},
@@ -86,11 +100,12 @@ var Keys = []Key{
 	{Names: "mouse", Action: ActNone, Where: "all", Help: "click selects a row, a field or an octet; wheel scrolls"},
 }
 
-// Lookup returns the action of ev in context where ("main" or "views").
+// Lookup returns the action of ev in context where: "main" (list, hex),
+// "tree" (the main keys and the tree's), "views", "graph" or "help".
 func Lookup(ev *tcell.EventKey, where string) Action {
 	for i := range Keys {
 		k := &Keys[i]
-		if k.Action == ActNone || (k.Where != "all" && k.Where != where) {
+		if k.Action == ActNone || (k.Where != "all" && k.Where != where && !(k.Where == "main" && where == "tree")) {
 			continue
 		}
 		if ev.Key() == tcell.KeyRune {

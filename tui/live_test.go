@@ -3,9 +3,9 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"github.com/iwkit/iwkit/internal/testenv"
 	"io"
 	"net"
-	"os"
 	"testing"
 	"time"
 
@@ -29,15 +29,13 @@ func sendFPDU(msn uint32, payload []byte) []byte {
 // runs, each decodes again from the spill file, and the kernel counters
 // are there.
 func TestLiveIndex(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("live capture needs root or CAP_NET_RAW; not root")
-	}
+	testenv.NeedRoot(t, "live capture on lo")
 	if l, err := pcap.OpenLive("lo", pcap.LiveOptions{}); err != nil {
 		var pe *pcap.PermissionError
 		if errors.As(err, &pe) {
-			t.Skipf("no CAP_NET_RAW: %v", err)
+			testenv.Skipf(t, "no CAP_NET_RAW: %v", err)
 		}
-		t.Skipf("cannot capture on lo: %v", err)
+		testenv.Skipf(t, "cannot capture on lo: %v", err)
 	} else {
 		l.Close()
 	}

@@ -206,7 +206,7 @@ func (l *List) Find(text string, dir int) bool {
 	for k := 1; k <= n; k++ {
 		p := ((l.Cursor+dir*k)%n + n) % n
 		r := l.ix.Row(l.RowAt(p))
-		b = l.ix.appendLine(b[:0], &r)
+		b = l.ix.appendLine(b[:0], l.RowAt(p), &r)
 		if strings.Contains(strings.ToLower(string(b)), text) {
 			l.Cursor = p
 			return true
@@ -232,8 +232,8 @@ func (l *List) AddHistory(expr string) {
 // Columns of the list.
 var columns = []string{"No.", "Time", "Conn", "Dir", "Summary"}
 
-// Cell returns the text of column c of index row i.
-func (ix *Index) Cell(r *Row, c int) string {
+// Cell returns the text of column c of index row i (r).
+func (ix *Index) Cell(i int, r *Row, c int) string {
 	switch c {
 	case 0:
 		return strconv.FormatUint(uint64(r.Last), 10)
@@ -256,21 +256,26 @@ func (ix *Index) Cell(r *Row, c int) string {
 		}
 		return c.DirName(r.Dir)
 	case 4:
-		return string(ix.appendSummary(nil, r))
+		return string(ix.appendSummary(nil, i, r))
 	}
 	return ""
 }
 
-func (ix *Index) appendLine(b []byte, r *Row) []byte {
+func (ix *Index) appendLine(b []byte, i int, r *Row) []byte {
 	for c := 0; c < 4; c++ {
-		b = append(b, ix.Cell(r, c)...)
+		b = append(b, ix.Cell(i, r, c)...)
 		b = append(b, ' ')
 	}
-	return ix.appendSummary(b, r)
+	return ix.appendSummary(b, i, r)
 }
 
-// appendSummary writes the summary column from the row's own fields.
-func (ix *Index) appendSummary(b []byte, r *Row) []byte {
+// appendSummary writes the summary column of row i (r) from its own
+// fields, and the storage-protocol message it completes.
+func (ix *Index) appendSummary(b []byte, i int, r *Row) []byte {
+	return ix.appendULPSummary(ix.appendRowSummary(b, r), i)
+}
+
+func (ix *Index) appendRowSummary(b []byte, r *Row) []byte {
 	switch r.Kind {
 	case RowFinding:
 		ix.mu.RLock()

@@ -132,6 +132,13 @@ func TestScreens(t *testing.T) {
 		{"connections", func(s *screen) { s.runes("C") }},
 		{"stags", func(s *screen) { s.runes("t") }},
 		{"iograph", func(s *screen) { s.runes("i") }},
+		{"iograph-octets-conn", func(s *screen) { s.runes("ivcc") }},
+		{"tree-fold", func(s *screen) {
+			s.runes(":254")
+			s.key(tcell.KeyEnter)
+			s.key(tcell.KeyTab)
+			s.runes("jhjhj ") // MPA folded, DDP folded, RDMAP toggled
+		}},
 		{"tree-field", func(s *screen) {
 			s.runes("jjjjjjjjjj") // down the list to an FPDU
 			s.key(tcell.KeyTab)
@@ -158,6 +165,99 @@ func TestScreens(t *testing.T) {
 			tc.keys(s)
 			s.golden(tc.name)
 		})
+	}
+}
+
+// TestULPScreens: the storage-protocol layers on the real Linux captures:
+// the NVMe-oF fields under the PDU's, the command they complete (Enter on
+// ulp.request_frame goes to the command), the commands view, and the
+// STags advertised by the commands (and by rping's Send).
+func TestULPScreens(t *testing.T) {
+	for _, name := range []string{"nvmeof", "iser", "smb_direct", "nfs42_rdma"} {
+		t.Run(name, func(t *testing.T) {
+			s := newScreen(t, "../testdata/ulp/"+name+".pcap")
+			// The first response: its tree links to its command.
+			resp, link := -1, 0
+			for p := 0; p < s.u.List.Len() && resp < 0; p++ {
+				i := s.u.List.RowAt(p)
+				if !s.u.S.Ix.HasULP(i) {
+					continue
+				}
+				for _, ln := range s.u.loader.Load(i).Lines {
+					if ln.Key() == "ulp.request_frame" {
+						resp, link = p, ln.Frame
+					}
+				}
+			}
+			if resp < 0 || link == 0 {
+				t.Fatal("no response linked to its command")
+			}
+			s.u.List.Cursor = resp
+			s.u.Refresh()
+			s.key(tcell.KeyTab)
+			for _, sec := range []string{"MPA", "DDP", "RDMAP", "FPDU framing"} {
+				s.u.fold[sec] = true
+			}
+			s.u.drawTree(0)
+			s.golden("ulp-tree-" + name)
+			for k := 0; k < len(s.u.vis); k++ {
+				if s.u.detail.Lines[s.u.vis[k]].Key() == "ulp.request_frame" {
+					s.u.tree.Select(k, 0)
+				}
+			}
+			s.key(tcell.KeyEnter)
+			r := s.u.S.Ix.Row(s.u.List.RowAt(s.u.List.Cursor))
+			if int(r.First) > link || link > int(r.Last) || !s.u.S.Ix.HasULP(s.u.List.RowAt(s.u.List.Cursor)) {
+				t.Fatalf("Enter on ulp.request_frame %d: row of frames %d-%d", link, r.First, r.Last)
+			}
+			s.runes("U")
+			s.golden("ulp-commands-" + name)
+			if s.u.views["cmds"].t.GetRowCount() < 2 {
+				t.Fatal("no commands")
+			}
+			s.runes("t")
+			got := s.golden("ulp-stags-" + name)
+			if !strings.Contains(got, "id ") {
+				t.Fatal("no STag advertised by a command")
+			}
+		})
+	}
+}
+
+// TestRpingAdvertisement: rping Sends its buffer's STag; the STags view
+// shows the Send as the advertisement of the STag the Reads and Writes use.
+func TestRpingAdvertisement(t *testing.T) {
+	s := newScreen(t, "../testdata/siw/crc_rping.pcap")
+	s.runes("t")
+	got := s.golden("stags-rping")
+	n := 0
+	for _, st := range s.u.S.Ix.STags() {
+		if st.Uses > 0 && st.Advertised > 0 && st.Advertised < st.First && strings.HasPrefix(st.AdvBy, "rping Send") {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no used STag advertised by an rping Send before its first use:\n%s", got)
+	}
+}
+
+// TestListStaysAtTop: a list drawn shorter than the screen (a few rows
+// indexed, or a follow) does not chase the end when rows come in: the
+// selected row stays on the screen.
+func TestListStaysAtTop(t *testing.T) {
+	s := newScreen(t, termCapture(t))
+	s.runes("jjjc") // follow connection 2: a few rows
+	s.text()
+	s.runes("c") // all rows again
+	s.u.Refresh()
+	got := s.text()
+	i := s.u.List.RowAt(s.u.List.Cursor)
+	r := s.u.S.Ix.Row(i)
+	if !strings.Contains(got, fmt.Sprintf("%8d %12s", r.Last, s.u.S.Ix.Cell(i, &r, 1))) {
+		t.Fatalf("row of frame %d is not on the screen:\n%s", r.Last, got)
+	}
+	if off, _ := s.u.table.GetOffset(); off != 0 {
+		t.Fatalf("list scrolled to row %d", off)
 	}
 }
 
@@ -263,8 +363,22 @@ func TestHexFollowsTree(t *testing.T) {
 	s.key(tcell.KeyLeft)
 	// One octet before the MSN is the QN's last octet.
 	r, _ := s.u.tree.GetSelection()
-	if f := d.Lines[r].Field; f == nil || f.Name != "ddp.qn" {
-		t.Fatalf("hex left of the MSN selects %q", d.Lines[r].Text)
+	if f := d.Lines[s.u.treeLine(r)].Field; f == nil || f.Name != "ddp.qn" {
+		t.Fatalf("hex left of the MSN selects %q", d.Lines[s.u.treeLine(r)].Text)
+	}
+	// Folded away, the field unfolds when the hex selects it.
+	s.key(tcell.KeyTab) // list
+	s.key(tcell.KeyTab) // tree
+	s.key(tcell.KeyLeft)
+	if !s.u.fold["DDP"] {
+		t.Fatalf("Left on a DDP field does not fold DDP: %v", s.u.fold)
+	}
+	s.key(tcell.KeyTab) // hex: its cursor on the DDP header's first octet
+	s.key(tcell.KeyRight)
+	s.key(tcell.KeyLeft)
+	r, _ = s.u.tree.GetSelection()
+	if f := d.Lines[s.u.treeLine(r)].Field; s.u.fold["DDP"] || f == nil || !strings.HasPrefix(f.Name, "ddp.") {
+		t.Fatalf("hex on the MSN: fold %v, line %q", s.u.fold, d.Lines[s.u.treeLine(r)].Text)
 	}
 }
 
@@ -287,8 +401,8 @@ func TestKeyTable(t *testing.T) {
 			continue
 		}
 		seen[k.Action] = true
-		for _, where := range []string{"main", "views"} {
-			if k.Where != "all" && k.Where != where {
+		for _, where := range []string{"main", "tree", "views", "graph"} {
+			if k.Where != "all" && k.Where != where && !(k.Where == "main" && where == "tree") {
 				continue
 			}
 			for _, r := range k.Runes {
@@ -301,6 +415,9 @@ func TestKeyTable(t *testing.T) {
 				}
 			}
 			for _, kk := range k.Keys {
+				if prev, ok := used[at{kk, 0, where}]; ok && prev != k.Action {
+					t.Errorf("%v means two actions in %s", kk, where)
+				}
 				used[at{kk, 0, where}] = k.Action
 				if got := Lookup(tcell.NewEventKey(kk, 0, 0), where); got != k.Action {
 					t.Errorf("Lookup(%v, %s) = %d, want %d", kk, where, got, k.Action)

@@ -198,7 +198,8 @@ func (s *Session) build(cfg Config) {
 	s.feed.Lock()
 	defer s.feed.Unlock()
 	ix := s.Ix
-	rc := analyze.Config{Ports: cfg.Ports, Workers: 1, Progress: func(n int) { ix.read.Add(int64(n)) }}
+	rc := s.runConfig()
+	rc.Progress = func(n int) { ix.read.Add(int64(n)) }
 	w := bufio.NewWriter(io.Discard)
 	rep, err := analyze.Run(&cancelSource{Source: s.src, s: s}, rc, w, func(int, *analyze.Out) analyze.Consumer { return s.idx })
 	s.src.Close()
@@ -309,21 +310,28 @@ func (s *Session) pass(fr *FilterRun) {
 			s.OnRows()
 		}
 	}()
-	ss := &storeSource{st: s.Ix.store, upto: fr.upto}
-	// The frames the index saw: the stored ones through the same capture
-	// filter.
+	m := &matcher{fr: fr, s: s}
+	if err := s.rerun(&storeSource{st: s.Ix.store, upto: fr.upto}, m); err != nil && err != errCancelled {
+		fr.Err = err
+	}
+}
+
+// rerun runs the pipeline over frames read back from the store as the
+// index ran it: through the same capture filter, with the same settings,
+// so the same frames give the same records in the same order.
+func (s *Session) rerun(src analyze.Source, c analyze.Consumer) error {
 	ff, err := s.captureFilter()
 	if err != nil {
-		fr.Err = err
-		return
+		return err
 	}
-	src := analyze.Filtered(ss, ff, analyze.Tee{})
-	m := &matcher{fr: fr, s: s}
 	w := bufio.NewWriter(io.Discard)
-	_, err = analyze.Run(src, analyze.Config{Ports: s.cfg.Ports, Workers: 1}, w, func(int, *analyze.Out) analyze.Consumer { return m })
-	if err != nil && err != errCancelled {
-		fr.Err = err
-	}
+	_, err = analyze.Run(analyze.Filtered(src, ff, analyze.Tee{}), s.runConfig(), w, func(int, *analyze.Out) analyze.Consumer { return c })
+	return err
+}
+
+// runConfig is the pipeline's configuration for every pass.
+func (s *Session) runConfig() analyze.Config {
+	return analyze.Config{Ports: s.cfg.Ports, Workers: 1}
 }
 
 // matcher numbers the rows of a filter pass as the indexer does.

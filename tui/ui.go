@@ -39,6 +39,9 @@ type UI struct {
 
 	loader  *loader
 	detail  *Detail
+	fold    Fold   // detail lines folded, by key
+	desc    string // the description of the field selected in the tree
+	vis     []int  // the detail lines shown, by tree row
 	dRow    int
 	msg     string
 	paused  bool
@@ -116,7 +119,7 @@ func (c *listContent) GetCell(row, col int) *tview.TableCell {
 	}
 	ix := c.u.S.Ix
 	r := ix.Row(i)
-	text := ix.Cell(&r, col)
+	text := ix.Cell(i, &r, col)
 	if col == 0 && c.u.List.Marks[i] {
 		text = "*" + text
 	}
@@ -134,8 +137,8 @@ func (c *listContent) GetCell(row, col int) *tview.TableCell {
 // New builds the screen over a session.
 func New(s *Session) *UI {
 	setTheme()
-	u := &UI{S: s, App: tview.NewApplication(), List: newList(s.Ix), views: map[string]*viewTable{}, stop: make(chan struct{})}
-	u.loader = &loader{ix: s.Ix}
+	u := &UI{S: s, App: tview.NewApplication(), List: newList(s.Ix), views: map[string]*viewTable{}, fold: Fold{}, stop: make(chan struct{})}
+	u.loader = &loader{ix: s.Ix, run: s.rerun}
 	u.dRow = -1
 
 	u.table = tview.NewTable().SetContent(&listContent{u: u}).SetFixed(1, 0).SetSelectable(true, false)
@@ -151,7 +154,7 @@ func New(s *Session) *UI {
 	u.tree = tview.NewTable().SetSelectable(true, false)
 	u.tree.SetBorder(true).SetTitle(" Detail ").SetTitleAlign(tview.AlignLeft)
 	u.tree.SetSelectedStyle(tcell.StyleDefault.Reverse(true))
-	u.tree.SetSelectionChangedFunc(func(row, col int) { u.lineSelected(row) })
+	u.tree.SetSelectionChangedFunc(func(row, col int) { u.lineSelected(u.treeLine(row)) })
 
 	u.hex = newHexView()
 	u.hex.onCursor = func(off int) {
@@ -160,7 +163,8 @@ func New(s *Session) *UI {
 		}
 		if i := u.detail.LineAt(off); i >= 0 {
 			ln := u.detail.Lines[i]
-			u.tree.Select(i, 0)
+			u.detail.Unfold(u.fold, i)
+			u.drawTree(i)
 			u.hex.hiOff, u.hex.hiLen = ln.Off, ln.Len
 			u.hex.cursor = off
 		}
@@ -185,7 +189,7 @@ func New(s *Session) *UI {
 	u.graph = newIOGraph(s.Ix)
 
 	u.pages = tview.NewPages().AddPage("main", u.main, true, true)
-	for _, name := range []string{"findings", "ops", "conns", "stags"} {
+	for _, name := range []string{"findings", "ops", "cmds", "conns", "stags"} {
 		v := newViewTable(name)
 		u.views[name] = v
 		u.pages.AddPage(name, v.t, true, false)
@@ -215,6 +219,15 @@ func New(s *Session) *UI {
 func (u *UI) Run() error {
 	go u.ticker()
 	u.S.OnRows = nil
+	// From here on a storage-protocol replay runs off the event loop;
+	// when it is done the detail is shown again with its tree.
+	u.loader.async = func(f func()) {
+		u.App.QueueUpdateDraw(func() {
+			f()
+			u.dRow = -1
+			u.showDetail()
+		})
+	}
 	err := u.App.Run()
 	u.once.Do(func() { close(u.stop) })
 	return err
@@ -265,6 +278,14 @@ func (u *UI) Refresh() {
 			u.List.Cursor = u.List.Len() - 1
 			u.table.Select(u.List.Cursor+1, 0)
 		}
+	}
+	if !u.S.Live() || !atEnd {
+		// tview's Table follows the end once it was drawn shorter than
+		// the screen (its trackEnd): the first screen of a capture being
+		// indexed would chase the index to the end. Only a live
+		// capture's list follows its end (above).
+		r, c := u.table.GetOffset()
+		u.table.SetOffset(r, c)
 	}
 	if r, _ := u.table.GetSelection(); r != u.List.Cursor+1 && u.List.Len() > 0 {
 		u.table.Select(u.List.Cursor+1, 0) // shows the detail
@@ -318,6 +339,9 @@ func (u *UI) statusText() string {
 		b.WriteString(u.msg)
 	}
 	b.WriteString("  [::d]? help[::-]")
+	if u.msg == "" && u.desc != "" && u.App.GetFocus() == u.tree {
+		fmt.Fprintf(&b, "  %s", tview.Escape(u.desc))
+	}
 	return b.String()
 }
 
@@ -325,7 +349,7 @@ func (u *UI) statusText() string {
 func (u *UI) showDetail() {
 	i := u.List.RowAt(u.List.Cursor)
 	if i < 0 {
-		u.detail, u.dRow = nil, -1
+		u.detail, u.dRow, u.vis = nil, -1, nil
 		u.tree.Clear()
 		u.hex.SetData(nil)
 		return
@@ -335,9 +359,29 @@ func (u *UI) showDetail() {
 	}
 	d := u.loader.Load(i)
 	u.detail, u.dRow = d, i
+	u.drawTree(0)
+	u.tree.ScrollToBeginning()
+	u.hex.SetData(d.Wire)
+	u.lineSelected(0)
+}
+
+// drawTree fills the tree with the detail lines not folded away and
+// selects line sel (or the line it is folded under).
+func (u *UI) drawTree(sel int) {
+	d := u.detail
 	u.tree.Clear()
-	for k, ln := range d.Lines {
-		text := strings.Repeat("  ", ln.Depth) + ln.Text
+	u.vis = d.Visible(u.fold)
+	row := 0
+	for k, i := range u.vis {
+		ln := &d.Lines[i]
+		mark := "  "
+		if d.HasChildren(i) {
+			mark = "▾ "
+			if u.fold[ln.Key()] {
+				mark = "▸ "
+			}
+		}
+		text := strings.Repeat("  ", ln.Depth) + mark + ln.Text
 		c := tview.NewTableCell(tview.Escape(text)).SetExpansion(1)
 		if ln.Frame > 0 {
 			c.SetTextColor(tcell.ColorTeal)
@@ -348,23 +392,69 @@ func (u *UI) showDetail() {
 			c.SetTextColor(tcell.ColorOlive)
 		}
 		u.tree.SetCell(k, 0, c)
+		if i <= sel {
+			row = k
+		}
 	}
-	u.tree.Select(0, 0)
-	u.tree.ScrollToBeginning()
-	u.hex.SetData(d.Wire)
-	u.lineSelected(0)
+	u.tree.Select(row, 0)
 }
 
-func (u *UI) lineSelected(row int) {
-	if u.detail == nil || row < 0 || row >= len(u.detail.Lines) {
+// treeLine is the detail line on tree row row (-1 if none).
+func (u *UI) treeLine(row int) int {
+	if u.detail == nil || row < 0 || row >= len(u.vis) {
+		return -1
+	}
+	return u.vis[row]
+}
+
+// foldLine folds (how -1), unfolds (+1) or toggles (0) the selected
+// tree line; folding a line without children folds its parent.
+func (u *UI) foldLine(how int) {
+	r, _ := u.tree.GetSelection()
+	i := u.treeLine(r)
+	if i < 0 {
 		return
 	}
-	ln := u.detail.Lines[row]
+	d := u.detail
+	if !d.HasChildren(i) {
+		if how >= 0 {
+			return
+		}
+		if i = d.Parent(i); i < 0 {
+			return
+		}
+	}
+	k := d.Lines[i].Key()
+	switch {
+	case how < 0:
+		u.fold[k] = true
+	case how > 0:
+		delete(u.fold, k)
+	case u.fold[k]:
+		delete(u.fold, k)
+	default:
+		u.fold[k] = true
+	}
+	u.drawTree(i)
+	u.lineSelected(i)
+}
+
+// lineSelected lights up the octets of detail line i.
+func (u *UI) lineSelected(i int) {
+	if u.detail == nil || i < 0 || i >= len(u.detail.Lines) {
+		return
+	}
+	ln := u.detail.Lines[i]
 	if ln.Len > 0 {
 		u.hex.Highlight(ln.Off, ln.Len)
 	} else {
 		u.hex.hiLen = 0
 	}
+	u.desc = ln.Desc
+	if ln.Field != nil {
+		u.desc = ln.Field.Desc
+	}
+	u.status.SetText(u.statusText())
 }
 
 // GoFrame selects the row of frame n (the first at or after it) in the
@@ -406,30 +496,24 @@ func (u *UI) showPage(name string) {
 	}
 }
 
+// where is the key context of the page and pane in focus.
+func (u *UI) where() string {
+	switch {
+	case u.page == "main" && u.App.GetFocus() == u.tree:
+		return "tree"
+	case u.page == "main", u.page == "graph", u.page == "help":
+		return u.page
+	}
+	return "views"
+}
+
 // keys is the one dispatcher over the key table.
 func (u *UI) keys(ev *tcell.EventKey) *tcell.EventKey {
 	if u.App.GetFocus() == u.bar || u.page == "quit" {
 		return ev
 	}
-	where := "main"
-	if u.page != "main" {
-		where = "views"
-	}
-	a := Lookup(ev, where)
-	if ev.Key() == tcell.KeyEnter && u.page == "main" {
-		a = ActJump
-	}
+	a := Lookup(ev, u.where())
 	if u.page == "help" && a != ActQuit && a != ActHelp && a != ActBack {
-		return ev
-	}
-	if a == ActJump && u.page == "main" {
-		if u.App.GetFocus() == u.tree && u.detail != nil {
-			r, _ := u.tree.GetSelection()
-			if r >= 0 && r < len(u.detail.Lines) && u.detail.Lines[r].Frame > 0 {
-				u.GoFrame(u.detail.Lines[r].Frame)
-				return nil
-			}
-		}
 		return ev
 	}
 	if a == ActNone {
@@ -536,6 +620,24 @@ func (u *UI) Do(a Action) {
 		if u.page != "main" {
 			u.showPage("main")
 		}
+	case ActToggle:
+		r, _ := u.tree.GetSelection()
+		if i := u.treeLine(r); i >= 0 && !u.detail.HasChildren(i) && u.detail.Lines[i].Frame > 0 {
+			u.GoFrame(u.detail.Lines[i].Frame)
+		} else {
+			u.foldLine(0)
+		}
+	case ActFold:
+		u.foldLine(-1)
+	case ActUnfold:
+		u.foldLine(+1)
+	case ActGraphUnit:
+		u.graph.octets = !u.graph.octets
+	case ActGraphConn:
+		u.graph.nextConn()
+	case ActCmds:
+		u.fillCmds()
+		u.showPage("cmds")
 	case ActJump, ActBlame:
 		if v := u.views[u.page]; v != nil {
 			r, _ := v.t.GetSelection()

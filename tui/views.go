@@ -49,8 +49,9 @@ type viewTable struct {
 var viewTitles = map[string]string{
 	"findings": " Findings (expert info): Enter goes to the frame, b to the frame it names ",
 	"ops":      " RDMA operations: Enter goes to the request, b to the frame a Terminate blames ",
+	"cmds":     " Storage-protocol commands: Enter goes to the command, b to its response ",
 	"conns":    " Connections ",
-	"stags":    " STags ",
+	"stags":    " STags: Enter goes to the first frame, b to the invalidation ",
 }
 
 func newViewTable(name string) *viewTable {
@@ -228,7 +229,7 @@ func (u *UI) fillOps() {
 
 func (u *UI) fillConns() {
 	v := u.views["conns"]
-	v.reset("Conn", "Initiator", "Responder", "Dir", "Markers", "CRC", "MPA", "PDUs", "Octets", "CRC bad", "Markers seen", "Findings", "Closed")
+	v.reset("Conn", "Initiator", "Responder", "Dir", "Markers", "CRC", "MPA", "PDUs", "Octets", "CRC bad", "Markers seen", "Findings", "ULP", "Closed")
 	for _, c := range u.S.Ix.Conns() {
 		for d := uint8(0); d < 2; d++ {
 			p := &c.Params[d]
@@ -257,7 +258,7 @@ func (u *UI) fillConns() {
 			}
 			v.add(color, first, 0, fmt.Sprint(c.ID), ini, res, c.DirName(d),
 				fmt.Sprintf("%v (%s)", p.Markers, p.MarkersSource), fmt.Sprintf("%v (%s)", p.CRC, p.CRCSource), mpa,
-				fmt.Sprint(c.PDUs[d]), fmt.Sprint(c.Octets[d]), fmt.Sprint(c.CRCBad[d]), fmt.Sprint(c.Markers[d]), fmt.Sprint(c.Findings), c.Closed)
+				fmt.Sprint(c.PDUs[d]), fmt.Sprint(c.Octets[d]), fmt.Sprint(c.CRCBad[d]), fmt.Sprint(c.Markers[d]), fmt.Sprint(c.Findings), c.Proto, c.Closed)
 		}
 	}
 	v.done()
@@ -265,36 +266,88 @@ func (u *UI) fillConns() {
 
 func (u *UI) fillSTags() {
 	v := u.views["stags"]
-	v.reset("Conn", "STag", "First", "Last", "Uses", "Octets", "Invalidated", "How")
+	v.reset("Conn", "STag", "Advertised", "First", "Last", "Uses", "Octets", "Invalidated", "How", "Advertised by")
 	for _, s := range u.S.Ix.STags() {
-		inv := ""
+		inv, adv, first := "", "", ""
 		color := tcell.ColorDefault
 		if s.Invalidated > 0 {
 			inv = fmt.Sprintf("frame %d", s.Invalidated)
 			color = tcell.ColorOlive
 		}
-		v.add(color, s.First, s.Invalidated, fmt.Sprint(s.Conn), fmt.Sprintf("0x%08x", s.STag), fmt.Sprint(s.First), fmt.Sprint(s.Last),
-			fmt.Sprint(s.Uses), fmt.Sprint(s.Octets), inv, s.How)
+		if s.Advertised > 0 {
+			adv = fmt.Sprintf("frame %d", s.Advertised)
+		}
+		if s.Uses > 0 {
+			first = fmt.Sprint(s.First)
+		}
+		v.add(color, s.First, s.Invalidated, fmt.Sprint(s.Conn), fmt.Sprintf("0x%08x", s.STag), adv, first, fmt.Sprint(s.Last),
+			fmt.Sprint(s.Uses), fmt.Sprint(s.Octets), inv, s.How, s.AdvBy)
 	}
 	v.done()
 }
 
-// ioGraph draws PDUs per interval over the capture, with a line of
-// findings under it, in block characters.
+func (u *UI) fillCmds() {
+	v := u.views["cmds"]
+	v.reset("Frame", "Time", "Conn", "Command", "Status", "Latency", "Expected", "Moved", "Inline", "Reads", "Writes", "STags", "Response")
+	for _, c := range u.S.Ix.Cmds() {
+		color, status, lat, resp := tcell.ColorDefault, c.Status, "", ""
+		switch {
+		case !c.Answered:
+			color, status = tcell.ColorOlive, "unanswered"
+		case !c.OK:
+			color = tcell.ColorRed
+		}
+		if c.Latency > 0 {
+			lat = c.Latency.Round(time.Microsecond).String()
+		}
+		if c.ResponseFrame > 0 {
+			resp = fmt.Sprintf("frame %d", c.ResponseFrame)
+		}
+		stags := ""
+		for k, st := range u.S.Ix.CmdSTags(&c) {
+			if k > 0 {
+				stags += " "
+			}
+			stags += fmt.Sprintf("0x%x", st)
+		}
+		v.add(color, int(c.RequestFrame), int(c.ResponseFrame), fmt.Sprint(c.RequestFrame), secs(c.Rel), fmt.Sprint(c.Conn), c.Label(), status, lat,
+			fmt.Sprint(c.Expected), fmt.Sprint(c.Moved), fmt.Sprint(c.Inline), fmt.Sprint(c.Reads), fmt.Sprint(c.Writes), stags, resp)
+	}
+	v.done()
+}
+
+// ioGraph draws PDUs or ULPDU octets per interval over the capture, of
+// every connection or one, with a line of findings under it, in block
+// characters.
 type ioGraph struct {
 	*tview.Box
-	ix *Index
+	ix     *Index
+	octets bool // octets, else PDUs
+	conn   int  // 0: every connection
 }
 
 func newIOGraph(ix *Index) *ioGraph {
 	g := &ioGraph{Box: tview.NewBox(), ix: ix}
-	g.SetBorder(true).SetTitle(" I/O graph: PDUs per interval (red: intervals with error findings) ").SetTitleAlign(tview.AlignLeft)
+	g.SetBorder(true).SetTitleAlign(tview.AlignLeft)
 	return g
 }
 
-// Buckets counts PDUs, ULPDU octets and error findings in n intervals of
-// the capture; it returns them and the interval length.
-func (ix *Index) Buckets(n int) (pdus, octets, errs []int, step time.Duration) {
+// nextConn shows the next connection (after the last: all of them).
+func (g *ioGraph) nextConn() {
+	next := 0
+	for _, c := range g.ix.Conns() {
+		if c.ID > g.conn {
+			next = c.ID
+			break
+		}
+	}
+	g.conn = next
+}
+
+// Buckets counts PDUs, ULPDU octets and error findings of connection conn
+// (0: all) in n intervals of the capture; it returns them and the
+// interval length.
+func (ix *Index) Buckets(n, conn int) (pdus, octets, errs []int, step time.Duration) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	pdus, octets, errs = make([]int, n), make([]int, n), make([]int, n)
@@ -305,6 +358,9 @@ func (ix *Index) Buckets(n int) (pdus, octets, errs []int, step time.Duration) {
 	step = time.Duration(end/int64(n) + 1)
 	for i := 0; i < ix.rows.Len(); i++ {
 		r := ix.rows.At(i)
+		if conn != 0 && int(r.Conn) != conn {
+			continue
+		}
 		b := min(int(r.Rel/int64(step)), n-1)
 		if r.Kind == RowFinding {
 			if r.Sev == 3 {
@@ -321,20 +377,32 @@ func (ix *Index) Buckets(n int) (pdus, octets, errs []int, step time.Duration) {
 var blocks = []rune(" ▁▂▃▄▅▆▇█")
 
 func (g *ioGraph) Draw(screen tcell.Screen) {
+	unit, of := "PDUs", "all connections"
+	if g.octets {
+		unit = "ULPDU octets"
+	}
+	if g.conn != 0 {
+		of = fmt.Sprintf("connection %d", g.conn)
+	}
+	g.SetTitle(fmt.Sprintf(" I/O graph: %s per interval, %s (v: PDUs/octets, c: connection; red: error findings) ", unit, of))
 	g.DrawForSubclass(screen, g)
 	x, y, w, h := g.GetInnerRect()
 	if w < 12 || h < 4 {
 		return
 	}
 	gw, gh := w-10, h-3
-	pdus, _, errs, step := g.ix.Buckets(gw)
+	pdus, octets, errs, step := g.ix.Buckets(gw, g.conn)
+	vals := pdus
+	if g.octets {
+		vals = octets
+	}
 	peak := 1
-	for _, p := range pdus {
+	for _, p := range vals {
 		peak = max(peak, p)
 	}
 	tview.Print(screen, fmt.Sprint(peak), x, y, 9, tview.AlignRight, tcell.ColorDefault)
 	tview.Print(screen, "0", x, y+gh-1, 9, tview.AlignRight, tcell.ColorDefault)
-	for c, p := range pdus {
+	for c, p := range vals {
 		eighths := p * gh * 8 / peak
 		for row := 0; row < gh; row++ {
 			level := eighths - (gh-1-row)*8

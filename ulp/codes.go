@@ -20,6 +20,11 @@ const (
 	CodeNVMeRespSize       = finding.NVMeRespSize
 	CodeNVMeSQID           = finding.NVMeSQID
 	CodeNVMeReject         = finding.NVMeReject
+	CodeNVMeSQOverrun      = finding.NVMeSQOverrun
+	CodeNVMeKeepAlive      = finding.NVMeKeepAlive
+	CodeISCSICmdSN         = finding.ISCSICmdSN
+	CodeSMBDFragTooLarge   = finding.SMBDFragmentedTooLarge
+	CodeSMB2SizeLimit      = finding.SMB2SizeLimit
 	CodeRPCVers            = finding.RPCRDMAVers
 	CodeRPCXID             = finding.RPCRDMAXID
 	CodeRPCCredits         = finding.RPCRDMACredits

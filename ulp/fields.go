@@ -15,6 +15,42 @@ type Field struct {
 	Kind decode.FieldKind
 	Hex  bool
 	Desc string
+	// Size is the field's width on the wire in octets (0: not fixed):
+	// what tshark pads a hex value to in -T fields, and its FT_ type.
+	Size int
+	// List says the text value is a list of items separated by spaces
+	// (nfs.ops: one item per COMPOUND operation); tshark's field output
+	// shows each item as one occurrence, as it repeats nfs.opcode.
+	List bool
+	// itemStart, for a List whose items hold spaces, says whether a
+	// space-separated token begins an item.
+	itemStart func(tok string) bool
+}
+
+// Items calls yield with each item of a List field's value s (with s
+// itself for any other field).
+func (f *Field) Items(s string, yield func(item string)) {
+	if !f.List {
+		yield(s)
+		return
+	}
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != ' ' {
+			continue
+		}
+		next := s[i+1:]
+		if j := strings.IndexByte(next, ' '); j >= 0 {
+			next = next[:j]
+		}
+		if f.itemStart == nil || f.itemStart(next) {
+			yield(s[start:i])
+			start = i + 1
+		}
+	}
+	if start < len(s) {
+		yield(s[start:])
+	}
 }
 
 // AppendValue appends v in the field's display form (as decode.Field does).
@@ -54,7 +90,64 @@ func FieldByName(name string) (FieldID, *Field, bool) {
 	return id, &fieldTable[id], true
 }
 
-func init() { FieldByName("") } // build the index before any concurrent use
+func init() {
+	for name, n := range wireSize {
+		_, f, ok := FieldByName(name)
+		if !ok {
+			panic("ulp: wireSize names no field " + name)
+		}
+		f.Size = n
+	}
+	lists := map[string]func(string) bool{
+		"nfs.ops":          nil,
+		"smb2.descriptors": nil,
+		// key=value pairs: a value may hold a space (TargetAlias)
+		"iscsi.keys": func(tok string) bool { return strings.IndexByte(tok, '=') > 0 },
+		// "read pos 124 0x2000b:65536@0x300000200 write 0x1000a:..."
+		"rpcrdma.chunks": func(tok string) bool { return tok == "read" || tok == "write" || tok == "reply" },
+	}
+	for name, start := range lists {
+		_, f, ok := FieldByName(name)
+		if !ok {
+			panic("ulp: lists names no field " + name)
+		}
+		f.List, f.itemStart = true, start
+	}
+}
+
+// wireSize are the octets of the fields that have a fixed width on the
+// wire (the specifications' layouts: NVMe Base and Fabrics, RFC 7143 and
+// RFC 7145, MS-SMBD and MS-SMB2, RFC 8166 and RFC 5531); the others are
+// 64-bit counts or text.
+var wireSize = map[string]int{
+	"iser.cm.flags": 1, "iser.write_stag": 4, "iser.write_va": 8, "iser.read_stag": 4, "iser.read_va": 8,
+	"iscsi.dsl": 4, "iscsi.lun": 8, "iscsi.itt": 4, "iscsi.edtl": 4, "iscsi.cmdsn": 4, "iscsi.statsn": 4,
+	"iscsi.maxcmdsn": 4, "iscsi.response": 1, "iscsi.residual": 4, "iscsi.login.tsih": 2,
+	"iscsi.login.status_class": 1, "iscsi.login.status_detail": 1, "scsi.asc": 2,
+	"nvme.recfmt": 2, "nvme.qid": 2, "nvme.hrqsize": 2, "nvme.hsqsize": 2, "nvme.crqsize": 2, "nvme.psdt": 1,
+	"nvme.fuse": 1, "nvme.cid": 2, "nvme.nsid": 4, "nvme.sgl.addr": 8, "nvme.sgl.len": 4, "nvme.sgl.key": 4,
+	"nvme.slba": 8, "nvme.cns": 1, "nvme.numd": 4, "nvme.fid": 1, "nvme.prop.offset": 4,
+	"nvme.prop.size": 1, "nvme.prop.value": 8, "nvme.sqsize": 2, "nvme.cattr": 1, "nvme.kato": 4,
+	"nvme.connect.cntlid": 2, "nvme.dw0": 4, "nvme.dw1": 4, "nvme.cntlid": 2, "nvme.sqhd": 2, "nvme.sqid": 2,
+	"nvme.sct": 1, "nvme.sc": 1,
+	"rpcrdma.cm.version": 1, "rpcrdma.cm.send_size": 4, "rpcrdma.cm.recv_size": 4, "rpcrdma.xid": 4,
+	"rpcrdma.vers": 4, "rpcrdma.credits": 4, "rpcrdma.handle": 4, "rpc.xid": 4, "rpc.version": 4,
+	"nfs.minorversion": 4, "nfs.offset": 8, "nfs.count": 4, "nfs.stable": 4,
+	"smbd.min_version": 2, "smbd.max_version": 2, "smbd.negotiated_version": 2, "smbd.credits_requested": 2,
+	"smbd.credits_granted": 2, "smbd.status": 4, "smbd.max_read_write_size": 4, "smbd.preferred_send_size": 4,
+	"smbd.max_receive_size": 4, "smbd.max_fragmented_size": 4, "smbd.flags": 2, "smbd.remaining": 4,
+	"smbd.data_offset": 4, "smbd.data_length": 4,
+	"smb2.msg_id": 8, "smb2.session_id": 8, "smb2.tree_id": 4, "smb2.async_id": 8, "smb2.credits": 2,
+	"smb2.flags": 4, "smb2.length": 4, "smb2.offset": 8, "smb2.remaining_bytes": 4, "smb2.token": 4,
+	"smb2.data_length": 4, "smb2.data_remaining": 4, "smb2.count": 4,
+	"smb2.max_read_size": 4, "smb2.max_write_size": 4,
+	// named values
+	"iser.opcode": 1, "iscsi.opcode": 1, "scsi.opcode": 1, "scsi.status": 1, "scsi.sense_key": 1,
+	"nvme.reject_status": 2, "nvme.opcode": 1, "nvme.fctype": 1, "nvme.lid": 1, "nvme.status": 2,
+	"rpcrdma.proc": 4, "rpcrdma.err": 4, "rpc.msg_type": 4, "rpc.program": 4, "rpc.procedure": 4,
+	"rpc.auth_flavor": 4, "rpc.reply_stat": 4, "rpc.accept_stat": 4, "nfs.procedure": 4, "nfs.status": 4,
+	"smb2.command": 2, "smb2.status": 4, "smb2.channel": 4,
+}
 
 // Fields common to every ULP message: the protocol, and for a response, the
 // command it completes with what the linking found.

@@ -13,6 +13,28 @@ import (
 type iserState struct {
 	noSendInv   bool // the initiator's CM flags: Send with Invalidate not supported
 	unsolicited bool // InitialR2T=No negotiated: unsolicited Data-Out Sends may follow a command
+	// The command window the target last announced (every target PDU
+	// carries ExpCmdSN and MaxCmdSN, RFC 7143 §11.*); window once seen.
+	expCmdSN, maxCmdSN uint32
+	window             bool
+}
+
+// snLess is serial-number arithmetic on 32 bits (RFC 1982, as RFC 7143
+// §4.2.2.1 requires for CmdSN).
+func snLess(a, b uint32) bool { return a != b && int32(a-b) < 0 }
+
+// cmdWindow checks a non-immediate command's CmdSN against the window
+// (RFC 7143 §4.2.2.1: the target silently ignores a non-immediate command
+// outside ExpCmdSN..MaxCmdSN; MaxCmdSN = ExpCmdSN - 1 closes the window).
+func (c *Conn) cmdWindow(at At, name string, itt, cmdsn uint32) {
+	st := &c.iser
+	if !st.window {
+		return
+	}
+	if snLess(cmdsn, st.expCmdSN) || snLess(st.maxCmdSN, cmdsn) {
+		c.finding(at, true, CodeISCSICmdSN, "iSCSI %s itt 0x%x CmdSN %d outside the window ExpCmdSN %d .. MaxCmdSN %d the target announced: it is ignored (RFC 7143 §4.2.2.1)",
+			name, itt, cmdsn, st.expCmdSN, st.maxCmdSN)
+	}
 }
 
 var (
@@ -207,6 +229,12 @@ func (c *Conn) iserSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 		return false
 	}
 	m.e(fISCSIOpcode, uint64(iop), name)
+	switch {
+	case !i2r: // ExpCmdSN, MaxCmdSN
+		c.iser.expCmdSN, c.iser.maxCmdSN, c.iser.window = be32(bhs[28:]), be32(bhs[32:]), true
+	case !imm && iop != 0x05 && iop != 0x03: // CmdSN at 24 on all but Data-Out and Login
+		c.cmdWindow(at, name, itt, be32(bhs[24:]))
+	}
 	m.b(fISCSIImm, imm)
 	m.b(fISCSIFinal, f1&0x80 != 0)
 	m.u(fISCSIDSL, uint64(dsl))

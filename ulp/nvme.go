@@ -2,6 +2,7 @@ package ulp
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/iwkit/iwkit/decode"
 )
@@ -20,6 +21,10 @@ type nvmeState struct {
 	cntlid         uint16
 	haveQID        bool
 	connectChecked bool
+	// kato is the admin queue's Keep Alive Timeout (Connect, ms; 0 none),
+	// lastAdmin the time of its last command.
+	kato      uint32
+	lastAdmin time.Time
 }
 
 var (
@@ -204,6 +209,48 @@ func nameOr(m map[uint8]string, k uint8) string {
 	return "0x" + strconv.FormatUint(uint64(k), 16)
 }
 
+// nvmeQueueChecks are the checks of a queue's command flow: the SQ
+// overrun and, on the admin queue, the Keep Alive Timeout.
+func (c *Conn) nvmeQueueChecks(at At, opc uint8, cid uint16, name string) {
+	st := &c.nvme
+	// More commands outstanding than the queue holds: HSQSIZE/SQSIZE are
+	// 0-based (NVMe-oF RDMA transport §3.3.4, Connect §3.3); the host
+	// may not submit beyond it, and the controller's receive queue
+	// (CRQSIZE) has no room for more capsules (ulp-reference §6.2). An
+	// Asynchronous Event Request stays outstanding for the association's
+	// life: it does not hold a queue entry.
+	size := 0
+	switch {
+	case st.connectSQSize > 0:
+		size = int(st.connectSQSize) + 1
+	case st.pdReq:
+		size = int(st.hsqsize) + 1
+	}
+	if n := len(c.tasks); size > 0 && n > size {
+		for _, t := range c.tasks {
+			if t.opc == 0x0C && st.haveQID && st.qid == 0 {
+				n--
+			}
+		}
+		if n > size {
+			c.finding(at, true, CodeNVMeSQOverrun, "NVMe %s cid %d: %d commands outstanding on a queue of %d entries (SQSIZE %d, 0-based: NVMe-oF RDMA transport §3.3.4)", name, cid, n, size, size-1)
+		}
+	}
+	// Keep Alive (NVMe Base §5.2.12, §7.12): with KATO set, the host
+	// sends a command at least every KATO on the admin queue (a Keep
+	// Alive when it has nothing else). With Traffic Based Keep Alive the
+	// I/O queues' commands count too, which one connection cannot see:
+	// a note.
+	if st.haveQID && st.qid == 0 && st.kato > 0 {
+		if !st.lastAdmin.IsZero() {
+			if gap := at.Time.Sub(st.lastAdmin); gap > time.Duration(st.kato)*time.Millisecond {
+				c.finding(at, true, CodeNVMeKeepAlive, "NVMe %s cid %d: no admin command for %v, over the Keep Alive Timeout of %d ms (NVMe Base §5.2.12; traffic on I/O queues counts with TBKAS)", name, cid, gap.Round(time.Millisecond), st.kato)
+			}
+		}
+		st.lastAdmin = at.Time
+	}
+}
+
 // nvmeCmdName names opcode opc (fctype for Fabrics) by the queue.
 func (c *Conn) nvmeCmdName(opc, fctype uint8, nsid uint32) string {
 	if opc == 0x7F {
@@ -266,6 +313,7 @@ func (c *Conn) nvmeSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 		c.finding(at, true, CodeTaskConflict, "NVMe command cid %d (%s) while cid %d (%s, frame %d) is still outstanding on this queue", cid, name, cid, old.cmd.Name, old.cmd.RequestFrame)
 	}
 	t.opc, t.fctype = opc, fctype
+	c.nvmeQueueChecks(at, opc, cid, name)
 	dirBits := opc & 3
 	if opc == 0x7F {
 		dirBits = fctype & 3
@@ -292,6 +340,9 @@ func (c *Conn) nvmeSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 			st.qid, st.haveQID = qid, true
 		}
 		st.connectSQSize = sqsize
+		if qid == 0 {
+			st.kato, st.lastAdmin = le32(b[48:]), at.Time
+		}
 	case opc == 0x7F && (fctype == 0x00 || fctype == 0x04): // Property Set / Get
 		ofst := le32(b[44:])
 		size := uint64(4)

@@ -420,6 +420,21 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 	case prog == 100003 && proc == 0:
 		procName = "NULL"
 		name = "NFSv" + strconv.Itoa(int(vers)) + " NULL"
+	case !i2r && vers == 1 && proc <= 1:
+		// A call from the server: RPC-over-RDMA's backchannel (RFC 8167),
+		// which NFSv4.1 uses for its callback program (the number the
+		// client chose in CREATE_SESSION, RFC 8881 §18.36): CB_NULL or
+		// CB_COMPOUND.
+		procName = "CB_NULL"
+		name = "NFSv4 callback CB_NULL"
+		if proc == 1 {
+			procName = "CB_COMPOUND"
+			ops, minor, main := cbWalk(&x)
+			m.u(fNFSMinor, uint64(minor))
+			m.s(fNFSOps, ops)
+			name = "NFSv4 callback " + main
+			detail = " ops " + ops
+		}
 	case prog == 100227 && int(proc) < len(nfsACLProcs):
 		procName = nfsACLProcs[proc]
 		name = "NFS_ACL " + procName
@@ -427,9 +442,10 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 	m.e(fRPCProcedure, uint64(proc), procName)
 	m.sum("RPC call xid 0x", strconv.FormatUint(uint64(xid), 16), " ", name, detail)
 	// The task and its chunks (ulp-reference.md §4.7).
-	t, old := c.newTask(at, RPCRDMA, uint64(xid), name)
+	t, old := c.newTask(at, RPCRDMA, rpcTaskKey(xid, !i2r), name)
+	t.cmd.ID = uint64(xid)
 	if old != nil {
-		c.finding(at, true, CodeTaskConflict, "RPC call xid 0x%x while a call with that xid (frame %d) is outstanding", xid, old.cmd.RequestFrame)
+		c.finding(at, i2r, CodeTaskConflict, "RPC call xid 0x%x while a call with that xid (frame %d) is outstanding", xid, old.cmd.RequestFrame)
 	}
 	var readTotal uint64
 	for _, s := range st.segs {
@@ -451,6 +467,73 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 }
 
 func (c *Conn) outstanding() int { return len(c.tasks) }
+
+// rpcTaskKey is the task table's key of a call: the backchannel's calls
+// (RFC 8167: the server calls, the client replies) have their own xid
+// space, kept apart above the 32 bits of an xid.
+func rpcTaskKey(xid uint32, backchannel bool) uint64 {
+	if backchannel {
+		return 1<<32 | uint64(xid)
+	}
+	return uint64(xid)
+}
+
+// cbOps are the NFSv4.1 callback operations (RFC 8881 §20, RFC 7862 §16).
+var cbOps = map[uint32]string{3: "CB_GETATTR", 4: "CB_RECALL", 5: "CB_LAYOUTRECALL", 6: "CB_NOTIFY", 7: "CB_PUSH_DELEG",
+	8: "CB_RECALL_ANY", 9: "CB_RECALLABLE_OBJ_AVAIL", 10: "CB_RECALL_SLOT", 11: "CB_SEQUENCE", 12: "CB_WANTS_CANCELLED",
+	13: "CB_NOTIFY_LOCK", 14: "CB_NOTIFY_DEVICEID", 15: "CB_OFFLOAD", 10044: "CB_ILLEGAL"}
+
+// cbWalk walks a CB_COMPOUND's arguments (RFC 8881 §20.2): the tag, the
+// minor version, the callback ident, then the operations. Only
+// CB_SEQUENCE's arguments are skipped (it comes first); the walk stops
+// with "…" at any other op that is not the last. It returns the op list,
+// the minor version and the op naming the call.
+func cbWalk(x *xdr) (string, uint32, string) {
+	x.opaque() // tag
+	minor := x.u32()
+	x.u32() // callback_ident
+	n := x.u32()
+	if !x.ok || n > 256 {
+		return "…", minor, "CB_COMPOUND"
+	}
+	var sb strings.Builder
+	main := ""
+	for i := 0; i < int(n) && x.ok; i++ {
+		op := x.u32()
+		if !x.ok {
+			break
+		}
+		name, ok := cbOps[op]
+		if !ok {
+			name = strconv.FormatUint(uint64(op), 10)
+		}
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		sb.WriteString(name)
+		if main == "" || main == "CB_SEQUENCE" {
+			main = name
+		}
+		if op != 11 {
+			if i+1 < int(n) {
+				sb.WriteString(" …")
+			}
+			break
+		}
+		// CB_SEQUENCE4args: sessionid (16), sequenceid, slotid,
+		// highest_slotid, cachethis, referring_call_lists<>
+		x.skip(16 + 4*4)
+		lists := x.u32()
+		for j := uint32(0); j < lists && j < 64 && x.ok; j++ {
+			x.skip(16)
+			x.skip(int(min(x.u32(), 1024)) * 8)
+		}
+	}
+	if main == "" {
+		main = "CB_COMPOUND"
+	}
+	return sb.String(), minor, main
+}
 
 // nfs4Walk walks the operations of an NFSv4 COMPOUND call (ulp-reference.md
 // §4.6). It returns the op list, the minor version and the op naming the
@@ -653,7 +736,7 @@ func (c *Conn) rpcReply(at At, i2r bool, a *sendAsm, xid uint32, rpc []byte, m *
 			status = nameIdx(rpcAcceptNames, as)
 			ok = as == 0
 			m.e(fRPCAccept, uint64(as), status)
-			if t := c.task(uint64(xid)); t != nil && ok && strings.HasPrefix(t.cmd.Name, "NFS") && !strings.HasSuffix(t.cmd.Name, "NULL") {
+			if t := c.task(rpcTaskKey(xid, i2r)); t != nil && ok && strings.HasPrefix(t.cmd.Name, "NFS") && !strings.HasSuffix(t.cmd.Name, "NULL") {
 				if ns := x.u32(); x.ok {
 					nn := "NFS_OK"
 					if ns != 0 {
@@ -674,7 +757,7 @@ func (c *Conn) rpcReply(at At, i2r bool, a *sendAsm, xid uint32, rpc []byte, m *
 		}
 		st.credits = credit
 	}
-	t := c.task(uint64(xid))
+	t := c.task(rpcTaskKey(xid, i2r))
 	if t == nil {
 		if c.fromStart && !c.lossy {
 			c.finding(at, i2r, CodeUnknownTask, "RPC reply for xid 0x%x, which no outstanding call has", xid)

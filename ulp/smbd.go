@@ -14,9 +14,12 @@ type smbState struct {
 	negReq, negResp bool
 	maxRecv         [2]uint32 // MaxReceiveSize of the client [0] / server [1]
 	maxFrag         [2]uint32
-	credits         [2]int // send credits the client [0] / server [1] holds
-	creditsKnown    [2]bool
-	frag            [2]smbFrag
+	// MaxReadSize and MaxWriteSize of the SMB2 NEGOTIATE response (0:
+	// not seen)
+	maxRead, maxWrite uint32
+	credits           [2]int // send credits the client [0] / server [1] holds
+	creditsKnown      [2]bool
+	frag              [2]smbFrag
 }
 
 type smbFrag struct {
@@ -66,6 +69,8 @@ var (
 	fSMB2DataLen  = def("smb2.data_length", decode.KindUint, false, "READ response DataLength (inline)")
 	fSMB2DataRem  = def("smb2.data_remaining", decode.KindUint, false, "READ response DataRemaining: octets RDMA-Written")
 	fSMB2Count    = def("smb2.count", decode.KindUint, false, "WRITE response Count: octets written")
+	fSMB2MaxRead  = def("smb2.max_read_size", decode.KindUint, false, "NEGOTIATE response: MaxReadSize")
+	fSMB2MaxWrite = def("smb2.max_write_size", decode.KindUint, false, "NEGOTIATE response: MaxWriteSize")
 )
 
 var smb2Cmds = []string{"NEGOTIATE", "SESSION_SETUP", "LOGOFF", "TREE_CONNECT", "TREE_DISCONNECT", "CREATE", "CLOSE", "FLUSH", "READ",
@@ -223,7 +228,7 @@ func (c *Conn) smbSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool {
 	} else {
 		f.active, f.buf, f.total, f.first = true, f.buf[:0], remaining+dataLen, at.Frame
 		if mf := st.maxFrag[1-d]; mf > 0 && f.total > mf {
-			c.finding(at, i2r, CodeSMBDTooLarge, "SMB Direct message of %d octets, larger than the peer's MaxFragmentedSize %d", f.total, mf)
+			c.finding(at, i2r, CodeSMBDFragTooLarge, "SMB Direct message of %d octets (reassembled), larger than the peer's MaxFragmentedSize %d ([MS-SMBD] §3.1.5.1)", f.total, mf)
 		}
 	}
 	if len(f.buf)+len(payload) <= c.lim.Message {
@@ -307,6 +312,14 @@ func (c *Conn) smb2One(at At, i2r bool, a *sendAsm, h []byte, m *Message, first 
 		m.sum(" ", ntName(status))
 	}
 	body := h[64:]
+	if resp && cmd == 0 && status == 0 && len(body) >= 40 { // NEGOTIATE response [MS-SMB2] §2.2.4
+		st := &c.smb
+		st.maxRead, st.maxWrite = le32(body[32:]), le32(body[36:])
+		if first {
+			m.u(fSMB2MaxRead, uint64(st.maxRead))
+			m.u(fSMB2MaxWrite, uint64(st.maxWrite))
+		}
+	}
 	if !resp {
 		t, old := c.newTask(at, SMBD, msgID, "SMB2 "+name)
 		if old != nil && cmd != 12 { // CANCEL reuses the MessageId of what it cancels
@@ -329,6 +342,9 @@ func (c *Conn) smb2One(at At, i2r bool, a *sendAsm, h []byte, m *Message, first 
 			}
 			m.sumU("len", uint64(length))
 			m.sumU("off", offset)
+			if mr := c.smb.maxRead; mr > 0 && length > mr {
+				c.finding(at, true, CodeSMB2SizeLimit, "SMB2 READ mid %d: Length %d above the MaxReadSize %d the server negotiated ([MS-SMB2] §3.2.4.15, §3.3.5.12)", msgID, length, mr)
+			}
 		case cmd == 9 && len(body) >= 48: // WRITE request §2.2.21
 			length, offset := le32(body[4:]), le64(body[8:])
 			channel, remBytes, chOff, chLen = le32(body[32:]), le32(body[36:]), int(le16(body[40:])), int(le16(body[42:]))
@@ -339,6 +355,9 @@ func (c *Conn) smb2One(at At, i2r bool, a *sendAsm, h []byte, m *Message, first 
 			}
 			m.sumU("len", uint64(max(length, remBytes)))
 			m.sumU("off", offset)
+			if mw := c.smb.maxWrite; mw > 0 && max(length, remBytes) > mw {
+				c.finding(at, true, CodeSMB2SizeLimit, "SMB2 WRITE mid %d: %d octets above the MaxWriteSize %d the server negotiated ([MS-SMB2] §3.2.4.17, §3.3.5.13)", msgID, max(length, remBytes), mw)
+			}
 			t.cmd.Inline = uint64(length)
 		default:
 			return

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/iwkit/iwkit/analyze"
+	"github.com/iwkit/iwkit/internal/oracle"
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/ulp"
 )
@@ -65,9 +66,7 @@ func (b byFrame) Record(r *analyze.Record) {
 }
 
 func TestTsharkDifferential(t *testing.T) {
-	if _, err := exec.LookPath("tshark"); err != nil {
-		t.Skip("tshark not installed")
-	}
+	bin := oracle.Tshark(t) // skips, or fails under CI=true
 	files, _ := filepath.Glob("../testdata/ulp/*.pcap")
 	compared := 0
 	for _, file := range files {
@@ -88,7 +87,7 @@ func TestTsharkDifferential(t *testing.T) {
 		for _, p := range tsPairs {
 			args = append(args, "-e", p.ts)
 		}
-		out, err := exec.Command("tshark", args...).Output()
+		out, err := exec.Command(bin, args...).Output()
 		if err != nil {
 			t.Fatalf("tshark: %v", err)
 		}

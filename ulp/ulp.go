@@ -108,6 +108,45 @@ type Command struct {
 	RequestFrame, ResponseFrame int
 	Start, End                  time.Time
 	Latency                     time.Duration
+	// What the command addresses, from its request's fields (Has says
+	// which are set): NVMe NSID, SLBA and NLB; iSCSI LUN, SCSI LBA and
+	// blocks; the file offset and count of an NFS or SMB2 READ or WRITE.
+	Has                              Has
+	NSID                             uint32
+	LUN, LBA, Blocks, Offset, Length uint64
+}
+
+// Has says which of a Command's target fields are set.
+type Has uint8
+
+const (
+	HasNSID Has = 1 << iota
+	HasLUN
+	HasLBA
+	HasBlocks
+	HasOffset
+	HasLength
+)
+
+// target copies the request message's addressing fields into c.
+func (c *Command) target(m *Message) {
+	for _, fv := range m.F {
+		x := fv.V.U
+		switch fv.ID {
+		case fNVMeNSID:
+			c.NSID, c.Has = uint32(x), c.Has|HasNSID
+		case fISCSILUN:
+			c.LUN, c.Has = x, c.Has|HasLUN
+		case fNVMeSLBA, fSCSILBA:
+			c.LBA, c.Has = x, c.Has|HasLBA
+		case fNVMeNLB, fSCSIBlocks:
+			c.Blocks, c.Has = x, c.Has|HasBlocks
+		case fNFSOffset, fSMB2Offset:
+			c.Offset, c.Has = x, c.Has|HasOffset
+		case fNFSCount, fSMB2Length:
+			c.Length, c.Has = x, c.Has|HasLength
+		}
+	}
 }
 
 // Limits bounds a Conn's memory. Zero fields take the defaults.
@@ -136,6 +175,7 @@ const MaxSTags = 8
 // task is an outstanding command.
 type task struct {
 	cmd    Command
+	key    uint64 // in Conn.tasks: the command's ID, but for RPC backchannel calls (rpcTaskKey)
 	stags  [MaxSTags]uint32
 	nstags int
 	seq    uint64 // creation order, for eviction
@@ -197,6 +237,10 @@ type Conn struct {
 	confirmed bool
 	tries     [2]int
 	decoded   int
+	// opened is the task the Send being decoded opened (openedSeq tells
+	// a reused task apart)
+	opened    *task
+	openedSeq uint64
 	// fromStart: the MPA handshake was seen, so every advertisement is
 	// in the capture (unknown STags are news).
 	fromStart bool
@@ -462,6 +506,7 @@ func (c *Conn) message(at At, i2r bool, a *sendAsm) *Message {
 		ok = c.smbSend(at, i2r, a, b, m)
 	}
 	if !ok {
+		c.opened = nil
 		m.reset(c.proto)
 		m.u(fULPUndec, uint64(a.total))
 		m.Summary = append(m.Summary, protoTitle[c.proto]...)
@@ -470,6 +515,10 @@ func (c *Conn) message(at At, i2r bool, a *sendAsm) *Message {
 		m.Summary = append(m.Summary, " octets"...)
 		return m
 	}
+	if t := c.opened; t != nil && t.seq == c.openedSeq {
+		t.cmd.target(m)
+	}
+	c.opened = nil
 	c.decoded++
 	if c.Stats == nil {
 		c.Stats = &Stats{}
@@ -527,7 +576,11 @@ func (c *Conn) newTask(at At, p Proto, id uint64, name string) (t, old *task) {
 		t = &task{seq: c.seq}
 	}
 	t.cmd = Command{Proto: p, Name: name, ID: id, RequestFrame: at.Last, Start: at.Time}
+	t.key = id
 	c.tasks[id] = t
+	if c.opened == nil { // the message's fields are its first command's (an SMB2 compound's first)
+		c.opened, c.openedSeq = t, t.seq // its target is read from the message once decoded
+	}
 	return t, old
 }
 
@@ -569,8 +622,8 @@ func (c *Conn) dropTask(t *task) {
 			}
 		}
 	}
-	if c.tasks[t.cmd.ID] == t {
-		delete(c.tasks, t.cmd.ID)
+	if c.tasks[t.key] == t {
+		delete(c.tasks, t.key)
 		if len(c.freeTasks) < 64 && t.data == nil {
 			c.freeTasks = append(c.freeTasks, t)
 		}

@@ -45,9 +45,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		rev     = fs.Int("mpa-rev", 2, "MPA revision of our frame: 1 or 2")
 		size    = fs.Int("size", 64, "rping buffer size to advertise (at most the target's rping -S)")
 		timeout = fs.Duration("timeout", 5*time.Second, "wait at most this long for each case's reaction")
+		delay   = fs.Duration("start-delay", 0, "wait this long after each MPA exchange before the first FPDU")
 		only    = fs.String("run", "", "comma-separated case id prefixes to run (default all)")
 		list    = fs.Bool("list", false, "list the cases and exit")
 		verbose = fs.Bool("v", false, "--serve: log each connection")
+		rfc7306 = fs.Bool("rfc7306", false, "the target supports RFC 7306 atomics (the atomic cases check its answers, not its refusal); --serve: the target does")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: iwconform [flags] HOST:PORT | iwconform --listen [flags] [ADDR:]PORT | iwconform --serve [ADDR:]PORT\n")
@@ -82,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			logf = func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }
 		}
 		go func() { <-ctx.Done(); ln.Close() }()
-		if err := conform.Serve(ctx, ln, rping.Options{Config: cfg, Size: *size}, logf); err != nil && ctx.Err() == nil {
+		if err := conform.Serve(ctx, ln, rping.Options{Config: cfg, Size: *size, RFC7306: *rfc7306}, logf); err != nil && ctx.Err() == nil {
 			fmt.Fprintln(stderr, "iwconform:", err)
 			return 2
 		}
@@ -96,7 +98,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *listen && !strings.Contains(addr, ":") {
 		addr = ":" + addr
 	}
-	o := conform.Options{Addr: addr, Listen: *listen, Config: cfg, Size: *size, Timeout: *timeout}
+	o := conform.Options{Addr: addr, Listen: *listen, Config: cfg, Size: *size, Timeout: *timeout, StartDelay: *delay, RFC7306: *rfc7306}
 	if *only != "" {
 		o.Only = strings.Split(*only, ",")
 	}

@@ -31,7 +31,7 @@ func TestJSONAgainstIwkit(t *testing.T) {
 	}()
 	defer func() { cancel(); ln.Close(); <-done }()
 	var out, errb bytes.Buffer
-	code := run([]string{"--json", "--crc", ln.Addr().String()}, &out, &errb)
+	code := run([]string{"--json", "--crc", "--start-delay", "1ms", ln.Addr().String()}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, out.String(), errb.String())
 	}

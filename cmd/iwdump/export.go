@@ -99,8 +99,8 @@ func runExport(o *options, args []string, stdout, stderr io.Writer) int {
 			return
 		}
 		c := r.Counts
-		fmt.Fprintf(stdout, "capture=%s frames=%d connections=%d pdus=%d operations=%d findings=%d\n",
-			r.Set.Capture, c.Frames, c.Connections, c.PDUs, c.Operations, c.Findings)
+		fmt.Fprintf(stdout, "capture=%s frames=%d connections=%d pdus=%d operations=%d findings=%d commands=%d\n",
+			r.Set.Capture, c.Frames, c.Connections, c.PDUs, c.Operations, c.Findings, c.Commands)
 	})
 	prog.add(int(read.Swap(0)))
 	prog.finish()

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-var exportLine = regexp.MustCompile(`^capture=(\S+) frames=(\d+) connections=(\d+) pdus=(\d+) operations=(\d+) findings=(\d+)$`)
+var exportLine = regexp.MustCompile(`^capture=(\S+) frames=(\d+) connections=(\d+) pdus=(\d+) operations=(\d+) findings=(\d+) commands=(\d+)$`)
 
 // TestConcurrentWriters: 4 processes export 8 capture sets into one
 // directory at once (2 each, --each --jobs 2); the directory then reads
@@ -52,7 +52,7 @@ func TestConcurrentWriters(t *testing.T) {
 		cmds = append(cmds, cmd)
 		outs = append(outs, out)
 	}
-	want := map[string][]int64{} // capture: frames, connections, pdus, operations, findings
+	want := map[string][]int64{} // capture: frames, connections, pdus, operations, findings, commands
 	for i, cmd := range cmds {
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("process %d: %v: %s", i, err, outs[i])
@@ -74,9 +74,9 @@ func TestConcurrentWriters(t *testing.T) {
 	got := map[string][]int64{}
 	for _, c := range mustRead(t, dir, export.Captures) {
 		name := c["capture"].(string)
-		got[name] = []int64{c["frames"].(int64), c["connections"].(int64), c["pdus"].(int64), c["operations"].(int64), c["findings"].(int64)}
+		got[name] = []int64{c["frames"].(int64), c["connections"].(int64), c["pdus"].(int64), c["operations"].(int64), c["findings"].(int64), c["commands"].(int64)}
 	}
-	for i, tb := range []*export.Table{export.Connections, export.Pdus, export.Operations, export.Findings} {
+	for i, tb := range []*export.Table{export.Connections, export.Pdus, export.Operations, export.Findings, export.Commands} {
 		per := map[string]int64{}
 		for _, r := range mustRead(t, dir, tb) {
 			per[r["capture"].(string)]++

@@ -660,3 +660,171 @@ func TestLiveDecoderBehind(t *testing.T) {
 	}
 	t.Logf("%d captured, %d not decoded", captured, undecoded)
 }
+
+// BenchmarkLiveBeside (issue 20 item 10): iwdump -i lo -w FILE and
+// tcpdump -i lo -w FILE, each its own process with the same kernel buffer
+// (-B 32768 KiB), capture the same iWARP traffic at once: 1448-octet
+// FPDUs with CRC written 64 KiB at a time (lo carries them in segments of
+// up to 64 KiB), paced by the millisecond at each rate for a second. Each
+// rate reports both captures' kernel drops and what iwdump left
+// undecoded; the drop-free rate of each is the highest rate with 0 drops
+// (BENCHMARKS.md, "Live capture on lo"). Run with -benchtime 1x.
+func BenchmarkLiveBeside(b *testing.B) {
+	needLiveCapture(b)
+	tcpdump := testenv.Tool(b, "tcpdump")
+	batch := make([]byte, 0, 64<<10)
+	for i := 1; len(batch)+1448 <= 64<<10; i++ {
+		batch = append(batch, mtuFPDU(i)...)
+	}
+	for _, gbps := range []int{1, 2, 4, 8, 12, 16, 24, 0} {
+		name := fmt.Sprintf("%dG", gbps)
+		if gbps == 0 {
+			name = "blast"
+		}
+		b.Run(name, func(b *testing.B) {
+			peers := newIWARPPeers(b)
+			defer peers.ln.Close()
+			dir := b.TempDir()
+			filter := fmt.Sprintf("tcp port %d", peers.port)
+			iwArgs := append(strings.Fields(os.Getenv("IWDUMP_BESIDE_ARGS")), "-i", "lo", "-q", "-B", "32768", "-w", filepath.Join(dir, "iw.pcap"), filter)
+			iw := startCapture(b, os.Args[0], []string{"IWDUMP_TEST_AS_IWDUMP=1"}, iwArgs...)
+			td := startCapture(b, tcpdump, nil, "-i", "lo", "-n", "-B", "32768", "-w", filepath.Join(dir, "td.pcap"), filter)
+			go func() {
+				if c, err := peers.ln.Accept(); err == nil {
+					io.Copy(io.Discard, c)
+					c.Close()
+				}
+			}()
+			c, err := net.Dial("tcp4", peers.ln.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.Write((&decode.MPAFrame{Rev: 1, CRC: true}).Append(nil))
+			// Octets per millisecond at the rate (FPDU octets: the TCP/IP
+			// headers of 64 KiB segments add 0.1%).
+			perMs := gbps * 1e9 / 8 / 1000
+			var sent int64
+			iwCPU, tdCPU := iw.cpu(), td.cpu()
+			start := time.Now()
+			for time.Since(start) < time.Second {
+				if gbps > 0 {
+					due := start.Add(time.Duration(sent/int64(perMs)) * time.Millisecond)
+					if d := time.Until(due); d > 0 {
+						time.Sleep(d)
+					}
+				}
+				n, err := c.Write(batch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sent += int64(n)
+			}
+			el := time.Since(start)
+			c.Close()
+			time.Sleep(300 * time.Millisecond)
+			// CPU time per GB sent while the traffic flowed: on a loaded
+			// machine the drops say how much CPU each got, this what
+			// each needs.
+			gb := float64(sent) / 1e9
+			b.ReportMetric((iw.cpu()-iwCPU).Seconds()/gb, "iwdump-cpu-s/GB")
+			b.ReportMetric((td.cpu()-tdCPU).Seconds()/gb, "tcpdump-cpu-s/GB")
+			iwc, iwd, iwu := iw.stop(b)
+			tdc, tdd, _ := td.stop(b)
+			b.ReportMetric(float64(sent)*8/el.Seconds()/1e9, "sent-Gbit/s")
+			b.ReportMetric(float64(iwd), "iwdump-drops")
+			b.ReportMetric(float64(tdd), "tcpdump-drops")
+			b.ReportMetric(float64(iwu), "iwdump-undecoded")
+			b.ReportMetric(float64(iwc), "iwdump-frames")
+			b.ReportMetric(float64(tdc), "tcpdump-frames")
+		})
+	}
+}
+
+// capture is a capturing process of BenchmarkLiveBeside.
+type capture struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	done   chan struct{}
+}
+
+// startCapture starts a capture command and waits until it listens.
+func startCapture(b *testing.B, path string, env []string, args ...string) *capture {
+	c := &capture{cmd: exec.Command(path, args...), done: make(chan struct{})}
+	c.cmd.Env = append(os.Environ(), env...)
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pr, err := c.cmd.StderrPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.done
+	})
+	listening := make(chan struct{})
+	go func() {
+		defer close(c.done)
+		sc := bufio.NewScanner(pr)
+		told := false
+		for sc.Scan() {
+			c.stderr.WriteString(sc.Text() + "\n")
+			if !told && strings.Contains(sc.Text(), "listening on") {
+				told = true
+				close(listening)
+			}
+		}
+		c.cmd.Wait()
+	}()
+	select {
+	case <-listening:
+	case <-c.done:
+		b.Fatalf("%s ended: %s", path, c.stderr.String())
+	case <-time.After(30 * time.Second):
+		b.Fatalf("%s does not listen: %s", path, c.stderr.String())
+	}
+	return c
+}
+
+// cpu is the CPU time the capture has used so far (/proc/PID/stat utime
+// and stime, in clock ticks of 10 ms).
+func (c *capture) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	var ut, st int64
+	if len(f) > 12 {
+		fmt.Sscan(f[11], &ut)
+		fmt.Sscan(f[12], &st)
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// stop interrupts the capture and returns what it says it captured,
+// dropped and left undecoded.
+func (c *capture) stop(b *testing.B) (captured, dropped, undecoded int) {
+	syscall.Kill(c.cmd.Process.Pid, syscall.SIGINT)
+	select {
+	case <-c.done:
+	case <-time.After(60 * time.Second):
+		b.Fatalf("%s does not end", c.cmd.Path)
+	}
+	for _, line := range strings.Split(c.stderr.String(), "\n") {
+		var n int
+		if _, err := fmt.Sscanf(line, "%d packets", &n); err != nil {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(line, "packets captured"):
+			captured = n
+		case strings.HasSuffix(line, "dropped by kernel"):
+			dropped = n
+		case strings.Contains(line, "not decoded"):
+			undecoded = n
+		}
+	}
+	return captured, dropped, undecoded
+}

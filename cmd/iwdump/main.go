@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -38,6 +39,7 @@ type options struct {
 	failOn   string
 	progress string
 	workers  int
+	limits   limitOptions // --max-flows, --reassembly-mem, --keep-conns, --mem-limit
 	print    render.Options
 	live     liveOptions          // -i, capture filter, -w and their flags (live.go)
 	fields   render.FieldsOptions // -T fields: -e, -E
@@ -103,10 +105,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return nil
 	})
 	fs.Func("E", "with -T fields, tshark's `OPTION`: header=y|n, separator=/t|/s|C, occurrence=f|l|a, aggregator=,|/s|C, quote=d|s|n, escape=y|n", o.fields.SetE)
+	fs.IntVar(&o.limits.maxFlows, "max-flows", analyze.DefaultMaxFlows, "TCP flows held at once, all workers together; past it the least recently active one is evicted (tcp.flow_evicted)")
+	fs.IntVar(&o.limits.reasmMiB, "reassembly-mem", analyze.DefaultMemoryBudget>>20, "MiB of reassembly buffers (out-of-order data, FPDUs across segments, resync windows), all workers together")
+	fs.IntVar(&o.limits.keepConns, "keep-conns", analyze.DefaultKeepConns, "ended connections whose addresses and statistics the -z tables keep")
+	fs.IntVar(&o.limits.memLimitMiB, "mem-limit", 64, "soft limit in MiB on the Go heap (runtime/debug.SetMemoryLimit; 0: none; the GOMEMLIMIT variable, when set, wins)")
 	liveFlags(fs, &o)   // live.go
 	exportFlags(fs, &o) // export.go
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: iwdump {-r FILE [-r FILE]... | -i IFACE [-w FILE]} [-c N] [-n] [-q] [-V] [-x] [-t r|a|ad|e] [-Y FILTER] [-T text|json] [-z STAT] [--plot FILE] [--fail-on SEVERITY] [--workers N] [capture filter]\n")
+		fmt.Fprintf(stderr, "usage: iwdump {-r FILE [-r FILE]... | -i IFACE [-w FILE]} [-c N] [-n] [-q] [-V] [-x] [-t r|a|ad|e] [-Y FILTER] [-T text|json] [-z STAT] [--plot FILE] [--fail-on SEVERITY] [--workers N]\n")
+		fmt.Fprintf(stderr, "              [--max-flows N] [--reassembly-mem MiB] [--keep-conns N] [--mem-limit MiB] [capture filter]\n")
 		fmt.Fprintf(stderr, "       iwdump -r FILE -T fields -e FIELD [-e FIELD]... [-E header=y] [-E separator=,|/t] [-E quote=d] [-E occurrence=f|l|a]\n")
 		fmt.Fprintf(stderr, "       iwdump -G fields\n")
 		fmt.Fprintf(stderr, "       iwdump --export DIR [--each] [--jobs N] -r FILE [-r FILE]... | iwdump --export DIR --each [--jobs N] FILE...\n")
@@ -153,6 +160,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return usage(fmt.Sprintf("--progress takes auto, always or never, not %q", o.progress))
 	case !slices.Contains(render.TimeFormats, o.print.TimeFormat):
 		return usage(fmt.Sprintf("-t takes %s, not %q", strings.Join(render.TimeFormats, ", "), o.print.TimeFormat))
+	case o.limits.maxFlows < 1 || o.limits.reasmMiB < 1 || o.limits.keepConns < 1 || o.limits.memLimitMiB < 0:
+		return usage("--max-flows, --reassembly-mem and --keep-conns take 1 or more, --mem-limit 0 or more")
 	case o.workers < 0 || o.workers > analyze.MaxWorkers:
 		return usage(fmt.Sprintf("--workers takes 0 to %d, not %d", analyze.MaxWorkers, o.workers))
 	case o.plot != "" && !strings.HasSuffix(o.plot, ".svg") && !strings.HasSuffix(o.plot, ".png"):
@@ -175,7 +184,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer src.Close()
 	prog := newProgress(stderr, o.progress, total)
-	cfg := analyze.Config{Ports: o.ports, Count: o.count, Workers: o.workers, InputSize: total, Progress: prog.add, DecodeAs: o.decodeAs}
+	cfg := analyze.Config{Ports: o.ports, Count: o.count, Workers: o.workers, InputSize: total, Progress: prog.add, DecodeAs: o.decodeAs,
+		MaxFlows: o.limits.maxFlows, MemoryBudget: int64(o.limits.reasmMiB) << 20, KeepConns: o.limits.keepConns}
+	o.limits.apply()
 	if o.live.iface != "" {
 		cfg.Workers = 1 // frames come as they are captured: no chunks to shard
 	}
@@ -241,4 +252,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 func validSeverity(s string) bool {
 	_, ok := finding.ParseSeverity(s)
 	return ok
+}
+
+// limitOptions are the memory limits (README "Memory limits").
+type limitOptions struct {
+	maxFlows, reasmMiB, keepConns, memLimitMiB int
+}
+
+// apply sets the soft memory limit: the garbage collector works harder as
+// the heap nears it, instead of letting it grow to twice what is live.
+func (l limitOptions) apply() {
+	if l.memLimitMiB > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(int64(l.memLimitMiB) << 20)
+	}
 }

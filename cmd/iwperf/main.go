@@ -6,10 +6,13 @@
 //	iwperf TEST HOST [flags]     client
 //
 // TEST is write_bw, send_bw, read_bw, atomic_bw, write_lat, send_lat,
-// read_lat, rping or stress. The flags keep perftest's letters: -s SIZE,
-// -a, -n ITERS, -D SECONDS, -q QPS, -t TX_DEPTH, -b, -p PORT (18515),
-// --report_gbits, --run_infinitely, -l POST_LIST, -Q CQ_MOD, --out_json,
-// --out_json_file FILE; the wire options use iwkit's names.
+// read_lat, atomic_lat, rping or stress. The flags keep perftest's letters:
+// -s SIZE, -a, -n ITERS, -D SECONDS, -q QPS, -t TX_DEPTH, -b, -p PORT
+// (18515), --report_gbits, --run_infinitely, -l POST_LIST, -Q CQ_MOD,
+// -A ATOMIC_TYPE, --out_json, --out_json_file FILE; the wire options use
+// iwkit's names. With --perftest, write_bw, read_bw, send_bw, read_lat and
+// send_lat speak perftest's own exchange instead, against ib_write_bw -R
+// and its kin.
 package main
 
 import (
@@ -36,7 +39,7 @@ func main() {
 }
 
 // tests are the first argument's values.
-var tests = append(slices.Clone(perf.Tests), perf.AtomicBW, "rping", "stress")
+var tests = append(slices.Clone(perf.Tests), "rping", "stress")
 
 // perftestFlags are the flags that keep perftest's letters and long names
 // (checked against ib_write_bw --help by the tests).
@@ -49,7 +52,7 @@ var perftestFlags = []struct{ short, long string }{
 type flags struct {
 	size, iters, dur, qps, depth, port, postList, cqMod int
 	all, bidir, gbits, infinite, outJSON                bool
-	jsonFile, plot, bind                                string
+	jsonFile, plot, bind, atomic                        string
 	persistent                                          bool
 	crc, markers, p2p                                   bool
 	rev, ird, ord, mulpdu                               int
@@ -61,6 +64,7 @@ type flags struct {
 	validate, verbose                                   bool
 	seed                                                int64
 	conns                                               int
+	perftest                                            bool
 }
 
 func newFlagSet(f *flags, stderr io.Writer) *flag.FlagSet {
@@ -84,6 +88,8 @@ func newFlagSet(f *flags, stderr io.Writer) *flag.FlagSet {
 	both("p", "port", &f.port, perf.DefaultPort, "TCP `port` to listen on or connect to")
 	both("l", "post_list", &f.postList, 1, "post work requests in lists of this `size`")
 	both("Q", "cq-mod", &f.cqMod, perf.DefaultCQMod, "signal one work request in this many (at most -t)")
+	fs.StringVar(&f.atomic, "A", perf.FetchAndAdd, "atomic_bw, atomic_lat: atomic `type`, CMP_AND_SWAP or FETCH_AND_ADD (RFC 7306)")
+	fs.StringVar(&f.atomic, "atomic_type", perf.FetchAndAdd, "same as -A")
 	fs.BoolVar(&f.gbits, "report_gbits", false, "report bandwidth in Gb/sec (10^9 bits) instead of MB/sec (2^20 octets)")
 	fs.BoolVar(&f.infinite, "run_infinitely", false, "run until interrupted, printing a row every -D seconds (default 5)")
 	fs.BoolVar(&f.outJSON, "out_json", false, "also write the report as perftest's JSON to --out_json_file")
@@ -111,6 +117,7 @@ func newFlagSet(f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&f.size, "S", -1, "rping: same as -s")
 	fs.BoolVar(&f.validate, "V", false, "rping: verify the data of every ping")
 	fs.BoolVar(&f.verbose, "v", false, "rping: print the data of every ping")
+	fs.BoolVar(&f.perftest, "perftest", false, "speak perftest's own exchange (rdma_cm control QP) with ib_write_bw, ib_read_bw, ib_send_bw, ib_read_lat, ib_send_lat -R: same -s, -n, -q on both sides")
 	fs.Int64Var(&f.seed, "seed", 0, "stress: random seed (default: from the clock, printed); stress takes -q (connections, default 8), -t (operations in flight, 16), -s (largest message, 65536), -D (seconds, 10), -n (operations per connection)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: iwperf TEST [HOST] [flags]\n"+
@@ -254,6 +261,9 @@ func (a *app) server() int {
 	}
 	defer l.Close()
 	fmt.Fprintf(a.stderr, "iwperf: waiting for clients on %v\n", l.Addr())
+	if a.f.perftest {
+		return a.perftestServer(l)
+	}
 	var rs []perf.Result
 	s := &perf.Server{Limits: perf.Limits{MaxSize: a.f.maxSize, MaxDepth: a.f.maxDepth, MaxQPs: a.f.maxQPs, MaxMem: a.f.maxMem},
 		Timeout: a.f.timeout, Log: a.stderr, Out: a.stdout, Gbits: a.f.gbits,
@@ -271,7 +281,7 @@ func (a *app) server() int {
 func (a *app) options() perf.Options {
 	f := a.f
 	o := perf.Options{Test: a.test, Size: f.size, Iters: f.iters, Duration: time.Duration(f.dur) * time.Second, Depth: f.depth,
-		QPs: f.qps, Bidir: f.bidir, PostList: f.postList, CQMod: f.cqMod, IRD: f.ird, ORD: f.ord, Config: a.cfg, Timeout: f.timeout}
+		QPs: f.qps, Bidir: f.bidir, PostList: f.postList, Atomic: f.atomic, CQMod: f.cqMod, IRD: f.ird, ORD: f.ord, Config: a.cfg, Timeout: f.timeout}
 	if o.Size < 0 {
 		o.Size = perf.DefaultSize(a.test)
 	}
@@ -305,16 +315,15 @@ func (a *app) client() int {
 		}
 		return 0
 	}
+	if f.perftest {
+		if f.all || f.infinite {
+			fmt.Fprintln(a.stderr, "iwperf: --perftest runs one size (-s), not -a or --run_infinitely")
+			return 2
+		}
+		return a.report(perf.RunPerftest(a.ctx, a.dialer(), o))
+	}
 	if !f.all {
-		res, err := perf.Run(a.ctx, a.dialer(), o)
-		if err != nil {
-			return a.fail(err)
-		}
-		res.Format(a.stdout, f.gbits)
-		if err := a.writeJSON([]perf.Result{res}); err != nil {
-			return a.fail(err)
-		}
-		return 0
+		return a.report(perf.Run(a.ctx, a.dialer(), o))
 	}
 	var rs []perf.Result
 	err := perf.Sweep(a.ctx, a.dialer(), o, perf.SweepSizes(), func(r perf.Result) {
@@ -381,6 +390,29 @@ func (a *app) rpingReport(res rping.Result, err error) int {
 	}
 	fmt.Fprintf(a.stdout, "rping: %d pings, %d octets moved in %v\n", res.Pings, res.Bytes, res.Duration.Round(time.Microsecond))
 	if err != nil {
+		return a.fail(err)
+	}
+	return 0
+}
+
+// perftestServer serves perftest clients (ib_write_bw -R HOST), one at a
+// time: one, or every one with --persistent.
+func (a *app) perftestServer(l *endpoint.Listener) int {
+	for {
+		rc := a.report(perf.ServePerftest(a.ctx, l, a.options()))
+		if !a.f.persistent || a.ctx.Err() != nil {
+			return rc
+		}
+	}
+}
+
+// report prints one run's result as perftest does and writes its JSON.
+func (a *app) report(res perf.Result, err error) int {
+	if err != nil {
+		return a.fail(err)
+	}
+	res.Format(a.stdout, a.f.gbits)
+	if err := a.writeJSON([]perf.Result{res}); err != nil {
 		return a.fail(err)
 	}
 	return 0

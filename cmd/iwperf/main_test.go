@@ -217,3 +217,19 @@ func TestCLIStress(t *testing.T) {
 	}
 	_ = s
 }
+
+// TestCLIPerftest runs both sides of --perftest (perftest's exchange; the
+// interop with perftest itself is endpoint/perf's TestSiwPerf): both print
+// the client's row, and the banner names the exchange.
+func TestCLIPerftest(t *testing.T) {
+	c, s := cli(t, "read_bw", "--perftest", "-s", "4096", "-n", "100")
+	for _, out := range []string{c, s} {
+		if !strings.Contains(out, "Data ex. method : perftest 6.06") || !regexp.MustCompile(`(?m)^ 4096 +100 `).MatchString(out) {
+			t.Fatalf("output:\n%s", out)
+		}
+	}
+	var out, errb bytes.Buffer
+	if rc := run([]string{"write_bw", "127.0.0.1", "--perftest", "-a"}, &out, &errb); rc != 2 {
+		t.Fatalf("--perftest -a: exit %d, want 2 (%s)", rc, errb.String())
+	}
+}

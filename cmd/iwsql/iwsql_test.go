@@ -26,7 +26,7 @@ import (
 func committed(t *testing.T) []string {
 	t.Helper()
 	var files []string
-	for _, pat := range []string{"../../testdata/siw/*.pcap", "../../testdata/gen/*.pcap"} {
+	for _, pat := range []string{"../../testdata/siw/*.pcap", "../../testdata/gen/*.pcap", "../../testdata/ulp/*.pcap"} {
 		m, _ := filepath.Glob(pat)
 		files = append(files, m...)
 	}
@@ -96,6 +96,12 @@ func canon(v any) string {
 		return "[" + strings.Join(parts, " ") + "]"
 	case []string:
 		return "[" + strings.Join(x, " ") + "]"
+	case []uint64:
+		var parts []string
+		for _, e := range x {
+			parts = append(parts, canon(e))
+		}
+		return "[" + strings.Join(parts, " ") + "]"
 	case *big.Int:
 		return x.String()
 	}
@@ -295,7 +301,7 @@ func TestConcurrentWritersSQL(t *testing.T) {
 		}
 		cmds, outs = append(cmds, cmd), append(outs, out)
 	}
-	line := regexp.MustCompile(`(?m)^capture=(\S+) frames=(\d+) connections=(\d+) pdus=(\d+) operations=(\d+) findings=(\d+)$`)
+	line := regexp.MustCompile(`(?m)^capture=(\S+) frames=(\d+) connections=(\d+) pdus=(\d+) operations=(\d+) findings=(\d+) commands=(\d+)$`)
 	var want [5]int64
 	sets := 0
 	for i, cmd := range cmds {

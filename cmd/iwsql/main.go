@@ -1,7 +1,7 @@
 //go:build cgo
 
 // Command iwsql queries iwdump --export directories with embedded DuckDB:
-// the tables (connections, pdus, operations, findings, captures) are
+// the tables (connections, pdus, operations, findings, commands, captures) are
 // views over every capture set's Parquet files.
 //
 //	iwsql DIR 'SELECT ...'          a query over an export directory

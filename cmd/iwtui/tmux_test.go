@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/iwkit/iwkit/gen"
+	"github.com/iwkit/iwkit/internal/testenv"
 	"github.com/iwkit/iwkit/pcap"
 )
 
@@ -79,25 +80,67 @@ func (m *tmux) wait(re string) []string {
 	}
 }
 
-// TestTmux drives the real binary in tmux on a generated capture: open,
-// filter, select, jump from a Terminate to the frame it blames, write a
-// file, quit.
-func TestTmux(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("tmux is not installed (./test.sh installs it)")
-		}
-		t.Skip("tmux is not installed (./test.sh installs it)")
-	}
+// startTmux builds iwtui and starts it on capture in its own tmux server.
+func startTmux(t *testing.T, capture string) *tmux {
+	testenv.Tool(t, "tmux")
 	dir := t.TempDir()
 	bin := build(t, dir)
-	capture := filepath.Join(dir, "term.pcap")
-	writeScenario(t, capture, "every-terminate")
 	m := &tmux{t: t, sock: filepath.Join(dir, "tmux.sock")}
 	t.Cleanup(func() { m.run("kill-server") })
 	if out, err := m.run("new-session", "-d", "-s", "iw", "-x", "160", "-y", "45", bin+" "+capture); err != nil {
 		t.Fatalf("tmux: %v %s", err, out)
 	}
+	return m
+}
+
+// quit presses q and waits for iwtui to end.
+func (m *tmux) quit() {
+	m.t.Helper()
+	m.keys("q")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := m.run("has-session", "-t", "iw"); err != nil {
+			return // iwtui quit: the session is gone
+		}
+		if time.Now().After(deadline) {
+			m.t.Fatalf("q did not quit:\n%s", m.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestTmuxULP drives the real binary on a real Linux NVMe-oF capture: the
+// commands view, Enter to a command, its NVMe-oF fields in the tree,
+// folding a protocol, the STags the commands advertised, quit.
+func TestTmuxULP(t *testing.T) {
+	m := startTmux(t, "../../testdata/ulp/nvmeof.pcap")
+	m.wait(`rows 142/142`)
+	m.keys("U")
+	m.wait(`nvme Connect id 0 +Success`)
+	m.keys("j", "Enter") // the second command: Property Get, frame 14
+	m.wait(`frame 14  conn 1 i2r`)
+	m.keys("Tab")
+	m.wait(`▾ MPA`)
+	// Fold MPA, DDP, RDMAP and the framing: the NVMe-oF fields show.
+	m.keys("j", "Left", "j", "Left", "j", "Left", "j", "Left")
+	m.wait(`▸ FPDU framing`)
+	m.wait(`nvme.opcode = Fabrics`)
+	m.wait(`nvme.fctype = Property Get`)
+	m.keys("t")
+	m.wait(`frame 8 +10 +10 +1 +1024 +frame 13 +read source nvme Connect id 0`)
+	m.keys("q") // back to the list (Esc then q would read as Alt-q)
+	m.wait(`Packets`)
+	m.quit()
+}
+
+// TestTmux drives the real binary in tmux on a generated capture: open,
+// filter, select, jump from a Terminate to the frame it blames, write a
+// file, quit.
+func TestTmux(t *testing.T) {
+	dir := t.TempDir()
+	capture := filepath.Join(dir, "term.pcap")
+	writeScenario(t, capture, "every-terminate")
+	m := startTmux(t, capture)
 	m.wait(`rows 258/258`)
 	m.wait(`MPA Request`)
 
@@ -138,17 +181,24 @@ func TestTmux(t *testing.T) {
 	if fmt.Sprint(n) != g[1] || n == 0 || r.Format() != pcap.FormatPcapNG {
 		t.Fatalf("%s holds %d frames (%s), the status said %s", out, n, r.Format(), g[1])
 	}
-	m.keys("q")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := m.run("has-session", "-t", "iw"); err != nil {
-			break // iwtui quit: the session is gone
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("q did not quit:\n%s", m.screen())
-		}
-		time.Sleep(50 * time.Millisecond)
+	// W: the row's connection, to a classic pcap; fewer frames than all.
+	conn := filepath.Join(dir, "conn.pcap")
+	m.keys("W")
+	m.wait(`Write connection \d+ to:`)
+	m.keys(conn, "Enter")
+	g = m.wait(`wrote (\d+) frames to \S*conn.pcap`)
+	if r, err = pcap.Open(conn); err != nil {
+		t.Fatal(err)
 	}
+	k := 0
+	for r.Next(&f) == nil {
+		k++
+	}
+	r.Close()
+	if fmt.Sprint(k) != g[1] || k == 0 || k >= n || r.Format() != pcap.FormatPcap {
+		t.Fatalf("%s holds %d frames (%s) of %d, the status said %s", conn, k, r.Format(), n, g[1])
+	}
+	m.quit()
 }
 
 // TestNotATerminal: with standard output not a terminal, iwtui says so,

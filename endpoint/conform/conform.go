@@ -53,6 +53,19 @@ type Options struct {
 	Timeout time.Duration
 	// Only runs the cases whose ID has one of these prefixes.
 	Only []string
+	// StartDelay is how long each case waits after the MPA exchange
+	// before its first FPDU when the suite dials (0: none; a peer-to-peer
+	// Initiator's RTR goes out at once). RFC 5044 §7.1.3 lets the
+	// Initiator send at once; Linux siw can leave an FPDU that arrives
+	// right after its MPA Reply unread (the Reply goes out before the
+	// QP's socket callbacks are installed), and the case then sees
+	// silence that is not the fault's doing. rping waits for ESTABLISHED.
+	StartDelay time.Duration
+	// RFC7306 says the target supports RFC 7306 atomics and Immediate
+	// Data: nothing on the wire says so, the user agrees it as a ULP would
+	// (RFC 7306 §1.1). The atomic cases then check the target's answers
+	// instead of its refusal (atomic.go).
+	RFC7306 bool
 }
 
 // Row is one case's result.
@@ -92,10 +105,12 @@ func (r reaction) String() string {
 }
 
 // expect is the required reaction: a Terminate with one of causes, or the
-// connection closed (FIN or reset) without a Terminate.
+// connection closed (FIN or reset) without a Terminate, or (ok) the case's
+// operations completed as the RFC requires, checked by the case itself.
 type expect struct {
 	causes []decode.TermCause
 	closed bool
+	ok     bool
 }
 
 func term(layer, etype, code uint8) expect {
@@ -115,6 +130,9 @@ func (e expect) String() string {
 	if e.closed {
 		s = append(s, "close or reset, no Terminate")
 	}
+	if e.ok {
+		s = append(s, "completions with the right values")
+	}
 	return strings.Join(s, " | ")
 }
 
@@ -124,6 +142,8 @@ func (e expect) match(r reaction) bool {
 		return e.matchCause(r.cause)
 	case "close", "reset":
 		return e.closed
+	case "ok":
+		return e.ok
 	}
 	return false
 }
@@ -215,7 +235,7 @@ func Cases() []Case {
 			return f(c)
 		}
 	}
-	return []Case{
+	return append([]Case{
 		{ID: "mpa-crc", Clause: "RFC 5044 §4.4, §8 (MPA-16)", Sent: "Send whose FPDU CRC is inverted",
 			expect: term(2, 0, 0x02), run: needCRC(sendFault(endpoint.FaultBadCRC, 0))},
 		{ID: "mpa-crc-byte-order", Clause: "RFC 5044 §4.4", Sent: "Send whose CRC is in big-endian order",
@@ -311,7 +331,7 @@ func Cases() []Case {
 			expect: term(2, 0, 0x07), run: func(c *conn) (string, error) {
 				return "", c.post(c.advert(1)) // the fault was injected before connecting
 			}},
-	}
+	}, atomicCases()...)
 }
 
 // Run runs the suite, calling emit with each row as it completes.
@@ -387,7 +407,10 @@ func runCase(ctx context.Context, o *Options, ln *endpoint.Listener, tc Case) (r
 		row.Verdict, row.Reason, row.Got = Fail, "posting: "+err.Error(), "n/a"
 		return row
 	}
-	re := c.reaction(ctx, o.Timeout)
+	re := reaction{kind: "ok"}
+	if !tc.expect.ok {
+		re = c.reaction(ctx, o.Timeout)
+	}
 	row.Got = re.String()
 	if tc.expect.match(re) {
 		row.Verdict = Pass
@@ -410,7 +433,8 @@ func open(ctx context.Context, o *Options, ln *endpoint.Listener, cfg endpoint.C
 	if c.cq, err = c.dev.CreateCQ(256); err != nil {
 		return nil, err
 	}
-	c.qp, err = c.pd.CreateQP(endpoint.QPAttr{SendCQ: c.cq, RecvCQ: c.cq, SQDepth: 64, RQDepth: 8, IRD: 1, ORD: 1,
+	// RFC 7306 on our side changes nothing until a case posts an atomic.
+	c.qp, err = c.pd.CreateQP(endpoint.QPAttr{SendCQ: c.cq, RecvCQ: c.cq, SQDepth: 64, RQDepth: 8, IRD: 1, ORD: 1, RFC7306: true,
 		DrainTimeout: 500 * time.Millisecond, OnReadRequest: func(rr decode.ReadRequest) {
 			c.mu.Lock()
 			if !c.learned && rr.Size > 0 {
@@ -464,6 +488,12 @@ func open(ctx context.Context, o *Options, ln *endpoint.Listener, cfg endpoint.C
 	}
 	if c.ec, err = endpoint.Dial(cctx, "tcp", o.Addr, c.qp, &cfg); err != nil {
 		return nil, err
+	}
+	if o.StartDelay > 0 {
+		select {
+		case <-time.After(o.StartDelay):
+		case <-ctx.Done():
+		}
 	}
 	return c, nil
 }
@@ -562,11 +592,10 @@ func (c *conn) reaction(ctx context.Context, d time.Duration) reaction {
 	return reaction{kind: "close", note: err.Error()}
 }
 
+// close ends the case's connection at once: Destroy aborts the stream and
+// flushes the queues, whatever state the case left the QP in (a Modify to
+// Error is an Immediate Error in Closing and Terminate, verbs V00 §6.3).
 func (c *conn) close() {
-	if c.ec != nil {
-		c.qp.Modify(endpoint.StateError)
-		<-c.qp.Done()
-	}
 	c.qp.Destroy()
 }
 

@@ -24,6 +24,7 @@ type request struct {
 	Iters    int        `json:"n"`
 	DurMS    int64      `json:"D,omitempty"`
 	PostList int        `json:"l,omitempty"`
+	Atomic   string     `json:"A,omitempty"`
 	CQMod    int        `json:"Q,omitempty"`
 	IRD      int        `json:"ird,omitempty"`
 	ORD      int        `json:"ord,omitempty"`
@@ -53,6 +54,7 @@ type Row struct {
 // Result is one run's outcome: every connection together.
 type Result struct {
 	Test    string
+	Atomic  string // the atomic tests' operation
 	Bidir   bool
 	QPs     int
 	Depth   int
@@ -64,6 +66,9 @@ type Result struct {
 	Local   Address           // the first connection's
 	Remote  Address           // the first connection's
 	Counter endpoint.Counters // summed over the client's QPs
+	// Exchange names how the sides exchanged their buffers when it was
+	// not iwperf's MPA Private Data ("perftest 6.06": perftest's own).
+	Exchange string
 }
 
 // Address is what perftest prints as a side's "address".
@@ -139,7 +144,7 @@ func Run(ctx context.Context, dial Dialer, o Options) (Result, error) {
 		o.Final = true
 	}
 	run := newID()
-	res := Result{Test: o.Test, Bidir: o.Bidir, QPs: o.QPs, Depth: o.Depth, CQMod: o.CQMod}
+	res := Result{Test: o.Test, Atomic: o.Atomic, Bidir: o.Bidir, QPs: o.QPs, Depth: o.Depth, CQMod: o.CQMod}
 	var conns []*clientConn
 	defer func() {
 		for _, c := range conns {
@@ -261,6 +266,12 @@ func addCounters(a *endpoint.Counters, b endpoint.Counters) {
 	a.CRCErrors += b.CRCErrors
 	a.MarkerErrors += b.MarkerErrors
 	a.ReadStalls += b.ReadStalls
+	a.TxAtomicReqs += b.TxAtomicReqs
+	a.RxAtomicReqs += b.RxAtomicReqs
+	a.TxAtomicResps += b.TxAtomicResps
+	a.RxAtomicResps += b.RxAtomicResps
+	a.TxImmData += b.TxImmData
+	a.RxImmData += b.RxImmData
 }
 
 func dialOne(ctx context.Context, dial Dialer, o *Options, run uint64, reverse bool) (*clientConn, error) {
@@ -271,7 +282,7 @@ func dialOne(ctx context.Context, dial Dialer, o *Options, run uint64, reverse b
 	p.prog = new(atomic.Int64)
 	p.postInitialRecvs(o.Test, !reverse)
 	req := request{Magic: magic, Test: o.Test, Size: o.Size, Depth: o.Depth, Iters: o.Iters, DurMS: o.Duration.Milliseconds(),
-		PostList: o.PostList, CQMod: o.CQMod, IRD: o.IRD, ORD: o.ORD, Run: run, Sweep: o.sweep, QPs: o.QPs, Bidir: o.Bidir,
+		PostList: o.PostList, Atomic: o.Atomic, CQMod: o.CQMod, IRD: o.IRD, ORD: o.ORD, Run: run, Sweep: o.sweep, QPs: o.QPs, Bidir: o.Bidir,
 		Reverse: reverse, Final: o.Final, Peer: p.advert()}
 	pd, _ := json.Marshal(req)
 	cfg := o.Config

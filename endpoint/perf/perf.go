@@ -18,7 +18,6 @@ package perf
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -40,11 +39,7 @@ const (
 )
 
 // Tests lists the test names the package runs.
-var Tests = []string{WriteBW, SendBW, ReadBW, WriteLat, SendLat, ReadLat}
-
-// ErrAtomicsUnsupported is returned for atomic_bw: the endpoint does not
-// implement the RFC 7306 atomic operations yet.
-var ErrAtomicsUnsupported = errors.New("perf: atomic_bw needs RFC 7306 atomics, which the iwkit endpoint does not implement yet")
+var Tests = []string{WriteBW, SendBW, ReadBW, AtomicBW, WriteLat, SendLat, ReadLat, AtomicLat}
 
 // IsBW says whether test is a bandwidth test.
 func IsBW(test string) bool {
@@ -52,7 +47,9 @@ func IsBW(test string) bool {
 }
 
 // IsLat says whether test is a latency test.
-func IsLat(test string) bool { return test == WriteLat || test == SendLat || test == ReadLat }
+func IsLat(test string) bool {
+	return test == WriteLat || test == SendLat || test == ReadLat || test == AtomicLat
+}
 
 // Defaults and bounds, perftest's where it has them.
 const (
@@ -89,6 +86,7 @@ type Options struct {
 	QPs      int           // connections (perftest's -q; 0: 1)
 	Bidir    bool          // both directions at once (-b)
 	PostList int           // work requests per PostSend (-l; 0: 1)
+	Atomic   string        // atomic_bw's and atomic_lat's operation (-A): FETCH_AND_ADD (the default) or CMP_AND_SWAP
 	CQMod    int           // signal one work request in CQMod (-Q; 0: 100, at most Depth)
 	IRD, ORD int           // the QPs' IRD/ORD (0: per test)
 	Config   endpoint.Config
@@ -117,8 +115,10 @@ func DefaultSize(test string) int {
 // a valid test; see DefaultSize) and checks the bounds; Run calls it.
 func (o *Options) Normalize() error {
 	switch {
-	case o.Test == AtomicBW:
-		return ErrAtomicsUnsupported
+	case isAtomicTest(o.Test):
+		if err := o.normalizeAtomic(); err != nil {
+			return err
+		}
 	case !IsBW(o.Test) && !IsLat(o.Test):
 		return fmt.Errorf("perf: unknown test %q", o.Test)
 	}
@@ -288,17 +288,23 @@ func newPeer(test string, size, depth, ird, ord int, to time.Duration) (*peer, e
 	}
 	if ird == 0 {
 		ird = 16
-		if test == ReadBW || test == ReadLat {
+		if test == ReadBW || test == ReadLat || test == AtomicBW {
 			ird = min(depth, 128)
 		}
 	}
 	if ord == 0 {
 		ord = ird
 	}
-	if p.qp, err = pd.CreateQP(endpoint.QPAttr{SendCQ: p.cq, RecvCQ: p.cq, SQDepth: 2*depth + 16, RQDepth: 2*depth + 16, IRD: ird, ORD: ord}); err != nil {
+	// An atomic test's request is how the two sides agree to use RFC 7306 (§1.1).
+	atomics := isAtomicTest(test)
+	if p.qp, err = pd.CreateQP(endpoint.QPAttr{SendCQ: p.cq, RecvCQ: p.cq, SQDepth: 2*depth + 16, RQDepth: 2*depth + 16, IRD: ird, ORD: ord, RFC7306: atomics}); err != nil {
 		return nil, err
 	}
-	if p.buf, err = pd.RegisterMR(make([]byte, max(size, 1)*slots), endpoint.AccessAll, nil); err != nil {
+	acc := endpoint.AccessAll
+	if atomics {
+		acc |= endpoint.AccessRemoteAtomic
+	}
+	if p.buf, err = pd.RegisterMR(make([]byte, max(size, 1)*slots), acc, nil); err != nil {
 		return nil, err
 	}
 	p.ctl, err = pd.RegisterMR(make([]byte, 64*p.nctl+2*reportSlot), endpoint.AccessAll, nil)
@@ -444,10 +450,13 @@ func (p *peer) activeBW(ctx context.Context, o *Options, rem advert, c *clock) (
 	tl := []mark{{time.Now(), 0}}
 	start := tl[0].t
 	switch o.Test {
-	case WriteBW, ReadBW:
+	case WriteBW, ReadBW, AtomicBW:
 		op := endpoint.OpWrite
-		if o.Test == ReadBW {
+		switch o.Test {
+		case ReadBW:
 			op = endpoint.OpRead
+		case AtomicBW:
+			op = atomicOpcode(o.Atomic)
 		}
 		remSlots := max(rem.Len/max(o.Size, 1), 1)
 		posted, done := 0, 0
@@ -463,7 +472,7 @@ func (p *peer) activeBW(ctx context.Context, o *Options, rem advert, c *clock) (
 				for i := posted; i < posted+n; i++ {
 					wrs = append(wrs, endpoint.SendWR{WRID: uint64(i), Opcode: op,
 						SGL:        []endpoint.SGE{p.buf.SGE((i%p.slots)*o.Size, o.Size)},
-						RemoteAddr: rem.Addr + uint64(i%remSlots*o.Size), RKey: endpoint.STag(rem.RKey),
+						RemoteAddr: rem.Addr + uint64(i%remSlots*o.Size), RKey: endpoint.STag(rem.RKey), Atomic: atomicArgs(o.Atomic),
 						Signaled: i%o.CQMod == o.CQMod-1 || (c.end.IsZero() && !c.forever && i == o.Iters-1)})
 				}
 				if _, err := p.qp.PostSend(wrs...); err != nil {
@@ -474,7 +483,7 @@ func (p *peer) activeBW(ctx context.Context, o *Options, rem advert, c *clock) (
 			if !c.more(posted) && extra < 0 && (posted-1)%o.CQMod != o.CQMod-1 && !(c.end.IsZero() && !c.forever) {
 				extra = posted
 				if _, err := p.qp.PostSend(endpoint.SendWR{WRID: uint64(posted), Opcode: op, Signaled: true,
-					SGL: []endpoint.SGE{p.buf.SGE(0, 0)}, RemoteAddr: rem.Addr, RKey: endpoint.STag(rem.RKey)}); err != nil {
+					SGL: []endpoint.SGE{p.buf.SGE(0, closingLen(o))}, RemoteAddr: rem.Addr, RKey: endpoint.STag(rem.RKey), Atomic: atomicArgs(o.Atomic)}); err != nil {
 					return s, err
 				}
 			}
@@ -599,15 +608,19 @@ func (p *peer) activeLat(ctx context.Context, o *Options, rem advert, c *clock) 
 	for ; c.more(n); n++ {
 		t0 := time.Now()
 		switch o.Test {
-		case ReadLat:
-			if _, err := p.qp.PostSend(endpoint.SendWR{Opcode: endpoint.OpRead, Signaled: true, SGL: []endpoint.SGE{p.buf.SGE(0, o.Size)},
-				RemoteAddr: rem.Addr, RKey: endpoint.STag(rem.RKey)}); err != nil {
+		case ReadLat, AtomicLat:
+			wr := endpoint.SendWR{Opcode: endpoint.OpRead, Signaled: true, SGL: []endpoint.SGE{p.buf.SGE(0, o.Size)},
+				RemoteAddr: rem.Addr, RKey: endpoint.STag(rem.RKey)}
+			if o.Test == AtomicLat {
+				wr.Opcode, wr.Atomic = atomicOpcode(o.Atomic), atomicArgs(o.Atomic)
+			}
+			if _, err := p.qp.PostSend(wr); err != nil {
 				return s, err
 			}
 			if _, err := p.next(ctx, p.to); err != nil {
 				return s, err
 			}
-			lat = append(lat, time.Since(t0)) // a Read's round trip is its latency
+			lat = append(lat, time.Since(t0)) // a Read's or an atomic's round trip is its latency
 		default:
 			if err := p.ping(o.Test, rem); err != nil {
 				return s, err

@@ -25,7 +25,7 @@ const (
 // Title is perftest's name of a test, as its banner prints it.
 func Title(test string, bidir bool) string {
 	verb := map[string]string{WriteBW: "RDMA_Write", WriteLat: "RDMA_Write", ReadBW: "RDMA_Read", ReadLat: "RDMA_Read",
-		SendBW: "Send", SendLat: "Send", AtomicBW: "Atomic"}[test]
+		SendBW: "Send", SendLat: "Send", AtomicBW: "Atomic", AtomicLat: "Atomic"}[test]
 	if bidir {
 		verb += " Bidirectional"
 	}
@@ -47,7 +47,7 @@ func onOff(b bool) string {
 func Banner(w io.Writer, r Result) {
 	p := r.Params
 	fmt.Fprint(w, Line)
-	fmt.Fprintf(w, "                    %s\n", Title(r.Test, r.Bidir))
+	fmt.Fprintf(w, "                    %s\n", r.title())
 	fmt.Fprintf(w, " Number of qps   : %d\t\tTransport type : iWARP\n", r.QPs)
 	fmt.Fprintf(w, " Connection type : RC\t\tUsing SRQ      : OFF\n")
 	fmt.Fprintf(w, " TX depth        : %d\n", r.Depth)
@@ -59,7 +59,11 @@ func Banner(w io.Writer, r Result) {
 	fmt.Fprintf(w, " MPA revision    : %d\t\tCRC            : %s\n", p.Rev, onOff(p.CRC))
 	fmt.Fprintf(w, " Markers tx/rx   : %s/%s\t\tPeer-to-peer   : %s\n", onOff(p.MarkersTx), onOff(p.MarkersRx), onOff(p.PeerToPeer))
 	fmt.Fprintf(w, " IRD / ORD       : %d / %d\n", p.IRD, p.ORD)
-	fmt.Fprintf(w, " Data ex. method : MPA Private Data\n")
+	ex := "MPA Private Data"
+	if r.Exchange != "" {
+		ex = r.Exchange + ", rdma_cm control QP"
+	}
+	fmt.Fprintf(w, " Data ex. method : %s\n", ex)
 	fmt.Fprint(w, Line)
 	fmt.Fprintf(w, " local address: %s QPN 0x%04x STag 0x%08x VAddr 0x%012x\n", r.Local.Addr, r.Local.QPN, r.Local.STag, r.Local.VAddr)
 	fmt.Fprintf(w, " remote address: %s STag 0x%08x VAddr 0x%012x\n", r.Remote.Addr, r.Remote.STag, r.Remote.VAddr)
@@ -143,7 +147,7 @@ func JSON(rs []Result, gbits bool) []byte {
 	}
 	r := rs[0]
 	p := r.Params
-	info := map[string]any{"test": Title(r.Test, r.Bidir), "Number_of_qps": r.QPs, "Transport_type": "iWARP",
+	info := map[string]any{"test": r.title(), "Number_of_qps": r.QPs, "Transport_type": "iWARP",
 		"Connection_type": "RC", "Using_SRQ": "OFF", "TX_depth": r.Depth, "Mtu": p.MULPDU, "Link_type": "Ethernet",
 		"Data_ex_method": "MPA Private Data", "MPA_revision": p.Rev, "CRC": onOff(p.CRC),
 		"Markers_tx": onOff(p.MarkersTx), "Markers_rx": onOff(p.MarkersRx), "Peer_to_peer": onOff(p.PeerToPeer),

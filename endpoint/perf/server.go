@@ -107,8 +107,6 @@ func (r Refusal) Error() string { return "iwperf: refused: " + string(r) }
 func (s *Server) admit(r *request) error {
 	l := &s.Limits
 	switch {
-	case r.Test == AtomicBW:
-		return Refusal(ErrAtomicsUnsupported.Error())
 	case !IsBW(r.Test) && !IsLat(r.Test) && r.Test != Stress:
 		return Refusal(fmt.Sprintf("unknown test %q", r.Test))
 	case r.Size < 0 || r.Size > l.MaxSize:
@@ -212,7 +210,7 @@ func (s *Server) Serve(ctx context.Context, l *endpoint.Listener, persistent boo
 // the run's row; final says the client's last run ended.
 func (s *Server) serveConn(ctx context.Context, req *endpoint.ConnRequest, r request) (final bool, err error) {
 	o := Options{Test: r.Test, Size: r.Size, Depth: r.Depth, Iters: r.Iters, Duration: time.Duration(r.DurMS) * time.Millisecond,
-		PostList: r.PostList, CQMod: r.CQMod, IRD: r.IRD, ORD: r.ORD, QPs: r.QPs, Timeout: s.Timeout}
+		PostList: r.PostList, Atomic: r.Atomic, CQMod: r.CQMod, IRD: r.IRD, ORD: r.ORD, QPs: r.QPs, Timeout: s.Timeout}
 	if r.Test == Stress {
 		err := s.serveStress(ctx, req, r)
 		if err != nil {
@@ -315,7 +313,7 @@ func (s *Server) record(r request, st stats, err error, params endpoint.Params, 
 		}
 		return true // a failed run ends the client's
 	}
-	res := Result{Test: r.Test, Bidir: r.Bidir, QPs: r.QPs, Depth: r.Depth, CQMod: r.CQMod, Params: rs.params, Local: rs.local, Remote: rs.remote}
+	res := Result{Test: r.Test, Atomic: r.Atomic, Bidir: r.Bidir, QPs: r.QPs, Depth: r.Depth, CQMod: r.CQMod, Params: rs.params, Local: rs.local, Remote: rs.remote}
 	if IsLat(r.Test) {
 		res.Depth = 1
 	}

@@ -21,7 +21,8 @@ import (
 const Stress = "stress"
 
 // Stress runs many connections, each with a random mix of Sends, RDMA
-// Writes and RDMA Reads whose data is verified end to end:
+// Writes, RDMA Reads and RFC 7306 atomics (FetchAdd, CmpSwap) whose data is
+// verified end to end:
 //
 //   - the server fills its region with a pattern drawn from the seed; the
 //     client keeps a shadow of it, updated by its own Writes in posting
@@ -29,10 +30,10 @@ const Stress = "stress"
 //     Request after the Writes before it on the same QP);
 //   - a Send carries its sequence number and a CRC32c of its payload; the
 //     server checks both and echoes the message, which the client compares
-//     with what it sent.
-//
-// RFC 7306 atomics are not in the mix: the endpoint does not implement
-// them yet (StressSummary.AtomicsSkipped says so).
+//     with what it sent;
+//   - an atomic's returned value is checked against the shadow, which
+//     follows the atomics too, and at the end every word an atomic touched
+//     is Read back (stress_atomic.go).
 //
 // A seed makes a run repeatable: each connection draws its operations,
 // sizes, offsets and data from (seed, connection index).
@@ -57,26 +58,26 @@ type StressOptions struct {
 
 // Error kinds.
 const (
-	ErrReadData     = "read-data"  // a Read returned other data than the shadow
-	ErrEchoData     = "echo-data"  // an echoed Send differed from what was sent
-	ErrSendData     = "send-data"  // the server found a Send's CRC or sequence wrong
-	ErrCompletion   = "completion" // a work request completed in error
-	ErrTerminate    = "terminate"  // a Terminate was received
-	ErrConnection   = "connection" // the connection failed (setup or LLP)
-	ErrTimeout      = "timeout"    // nothing completed within the timeout
-	stressHeaderLen = 12           // sequence number, CRC32c
+	ErrReadData     = "read-data"   // a Read returned other data than the shadow
+	ErrAtomicData   = "atomic-data" // an atomic returned another original value than the shadow's, or left another result
+	ErrEchoData     = "echo-data"   // an echoed Send differed from what was sent
+	ErrSendData     = "send-data"   // the server found a Send's CRC or sequence wrong
+	ErrCompletion   = "completion"  // a work request completed in error
+	ErrTerminate    = "terminate"   // a Terminate was received
+	ErrConnection   = "connection"  // the connection failed (setup or LLP)
+	ErrTimeout      = "timeout"     // nothing completed within the timeout
+	stressHeaderLen = 12            // sequence number, CRC32c
 )
 
 // StressSummary is a stress run's outcome.
 type StressSummary struct {
-	Seed           uint64            `json:"seed"`
-	Conns          int               `json:"connections"`
-	Elapsed        time.Duration     `json:"elapsed_ns"`
-	Ops            map[string]uint64 `json:"operations"` // by type: Send, RDMAWrite, RDMARead
-	Octets         uint64            `json:"octets"`
-	Errors         map[string]uint64 `json:"errors"` // by kind
-	Terminates     uint64            `json:"terminates_received"`
-	AtomicsSkipped bool              `json:"atomics_skipped"`
+	Seed       uint64            `json:"seed"`
+	Conns      int               `json:"connections"`
+	Elapsed    time.Duration     `json:"elapsed_ns"`
+	Ops        map[string]uint64 `json:"operations"` // by type: Send, RDMAWrite, RDMARead, FetchAdd, CmpSwap
+	Octets     uint64            `json:"octets"`
+	Errors     map[string]uint64 `json:"errors"` // by kind
+	Terminates uint64            `json:"terminates_received"`
 }
 
 // TotalErrors is the sum of the errors of every kind.
@@ -92,12 +93,9 @@ func (s StressSummary) TotalErrors() uint64 {
 func (s StressSummary) Format(w io.Writer) {
 	fmt.Fprintf(w, "stress: seed %d, %d connections, %v\n", s.Seed, s.Conns, s.Elapsed.Round(time.Millisecond))
 	var total uint64
-	for _, k := range []string{"Send", "RDMAWrite", "RDMARead"} {
+	for _, k := range stressOps {
 		fmt.Fprintf(w, "  %-10s %12d operations\n", k, s.Ops[k])
 		total += s.Ops[k]
-	}
-	if s.AtomicsSkipped {
-		fmt.Fprintf(w, "  %-10s %12s (the endpoint has no RFC 7306 atomics yet)\n", "atomics", "skipped")
 	}
 	fmt.Fprintf(w, "  %-10s %12d operations, %d octets verified\n", "total", total, s.Octets)
 	kinds := make([]string, 0, len(s.Errors))
@@ -172,7 +170,7 @@ func (s *stressStats) err(w io.Writer, mu *sync.Mutex, conn int, kind, format st
 // RunStress runs a stress test against an iwperf server.
 func RunStress(ctx context.Context, dial Dialer, o StressOptions) (StressSummary, error) {
 	o.fill()
-	sum := StressSummary{Seed: o.Seed, Conns: o.Conns, Ops: map[string]uint64{}, Errors: map[string]uint64{}, AtomicsSkipped: true}
+	sum := StressSummary{Seed: o.Seed, Conns: o.Conns, Ops: map[string]uint64{}, Errors: map[string]uint64{}}
 	start := time.Now()
 	var mu sync.Mutex // Errors writer
 	run := newID()
@@ -260,6 +258,7 @@ func stressConn(ctx context.Context, dial Dialer, o *StressOptions, run uint64, 
 	inflight := map[uint64]*stressOp{}
 	echoes := map[uint64][]byte{} // Sends awaiting their echo
 	var seq uint64
+	touched := map[int]bool{} // words an atomic targeted
 	size := func() int {
 		return min(o.MaxSize, 1+rng.IntN(1<<rng.IntN(17))) // log-uniform-ish 1 .. 64 Ki
 	}
@@ -283,7 +282,7 @@ func stressConn(ctx context.Context, dial Dialer, o *StressOptions, run uint64, 
 			buf := p.buf.Buf()[slot*o.MaxSize : slot*o.MaxSize+n]
 			so := &stressOp{slot: slot, size: n}
 			w := endpoint.SendWR{WRID: wrid, Signaled: true}
-			switch r := rng.IntN(3); r {
+			switch r := rng.IntN(5); r {
 			case 0: // Send with its sequence number and CRC
 				n = max(n, stressHeaderLen)
 				so.size = n
@@ -305,11 +304,15 @@ func stressConn(ctx context.Context, dial Dialer, o *StressOptions, run uint64, 
 				// placement before later messages): a Write that
 				// overlaps a Read in flight waits for it.
 				for _, r := range inflight {
-					if r.op == endpoint.OpRead && r.off < so.off+n && so.off < r.off+r.size {
+					if (r.op == endpoint.OpRead || isAtomic(r.op)) && r.off < so.off+n && so.off < r.off+r.size {
 						w.ReadFence = true
 						break
 					}
 				}
+			case 3, 4: // an atomic: its original value is the shadow's
+				stressAtomic(rng, shadow[:o.Region&^7], so, &w)
+				w.RemoteAddr, w.RKey = rem.Addr+uint64(so.off), endpoint.STag(rem.RKey)
+				touched[so.off] = true
 			default: // Read: compared with the shadow on completion
 				so.off = rng.IntN(o.Region - n + 1)
 				clear(buf)
@@ -376,7 +379,27 @@ func stressConn(ctx context.Context, dial Dialer, o *StressOptions, run uint64, 
 			}
 		case endpoint.OpWrite:
 			st.octets += uint64(so.size)
+		case endpoint.OpAtomicFetchAdd, endpoint.OpAtomicCmpSwap:
+			got := p.buf.Buf()[so.slot*o.MaxSize : so.slot*o.MaxSize+8]
+			if firstDiff(got, so.expect) >= 0 {
+				st.err(o.Errors, mu, idx, ErrAtomicData, "%v at +%d returned %x, the shadow had %x", so.op, so.off, got, so.expect)
+			} else {
+				st.octets += 8
+			}
 		}
+	}
+	offs := make([]int, 0, len(touched))
+	for off := range touched {
+		offs = append(offs, off)
+	}
+	sort.Ints(offs)
+	bad, err := p.verifyWords(o, rem, shadow, offs, func() (endpoint.WorkCompletion, error) { return p.next(ctx, p.to) })
+	if err != nil {
+		lost(err)
+		return
+	}
+	for _, off := range bad {
+		st.err(o.Errors, mu, idx, ErrAtomicData, "the word at +%d an atomic left differs from the shadow", off)
 	}
 	// Done: a solicited Send; the server answers with its count of bad
 	// Sends (4 octets) and then a solicited Send.
@@ -438,7 +461,8 @@ func newStressPeer(maxSize, window, ird, ord int, to time.Duration) (*peer, erro
 	if ord == 0 {
 		ord = min(window, 128)
 	}
-	if p.qp, err = pd.CreateQP(endpoint.QPAttr{SendCQ: p.cq, RecvCQ: p.cq, SQDepth: 2*window + 16, RQDepth: 2*window + 16, IRD: ird, ORD: ord}); err != nil {
+	// A stress request is how both sides agree to use RFC 7306 (§1.1).
+	if p.qp, err = pd.CreateQP(endpoint.QPAttr{SendCQ: p.cq, RecvCQ: p.cq, SQDepth: 2*window + 16, RQDepth: 2*window + 16, IRD: ird, ORD: ord, RFC7306: true}); err != nil {
 		return nil, err
 	}
 	p.buf, err = pd.RegisterMR(make([]byte, maxSize*(2*window+8)), endpoint.AccessAll, nil)
@@ -477,7 +501,7 @@ func (s *Server) serveStress(ctx context.Context, req *endpoint.ConnRequest, r r
 		req.Close()
 		return err
 	}
-	qp, err := pd.CreateQP(endpoint.QPAttr{SendCQ: cq, RecvCQ: cq, SQDepth: 2*W + 16, RQDepth: 2*W + 16, IRD: max(r.IRD, min(W, 128)), ORD: max(r.ORD, 16)})
+	qp, err := pd.CreateQP(endpoint.QPAttr{SendCQ: cq, RecvCQ: cq, SQDepth: 2*W + 16, RQDepth: 2*W + 16, IRD: max(r.IRD, min(W, 128)), ORD: max(r.ORD, 16), RFC7306: true})
 	if err != nil {
 		req.Close()
 		return err
@@ -487,7 +511,7 @@ func (s *Server) serveStress(ctx context.Context, req *endpoint.ConnRequest, r r
 	if s.stressHook != nil {
 		s.stressHook(region)
 	}
-	rmr, err := pd.RegisterMR(region, endpoint.AccessAll, nil)
+	rmr, err := pd.RegisterMR(region, endpoint.AccessAll|endpoint.AccessRemoteAtomic, nil)
 	if err != nil {
 		req.Close()
 		return err

@@ -102,6 +102,10 @@ type Options struct {
 	Device *endpoint.Device
 	// IRD and ORD of the QP (rping asks 1 and 1).
 	IRD, ORD int
+	// RFC7306 enables RFC 7306 on the QP and lets peers' atomics target
+	// rdma_buf (AccessRemoteAtomic): a target for iwconform's atomic cases
+	// (iwconform --serve --rfc7306). rping has no such option.
+	RFC7306 bool
 	// Timeout bounds each wait for a completion (10 s).
 	Timeout time.Duration
 	// StartDelay is how long the client waits after connecting before its
@@ -162,7 +166,7 @@ func setup(o *Options, client bool) (*res, error) {
 	if r.cq, err = r.dev.CreateCQ(64); err != nil {
 		return nil, err
 	}
-	if r.qp, err = r.pd.CreateQP(endpoint.QPAttr{SendCQ: r.cq, RecvCQ: r.cq, SQDepth: 16, RQDepth: 2, IRD: o.IRD, ORD: o.ORD}); err != nil {
+	if r.qp, err = r.pd.CreateQP(endpoint.QPAttr{SendCQ: r.cq, RecvCQ: r.cq, SQDepth: 16, RQDepth: 2, IRD: o.IRD, ORD: o.ORD, RFC7306: o.RFC7306}); err != nil {
 		return nil, err
 	}
 	reg := func(n int, a endpoint.Access) *endpoint.MR {
@@ -178,7 +182,11 @@ func setup(o *Options, client bool) (*res, error) {
 	if client {
 		r.src = reg(o.Size, endpoint.AccessLocalRead|endpoint.AccessLocalWrite|endpoint.AccessRemoteRead)
 	}
-	r.rdma = reg(o.Size, endpoint.AccessAll)
+	acc := endpoint.AccessAll
+	if o.RFC7306 {
+		acc |= endpoint.AccessRemoteAtomic
+	}
+	r.rdma = reg(o.Size, acc)
 	if err != nil {
 		return nil, err
 	}

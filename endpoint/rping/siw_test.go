@@ -77,9 +77,10 @@ var siwVariants = []siwVariant{
 	// Only the zero-length Send RTR, which siw does not implement: siw's
 	// Reply names Write only (we then send Terminate 0x2/0x0/0x07), and
 	// siw as Initiator answers our Send-only Reply with a Terminate. Last:
-	// on that path siw 6.1 sometimes trips "kernel BUG at
-	// drivers/infiniband/core/iwcm.c:969" (a second CONNECT_REPLY upcall),
-	// which ends the VM.
+	// on that path siw 6.1 trips "kernel BUG at
+	// drivers/infiniband/core/iwcm.c:969" (our Terminate is the first FPDU
+	// siw reads: it upcalls CLOSE for a connection it never reported
+	// ESTABLISHED; peers/siw/iwcm-969.md), which ends the VM.
 	{name: "v2-p2p-send-rtr", params: "2 N Y", client: endpoint.Config{PeerToPeer: true, RTR: endpoint.RTRSend}, server: endpoint.Config{PeerToPeer: true, RTR: endpoint.RTRSend}, expectCl: "fail", expectSv: "fail", guestTimeout: 8, mayCrash: true},
 }
 

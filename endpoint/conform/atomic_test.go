@@ -1,0 +1,62 @@
+package conform
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iwkit/iwkit/endpoint"
+	"github.com/iwkit/iwkit/endpoint/rping"
+)
+
+// atomicVerdict is the verdict of an RFC 7306 case against an iwkit
+// target with or without the extensions: the cases for the other kind of
+// target skip.
+func atomicVerdict(id string, rfc7306 bool) (string, bool) {
+	if !strings.HasPrefix(id, "rdmap-atomic") && !strings.HasPrefix(id, "rdmap-immediate") {
+		return "", false
+	}
+	if strings.HasSuffix(id, "-unsupported") != rfc7306 {
+		return Pass, true
+	}
+	return Skip, true
+}
+
+// The RFC 7306 cases against iwkit targets with and without the
+// extensions (iwconform --serve [--rfc7306]): the one without refuses
+// with Unexpected OpCode, the one with answers with the right values and
+// the RFC's Terminates.
+func TestAtomicCases(t *testing.T) {
+	for _, ext := range []bool{false, true} {
+		t.Run(map[bool]string{false: "without", true: "with"}[ext], func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			ln, err := endpoint.Listen(ctx, "tcp", "127.0.0.1:0", &endpoint.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				Serve(ctx, ln, rping.Options{Timeout: 30 * time.Second, RFC7306: ext}, nil)
+			}()
+			defer func() {
+				cancel()
+				ln.Close()
+				<-done
+			}()
+			rows, err := Run(context.Background(), Options{Addr: ln.Addr().String(), RFC7306: ext, Only: []string{"rdmap-atomic", "rdmap-immediate"}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != len(atomicCases()) {
+				t.Fatalf("%d rows for %d cases", len(rows), len(atomicCases()))
+			}
+			for _, r := range rows {
+				if want, _ := atomicVerdict(r.ID, ext); r.Verdict != want {
+					t.Errorf("%s: %s (want %s): sent %s, expected %s, got %s %s", r.ID, r.Verdict, want, r.Sent, r.Expected, r.Got, r.Reason)
+				}
+			}
+		})
+	}
+}

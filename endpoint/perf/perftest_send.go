@@ -1,0 +1,137 @@
+package perf
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/iwkit/iwkit/endpoint"
+)
+
+// ib_send_bw over iWARP (perftest's send_rcredit; send_bw.c and
+// perftest_resources.c). iWARP has no RNR retry, so a Send that finds no
+// receive posted is a Terminate: perftest's sender keeps at most rx_depth
+// Sends beyond the count of receives the receiver last RDMA Wrote into
+// the sender's credit word (4 octets, host order, little-endian on the
+// x86 perftest runs on), which the receiver does every rx_depth/3
+// receives. The records of send_bw's exchange name the credit words
+// (ctx_alloc_credit), not the data buffers.
+//
+// iwperf's sender does not read its credit word: memory a peer's RDMA
+// Write placed has no happens-before edge to the application in Go (no
+// completion marks it). It counts the credit Writes instead (an atomic
+// counter of the QP), and knows their values from the receiver's rule.
+
+// ptRxDepth is perftest's rx_depth of a send_bw run: 512, at most the
+// iterations.
+func ptRxDepth(iters int) int { return min(512, iters) }
+
+// creditDue says whether perftest's receiver writes a credit after its
+// n-th receive (run_iter_bw_server: rcnt % rx_depth % (rx_depth/3) == 0).
+func creditDue(n, rx int) bool { return (n%rx)%max(1, rx/3) == 0 }
+
+// credits lists the receive counts the receiver's credit Writes carry, in
+// order.
+func credits(iters, rx int) []int {
+	var c []int
+	for n := 1; n <= iters; n++ {
+		if creditDue(n, rx) {
+			c = append(c, n)
+		}
+	}
+	return c
+}
+
+// creditOff is where a peer keeps its credit word: its report slot,
+// which perftest's exchange does not use.
+func (p *peer) creditOff() int { return 64 * p.nctl }
+
+// sendCredited is the sender: o.Iters Sends of o.Size octets, at most
+// o.Depth outstanding and at most rx beyond the receiver's credit.
+func (p *peer) sendCredited(ctx context.Context, o *Options, rx int) (stats, error) {
+	var s stats
+	due := credits(o.Iters, rx)
+	credit := func() int {
+		k := min(int(p.qp.Counters().RxWrites), len(due))
+		if k == 0 {
+			return 0
+		}
+		return due[k-1]
+	}
+	tl := []mark{{time.Now(), 0}}
+	start, idle := tl[0].t, tl[0].t
+	sent, done := 0, 0
+	var wcs [64]endpoint.WorkCompletion
+	for done < o.Iters {
+		for sent < o.Iters && sent-done < o.Depth && sent-credit() < rx {
+			sig := sent%o.CQMod == o.CQMod-1 || sent == o.Iters-1
+			if _, err := p.qp.PostSend(endpoint.SendWR{WRID: uint64(sent), Opcode: endpoint.OpSend, Signaled: sig,
+				SGL: []endpoint.SGE{p.buf.SGE((sent%p.slots)*o.Size, o.Size)}}); err != nil {
+				return s, err
+			}
+			sent++
+		}
+		n := p.cq.Poll(wcs[:])
+		for _, wc := range wcs[:n] {
+			if wc.Status != endpoint.StatusSuccess {
+				return s, fmt.Errorf("perf: %v completed with %v", wc.Opcode, wc.Status)
+			}
+			done = max(done, int(wc.WRID)+1)
+			tl = append(tl, mark{time.Now(), done})
+		}
+		switch {
+		case n > 0:
+			idle = time.Now()
+		case p.qp.Err() != nil:
+			return s, p.qp.Err()
+		case ctx.Err() != nil:
+			return s, ctx.Err()
+		case time.Since(idle) > p.to:
+			return s, fmt.Errorf("perf: send_bw: nothing completed in %v (%d sent, %d completed, %d credited)", p.to, sent, done, credit())
+		default:
+			// Credits come as RDMA Writes, which complete nothing here:
+			// poll, as perftest does.
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+	s.Iters = o.Iters
+	s.Elapsed = time.Since(start)
+	s.Bytes = int64(s.Iters) * int64(o.Size)
+	s.PeakBps = peak(tl, o.Size, max(o.Depth, s.Iters/50))
+	return s, nil
+}
+
+// recvCredited is the receiver: o.Iters receives, reposted, and the
+// count RDMA Written to the sender's credit word every rx/3 of them.
+func (p *peer) recvCredited(ctx context.Context, o *Options, rx int, rem ptDest) (stats, error) {
+	var s stats
+	var start time.Time
+	k := 0 // credits written
+	for n := 1; n <= o.Iters; n++ {
+		wc, err := p.waitRecv(ctx, 0)
+		if err != nil {
+			return s, err
+		}
+		if n == 1 {
+			start = time.Now()
+		}
+		p.repost(wc)
+		if !creditDue(n, rx) {
+			continue
+		}
+		// Each credit from its own 4 octets of the peer report slot, so
+		// that one in flight is not overwritten.
+		off := p.creditOff() + reportSlot + 4*(k%(reportSlot/4))
+		k++
+		binary.LittleEndian.PutUint32(p.ctl.Buf()[off:], uint32(n))
+		if _, err := p.qp.PostSend(endpoint.SendWR{Opcode: endpoint.OpWrite, Signaled: true,
+			SGL: []endpoint.SGE{p.ctl.SGE(off, 4)}, RemoteAddr: rem.VAddr, RKey: endpoint.STag(rem.RKey)}); err != nil {
+			return s, err
+		}
+	}
+	s.Iters = o.Iters
+	s.Elapsed = time.Since(start)
+	s.Bytes = int64(s.Iters) * int64(o.Size)
+	return s, nil
+}
