@@ -305,16 +305,8 @@ func (qp *QP) deliver7306(seg *rxSeg) *fault {
 		r := qp.cur
 		wc := WorkCompletion{WRID: r.wr.WRID, Opcode: OpRecv, WithImm: true, Imm: binary.BigEndian.Uint64(seg.pay),
 			Solicited: op == decode.OpImmDataSE, QPNum: qp.num}
-		qp.mu.Lock()
-		if len(qp.rq) > 0 && qp.rq[0] == r {
-			qp.rq[0] = nil
-			qp.rq = qp.rq[1:]
-		}
-		qp.cur = nil
-		qp.recvMSN[0]++
 		qp.cnt.rxImmData.Add(1)
-		qp.pushLocked(qp.attr.RecvCQ, wc)
-		qp.unlock()
+		qp.completeRecv(r, wc)
 		return nil
 	case decode.OpAtomicRequest:
 		var a decode.AtomicRequest

@@ -542,20 +542,8 @@ func (qp *QP) rxDeliver(seg *rxSeg) *fault {
 			}
 			wc.Invalidated, wc.InvalidatedSTag = true, inv
 		}
-		qp.mu.Lock()
-		if len(qp.rq) > 0 && qp.rq[0] == r {
-			qp.rq[0] = nil
-			qp.rq = qp.rq[1:]
-		}
-		qp.cur = nil
-		qp.recvMSN[0]++
 		qp.cnt.rxSends.Add(1)
-		qp.pushLocked(qp.attr.RecvCQ, wc)
-		if qp.rqLimit > 0 && len(qp.rq) < qp.rqLimit && qp.attr.SRQ == nil {
-			qp.rqLimit = 0 // one-shot (V00 §6.3)
-			qp.eventLocked(EventRQLimitReached, nil)
-		}
-		qp.unlock()
+		qp.completeRecv(r, wc)
 		return nil
 	case decode.QNReadReq:
 		var rr decode.ReadRequest
@@ -710,4 +698,25 @@ func (qp *QP) drain(s *stream) error {
 	// The final timeout while the peer has not closed is an LLP error
 	// (V00 §6.2.3), as is a reset.
 	return err
+}
+
+// completeRecv completes receive r, the one the untagged message on QN 0
+// consumed (a Send, or RFC 7306 Immediate Data): it leaves the RQ, the
+// queue's MSN advances, its completion goes to the receive CQ, and the RQ
+// limit event fires once when the RQ falls below the limit set
+// (V00 §6.3).
+func (qp *QP) completeRecv(r *rqe, wc WorkCompletion) {
+	qp.mu.Lock()
+	if len(qp.rq) > 0 && qp.rq[0] == r {
+		qp.rq[0] = nil
+		qp.rq = qp.rq[1:]
+	}
+	qp.cur = nil
+	qp.recvMSN[0]++
+	qp.pushLocked(qp.attr.RecvCQ, wc)
+	if qp.rqLimit > 0 && len(qp.rq) < qp.rqLimit && qp.attr.SRQ == nil {
+		qp.rqLimit = 0 // one-shot
+		qp.eventLocked(EventRQLimitReached, nil)
+	}
+	qp.unlock()
 }
