@@ -91,6 +91,9 @@ type Table struct {
 	// hands the column writer for a column none of its rows has (most
 	// of the field-table columns of most PDUs), without building it.
 	nullRuns [][]parquet.Value
+	// bools are each column's false and true, levelled: a boolean column
+	// has two values, made once.
+	bools [][2]parquet.Value
 }
 
 // newTable builds the Parquet schema of the columns, in their order (a
@@ -129,6 +132,8 @@ func newTable(name, desc string, cols []Column) *Table {
 			}
 		}
 		t.nullRuns = append(t.nullRuns, run)
+		t.bools = append(t.bools, [2]parquet.Value{
+			parquet.BooleanValue(false).Level(0, int(def), i), parquet.BooleanValue(true).Level(0, int(def), i)})
 	}
 	return t
 }
@@ -155,9 +160,21 @@ type row struct {
 func (r *row) reset() { r.col = 0 }
 
 func (r *row) put(v parquet.Value) {
-	r.p.fill(r.col)
-	r.p.batch[r.col] = append(r.p.batch[r.col], v.Level(0, int(r.t.def[r.col]), r.col))
-	r.p.rowsIn[r.col]++
+	// A required column's value needs no levels: its definition and
+	// repetition levels are 0, the zero Value's, and the column writer
+	// puts it in its own column whatever its column index.
+	if def := r.t.def[r.col]; def != 0 {
+		v = v.Level(0, int(def), r.col)
+	}
+	r.putLevelled(v)
+}
+
+// putLevelled appends v, whose levels are already set.
+func (r *row) putLevelled(v parquet.Value) {
+	p, c := r.p, r.col
+	p.fill(c)
+	p.batch[c] = append(p.batch[c], v)
+	p.rowsIn[c]++
 	r.col++
 }
 
@@ -169,7 +186,13 @@ func (r *row) null() { r.col++ }
 // skip leaves the columns up to col empty.
 func (r *row) skip(col int) { r.col = col }
 
-func (r *row) bool(x bool)  { r.put(parquet.BooleanValue(x)) }
+func (r *row) bool(x bool) {
+	var i int
+	if x {
+		i = 1
+	}
+	r.putLevelled(r.t.bools[r.col][i])
+}
 func (r *row) u32(x uint32) { r.put(parquet.Int32Value(int32(x))) }
 func (r *row) u16(x uint16) { r.put(parquet.Int32Value(int32(x))) }
 func (r *row) u64(x uint64) { r.put(parquet.Int64Value(int64(x))) }
@@ -286,7 +309,10 @@ func newPart(t *Table, dir, capture, name string) (*part, error) {
 	p.f = f
 	p.w = parquet.NewWriter(f, t.schema,
 		parquet.Compression(&fastSnappy{}),
-		parquet.PageBufferSize(16<<10),
+		// 64 KiB pages: fewer page headers, column-index entries and
+		// Snappy calls than 16 KiB ones for a few MiB more of buffers
+		// (BENCHMARKS.md, "Export speed, issue 19").
+		parquet.PageBufferSize(64<<10),
 		// No statistics in the page headers: the column index (what
 		// engines prune pages by) and the chunk statistics keep them.
 		parquet.DataPageStatistics(false),
