@@ -239,6 +239,7 @@ type MR struct {
 	slot   uint32
 	index  uint32
 	sync   atomic.Uint64
+	placed placed // inbound RDMA Writes placed (placed.go)
 	// pin is held shared while the engines move octets into or out of buf
 	// on a peer's behalf, and exclusively to revoke: Invalidate and
 	// Deregister return only after every access in flight ended, and no

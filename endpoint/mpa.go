@@ -54,6 +54,14 @@ type Config struct {
 	// A Responder also waits at most this long (5 s) for the Initiator's
 	// first FPDU after its Reply (RFC 5044 §7.1.2 rule 4, RFC 6581 §5).
 	Timeout time.Duration
+	// EarlyResponder, on a Listener, lets the Responder send before the
+	// Initiator's first FPDU arrived, breaking RFC 5044 §7.1.2 rule 4 as
+	// Linux siw's Responder does (it leaves the order to the application;
+	// siw's Initiator uses no RTR). Only for a ULP whose server speaks
+	// first, such as perftest's ib_write_lat: with the rule, its server
+	// and its siw client would each wait for the other. The peer-to-peer
+	// model (an RTR first) keeps the rule.
+	EarlyResponder bool
 	// Backlog bounds, on a Listener, the connections whose MPA Request is
 	// being read or waits for Accept (DefaultBacklog); connections beyond
 	// it are closed at once.
@@ -696,7 +704,7 @@ func (r *ConnRequest) Accept(qp *QP, privateData []byte) (*Conn, error) {
 	if qp.firstTimeout <= 0 {
 		qp.firstTimeout = 5 * time.Second
 	}
-	if err := qp.attach(s, conn, false, rtrNone, rtrIn); err != nil {
+	if err := qp.attach(s, conn, r.cfg.EarlyResponder && !r.PeerToPeer, rtrNone, rtrIn); err != nil {
 		r.c.Close()
 		return nil, err
 	}

@@ -849,7 +849,9 @@ func (qp *QP) finish(cause error) {
 
 // attach binds an MPA stream and moves the QP from Idle to RTS (V00 §6.2:
 // reset MSNs and marker positions, start processing posted WRs).
-func (qp *QP) attach(s *stream, c *Conn, initiator bool, rtrOut rtrType, rtrIn uint8) error {
+// The Initiator, and an early Responder (Config.EarlyResponder), may send
+// at once.
+func (qp *QP) attach(s *stream, c *Conn, sendFirst bool, rtrOut rtrType, rtrIn uint8) error {
 	qp.mu.Lock()
 	if qp.destroyed {
 		qp.unlock()
@@ -865,7 +867,7 @@ func (qp *QP) attach(s *stream, c *Conn, initiator bool, rtrOut rtrType, rtrIn u
 	qp.stop = make(chan struct{})
 	qp.done = make(chan struct{})
 	qp.txDone = make(chan struct{})
-	qp.gateOpen = initiator // the Responder sends nothing before the first FPDU (RFC 5044 §7.1.2 rule 4)
+	qp.gateOpen = sendFirst // else the Responder sends nothing before the first FPDU (RFC 5044 §7.1.2 rule 4)
 	qp.rtrOut, qp.rtrIn = rtrOut, rtrIn
 	qp.txStop, qp.remoteFin = false, false
 	qp.termWhy, qp.llpErr = termAsync, false

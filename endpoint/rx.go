@@ -294,6 +294,10 @@ func (qp *QP) rxTagged(seg *rxSeg) *fault {
 		return ddpFault(decode.TermLayerRDMAP, 2, 0x06, "opcode %v in a tagged segment", op)
 	}
 	copy(dst, seg.pay)
+	if op == decode.OpWrite && h.Last && mr != nil {
+		// Still pinned: a revoked region publishes nothing more.
+		mr.placed.advance()
+	}
 	return nil
 }
 

@@ -10,8 +10,8 @@
 // -s SIZE, -a, -n ITERS, -D SECONDS, -q QPS, -t TX_DEPTH, -b, -p PORT
 // (18515), --report_gbits, --run_infinitely, -l POST_LIST, -Q CQ_MOD,
 // -A ATOMIC_TYPE, --out_json, --out_json_file FILE; the wire options use
-// iwkit's names. With --perftest, write_bw, read_bw, send_bw, read_lat and
-// send_lat speak perftest's own exchange instead, against ib_write_bw -R
+// iwkit's names. With --perftest, write_bw, read_bw, send_bw, write_lat,
+// read_lat and send_lat speak perftest's own exchange instead, against ib_write_bw -R
 // and its kin.
 package main
 
@@ -117,7 +117,7 @@ func newFlagSet(f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&f.size, "S", -1, "rping: same as -s")
 	fs.BoolVar(&f.validate, "V", false, "rping: verify the data of every ping")
 	fs.BoolVar(&f.verbose, "v", false, "rping: print the data of every ping")
-	fs.BoolVar(&f.perftest, "perftest", false, "speak perftest's own exchange (rdma_cm control QP) with ib_write_bw, ib_read_bw, ib_send_bw, ib_read_lat, ib_send_lat -R: same -s, -n, -q on both sides")
+	fs.BoolVar(&f.perftest, "perftest", false, "speak perftest's own exchange (rdma_cm control QP) with ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat, ib_read_lat, ib_send_lat -R: same -s, -n, -q on both sides")
 	fs.Int64Var(&f.seed, "seed", 0, "stress: random seed (default: from the clock, printed); stress takes -q (connections, default 8), -t (operations in flight, 16), -s (largest message, 65536), -D (seconds, 10), -n (operations per connection)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: iwperf TEST [HOST] [flags]\n"+
@@ -228,7 +228,11 @@ func (a *app) fail(err error) int {
 
 // listen opens the server's listener.
 func (a *app) listen() (*endpoint.Listener, error) {
-	return endpoint.Listen(a.ctx, "tcp", net.JoinHostPort(a.f.bind, strconv.Itoa(a.f.port)), &a.cfg)
+	cfg := a.cfg
+	// perftest's write_lat server writes first, before its client sent
+	// anything (endpoint/perf/perftest_write.go).
+	cfg.EarlyResponder = a.f.perftest && a.options().Test == perf.WriteLat
+	return endpoint.Listen(a.ctx, "tcp", net.JoinHostPort(a.f.bind, strconv.Itoa(a.f.port)), &cfg)
 }
 
 func (a *app) dialer() perf.Dialer {

@@ -12,12 +12,12 @@ import (
 )
 
 // iwperf as either side of perftest's -R tools (ib_write_bw, ib_read_bw,
-// ib_send_bw, ib_read_lat, ib_send_lat), through perftest's own exchange
+// ib_send_bw, ib_write_lat, ib_read_lat, ib_send_lat), through perftest's own exchange
 // (perftest_comm.go). Both sides need the same -s, -n and -q, as perftest
 // needs: they are not exchanged.
 
 // PerftestTests are the tests whose perftest exchange iwperf speaks.
-var PerftestTests = []string{WriteBW, ReadBW, SendBW, ReadLat, SendLat}
+var PerftestTests = []string{WriteBW, ReadBW, SendBW, WriteLat, ReadLat, SendLat}
 
 func checkPerftest(o *Options) error {
 	if err := o.Normalize(); err != nil {
@@ -28,6 +28,9 @@ func checkPerftest(o *Options) error {
 	}
 	if o.Bidir || o.Duration > 0 || o.Every > 0 {
 		return errors.New("perf: with perftest's exchange, only a run of -n iterations one way")
+	}
+	if o.Test == WriteLat && o.QPs != 1 {
+		return errors.New("perf: perftest's write_lat runs on one QP") // run_iter_lat_write uses QP 0 only
 	}
 	return nil
 }
@@ -76,7 +79,11 @@ func (r *ptRun) newPeer(i int) (*endpoint.QP, error) {
 	if err != nil {
 		return nil, err
 	}
-	if need := max(o.Size, r.cycle); p.buf.Len() < need {
+	need := max(o.Size, r.cycle)
+	if o.Test == WriteLat {
+		need = ptWriteLatBuf(o.Size, r.cycle)
+	}
+	if p.buf.Len() < need {
 		if p.buf, err = p.buf.PD().RegisterMR(make([]byte, need), endpoint.AccessAll, nil); err != nil {
 			return nil, err
 		}
@@ -102,6 +109,8 @@ func (r *ptRun) exchange(ctx context.Context) error {
 			r.mine[i].OutReads = uint32(min(r.o.Depth, 128))
 		case SendBW:
 			r.mine[i].RKey, r.mine[i].VAddr = uint32(p.ctl.STag()), p.ctl.Addr()+uint64(p.creditOff())
+		case WriteLat:
+			r.mine[i].VAddr += uint64(ptHalf(r.o.Size, r.cycle)) // the half the peer writes
 		}
 	}
 	var err error
@@ -215,6 +224,8 @@ func RunPerftest(ctx context.Context, dial Dialer, o Options) (Result, error) {
 		switch {
 		case o.Test == SendBW:
 			return p.sendCredited(ctx, &o, ptRxDepth(o.Iters))
+		case o.Test == WriteLat:
+			return p.writeLat(ctx, &o, ptHalf(o.Size, r.cycle), r.rem[i], false)
 		case IsLat(o.Test):
 			return p.activeLat(ctx, &o, adv, clk)
 		}
@@ -227,8 +238,10 @@ func RunPerftest(ctx context.Context, dial Dialer, o Options) (Result, error) {
 	r.counters()
 	row := r.res.Row
 	rep := ptReport{Size: uint64(o.Size), Iters: uint64(row.Iters), Peak: row.PeakBps / mib, Avg: row.AvgBps / mib, MsgRateMpp: row.MsgRate / 1e6}
-	if _, err = r.comm.finish(ctx, o.Test, r.mine[0], rep, o.Timeout); err != nil {
-		return r.res, err
+	if ptCloses(o.Test) {
+		if _, err = r.comm.finish(ctx, o.Test, r.mine[0], rep, o.Timeout); err != nil {
+			return r.res, err
+		}
 	}
 	// Let the server close first, as perftest's client does (it tears its
 	// test QPs down before its control QP): siw completes the server's
@@ -243,7 +256,10 @@ func RunPerftest(ctx context.Context, dial Dialer, o Options) (Result, error) {
 // (write_bw, read_bw), its own as send_bw's receiver, or the run's size
 // and count (latency tests). The client's Writes are placed and its
 // Reads answered by the endpoint; here ib_send_lat's pings are echoed and
-// ib_send_bw's Sends received and credited.
+// ib_send_bw's Sends received and credited; write_lat is played with
+// the client, the server first, and measured here too. For write_lat, l
+// needs endpoint.Config.EarlyResponder: perftest's server writes before
+// its client sends anything.
 func ServePerftest(ctx context.Context, l *endpoint.Listener, o Options) (Result, error) {
 	r, err := newPTRun(o, false)
 	if err != nil {
@@ -301,10 +317,20 @@ func ServePerftest(ctx context.Context, l *endpoint.Listener, o Options) (Result
 		}); err != nil {
 			return r.res, err
 		}
+	case WriteLat:
+		// Both sides of write_lat ping-pong, the server first; both
+		// measure and print their own row.
+		if ss, err = r.each(func(i int, p *peer) (stats, error) {
+			return p.writeLat(ctx, &o, ptHalf(o.Size, r.cycle), r.rem[i], true)
+		}); err != nil {
+			return r.res, err
+		}
 	}
-	rep, err := r.comm.finish(ctx, o.Test, r.mine[0], ptReport{Size: uint64(o.Size)}, 0)
-	if err != nil {
-		return r.res, err
+	var rep ptReport
+	if ptCloses(o.Test) {
+		if rep, err = r.comm.finish(ctx, o.Test, r.mine[0], ptReport{Size: uint64(o.Size)}, 0); err != nil {
+			return r.res, err
+		}
 	}
 	if o.Test == WriteBW {
 		// The client's last Writes may still be on their way: its

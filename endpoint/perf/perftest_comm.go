@@ -12,7 +12,7 @@ import (
 )
 
 // perftest's own exchange, so that iwperf meets ib_write_bw, ib_read_bw,
-// ib_send_bw, ib_read_lat and ib_send_lat with -R (linux-rdma/perftest, the 6.06 that
+// ib_send_bw, ib_write_lat, ib_read_lat and ib_send_lat with -R (linux-rdma/perftest, the 6.06 that
 // Debian bookworm's 4.5-0.17 package builds; perftest_communication.c and
 // each test's main).
 //
@@ -43,7 +43,7 @@ import (
 //	           BW average (MB/sec, or Gb/sec with the client's
 //	           --report_gbits), MsgRate (Mpps); integers and IEEE doubles
 //	           in network order
-//	dest       close
+//	dest       close (all but write_lat, which ends with the run)
 //
 // The 56-octet pingpong_dest, every field in network order: lid (4),
 // out_reads (4), qpn (4), psn (4), rkey (4), 4 octets of padding, vaddr
@@ -65,12 +65,18 @@ const (
 // test connections' closing sync: "q" is one per QP (its record), "1" a
 // sync with QP 0's.
 var ptLayout = map[string][]string{
-	WriteBW: {"q", "q", "1"},      // write_bw.c
-	ReadBW:  {"q", "q", "1"},      // read_bw.c
-	ReadLat: {"1", "q", "q", "1"}, // read_lat.c
-	SendLat: {"q", "1", "q", "1"}, // send_lat.c: the last after posting its receives
-	SendBW:  {"q", "1", "q", "1"}, // send_bw.c: the same; the records name credit words
+	WriteBW:  {"q", "q", "1"},      // write_bw.c
+	ReadBW:   {"q", "q", "1"},      // read_bw.c
+	ReadLat:  {"1", "q", "q", "1"}, // read_lat.c
+	WriteLat: {"1", "q", "q", "1"}, // write_lat.c
+	SendLat:  {"q", "1", "q", "1"}, // send_lat.c: the last after posting its receives
+	SendBW:   {"q", "1", "q", "1"}, // send_bw.c: the same; the records name credit words
 }
+
+// ptCloses says whether test exchanges anything after the run: all but
+// write_lat, whose main (perftest 6.06) goes from the run straight to
+// tearing down, with no ctx_close_connection.
+func ptCloses(test string) bool { return test != WriteLat }
 
 // ptReports says whether test exchanges its reports after the run
 // (xchg_bw_reports: the one-way RDMA bandwidth tests).

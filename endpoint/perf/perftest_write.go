@@ -1,0 +1,104 @@
+package perf
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/iwkit/iwkit/endpoint"
+)
+
+// ib_write_lat (perftest_resources.c, run_iter_lat_write): each side
+// RDMA Writes size octets into the other's buffer and polls the last
+// octet of its own for the other's Write; there is no Send and no
+// receive completion. perftest's buffer is two halves of
+// BUFF_SIZE(size, cycle buffer) octets: Writes go out of the first, whose
+// last message octet carries the send count (one octet, wrapping), and
+// the peer's come into the second, the one the exchange names. The
+// server writes first: it skips its first poll. Each side then waits for
+// its Write's completion before the next round, and after n rounds each
+// has sent n Writes and seen n.
+//
+// iwperf cannot poll memory the receive engine writes (a data race in
+// Go): it waits for the region's placement generation instead
+// (endpoint.MR.WaitPlaced), then reads the octet, which must be the count
+// perftest writes.
+
+// ptHalf is perftest's BUFF_SIZE: the offset of the half the peer writes.
+func ptHalf(size, cycle int) int { return max(size, cycle) }
+
+// ptWriteLatBuf is the buffer a write_lat peer needs: both halves.
+func ptWriteLatBuf(size, cycle int) int { return 2 * ptHalf(size, cycle) }
+
+// writeLat runs perftest's write_lat ping-pong on p, whose buffer's
+// second half (at half) the peer writes into, against rem (the peer's
+// second half). Its latency, as perftest's, is half the time between
+// posting consecutive Writes: one round trip.
+func (p *peer) writeLat(ctx context.Context, o *Options, half int, rem ptDest, server bool) (stats, error) {
+	var s stats
+	n, size, mr := o.Iters, o.Size, p.buf
+	// The QP's end ends any wait: its Terminate or close means no more
+	// Writes come.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-p.qp.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	buf := mr.Buf()
+	posted := make([]time.Time, 0, n)
+	var gen uint64
+	scnt, ccnt, rcnt := 0, 0, 0
+	for scnt < n || ccnt < n || rcnt < n {
+		if rcnt < n && !(scnt < 1 && server) {
+			rcnt++
+			wctx, wcancel := context.WithTimeout(ctx, p.to)
+			g, err := mr.WaitPlaced(wctx, gen)
+			wcancel()
+			if err != nil {
+				if qerr := p.qp.Err(); qerr != nil {
+					err = qerr
+				}
+				return s, fmt.Errorf("perf: write_lat: waiting for the peer's Write %d: %w", rcnt, err)
+			}
+			if g != gen+1 {
+				return s, fmt.Errorf("perf: write_lat: the peer placed %d Writes where it owed one", g-gen)
+			}
+			gen = g
+			if got := buf[half+size-1]; got != byte(rcnt) {
+				return s, fmt.Errorf("perf: write_lat: the peer's Write %d carries count %d", rcnt, got)
+			}
+			mr.Sync() // our read before the peer's next Write
+		}
+		if scnt < n {
+			posted = append(posted, time.Now())
+			scnt++
+			buf[size-1] = byte(scnt)
+			if _, err := p.qp.PostSend(endpoint.SendWR{Opcode: endpoint.OpWrite, Signaled: true, SGL: []endpoint.SGE{mr.SGE(0, size)},
+				RemoteAddr: rem.VAddr, RKey: endpoint.STag(rem.RKey)}); err != nil {
+				return s, err
+			}
+		}
+		if ccnt < n {
+			if _, err := p.next(ctx, p.to); err != nil {
+				return s, err
+			}
+			ccnt++
+		}
+		if p.prog != nil {
+			p.prog.Store(int64(rcnt))
+		}
+	}
+	lat := make([]time.Duration, 0, n)
+	for i := 1; i < len(posted); i++ {
+		lat = append(lat, posted[i].Sub(posted[i-1])/2)
+	}
+	s.Iters = n
+	s.Elapsed = time.Since(posted[0])
+	s.Bytes = int64(n) * int64(size)
+	s.Lat = summarize(lat)
+	return s, nil
+}
