@@ -15,8 +15,9 @@
 // reported.
 //
 // The API is streaming: Feed one TCP segment at a time, receive events
-// through a Handler. One goroutine drives an Assembler; Shard spreads flows
-// over several Assemblers by flow hash. The package knows no RDMA state (MSN,
+// through a Handler. One goroutine drives an Assembler; FlowHash lets a
+// dispatcher spread flows over several Assemblers (analyze's sharded
+// engine does). The package knows no RDMA state (MSN,
 // MO, STags are track/'s).
 //
 // Events of one direction come in stream order. For a connection: Opened
@@ -212,7 +213,7 @@ func (s *Stats) Add(o Stats) {
 }
 
 // Assembler is a flow table with the MPA framers on top. It is not safe for
-// concurrent use: one goroutine feeds it (see Shard to use several).
+// concurrent use: one goroutine feeds it (see FlowHash to use several).
 type Assembler struct {
 	cfg   Config
 	h     Handler
@@ -373,14 +374,6 @@ func (a *Assembler) Flush() {
 // directions.
 func FlowHash(p *pcap.Packet) uint64 {
 	return mix64(endpointHash(p.Src, p.SrcPort) + endpointHash(p.Dst, p.DstPort))
-}
-
-// Shard returns which of n Assemblers owns the packet's flow (n > 0). A
-// dispatcher reading one capture routes each segment with Shard to a
-// goroutine owning one Assembler; the segment's payload must then be copied,
-// as the reader reuses its buffer.
-func Shard(p *pcap.Packet, n int) int {
-	return int(FlowHash(p) % uint64(n))
 }
 
 // endpointHash folds an address and port into a word; FlowHash adds the
