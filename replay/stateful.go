@@ -347,14 +347,7 @@ func (p *player) setup() error {
 		}
 		q := reqs[k]
 		k++
-		at := -1
-		for j := q - 1; j >= 0; j-- {
-			if p.isAction(j) && p.s.Msgs[j].Kind != MsgConnect {
-				at = j
-				break
-			}
-		}
-		p.fill[at] = append(p.fill[at], [2]int{i, q})
+		p.fillBefore(i, q)
 	}
 	for _, c := range p.cs {
 		if err := p.setupConn(c); err != nil {
@@ -477,4 +470,19 @@ func (p *player) ownSGE(stag uint32, to uint64, n uint32) (endpoint.SGE, bool) {
 		return endpoint.SGE{}, false
 	}
 	return endpoint.SGE{Addr: r.mr.Addr() + (to - r.base), Length: n, LKey: r.mr.STag()}, true
+}
+
+// fillBefore notes that own message i (a Read or Atomic Response) answers
+// the peer's Request q: its captured data is put in memory before the last
+// own action preceding q is replayed (key -1: before the first), so that
+// the live peer's Request finds what the capture's found.
+func (p *player) fillBefore(i, q int) {
+	at := -1
+	for j := q - 1; j >= 0; j-- {
+		if p.isAction(j) && p.s.Msgs[j].Kind != MsgConnect {
+			at = j
+			break
+		}
+	}
+	p.fill[at] = append(p.fill[at], [2]int{i, q})
 }

@@ -71,14 +71,7 @@ func (p *player) fillAtomics() {
 			continue
 		}
 		filled[w] = true
-		at := -1
-		for j := q - 1; j >= 0; j-- {
-			if p.isAction(j) && p.s.Msgs[j].Kind != MsgConnect {
-				at = j
-				break
-			}
-		}
-		p.fill[at] = append(p.fill[at], [2]int{i, q})
+		p.fillBefore(i, q)
 	}
 }
 
