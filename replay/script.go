@@ -63,7 +63,8 @@ type Msg struct {
 	Opcode decode.Opcode
 	// Frame is the frame of the message's first segment, LastFrame of its
 	// L segment; Rel is the capture time of the first segment since the
-	// connection's first frame.
+	// connection's first frame (MsgConnect: of the MPA Reply, 0 when the
+	// handshake is assumed).
 	Frame, LastFrame int
 	Rel              time.Duration
 	// Payload is the Send or Write payload, or the Read Response data.
@@ -157,8 +158,9 @@ type connBuilder struct {
 	hasRep bool
 	untag  [2]map[[2]uint32]*partMsg // by QN, MSN
 	tagged [2]*partMsg
-	firstF [2]bool // an FPDU was seen in this direction
-	first  int     // first frame of the connection
+	firstF [2]bool       // an FPDU was seen in this direction
+	first  int           // first frame of the connection
+	repRel time.Duration // capture time of the MPA Reply (hasRep)
 }
 
 type scriptBuilder struct {
@@ -234,7 +236,9 @@ func LoadScript(file string, conn int, assume *Assume) (*Script, error) {
 			cs.HS.MarkersI, cs.HS.MarkersR = assume.Markers, assume.Markers
 			at = cb.first
 		}
-		s.Msgs = append(s.Msgs, Msg{C: cb.c, Side: Initiator, Kind: MsgConnect, Frame: at, LastFrame: at})
+		// Rel: when the handshake ended in the capture (its Reply), from
+		// which the replay times the connection's first FPDUs.
+		s.Msgs = append(s.Msgs, Msg{C: cb.c, Side: Initiator, Kind: MsgConnect, Frame: at, LastFrame: at, Rel: cb.repRel})
 	}
 	// In capture order; a connection's handshake before anything in the
 	// frame it is assumed at.
@@ -293,6 +297,7 @@ func (b *scriptBuilder) pdu(cb *connBuilder, r *analyze.Record) {
 		f.PrivateData = append([]byte(nil), f.PrivateData...)
 		if f.Reply {
 			s.HS.Reply, cb.hasRep, s.HS.RepFrame = f, true, r.Frame
+			cb.repRel = e.FirstTime.Sub(b.start)
 			s.HS.Rejected = f.Reject
 		} else {
 			s.HS.Request, cb.hasReq, s.HS.ReqFrame = f, true, r.Frame

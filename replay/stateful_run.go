@@ -233,6 +233,14 @@ func (p *player) play(ctx context.Context) int {
 			if !p.handshake(ctx, p.cs[m.C]) && !p.cs[m.C].cs.HS.Rejected {
 				return i + 1
 			}
+			// The capture's time runs again from the handshake's end: the
+			// gap between the MPA Reply and the first FPDU is kept (an
+			// application such as rping waits for ESTABLISHED first, and
+			// Linux siw's accept path can leave an FPDU that follows its
+			// Reply at once unread).
+			if m.Rel > 0 {
+				p.start, base = time.Now(), m.Rel
+			}
 			continue
 		}
 		if !p.o.Topspeed && m.Rel > base {
