@@ -78,6 +78,9 @@ func TestEventLLPConnLostFinalTimeoutInClosing(t *testing.T) {
 	s := newEvSide(t, QPAttr{DrainTimeout: 50 * time.Millisecond})
 	r := rawClientOn(t, Config{}, v2Req(false, false), s.side)
 	r.send(tagged(decode.OpWrite, 0, 0, true, nil))
+	// The Write must have been taken before the close begins: one that
+	// arrives in Closing is a Bad Close (V00 §6.2.5), not this test's case.
+	waitRxWrites(t, s.qp, 1)
 	s.qp.Modify(StateClosing) // the raw peer never closes: the final timeout is an error
 	waitEvent(t, s.ev, EventLLPConnLost)
 	waitDone(t, s.qp, StateError)
@@ -230,4 +233,16 @@ func TestEventResetWhileClosing(t *testing.T) {
 		t.Fatalf("receive %v %v, want Flushed", wc.WRID, wc.Status)
 	}
 	noEvent(t, s.ev, EventLLPCloseComplete)
+}
+
+// waitRxWrites waits until the QP has taken n inbound RDMA Writes, failing
+// the test after a watchdog bound.
+func waitRxWrites(t *testing.T, qp *QP, n uint64) {
+	t.Helper()
+	for end := time.Now().Add(20 * time.Second); qp.Counters().RxWrites < n; {
+		if time.Now().After(end) {
+			t.Fatalf("the QP took %d Writes, want %d", qp.Counters().RxWrites, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
