@@ -258,6 +258,19 @@ type MR struct {
 	maxLen int // AllocMR: the most a Fast-Register may register (immutable; 0 otherwise)
 }
 
+// mrOptions is opt (nil: the defaults) for a region of pd: a QP scope must
+// name a QP of the same PD.
+func (pd *PD) mrOptions(opt *MROptions) (MROptions, error) {
+	var o MROptions
+	if opt != nil {
+		o = *opt
+	}
+	if o.QP != nil && o.QP.pd != pd {
+		return o, fmt.Errorf("%w: QP scope with a QP of another PD", ErrInvalidWR)
+	}
+	return o, nil
+}
+
 // RegisterMR registers buf with the given rights. At least one local right
 // is required, Remote Write and Remote Atomic require Local Write, Remote
 // Read requires Local Read (V00 §7.4, Fig. 18). The MR is Valid when it
@@ -266,12 +279,9 @@ func (pd *PD) RegisterMR(buf []byte, access Access, opt *MROptions) (*MR, error)
 	if !validAccess(access) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidAccess, access)
 	}
-	var o MROptions
-	if opt != nil {
-		o = *opt
-	}
-	if o.QP != nil && o.QP.pd != pd {
-		return nil, fmt.Errorf("%w: QP scope with a QP of another PD", ErrInvalidWR)
+	o, err := pd.mrOptions(opt)
+	if err != nil {
+		return nil, err
 	}
 	d := pd.dev
 	mr := &MR{pd: pd, qp: o.QP, buf: buf, access: access, zero: o.ZeroBased, valid: true}

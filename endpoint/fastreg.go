@@ -14,12 +14,9 @@ func (pd *PD) AllocMR(maxLen int, opt *MROptions) (*MR, error) {
 	if maxLen <= 0 || maxLen > pd.dev.attr.MaxMsgLen {
 		return nil, fmt.Errorf("%w: region of %d octets", ErrInvalidWR, maxLen)
 	}
-	var o MROptions
-	if opt != nil {
-		o = *opt
-	}
-	if o.QP != nil && o.QP.pd != pd {
-		return nil, fmt.Errorf("%w: QP scope with a QP of another PD", ErrInvalidWR)
+	o, err := pd.mrOptions(opt)
+	if err != nil {
+		return nil, err
 	}
 	d := pd.dev
 	mr := &MR{pd: pd, qp: o.QP, maxLen: maxLen}
