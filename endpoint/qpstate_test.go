@@ -73,6 +73,9 @@ func qpIn(t *testing.T, st QPState) (*evSide, *raw) {
 	}
 	r := rawClientOn(t, Config{}, v2Req(false, false), s.side)
 	r.send(tagged(decode.OpWrite, 0, 0, true, nil)) // opens the Responder's gate
+	// Taken before any Modify: a Write that arrives in Closing is a Bad
+	// Close (V00 §6.2.5), which would pre-empt the case under test.
+	waitRxWrites(t, s.qp, 1)
 	switch st {
 	case StateClosing, StateTerminate:
 		if err := s.qp.Modify(st); err != nil {
