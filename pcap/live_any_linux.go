@@ -113,6 +113,18 @@ func mustAssemble(insns ...xbpf.Instruction) []xbpf.RawInstruction {
 	return prog
 }
 
+// drainSocket reads off, without blocking, every frame queued on a packet
+// socket; a capture calls it between a reject-all filter and the real one,
+// as libpcap does, so that nothing queued before the filter comes out.
+func drainSocket(fd int) {
+	buf := make([]byte, 64)
+	for {
+		if _, _, err := unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT); err != nil {
+			return
+		}
+	}
+}
+
 func attachFilter(fd int, prog []xbpf.RawInstruction) error {
 	p := unix.SockFprog{Len: uint16(len(prog)), Filter: (*unix.SockFilter)(unsafe.Pointer(&prog[0]))}
 	return unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &p)
@@ -167,12 +179,7 @@ func (l *Live) openAny(o LiveOptions, filter []xbpf.RawInstruction) error {
 	}
 	// Read off whatever got queued before the reject-all filter (nothing,
 	// with protocol 0 until bind; as libpcap does, to be sure).
-	drain := make([]byte, 64)
-	for {
-		if _, _, err := unix.Recvfrom(fd, drain, unix.MSG_DONTWAIT); err != nil {
-			break
-		}
-	}
+	drainSocket(fd)
 	keep := max(l.snaplen-cookedLen, 1)
 	if err := attachFilter(fd, anyKernelProgram(keep)); err != nil {
 		return fail("attaching the capture filter", err)

@@ -276,15 +276,14 @@ func (l *Live) openSocket(o LiveOptions, prog []xbpf.RawInstruction) error {
 			eh.Close()
 			return fmt.Errorf("attaching the capture filter: %w", err)
 		}
-		// A deadline already past would fail the reads before they
-		// look at the queue: give them a millisecond.
-		l.ehFile.SetReadDeadline(time.Now().Add(time.Millisecond))
-		for {
-			if _, _, err := eh.ZeroCopyReadPacketData(); err != nil {
-				break
-			}
+		// Read off the queue with non-blocking reads until it is empty.
+		// A read deadline cannot do this: once it has passed, Go's
+		// poller fails a read before it looks at the queue, so a drain
+		// slower than the deadline (under load, or -race) left frames
+		// that came out unfiltered.
+		if rc, err := l.ehFile.SyscallConn(); err == nil {
+			rc.Control(func(fd uintptr) { drainSocket(int(fd)) })
 		}
-		l.ehFile.SetReadDeadline(time.Time{})
 	}
 	if err := eh.SetBPF(prog); err != nil {
 		eh.Close()
