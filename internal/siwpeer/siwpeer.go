@@ -29,9 +29,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -171,10 +173,19 @@ type Options struct {
 	// HostFwd "H:G" forwards host 127.0.0.1:H to guest 10.0.2.15:G;
 	// GuestFwd "G:H" forwards guest 10.0.2.100:G to host 127.0.0.1:H.
 	HostFwd, GuestFwd []string
-	// OnLine, when set, sees every console line as it arrives (for
-	// example to Kill the VM on a guest kernel oops). It must not block.
+	// OnLine, when set, sees every console line as it arrives. It must
+	// not block.
 	OnLine func(line string)
+	// KillOn, when set, ends the VM at the first console line it matches
+	// (Result.KillLine): a guest whose kernel crashed does not power off.
+	// GuestOops matches a guest kernel crash.
+	KillOn *regexp.Regexp
+
+	held []net.Listener // host ports of AddHostFwd, held until qemu binds them
 }
+
+// GuestOops matches the console lines of a guest kernel crash.
+var GuestOops = regexp.MustCompile(`\] (BUG:|Oops|kernel BUG|general protection fault|Kernel panic|RIP: 0010:)`)
 
 // Result is how a VM run ended.
 type Result struct {
@@ -184,8 +195,12 @@ type Result struct {
 	TimedOut bool // the Options.Timeout ended it
 	Killed   bool // Kill (or the test's cleanup) ended it
 	Console  string
-	Err      error // qemu's own exit status or a start failure
+	Err      error  // qemu's own exit status or a start failure
+	KillLine string // the console line Options.KillOn matched, "" if none
 }
+
+// Tail is the console's last n octets, for a failure message.
+func (r Result) Tail(n int) string { return tail([]byte(r.Console), n) }
 
 // VM is one running boot of the peer.
 type VM struct {
@@ -197,6 +212,7 @@ type VM struct {
 	reaped   bool
 	timedOut bool
 	killed   bool
+	killLine string
 	done     chan struct{}
 	res      Result
 }
@@ -282,6 +298,17 @@ func (p *Peer) Start(t testing.TB, command string, o Options) (*VM, error) {
 			if o.OnLine != nil {
 				o.OnLine(sc.Text())
 			}
+			if o.KillOn != nil && o.KillOn.Match(sc.Bytes()) {
+				vm.mu.Lock()
+				first := vm.killLine == ""
+				if first {
+					vm.killLine = sc.Text()
+				}
+				vm.mu.Unlock()
+				if first {
+					vm.Kill()
+				}
+			}
 		}
 		io.Copy(&console, pr)
 		pr.Close()
@@ -294,6 +321,9 @@ func (p *Peer) Start(t testing.TB, command string, o Options) (*VM, error) {
 		// goroutine on its thread until the child is reaped.
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
+		for _, l := range o.held {
+			l.Close() // qemu binds these ports now
+		}
 		err := cmd.Start()
 		pw.Close()
 		if err != nil {
@@ -304,7 +334,11 @@ func (p *Peer) Start(t testing.TB, command string, o Options) (*VM, error) {
 		}
 		vm.mu.Lock()
 		vm.pid = cmd.Process.Pid
+		killed := vm.killed // a Kill before the pid was known
 		vm.mu.Unlock()
+		if killed {
+			vm.killGroup()
+		}
 		startErr <- nil
 		// Wait without reaping, end what is left of the group (nc
 		// children of qemu's guest forwards), then reap: while the leader
@@ -344,7 +378,7 @@ func (p *Peer) Start(t testing.TB, command string, o Options) (*VM, error) {
 
 func (vm *VM) finish(code int, err error, console string) {
 	vm.mu.Lock()
-	vm.res = Result{ExitCode: code, TimedOut: vm.timedOut, Killed: vm.killed, Console: console, Err: err}
+	vm.res = Result{ExitCode: code, TimedOut: vm.timedOut, Killed: vm.killed, Console: console, Err: err, KillLine: vm.killLine}
 	vm.mu.Unlock()
 	close(vm.done)
 }
@@ -359,7 +393,8 @@ func (vm *VM) killGroup() {
 	}
 }
 
-// Kill ends the VM now (a no-op once it has ended).
+// Kill ends the VM now (a no-op once it has ended; before qemu has
+// started, as soon as it has).
 func (vm *VM) Kill() {
 	vm.mu.Lock()
 	if !vm.reaped {

@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -64,10 +63,10 @@ func TestExitCode(t *testing.T) {
 	}
 	r := vm.Wait()
 	if r.ExitCode != 3 || r.Killed || r.TimedOut {
-		t.Fatalf("exit code %d killed %v timed out %v err %v\n%s", r.ExitCode, r.Killed, r.TimedOut, r.Err, tail([]byte(r.Console), 3000))
+		t.Fatalf("exit code %d killed %v timed out %v err %v\n%s", r.ExitCode, r.Killed, r.TimedOut, r.Err, r.Tail(3000))
 	}
 	if !strings.Contains(r.Console, "guest-says-hello") {
-		t.Errorf("console lacks the command's output:\n%s", tail([]byte(r.Console), 3000))
+		t.Errorf("console lacks the command's output:\n%s", r.Tail(3000))
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "file")); err != nil || string(b) != "data\n" {
 		t.Errorf("file the guest wrote to /out: %q, %v", b, err)
@@ -75,33 +74,22 @@ func TestExitCode(t *testing.T) {
 	assertGone(t, vm.Name)
 }
 
-// oopsLine is what the test watches for, as the interop test does.
-var oopsLine = regexp.MustCompile(`Kernel panic|BUG:|Oops`)
-
 // A guest kernel crash: the guest panics and, with panic=0, hangs there
-// for good, as a guest wedged by a siw oops does. The test sees it on the
-// console and kills the VM.
+// for good, as a guest wedged by a siw oops does. Options.KillOn sees it
+// on the console and kills the VM.
 func TestGuestOopsKilled(t *testing.T) {
 	p := Require(t)
-	var once sync.Once
-	var vm *VM
-	ready := make(chan struct{})
 	vm, err := p.Start(t, "echo 0 > /proc/sys/kernel/panic; echo c > /proc/sysrq-trigger; sleep 600",
-		Options{Timeout: 4 * time.Minute, OnLine: func(line string) {
-			if oopsLine.MatchString(line) {
-				once.Do(func() { <-ready; vm.Kill() })
-			}
-		}})
-	close(ready)
+		Options{Timeout: 4 * time.Minute, KillOn: GuestOops})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := vm.Wait()
 	if !r.Killed || r.ExitCode != -1 {
-		t.Fatalf("want the VM killed after the oops, got exit code %d killed %v timed out %v\n%s", r.ExitCode, r.Killed, r.TimedOut, tail([]byte(r.Console), 3000))
+		t.Fatalf("want the VM killed after the oops, got exit code %d killed %v timed out %v\n%s", r.ExitCode, r.Killed, r.TimedOut, r.Tail(3000))
 	}
-	if !oopsLine.MatchString(r.Console) {
-		t.Errorf("no crash on the console:\n%s", tail([]byte(r.Console), 3000))
+	if !GuestOops.MatchString(r.KillLine) {
+		t.Errorf("killed on %q, not a crash:\n%s", r.KillLine, r.Tail(3000))
 	}
 	assertGone(t, vm.Name)
 }
