@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"testing"
@@ -17,54 +16,35 @@ import (
 func TestSiwStatefulRping(t *testing.T) {
 	peer := siwpeer.Require(t)
 	s := mustLoad(t, siw("rping.pcap"))
-	budget := 6 * time.Minute // the run takes 2 under TCG on 2 loaded cores; this ends a hung guest
-	if dl, ok := t.Deadline(); ok {
-		budget = min(budget, time.Until(dl)-30*time.Second)
-	}
 	ready := siwpeer.NewReady(t, 1)
+	// The run takes 2 minutes under TCG on 2 loaded cores.
+	opts := siwpeer.Options{Timeout: siwpeer.Budget(t, 6*time.Minute), GuestFwd: []string{ready.Fwd()}}
 	const gport = 7170 // the capture's
-	hport := siwpeer.FreePort(t)
+	hport := opts.AddHostFwd(t, gport)
 	// The capture's rping -s: siw's defaults (MPA v2, no CRC, no markers).
 	script := fmt.Sprintf(`timeout 60 rping -s -v -a 10.0.2.15 -p %d -C 5 -S 100 > /tmp/s.log 2>&1 & SP=$!
 %s
 %s
 wait $SP; echo "=== RESULT rc=$?"; tail -n 8 /tmp/s.log; dmesg | grep -i siw | tail -n 4
 `, gport, siwpeer.WaitListen(gport), siwpeer.Signal(0))
-	// The VM gets budget once it boots; the host side waits as long as
-	// the test may: another package's VM can hold the boot lock first.
-	ctx, cancel := context.WithTimeout(context.Background(), siwpeer.HostWait(t))
-	defer cancel()
+	host := siwpeer.NewHost(t)
 	var res *Result
 	var err error
-	done := make(chan struct{})
-	vmDone := make(chan struct{})
-	go func() {
-		defer close(done)
-		select {
-		case <-ready.Step(0):
-		case <-vmDone:
+	host.Go(func() {
+		if !host.Await(ready.Step(0)) {
 			err = fmt.Errorf("the guest never said rping -s listens")
 			return
 		}
 		// With the capture's timing (the client's first Send comes after
 		// rping's wait for ESTABLISHED, which siw's accept path needs).
-		res, err = Stateful(ctx, s, StatefulOptions{Side: Initiator, Addr: fmt.Sprintf("127.0.0.1:%d", hport), Timeout: 30 * time.Second})
-	}()
+		res, err = Stateful(host.Ctx, s, StatefulOptions{Side: Initiator, Addr: fmt.Sprintf("127.0.0.1:%d", hport), Timeout: 30 * time.Second})
+	})
 	start := time.Now()
-	vm, verr := peer.Start(t, script, siwpeer.Options{Timeout: budget, GuestFwd: []string{ready.Fwd()},
-		HostFwd: []string{fmt.Sprintf("%d:%d", hport, gport)}})
-	if verr != nil {
-		close(vmDone)
-		<-done
-		t.Fatal(verr)
-	}
-	r := vm.Wait()
-	close(vmDone)
-	<-done
+	r := host.Run(t, peer, script, opts)
 	t.Logf("VM run: exit code %d in %v", r.ExitCode, time.Since(start).Round(time.Second))
 	m := regexp.MustCompile(`(?s)=== RESULT rc=(\d+)\n(.*)`).FindStringSubmatch(r.Console)
 	if m == nil {
-		t.Fatalf("no guest result (exit code %d, %v)\n%s", r.ExitCode, r.Err, r.Console[max(0, len(r.Console)-3000):])
+		t.Fatalf("no guest result (exit code %d, %v)\n%s", r.ExitCode, r.Err, r.Tail(3000))
 	}
 	t.Logf("rping -s:\n%s", m[2])
 	if err != nil {

@@ -95,15 +95,15 @@ func checkSiwSiw(t *testing.T, console string) {
 
 // checkIwcm969 wants the guest to have hit the BUG at iwcm.c:969 after
 // the input, and nothing else.
-func checkIwcm969(t *testing.T, r siwpeer.Result, reply []byte, oops string) {
+func checkIwcm969(t *testing.T, r siwpeer.Result, reply []byte) {
 	t.Logf("MPA Request % x\nMPA Reply   % x\nthen        % x", iwcm969Request(), reply, iwcm969FirstFPDU)
 	bug := regexp.MustCompile(`kernel BUG at drivers/infiniband/core/iwcm\.c:\d+`).FindString(r.Console)
 	switch {
 	case strings.Contains(r.Console, "NO-BUG"):
 		t.Fatalf("the guest kernel survived the input: siw/iw_cm no longer BUG on a peer-to-peer "+
-			"connection whose first FPDU fails (fixed?); update peers/siw/iwcm-969.md\n%s", tail(r.Console, 3000))
+			"connection whose first FPDU fails (fixed?); update peers/siw/iwcm-969.md\n%s", r.Tail(3000))
 	case bug != "kernel BUG at drivers/infiniband/core/iwcm.c:969":
-		t.Fatalf("want the kernel BUG at iwcm.c:969, got %q (oops %q)\n%s", bug, oops, tail(r.Console, 4000))
+		t.Fatalf("want the kernel BUG at iwcm.c:969, got %q (oops %q)\n%s", bug, r.KillLine, r.Tail(4000))
 	}
 	t.Logf("reproduced: %s (VM killed %v)", bug, r.Killed)
 }

@@ -159,7 +159,7 @@ func TestSiwConform(t *testing.T) {
 			v.params, v.name, v.name)
 	}
 	script.WriteString(iwcm969Script)
-	s := bootSiwVM(t, peer, script.String(), 8*time.Minute)
+	s := bootSiwVM(t, peer, script.String(), siwpeer.Budget(t, 8*time.Minute))
 	start := time.Now()
 	rows := map[string][]Row{}
 	var reply []byte
@@ -169,10 +169,10 @@ func TestSiwConform(t *testing.T) {
 		if !ok {
 			break
 		}
-		if p.name == iwcm969Phase {
+		if p.Name == iwcm969Phase {
 			var err error
 			reply, err = sendIwcm969(s.fwd)
-			p.done()
+			p.Done()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,13 +181,13 @@ func TestSiwConform(t *testing.T) {
 		}
 		var v *siwVariant
 		for i := range siwVariants {
-			if siwVariants[i].name == p.name {
+			if siwVariants[i].name == p.Name {
 				v = &siwVariants[i]
 			}
 		}
 		if v == nil {
-			p.done()
-			t.Fatalf("the guest announced an unknown phase %q", p.name)
+			p.Done()
+			t.Fatalf("the guest announced an unknown phase %q", p.Name)
 		}
 		t0 := time.Now()
 		// StartDelay: siw can leave an FPDU that comes right after its MPA
@@ -197,12 +197,12 @@ func TestSiwConform(t *testing.T) {
 		rows[v.name], err = Run(context.Background(), Options{Addr: fmt.Sprintf("127.0.0.1:%d", s.fwd), Config: v.cfg,
 			Timeout: 5 * time.Second, StartDelay: 500 * time.Millisecond, Only: ids(v.want)}, nil)
 		t.Logf("variant %s: %d cases in %v (%v)", v.name, len(rows[v.name]), time.Since(t0).Round(time.Second), err)
-		p.done()
+		p.Done()
 	}
 	r := s.vm.Wait()
 	t.Logf("VM: exit code %d, killed %v, timed out %v, %v from boot to the end", r.ExitCode, r.Killed, r.TimedOut, time.Since(start).Round(time.Second))
 	if !sent {
-		t.Fatalf("the guest ended before the iwcm969 phase (exit code %d, oops %q)\n%s", r.ExitCode, s.oopsLine(), tail(r.Console, 4000))
+		t.Fatalf("the guest ended before the iwcm969 phase (exit code %d, oops %q)\n%s", r.ExitCode, r.KillLine, r.Tail(4000))
 	}
 	for _, v := range siwVariants {
 		t.Run(v.name, func(t *testing.T) {
@@ -225,5 +225,5 @@ func TestSiwConform(t *testing.T) {
 		})
 	}
 	t.Run("siw-siw-p2p", func(t *testing.T) { checkSiwSiw(t, r.Console) })
-	t.Run("iwcm969", func(t *testing.T) { checkIwcm969(t, r, reply, s.oopsLine()) })
+	t.Run("iwcm969", func(t *testing.T) { checkIwcm969(t, r, reply) })
 }

@@ -1,12 +1,9 @@
 package perf
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,23 +51,13 @@ type siwOutcome struct {
 // perftest's client.
 func TestSiwPerf(t *testing.T) {
 	peer := siwpeer.Require(t)
-	// The run takes 1.5 to 3.5 minutes under TCG on 2 loaded cores; the
-	// limit only ends a hung guest.
-	budget := 8 * time.Minute
-	if dl, ok := t.Deadline(); ok {
-		budget = min(budget, time.Until(dl)-30*time.Second)
-	}
+	// The run takes 1.5 to 3.5 minutes under TCG on 2 loaded cores.
 	ready := siwpeer.NewReady(t, len(siwSteps))
-	opts := siwpeer.Options{Timeout: budget, GuestFwd: []string{ready.Fwd()}}
-	// The VM gets budget once it boots; the host side waits as long as
-	// the test may: another package's VM can hold the boot lock first.
-	ctx, cancel := context.WithTimeout(context.Background(), siwpeer.HostWait(t))
-	defer cancel()
+	opts := siwpeer.Options{Timeout: siwpeer.Budget(t, 8*time.Minute), GuestFwd: []string{ready.Fwd()}}
+	host := siwpeer.NewHost(t)
 
 	var script strings.Builder
 	out := make([]siwOutcome, len(siwSteps))
-	var wg sync.WaitGroup
-	vmDone := make(chan struct{})
 	o := func(test string) Options {
 		return Options{Test: test, Size: siwSize, Iters: siwIters(test), Timeout: 30 * time.Second}
 	}
@@ -79,66 +66,41 @@ func TestSiwPerf(t *testing.T) {
 		tool := "ib_" + s.test
 		fmt.Fprintf(&script, "echo '=== STEP %d'\n", i)
 		if s.guestServer {
-			hport := siwpeer.FreePort(t)
-			opts.HostFwd = append(opts.HostFwd, fmt.Sprintf("%d:%d", hport, gport))
+			hport := opts.AddHostFwd(t, gport)
 			fmt.Fprintf(&script, "timeout 60 %s -R -d siw0 -F -p %d -s %d -n %d > /tmp/%d.log 2>&1 & SP=$!\n%s\n%s\nwait $SP; RC=$?\n",
 				tool, gport, siwSize, siwIters(s.test), i, siwpeer.WaitListen(gport), siwpeer.Signal(i))
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				select {
-				case <-ready.Step(i):
-				case <-vmDone:
+			host.Go(func() {
+				if !host.Await(ready.Step(i)) {
 					out[i].err = fmt.Errorf("the guest never said %s -R listens", tool)
 					return
 				}
-				out[i].res, out[i].err = RunPerftest(ctx, TCPDialer(fmt.Sprintf("127.0.0.1:%d", hport)), o(s.test))
-			}()
+				out[i].res, out[i].err = RunPerftest(host.Ctx, TCPDialer(fmt.Sprintf("127.0.0.1:%d", hport)), o(s.test))
+			})
 		} else {
 			// ib_write_lat's server writes first (ServePerftest).
-			l, err := endpoint.Listen(ctx, "tcp", "127.0.0.1:0", &endpoint.Config{EarlyResponder: s.test == WriteLat})
+			l, err := endpoint.Listen(host.Ctx, "tcp", "127.0.0.1:0", &endpoint.Config{EarlyResponder: s.test == WriteLat})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer l.Close()
-			opts.GuestFwd = append(opts.GuestFwd, fmt.Sprintf("%d:%d", gport, l.Addr().(*net.TCPAddr).Port))
+			opts.AddGuestFwd(gport, l.Addr())
 			fmt.Fprintf(&script, "timeout 60 %s -R -d siw0 -F -p %d -s %d -n %d 10.0.2.100 > /tmp/%d.log 2>&1; RC=$?\n",
 				tool, gport, siwSize, siwIters(s.test), i)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				// qemu's guest forward keeps our socket open after the
-				// guest's FIN: end the wait when the VM has ended.
-				sctx, scancel := context.WithCancel(ctx)
+			host.Go(func() {
+				sctx, scancel := host.ServeCtx()
 				defer scancel()
-				go func() {
-					select {
-					case <-vmDone:
-						time.Sleep(2 * time.Second)
-						scancel()
-					case <-sctx.Done():
-					}
-				}()
 				out[i].res, out[i].err = ServePerftest(sctx, l, o(s.test))
-			}()
+			})
 		}
 		fmt.Fprintf(&script, "echo \"=== RESULT %d rc=$RC t=${SECONDS}s\"; tail -n 12 /tmp/%d.log\n", i, i)
 	}
 	script.WriteString("echo '=== DMESG'; dmesg | grep -i siw | tail -n 5\n")
 
 	start := time.Now()
-	vm, err := peer.Start(t, script.String(), opts)
-	if err != nil {
-		close(vmDone)
-		wg.Wait()
-		t.Fatal(err)
-	}
-	r := vm.Wait()
-	close(vmDone)
-	wg.Wait()
+	r := host.Run(t, peer, script.String(), opts)
 	t.Logf("VM run: exit code %d (killed %v, timed out %v) in %v", r.ExitCode, r.Killed, r.TimedOut, time.Since(start).Round(time.Second))
 	if r.ExitCode != 0 {
-		t.Fatalf("siw VM: exit code %d, %v\n%s", r.ExitCode, r.Err, tailOf(r.Console, 4000))
+		t.Fatalf("siw VM: exit code %d, %v\n%s", r.ExitCode, r.Err, r.Tail(4000))
 	}
 	for i, s := range siwSteps {
 		name := s.test + "/iwperf-client"
@@ -148,7 +110,7 @@ func TestSiwPerf(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			m := regexp.MustCompile(fmt.Sprintf(`(?s)=== RESULT %d rc=(\d+) (.*?)(=== |$)`, i)).FindStringSubmatch(r.Console)
 			if m == nil {
-				t.Fatalf("no guest result for step %d\n%s", i, tailOf(r.Console, 3000))
+				t.Fatalf("no guest result for step %d\n%s", i, r.Tail(3000))
 			}
 			guest := m[2]
 			t.Logf("guest:\n%s", guest)
@@ -187,11 +149,4 @@ func TestSiwPerf(t *testing.T) {
 			}
 		})
 	}
-}
-
-func tailOf(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }

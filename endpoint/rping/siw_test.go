@@ -1,7 +1,6 @@
 package rping
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,23 +8,12 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/iwkit/iwkit/endpoint"
 	"github.com/iwkit/iwkit/internal/siwpeer"
 )
-
-// guestOops matches the console lines of a guest kernel crash.
-var guestOops = regexp.MustCompile(`\] (BUG:|Oops|kernel BUG|general protection fault|Kernel panic|RIP: 0010:)`)
-
-func tail(b []byte, n int) string {
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
-}
 
 // siwVariant is one combination run in the guest: siw's module parameters
 // (which set what rping -c asks and how rping -s answers), our side's
@@ -84,26 +72,12 @@ var siwVariants = []siwVariant{
 	{name: "v2-p2p-send-rtr", params: "2 N Y", client: endpoint.Config{PeerToPeer: true, RTR: endpoint.RTRSend}, server: endpoint.Config{PeerToPeer: true, RTR: endpoint.RTRSend}, expectCl: "fail", expectSv: "fail", guestTimeout: 8, mayCrash: true},
 }
 
+// The guest signals step i (siwpeer.Ready) once rping -s of variant i
+// listens on 7500+i; rping -c of variant i connects to 10.0.2.100:7400+i.
 const (
 	siwPings = 100
 	siwSize  = 100
-	// The guest says "ready <i>" on this port once rping -s of variant i
-	// listens; rping -s of variant i listens on 7500+i, rping -c of
-	// variant i connects to 10.0.2.100:7400+i.
-	ctlGuestPort = 7399
 )
-
-// reservePort finds a free host TCP port for a qemu hostfwd and holds it
-// until release is called (just before qemu binds it), so that no two
-// reservations and no other listener of the test get the same port.
-func reservePort(t *testing.T, held *[]net.Listener) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	*held = append(*held, l)
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // TestSiwInterop runs our rping client against `rping -s` in a Linux siw
 // guest and `rping -c` in the guest against our server, for every variant,
@@ -131,25 +105,17 @@ func TestSiwInterop(t *testing.T) {
 	}
 	var script strings.Builder
 	script.WriteString("P=/sys/module/siw/parameters\nset_params() { echo $1 > $P/mpa_version; echo $2 > $P/mpa_crc_required; echo $3 > $P/peer_to_peer; }\n")
-	// Stay inside go test's -timeout: the VM gets what is left, less a
-	// margin for reporting.
-	budget := 9 * time.Minute
-	if dl, ok := t.Deadline(); ok {
-		budget = time.Until(dl) - 45*time.Second
-	}
+	// Stay inside go test's -timeout.
+	budget := siwpeer.Budget(t, 9*time.Minute)
 	if budget < 2*time.Minute {
 		t.Skipf("only %v left before the test deadline; the siw VM needs more", budget)
 	}
-	ctl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctl.Close()
+	ready := siwpeer.NewReady(t, len(variants))
 	listeners := make([]*endpoint.Listener, len(variants))
-	var held []net.Listener
 	fwd := make([]int, len(variants))
-	opts := siwpeer.Options{Timeout: budget,
-		GuestFwd: []string{fmt.Sprintf("%d:%d", ctlGuestPort, ctl.Addr().(*net.TCPAddr).Port)}}
+	// A guest kernel oops (siw or iw_cm) ends the run at once instead of
+	// leaving the rest to time out.
+	opts := siwpeer.Options{Timeout: budget, GuestFwd: []string{ready.Fwd()}, KillOn: siwpeer.GuestOops}
 	for i, v := range variants {
 		gs, gc := 7500+i, 7400+i
 		gt := v.guestTimeout
@@ -162,14 +128,13 @@ func TestSiwInterop(t *testing.T) {
 		}
 		defer l.Close()
 		listeners[i] = l
-		fwd[i] = reservePort(t, &held)
-		opts.HostFwd = append(opts.HostFwd, fmt.Sprintf("%d:%d", fwd[i], gs))
-		opts.GuestFwd = append(opts.GuestFwd, fmt.Sprintf("%d:%d", gc, l.Addr().(*net.TCPAddr).Port))
+		fwd[i] = opts.AddHostFwd(t, gs)
+		opts.AddGuestFwd(gc, l.Addr())
 		fmt.Fprintf(&script, `set_params %s
 echo "=== VARIANT %s params: $(for p in mpa_version mpa_crc_required peer_to_peer; do printf '%%s=%%s ' $p $(cat $P/$p); done)"
 timeout %d rping -s -a 10.0.2.15 -p %d -C %d -S %d -v -V > /tmp/s%d.log 2>&1 & SP=$!
-for k in $(seq 100); do ss -ltn | grep -q ":%d " && break; sleep 0.1; done
-echo "ready %d" > /dev/tcp/10.0.2.100/%d
+%s
+%s
 timeout %d rping -c -a 10.0.2.100 -p %d -C %d -S %d -v -V > /tmp/c%d.log 2>&1; CRC=$?
 wait $SP; SRC=$?
 echo "=== RESULT %s server_rc=$SRC client_rc=$CRC t=${SECONDS}s"
@@ -178,52 +143,18 @@ echo "--- rping -c"; tail -n 6 /tmp/c%d.log
 echo "--- dmesg"; dmesg | grep -i siw | tail -n 4; dmesg -C
 echo "=== END %s"
 `, v.params, v.name,
-			gt, gs, siwPings, siwSize, i, gs, i, ctlGuestPort, gt, gc, siwPings, siwSize, i, v.name, i, i, v.name)
+			gt, gs, siwPings, siwSize, i, siwpeer.WaitListen(gs), siwpeer.Signal(i), gt, gc, siwPings, siwSize, i, v.name, i, i, v.name)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), budget)
-	defer cancel()
+	host := siwpeer.NewHost(t)
+	ctx := host.Ctx
 	results := make([]struct{ cl, sv hostResult }, len(variants))
-	ready := make([]chan struct{}, len(variants))
-	for i := range ready {
-		ready[i] = make(chan struct{})
-	}
-	go func() {
-		for {
-			c, err := ctl.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetReadDeadline(time.Now().Add(30 * time.Second))
-				b := make([]byte, 64)
-				n, _ := c.Read(b)
-				var k int
-				if _, err := fmt.Sscanf(string(b[:n]), "ready %d", &k); err == nil && k >= 0 && k < len(ready) {
-					close(ready[k])
-				}
-			}()
-		}
-	}()
-	var wg sync.WaitGroup
-	vmDone := make(chan struct{})
 	for i, v := range variants {
 		// Our server, for rping -c in the guest.
 		l := listeners[i]
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			sctx, scancel := context.WithCancel(ctx)
+		host.Go(func() {
+			sctx, scancel := host.ServeCtx()
 			defer scancel()
-			go func() {
-				select {
-				case <-vmDone:
-					time.Sleep(2 * time.Second)
-					scancel()
-				case <-sctx.Done():
-				}
-			}()
 			req, err := l.Accept(sctx)
 			if err != nil {
 				results[i].sv.err = err
@@ -233,14 +164,11 @@ echo "=== END %s"
 			// keeps the host socket open), so serve exactly siwPings.
 			res, err := ServeRequest(sctx, req, Options{Size: siwSize, Count: siwPings, Validate: true, Config: v.server, Timeout: 30 * time.Second})
 			results[i].sv.res, results[i].sv.err = res, err
-		}()
+		})
 		// Our client, for rping -s in the guest. slirp accepts before the
 		// guest listens and then closes: retry until an MPA Reply comes.
-		go func() {
-			defer wg.Done()
-			select {
-			case <-ready[i]:
-			case <-vmDone:
+		host.Go(func() {
+			if !host.Await(ready.Step(i)) {
 				results[i].cl.err = errors.New("the guest never signalled that rping -s listens")
 				return
 			}
@@ -263,57 +191,35 @@ echo "=== END %s"
 					return
 				}
 				select {
-				case <-vmDone:
+				case <-host.Ended():
 					return
 				case <-ctx.Done():
 					return
 				case <-time.After(250 * time.Millisecond):
 				}
 			}
-		}()
+		})
 	}
 	start := time.Now()
-	// Watch the console: a guest kernel oops (siw or iw_cm) ends the run at
-	// once instead of leaving the rest to time out. OnLine runs on one
-	// goroutine, which has finished when Wait returns.
-	var oops, oopsVariant, variant string
-	var vm *siwpeer.VM
-	vmStarted := make(chan struct{})
-	opts.OnLine = func(line string) {
-		if strings.HasPrefix(line, "=== VARIANT ") {
-			variant = strings.Fields(line)[2]
-		}
-		if oops == "" && guestOops.MatchString(line) {
-			oops, oopsVariant = fmt.Sprintf("guest kernel oops during variant %q: %s", variant, line), variant
-			go func() { <-vmStarted; vm.Kill() }()
-		}
-	}
-	for _, l := range held {
-		l.Close()
-	}
-	vm, err = peer.Start(t, script.String(), opts)
-	close(vmStarted)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := vm.Wait()
-	out := []byte(r.Console)
+	r := host.Run(t, peer, script.String(), opts)
 	crashOK := false
-	for _, v := range variants {
-		crashOK = crashOK || v.name == oopsVariant && v.mayCrash
+	if r.KillLine != "" {
+		variant := oopsVariant(r.Console, r.KillLine)
+		for _, v := range variants {
+			crashOK = crashOK || v.name == variant && v.mayCrash
+		}
+		oops := fmt.Sprintf("guest kernel oops during variant %q: %s", variant, r.KillLine)
+		if !crashOK {
+			t.Errorf("%s\n%s", oops, r.Tail(3000))
+		} else {
+			t.Logf("siw answered with a kernel BUG (a known siw/iw_cm defect on this path): %s", oops)
+		}
 	}
-	if oops != "" && !crashOK {
-		t.Errorf("%s\n%s", oops, tail(out, 3000))
-	} else if oops != "" {
-		t.Logf("siw answered with a kernel BUG (a known siw/iw_cm defect on this path): %s", oops)
-	}
-	close(vmDone)
-	wg.Wait()
 	t.Logf("VM run: exit code %d (killed %v, timed out %v, %v) in %v", r.ExitCode, r.Killed, r.TimedOut, r.Err, time.Since(start).Round(time.Second))
-	if r.ExitCode != 0 && !bytes.Contains(out, []byte("=== END")) && !crashOK {
-		t.Fatalf("siw VM failed: exit code %d, %v\n%s", r.ExitCode, r.Err, tail(out, 4000))
+	text := r.Console
+	if r.ExitCode != 0 && !strings.Contains(text, "=== END") && !crashOK {
+		t.Fatalf("siw VM failed: exit code %d, %v\n%s", r.ExitCode, r.Err, r.Tail(4000))
 	}
-	text := string(out)
 	for i, v := range variants {
 		re := regexp.MustCompile(`(?s)=== VARIANT ` + regexp.QuoteMeta(v.name) + ` (.*?)=== END ` + regexp.QuoteMeta(v.name))
 		m := re.FindStringSubmatch(text)
@@ -349,6 +255,21 @@ echo "=== END %s"
 			check("rping -c vs our server", v.expectSv, sv, rc[2])
 		})
 	}
+}
+
+// oopsVariant is the variant the guest ran when it printed the oops line:
+// the name in the last console line "=== VARIANT NAME ..." before it.
+func oopsVariant(console, oops string) string {
+	variant := ""
+	for _, line := range strings.Split(console, "\n") {
+		if line == oops {
+			break
+		}
+		if strings.HasPrefix(line, "=== VARIANT ") {
+			variant = strings.Fields(line)[2]
+		}
+	}
+	return variant
 }
 
 func summarize(p endpoint.Params) string {
