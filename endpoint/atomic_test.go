@@ -19,29 +19,7 @@ var ne = binary.NativeEndian
 // link connects cl to sv over loopback TCP: sv's QP accepts, cl's dials.
 func link(t testing.TB, cl, sv *side) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	l, err := Listen(ctx, "tcp", "127.0.0.1:0", &Config{CRC: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	done := make(chan error, 1)
-	go func() {
-		req, err := l.Accept(ctx)
-		if err == nil {
-			sv.conn, err = req.Accept(sv.qp, nil)
-		}
-		done <- err
-	}()
-	cl.conn, err = Dial(ctx, "tcp", l.Addr().String(), cl.qp, &Config{CRC: true})
-	if serr := <-done; err != nil || serr != nil {
-		t.Fatalf("dial: %v, accept: %v", err, serr)
-	}
-	t.Cleanup(func() {
-		cl.conn.Close()
-		sv.conn.Close()
-	})
+	connectSides(t, pairOpts{client: Config{CRC: true}, server: Config{CRC: true}}, cl, sv)
 }
 
 // Masked FetchAdd follows the RFC 7306 §5.1.1 pseudocode: every field ends

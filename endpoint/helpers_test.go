@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"sync"
 	"testing"
 	"time"
 )
@@ -99,27 +98,12 @@ func connectSides(t testing.TB, o pairOpts, cl, sv *side) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	lcfg := o.server
-	l, err := Listen(ctx, "tcp", "127.0.0.1:0", &lcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, accepted := acceptOne(t, ctx, o.server, sv, o.serverPrivateData)
 	defer l.Close()
-	var wg sync.WaitGroup
-	var serr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		req, err := l.Accept(ctx)
-		if err != nil {
-			serr = err
-			return
-		}
-		sv.conn, serr = req.Accept(sv.qp, o.serverPrivateData)
-	}()
 	cfg := o.client
+	var err error
 	cl.conn, err = Dial(ctx, "tcp", l.Addr().String(), cl.qp, &cfg)
-	wg.Wait()
+	serr := accepted()
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
@@ -130,6 +114,26 @@ func connectSides(t testing.TB, o pairOpts, cl, sv *side) {
 		cl.conn.Close()
 		sv.conn.Close()
 	})
+}
+
+// acceptOne listens on loopback with cfg and accepts one connection into
+// sv's QP, with private data pd, in the background; accepted waits for
+// it. The caller closes l.
+func acceptOne(t testing.TB, ctx context.Context, cfg Config, sv *side, pd []byte) (l *Listener, accepted func() error) {
+	t.Helper()
+	l, err := Listen(ctx, "tcp", "127.0.0.1:0", &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		req, err := l.Accept(ctx)
+		if err == nil {
+			sv.conn, err = req.Accept(sv.qp, pd)
+		}
+		done <- err
+	}()
+	return l, func() error { return <-done }
 }
 
 func fillRand(b []byte, seed uint64) {

@@ -30,19 +30,8 @@ func rawConnect(t testing.TB, srv Config, req decode.MPAFrame, sv *side) (*raw, 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	l, err := Listen(ctx, "tcp", "127.0.0.1:0", &srv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, accepted := acceptOne(t, ctx, srv, sv, nil)
 	defer l.Close()
-	done := make(chan error, 1)
-	go func() {
-		r, err := l.Accept(ctx)
-		if err == nil {
-			sv.conn, err = r.Accept(sv.qp, nil)
-		}
-		done <- err
-	}()
 	c, err := net.Dial("tcp", l.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +49,7 @@ func rawConnect(t testing.TB, srv Config, req decode.MPAFrame, sv *side) (*raw, 
 	if _, err := decode.ParseMPAFrame(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; err != nil {
+	if err := accepted(); err != nil {
 		t.Fatalf("accept: %v", err)
 	}
 	r.crc = req.CRC || rep.CRC
