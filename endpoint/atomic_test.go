@@ -584,24 +584,9 @@ func BenchmarkAtomic(b *testing.B) {
 // IRD 1 and a long Read being answered, an atomic is one too many.
 func TestAtomicIRDShared(t *testing.T) {
 	var e aenv
-	big := make([]byte, 16<<20)
-	var src *MR
-	prep := func(sv *side) {
-		e.prep(0)(sv)
-		src, _ = sv.pd.RegisterMR(big, AccessAll, nil)
-	}
-	req := v2Req(false, false)
-	req.V2.ORD = 1 // else the Responder raises its IRD to our ORD (RFC 6581 §9.1)
-	r, sv, _ := rawClient(t, Config{}, req, QPAttr{IRD: 1, RFC7306: true}, prep)
-	a := readReq(1, decode.ReadRequest{SinkSTag: 0x500, Size: uint32(len(big)), SrcSTag: uint32(src.STag()), SrcTO: src.Addr()}).Append(nil)
-	b := atomicReq(2, faReq(e.atom, 0)).Append(nil)
-	r.write(append(decode.AppendFPDU(nil, a, false), decode.AppendFPDU(nil, b, false)...))
-	term := r.expectTerminate(1, 2, 0x03)
-	if term.TermDDP.MSN != 2 || term.TermDDP.QN != 1 {
-		t.Fatalf("Terminate blames %+v", term.TermDDP)
-	}
-	r.c.Close()
-	waitDone(t, sv.qp, StateError)
+	exceedIRD(t, QPAttr{IRD: 1, RFC7306: true}, e.prep(0), func(*MR) *decode.Segment {
+		return atomicReq(2, faReq(e.atom, 0))
+	})
 	if !bytes.Equal(e.atom.Buf(), e.saved[0]) {
 		t.Fatal("target changed")
 	}

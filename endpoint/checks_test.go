@@ -317,20 +317,32 @@ func TestCRCNotNegotiatedNotChecked(t *testing.T) {
 // RD-14: more Read Requests than IRD.
 func TestIRDExceeded(t *testing.T) {
 	var e env
+	exceedIRD(t, QPAttr{IRD: 1}, stdPrep(&e, 0), func(src *MR) *decode.Segment {
+		return readReq(2, decode.ReadRequest{SinkSTag: 0x600, Size: 8, SrcSTag: uint32(src.STag()), SrcTO: src.Addr()})
+	})
+}
+
+// exceedIRD connects a raw Initiator to a Responder with IRD 1 (attr; prep
+// sets its QP up) and sends, in one write, a Read Request of 16 MiB, whose
+// answer takes a while, and second: one request too many (RDMAP's Read
+// queue, DDP queue 1, has one slot). The Responder must answer Terminate
+// DDP/untagged/MSN out of range (0x1/0x2/0x03) blaming queue 1, MSN 2, and
+// end in Error.
+func exceedIRD(t *testing.T, attr QPAttr, prep func(*side), second func(src *MR) *decode.Segment) {
+	t.Helper()
 	big := make([]byte, 16<<20)
 	var src *MR
-	prep := func(sv *side) {
-		stdPrep(&e, 0)(sv)
-		src, _ = sv.pd.RegisterMR(big, AccessAll, nil)
-	}
 	req := v2Req(false, false)
 	req.V2.ORD = 1 // else the Responder raises its IRD to our ORD (RFC 6581 §9.1)
-	r, sv, _ := rawClient(t, Config{}, req, QPAttr{IRD: 1}, prep)
+	r, sv, _ := rawClient(t, Config{}, req, attr, func(sv *side) {
+		prep(sv)
+		src, _ = sv.pd.RegisterMR(big, AccessAll, nil)
+	})
 	if ird, _ := sv.qp.IRDORD(); ird != 1 {
 		t.Fatalf("IRD %d", ird)
 	}
 	a := readReq(1, decode.ReadRequest{SinkSTag: 0x500, Size: uint32(len(big)), SrcSTag: uint32(src.STag()), SrcTO: src.Addr()}).Append(nil)
-	b := readReq(2, decode.ReadRequest{SinkSTag: 0x600, Size: 8, SrcSTag: uint32(src.STag()), SrcTO: src.Addr()}).Append(nil)
+	b := second(src).Append(nil)
 	r.write(append(decode.AppendFPDU(nil, a, false), decode.AppendFPDU(nil, b, false)...))
 	term := r.expectTerminate(1, 2, 0x03)
 	if term.TermDDP.MSN != 2 || term.TermDDP.QN != 1 {
