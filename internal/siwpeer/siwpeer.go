@@ -1,8 +1,10 @@
 // Package siwpeer boots the siw VM peer (peers/siw in this repository: a
 // Debian guest running Linux soft-iWARP) for tests, so that no VM outlives
 // the test that started it on any path: the test passes or fails, the guest
-// oopses and the test kills it, the time runs out, or the test binary
-// itself is killed with SIGKILL.
+// oopses and the console watch kills it (Options.KillOn), the time runs
+// out, or the test binary itself is killed with SIGKILL. ready.go and
+// host.go hold what the tests around a VM share: the guest's control
+// channel, the host side's goroutines, the budget and the forwards.
 //
 // How: the peer's run script, given -x, prepares the guest's control
 // directory and then execs qemu, so the child this package starts is qemu
@@ -184,7 +186,8 @@ type Options struct {
 	held []net.Listener // host ports of AddHostFwd, held until qemu binds them
 }
 
-// GuestOops matches the console lines of a guest kernel crash.
+// GuestOops matches the console lines of a guest kernel crash (the
+// kernel's own lines, after their "[ seconds]" stamp).
 var GuestOops = regexp.MustCompile(`\] (BUG:|Oops|kernel BUG|general protection fault|Kernel panic|RIP: 0010:)`)
 
 // Result is how a VM run ended.
