@@ -20,10 +20,10 @@ func Budget(t *testing.T, limit time.Duration) time.Duration {
 	return limit
 }
 
-// HostWait is how long a test's host side may wait for its VM: until
+// hostWait is how long a test's host side may wait for its VM: until
 // shortly before the test's deadline (10 minutes without one), since
 // Start may first wait for another test's VM to end.
-func HostWait(t *testing.T) time.Duration {
+func hostWait(t *testing.T) time.Duration {
 	if dl, ok := t.Deadline(); ok {
 		return time.Until(dl) - 15*time.Second
 	}
@@ -57,7 +57,7 @@ func (o *Options) AddGuestFwd(guest int, host net.Addr) {
 // while the VM runs, started before it boots (they wait for the guest's
 // signals), and ended with it.
 type Host struct {
-	// Ctx is the host side's context: it ends at HostWait(t). The VM's
+	// Ctx is the host side's context: it ends at hostWait(t). The VM's
 	// own Timeout starts only once it boots, and Start may first wait
 	// for another test's VM.
 	Ctx    context.Context
@@ -70,7 +70,7 @@ type Host struct {
 // NewHost makes the host side of a VM run of t.
 func NewHost(t *testing.T) *Host {
 	h := &Host{ended: make(chan struct{})}
-	h.Ctx, h.cancel = context.WithTimeout(context.Background(), HostWait(t))
+	h.Ctx, h.cancel = context.WithTimeout(context.Background(), hostWait(t))
 	t.Cleanup(func() { h.end(); h.wg.Wait(); h.cancel() })
 	return h
 }

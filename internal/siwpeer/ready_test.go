@@ -125,6 +125,6 @@ func TestHostEnd(t *testing.T) {
 	}
 	<-sctx.Done()
 	if h.Ctx.Err() != nil {
-		t.Error("the host side's context ended with the run; it ends at HostWait")
+		t.Error("the host side's context ended with the run; it ends at hostWait")
 	}
 }
