@@ -279,3 +279,15 @@ func summarize(p endpoint.Params) string {
 	return fmt.Sprintf("rev %d/%d enhanced=%v crc=%v markers tx/rx=%v/%v p2p=%v rtr=%v ird/ord=%d/%d peer ird/ord=%d/%d",
 		p.Rev, p.PeerRev, p.Enhanced, p.CRC, p.MarkersTx, p.MarkersRx, p.PeerToPeer, p.RTR, p.IRD, p.ORD, p.PeerIRD, p.PeerORD)
 }
+
+// The oops is charged to the variant whose marker came last before it, not
+// to one that came after or to a marker's echo inside another line.
+func TestOopsVariant(t *testing.T) {
+	console := "boot\n=== VARIANT v2 params: x\nok\n+ echo \"=== VARIANT v1 params\"\n=== VARIANT v2-p2p params: y\n[ 1.0] kernel BUG at x.c:1!\n=== VARIANT v1 params: z\n"
+	if got := oopsVariant(console, "[ 1.0] kernel BUG at x.c:1!"); got != "v2-p2p" {
+		t.Errorf("got %q, want v2-p2p", got)
+	}
+	if got := oopsVariant("[ 1.0] Oops\n=== VARIANT v2 params\n", "[ 1.0] Oops"); got != "" {
+		t.Errorf("an oops before any variant: got %q", got)
+	}
+}
