@@ -91,7 +91,7 @@ type irrqEntry struct {
 // Counters are a QP's traffic counters.
 type Counters struct {
 	TxFPDUs, RxFPDUs           uint64
-	TxOctets, RxOctets         uint64 // octets on the wire (FPDUs)
+	TxOctets, RxOctets         uint64 // FPDU octets on the wire (Tx: as handed to TCP)
 	TxPayload, RxPayload       uint64 // ULP payload octets
 	TxSends, RxSends           uint64
 	TxWrites, RxWrites         uint64 // RDMA Write messages

@@ -236,12 +236,17 @@ fill:
 		if qp.onFlush != nil {
 			qp.onFlush(b.bytes)
 		}
+		// Counted as the batch is committed to the stream, before the
+		// write: a peer can answer what it received before this goroutine
+		// runs again after the write, and a counter read on that answer
+		// must include what it answers.
+		qp.cnt.txOctets.Add(uint64(b.bytes))
 		t.pending = true
 		return qp.flushTx(s, inline)
 	}
 	if len(t.doneSQ) > 0 {
 		// Memory operations only: nothing to write, complete them now.
-		qp.completeTx(0)
+		qp.completeTx()
 		memOps = true
 	}
 	if t.stopAfter {
@@ -268,7 +273,7 @@ func (qp *QP) flushTx(s *stream, inline bool) (wrote, done bool) {
 		return true, false // the engine waits for the socket and writes the rest
 	}
 	t.pending = false
-	qp.completeTx(t.b.bytes)
+	qp.completeTx()
 	if t.stopAfter {
 		t.closed = true
 		qp.closeWrite(s)
@@ -279,9 +284,8 @@ func (qp *QP) flushTx(s *stream, inline bool) (wrote, done bool) {
 
 // completeTx marks the batch's WRs done, in SQ order, once its octets are
 // written.
-func (qp *QP) completeTx(octets int) {
+func (qp *QP) completeTx() {
 	t := &qp.txs
-	qp.cnt.txOctets.Add(uint64(octets))
 	qp.mu.Lock()
 	for _, w := range t.doneSQ {
 		w.done = true
