@@ -261,8 +261,18 @@ type limitOptions struct {
 
 // apply sets the soft memory limit: the garbage collector works harder as
 // the heap nears it, instead of letting it grow to twice what is live.
+//
+// Under that limit, and unless GOGC says otherwise, the collector runs
+// only as the heap nears the limit (GOGC off): what a run keeps is bounded
+// by the limits above, not by a multiple of what is live, and a run whose
+// heap stays small never pays for a collection. Doubling from the 4 MiB
+// the runtime starts at, it collected once or twice on a million frames
+// with --workers 2, at 15-35% of the run's CPU time (BENCHMARKS.md).
 func (l limitOptions) apply() {
 	if l.memLimitMiB > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(int64(l.memLimitMiB) << 20)
+		if os.Getenv("GOGC") == "" {
+			debug.SetGCPercent(-1)
+		}
 	}
 }
