@@ -268,7 +268,7 @@ type limitOptions struct {
 // multiple of what is live, and a run whose heap stays small never pays
 // for a collection. Doubling from the 4 MiB the runtime starts at, it
 // collected once or twice on a million frames with --workers 2, at
-// 15-35% of the run's CPU time (BENCHMARKS.md). A live capture keeps
+// 5-30% of the run's CPU time (BENCHMARKS.md). A live capture keeps
 // GOGC: it runs for long, beside a kernel ring of its own.
 func (l limitOptions) apply(files bool) {
 	if l.memLimitMiB > 0 && os.Getenv("GOMEMLIMIT") == "" {
