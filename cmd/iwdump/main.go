@@ -186,7 +186,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	prog := newProgress(stderr, o.progress, total)
 	cfg := analyze.Config{Ports: o.ports, Count: o.count, Workers: o.workers, InputSize: total, Progress: prog.add, DecodeAs: o.decodeAs,
 		MaxFlows: o.limits.maxFlows, MemoryBudget: int64(o.limits.reasmMiB) << 20, KeepConns: o.limits.keepConns}
-	o.limits.apply()
+	o.limits.apply(o.live.iface == "")
 	if o.live.iface != "" {
 		cfg.Workers = 1 // frames come as they are captured: no chunks to shard
 	}
@@ -261,8 +261,20 @@ type limitOptions struct {
 
 // apply sets the soft memory limit: the garbage collector works harder as
 // the heap nears it, instead of letting it grow to twice what is live.
-func (l limitOptions) apply() {
+//
+// Reading files (files), under that limit, and unless GOGC says
+// otherwise, the collector runs only as the heap nears the limit (GOGC
+// off): what a run keeps is bounded by the limits above, not by a
+// multiple of what is live, and a run whose heap stays small never pays
+// for a collection. Doubling from the 4 MiB the runtime starts at, it
+// collected once or twice on a million frames with --workers 2, at
+// 5-30% of the run's CPU time (BENCHMARKS.md). A live capture keeps
+// GOGC: it runs for long, beside a kernel ring of its own.
+func (l limitOptions) apply(files bool) {
 	if l.memLimitMiB > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(int64(l.memLimitMiB) << 20)
+		if files && os.Getenv("GOGC") == "" {
+			debug.SetGCPercent(-1)
+		}
 	}
 }
