@@ -1,0 +1,400 @@
+package export
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// column writes one column of a part file: the values of a page as they
+// come, PLAIN-encoded (Encodings.md), its levels as runs (levelRuns),
+// and each full page, Snappy-compressed behind its header, into the
+// column chunk of the row group, which the file writes when the row
+// group ends. Each value costs an append; a NULL costs nothing until the
+// column's next value or the end of the row group, which adds the NULLs
+// before it as one run.
+type column struct {
+	col    *Column
+	phys   format.Type
+	maxDef uint8 // 1 for optional columns and lists
+	list   bool  // a LIST: repetition levels too
+	// unsigned: INT32 and INT64 columns of unsigned logical type, whose
+	// statistics compare unsigned (LogicalTypes.md, sort order).
+	unsigned bool
+	path     []string
+
+	// The page being built.
+	vals   []byte // PLAIN values (booleans: bit-packed, nbool of them)
+	nbool  int
+	defs   levelRuns
+	reps   levelRuns
+	values int // levels (NULLs and empty lists included): the page's num_values
+	nulls  int
+	rows   int
+	first  int64 // first row of the page in the row group
+
+	// rgRows: rows of the row group the column has levels for (a
+	// NULL-able column lags behind the row being written until its next
+	// value or the end of the row group).
+	rgRows int
+
+	// The column chunk of the row group.
+	chunk          []byte // page headers and pages
+	uncompressed   int64  // chunk size had the pages not been compressed
+	chunkValues    int64
+	chunkNulls     int64
+	min, max       []byte // PLAIN octets (byte arrays: the value itself)
+	hasBounds      bool
+	unencoded      int64 // byte-array value octets, lengths excluded
+	defHist        [2]int64
+	repHist        [2]int64
+	pages []pageInfo
+	buf   *pageBufs
+}
+
+// pageBufs are the buffers the columns of a file share to encode a page.
+type pageBufs struct{ comp, levels []byte }
+
+// pageInfo is what the column and offset indexes say of a page.
+type pageInfo struct {
+	off      int // in the chunk
+	size     int32
+	first    int64
+	nulls    int64
+	allNull  bool
+	min, max []byte
+	defHist  [2]int64
+	repHist  [2]int64
+}
+
+// pageSize is the PLAIN value octets after which a page is cut: 64 KiB
+// (BENCHMARKS.md, "Export speed, issue 19": fewer headers, index entries
+// and Snappy calls than 16 KiB, no gain beyond).
+const pageSize = 64 << 10
+
+// maxPageRuns cuts a page whose levels alternate too often (each run is
+// 4 octets until the page is encoded).
+const maxPageRuns = 16 << 10
+
+func newColumn(c *Column, buf *pageBufs) *column {
+	k := &column{col: c, path: []string{c.Name}, buf: buf}
+	switch c.Type {
+	case Bool:
+		k.phys = format.Boolean
+	case Uint8, Uint16, Uint32, Uint32s:
+		k.phys, k.unsigned = format.Int32, true
+	case Uint64:
+		k.phys, k.unsigned = format.Int64, true
+	case Int64, Time, Int64s:
+		k.phys = format.Int64
+	case String, Bytes, Strings:
+		k.phys = format.ByteArray
+	}
+	switch c.Type {
+	case Int64s, Strings, Uint32s:
+		// A required LIST of required elements (LogicalTypes.md, "Lists"):
+		// NAME (LIST) { repeated group list { required TYPE element } }.
+		k.list, k.maxDef = true, 1
+		k.path = []string{c.Name, "list", "element"}
+	default:
+		if c.Optional {
+			k.maxDef = 1
+		}
+	}
+	return k
+}
+
+// fill adds the NULLs of the rows before row (optional columns).
+func (k *column) fill(row int) {
+	if n := row - k.rgRows; n > 0 {
+		k.defs.add(0, n)
+		k.values += n
+		k.nulls += n
+		k.rows += n
+		k.rgRows = row
+	}
+}
+
+// value ends a row of one value whose PLAIN octets were just appended.
+func (k *column) value(row int) {
+	if k.maxDef != 0 {
+		k.fill(row)
+		k.defs.add(1, 1)
+	}
+	k.values++
+	k.rows++
+	k.rgRows = row + 1
+	if len(k.vals) >= pageSize || len(k.defs.runs) >= maxPageRuns {
+		k.flushPage()
+	}
+}
+
+func (k *column) int32(row int, x uint32) {
+	k.vals = binary.LittleEndian.AppendUint32(k.vals, x)
+	k.value(row)
+}
+
+func (k *column) int64(row int, x uint64) {
+	k.vals = binary.LittleEndian.AppendUint64(k.vals, x)
+	k.value(row)
+}
+
+func (k *column) bool(row int, x bool) {
+	if k.nbool%8 == 0 {
+		k.vals = append(k.vals, 0)
+	}
+	if x {
+		k.vals[len(k.vals)-1] |= 1 << (k.nbool % 8)
+	}
+	k.nbool++
+	k.value(row)
+}
+
+func (k *column) byteArray(row int, b []byte) {
+	k.vals = binary.LittleEndian.AppendUint32(k.vals, uint32(len(b)))
+	k.vals = append(k.vals, b...)
+	k.unencoded += int64(len(b))
+	k.value(row)
+}
+
+// listInt64s, listInt32s and listStrings write one row of a list column:
+// repetition level 0 on its first element and 1 on the others,
+// definition level 1 on each; an empty list is one level 0 with no value.
+func (k *column) listStart(n int) {
+	if n == 0 {
+		k.reps.add(0, 1)
+		k.defs.add(0, 1)
+		k.values++
+		k.nulls++
+		return
+	}
+	k.reps.add(0, 1)
+	k.reps.add(1, n-1)
+	k.defs.add(1, n)
+	k.values += n
+}
+
+func (k *column) listEnd(row int) {
+	k.rows++
+	k.rgRows = row + 1
+	if len(k.vals) >= pageSize || len(k.defs.runs) >= maxPageRuns {
+		k.flushPage()
+	}
+}
+
+// flushPage compresses the page into the chunk: a data page v2
+// (parquet-format, "Data pages"): its header, the repetition and
+// definition levels uncompressed, then the values Snappy-compressed.
+func (k *column) flushPage() {
+	if k.rows == 0 {
+		return
+	}
+	pi := pageInfo{off: len(k.chunk), first: k.first, nulls: int64(k.nulls), allNull: k.nulls == k.values}
+	if !pi.allNull {
+		pi.min, pi.max = k.bounds()
+		if !k.hasBounds {
+			k.min, k.max, k.hasBounds = append(k.min[:0], pi.min...), append(k.max[:0], pi.max...), true
+		} else {
+			if k.less(pi.min, k.min) {
+				k.min = append(k.min[:0], pi.min...)
+			}
+			if k.less(k.max, pi.max) {
+				k.max = append(k.max[:0], pi.max...)
+			}
+		}
+		if k.phys == format.ByteArray { // the column index keeps 16 octets
+			pi.min, pi.max = truncMin(pi.min), truncMax(pi.max)
+		}
+	}
+	if k.maxDef != 0 {
+		pi.defHist = [2]int64{int64(k.defs.n - k.defs.ones), int64(k.defs.ones)}
+	}
+	if k.list {
+		pi.repHist = [2]int64{int64(k.reps.n - k.reps.ones), int64(k.reps.ones)}
+	}
+	lv := k.reps.encode(k.buf.levels[:0])
+	repLen := len(lv)
+	lv = k.defs.encode(lv)
+	k.buf.levels = lv
+	if n := s2.MaxEncodedLen(len(k.vals)); cap(k.buf.comp) < n {
+		k.buf.comp = make([]byte, n)
+	}
+	comp := s2.EncodeSnappy(k.buf.comp[:cap(k.buf.comp)], k.vals)
+	k.chunk = appendPageHeader(k.chunk, len(lv)+len(k.vals), len(lv)+len(comp),
+		k.values, k.nulls, k.rows, len(lv)-repLen, repLen)
+	hdr := len(k.chunk) - pi.off
+	k.chunk = append(k.chunk, lv...)
+	k.chunk = append(k.chunk, comp...)
+	pi.size = int32(len(k.chunk) - pi.off)
+	k.uncompressed += int64(hdr + len(lv) + len(k.vals))
+	k.chunkValues += int64(k.values)
+	k.chunkNulls += int64(k.nulls)
+	k.defHist[0] += pi.defHist[0]
+	k.defHist[1] += pi.defHist[1]
+	k.repHist[0] += pi.repHist[0]
+	k.repHist[1] += pi.repHist[1]
+	k.pages = append(k.pages, pi)
+
+	k.first += int64(k.rows)
+	k.vals, k.nbool = k.vals[:0], 0
+	k.defs.reset()
+	k.reps.reset()
+	k.values, k.nulls, k.rows = 0, 0, 0
+}
+
+// endRowGroup completes the column's rows up to rows and its last page.
+func (k *column) endRowGroup(rows int) {
+	if k.maxDef != 0 && !k.list {
+		k.fill(rows)
+	}
+	k.flushPage()
+}
+
+// resetChunk readies the column for the next row group (its buffers
+// kept).
+func (k *column) resetChunk() {
+	k.chunk = k.chunk[:0]
+	k.uncompressed, k.chunkValues, k.chunkNulls, k.unencoded = 0, 0, 0, 0
+	k.min, k.max, k.hasBounds = k.min[:0], k.max[:0], false
+	k.defHist, k.repHist = [2]int64{}, [2]int64{}
+	k.pages = k.pages[:0]
+	k.first, k.rgRows = 0, 0
+}
+
+// bounds are the least and greatest value of the page, PLAIN-encoded
+// (byte arrays without their length), in the order of the column's
+// logical type: signed for INT64, unsigned for the unsigned integers,
+// octet by octet for byte arrays, false before true.
+func (k *column) bounds() (lo, hi []byte) {
+	v := k.vals
+	switch k.phys {
+	case format.Boolean:
+		var t, f bool
+		for i := range k.nbool {
+			if v[i/8]>>(i%8)&1 != 0 {
+				t = true
+			} else {
+				f = true
+			}
+		}
+		lo, hi = []byte{1}, []byte{0}
+		if f {
+			lo[0] = 0
+		}
+		if t {
+			hi[0] = 1
+		}
+	case format.Int32: // unsigned, every INT32 column here
+		a, b := uint32(math.MaxUint32), uint32(0)
+		for i := 0; i+4 <= len(v); i += 4 {
+			x := binary.LittleEndian.Uint32(v[i:])
+			a, b = min(a, x), max(b, x)
+		}
+		lo, hi = binary.LittleEndian.AppendUint32(nil, a), binary.LittleEndian.AppendUint32(nil, b)
+	case format.Int64:
+		if k.unsigned {
+			a, b := uint64(math.MaxUint64), uint64(0)
+			for i := 0; i+8 <= len(v); i += 8 {
+				x := binary.LittleEndian.Uint64(v[i:])
+				a, b = min(a, x), max(b, x)
+			}
+			lo, hi = binary.LittleEndian.AppendUint64(nil, a), binary.LittleEndian.AppendUint64(nil, b)
+		} else {
+			a, b := int64(math.MaxInt64), int64(math.MinInt64)
+			for i := 0; i+8 <= len(v); i += 8 {
+				x := int64(binary.LittleEndian.Uint64(v[i:]))
+				a, b = min(a, x), max(b, x)
+			}
+			lo, hi = binary.LittleEndian.AppendUint64(nil, uint64(a)), binary.LittleEndian.AppendUint64(nil, uint64(b))
+		}
+	case format.ByteArray:
+		first := true
+		for i := 0; i+4 <= len(v); {
+			n := int(binary.LittleEndian.Uint32(v[i:]))
+			x := v[i+4 : i+4+n]
+			i += 4 + n
+			if first || bytes.Compare(x, lo) < 0 {
+				lo = x
+			}
+			if first || bytes.Compare(x, hi) > 0 {
+				hi = x
+			}
+			first = false
+		}
+		lo, hi = bytes.Clone(lo), bytes.Clone(hi)
+		if lo == nil {
+			lo, hi = []byte{}, []byte{}
+		}
+	}
+	return lo, hi
+}
+
+// less compares two PLAIN-encoded bounds in the column's order.
+func (k *column) less(a, b []byte) bool {
+	switch k.phys {
+	case format.Boolean:
+		return a[0] < b[0]
+	case format.Int32:
+		return binary.LittleEndian.Uint32(a) < binary.LittleEndian.Uint32(b)
+	case format.Int64:
+		x, y := binary.LittleEndian.Uint64(a), binary.LittleEndian.Uint64(b)
+		if k.unsigned {
+			return x < y
+		}
+		return int64(x) < int64(y)
+	}
+	return bytes.Compare(a, b) < 0
+}
+
+// indexBound is the length the column index keeps of a byte array bound.
+const indexBound = 16
+
+// truncMin is a lower bound of b no longer than indexBound: its prefix.
+func truncMin(b []byte) []byte {
+	if len(b) <= indexBound {
+		return b
+	}
+	return b[:indexBound]
+}
+
+// truncMax is an upper bound of b no longer than indexBound: its prefix
+// with the last octet that can be incremented incremented; b itself if
+// there is none.
+func truncMax(b []byte) []byte {
+	if len(b) <= indexBound {
+		return b
+	}
+	p := bytes.Clone(b[:indexBound])
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] != 0xff {
+			p[i]++
+			return p[:i+1]
+		}
+	}
+	return b
+}
+
+// appendPageHeader appends a PageHeader of a DATA_PAGE_V2, PLAIN values,
+// Snappy, in the Thrift compact protocol (parquet.thrift; the compact
+// protocol's field header is the field id delta in the high nibble and
+// the type in the low one: 5 i32, 12 struct, 1 boolean true).
+func appendPageHeader(b []byte, uncompressed, compressed, values, nulls, rows, defLen, repLen int) []byte {
+	i32 := func(b []byte, x int) []byte {
+		return binary.AppendUvarint(append(b, 0x15), uint64(uint32(int32(x)<<1^int32(x)>>31)))
+	}
+	b = i32(b, int(format.DataPageV2)) // 1: type
+	b = i32(b, uncompressed)           // 2: uncompressed_page_size
+	b = i32(b, compressed)             // 3: compressed_page_size
+	b = append(b, 0x5c)                // 8: data_page_header_v2
+	b = i32(b, values)                 //   1: num_values
+	b = i32(b, nulls)                  //   2: num_nulls
+	b = i32(b, rows)                   //   3: num_rows
+	b = i32(b, int(format.Plain))      //   4: encoding
+	b = i32(b, defLen)                 //   5: definition_levels_byte_length
+	b = i32(b, repLen)                 //   6: repetition_levels_byte_length
+	b = append(b, 0x11)                //   7: is_compressed = true
+	return append(b, 0, 0)             // end of both structs
+}
