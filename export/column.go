@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"github.com/klauspost/compress/s2"
 	"github.com/parquet-go/parquet-go/format"
@@ -265,11 +266,15 @@ func (k *column) resetChunk() {
 }
 
 // bounds are the least and greatest value of the page, PLAIN-encoded
+// (integers read in place where the CPU is little-endian, as PLAIN is)
 // (byte arrays without their length), in the order of the column's
 // logical type: signed for INT64, unsigned for the unsigned integers,
 // octet by octet for byte arrays, false before true.
 func (k *column) bounds() (lo, hi []byte) {
 	v := k.vals
+	if !littleEndian && (k.phys == format.Int32 || k.phys == format.Int64) {
+		v = k.swapped()
+	}
 	switch k.phys {
 	case format.Boolean:
 		var t, f bool
@@ -289,24 +294,22 @@ func (k *column) bounds() (lo, hi []byte) {
 		}
 	case format.Int32: // unsigned, every INT32 column here
 		a, b := uint32(math.MaxUint32), uint32(0)
-		for i := 0; i+4 <= len(v); i += 4 {
-			x := binary.LittleEndian.Uint32(v[i:])
+		for _, x := range unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(v))), len(v)/4) {
 			a, b = min(a, x), max(b, x)
 		}
 		lo, hi = binary.LittleEndian.AppendUint32(nil, a), binary.LittleEndian.AppendUint32(nil, b)
 	case format.Int64:
+		xs := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(v))), len(v)/8)
 		if k.unsigned {
 			a, b := uint64(math.MaxUint64), uint64(0)
-			for i := 0; i+8 <= len(v); i += 8 {
-				x := binary.LittleEndian.Uint64(v[i:])
+			for _, x := range xs {
 				a, b = min(a, x), max(b, x)
 			}
 			lo, hi = binary.LittleEndian.AppendUint64(nil, a), binary.LittleEndian.AppendUint64(nil, b)
 		} else {
 			a, b := int64(math.MaxInt64), int64(math.MinInt64)
-			for i := 0; i+8 <= len(v); i += 8 {
-				x := int64(binary.LittleEndian.Uint64(v[i:]))
-				a, b = min(a, x), max(b, x)
+			for _, x := range xs {
+				a, b = min(a, int64(x)), max(b, int64(x))
 			}
 			lo, hi = binary.LittleEndian.AppendUint64(nil, uint64(a)), binary.LittleEndian.AppendUint64(nil, uint64(b))
 		}
@@ -397,4 +400,22 @@ func appendPageHeader(b []byte, uncompressed, compressed, values, nulls, rows, d
 	b = i32(b, repLen)                 //   6: repetition_levels_byte_length
 	b = append(b, 0x11)                //   7: is_compressed = true
 	return append(b, 0, 0)             // end of both structs
+}
+
+// littleEndian: the CPU's integers are laid out as PLAIN's.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// swapped is a copy of the page's integers in the CPU's order.
+func (k *column) swapped() []byte {
+	v := bytes.Clone(k.vals)
+	if k.phys == format.Int32 {
+		for i := 0; i+4 <= len(v); i += 4 {
+			binary.NativeEndian.PutUint32(v[i:], binary.LittleEndian.Uint32(v[i:]))
+		}
+		return v
+	}
+	for i := 0; i+8 <= len(v); i += 8 {
+		binary.NativeEndian.PutUint64(v[i:], binary.LittleEndian.Uint64(v[i:]))
+	}
+	return v
 }

@@ -83,6 +83,10 @@ type Exporter struct {
 	counts map[*Table]int64
 
 	addrs map[netip.AddrPort]string // ip:port texts, made once
+	// last are the two addresses looked up last, with their texts: a
+	// PDU's source and destination are most often the previous one's.
+	last     [2]netip.AddrPort
+	lastText [2]string
 	masks map[decode.Mask]*pduPlan   // how a PDU is written, by Present mask
 
 	// recent are the last findings of each connection (frame, code), for
@@ -199,7 +203,13 @@ func (e *Exporter) touch(r *analyze.Record) *connInfo {
 
 // addr is a's ip:port text, as the NDJSON writes it.
 func (e *Exporter) addr(a netip.AddrPort) string {
+	for i := range e.last {
+		if e.last[i] == a && e.lastText[i] != "" {
+			return e.lastText[i]
+		}
+	}
 	if s, ok := e.addrs[a]; ok {
+		e.remember2(a, s)
 		return s
 	}
 	if len(e.addrs) >= 1<<16 {
@@ -207,7 +217,14 @@ func (e *Exporter) addr(a netip.AddrPort) string {
 	}
 	s := addrString(a)
 	e.addrs[a] = s
+	e.remember2(a, s)
 	return s
+}
+
+// remember2 keeps a as the latest of the two last addresses.
+func (e *Exporter) remember2(a netip.AddrPort, s string) {
+	e.last[1], e.lastText[1] = e.last[0], e.lastText[0]
+	e.last[0], e.lastText[0] = a, s
 }
 
 // head writes the columns of where() and connCols().
