@@ -464,7 +464,7 @@ func (p *part) close() error {
 	if e := p.f.Close(); err == nil {
 		err = e
 	}
-	p.f = nil
+	p.f, p.w, p.cols, p.groups, p.indexes = nil, nil, nil, nil, nil // the buffers go now
 	return err
 }
 // commit renames the finished file into place: readers see all of it or

@@ -2,10 +2,12 @@ package export
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -273,4 +275,35 @@ func TestManyPagesAndRowGroups(t *testing.T) {
 	if pages < 2*len(Findings.Cols)+10 {
 		t.Errorf("only %d pages: the test wants several per chunk", pages)
 	}
+}
+
+// TestEachReleasesSets: the results of ExportEach hold no set's pipeline
+// (its exporter's buffers, its capture reader's): the memory of --each
+// is that of the sets being exported, not of all the sets done.
+func TestEachReleasesSets(t *testing.T) {
+	files := committed(t)
+	var sets []Set
+	for i, f := range files {
+		sets = append(sets, Set{Capture: fmt.Sprintf("s%d", i), Files: []string{f}})
+	}
+	dir := t.TempDir()
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	before := ms.HeapAlloc
+	res := ExportEach(sets, Config{Dir: dir}, 1, nil)
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	grown := int64(ms.HeapAlloc) - int64(before)
+	for _, r := range res {
+		if r.Err != nil || r.Report == nil {
+			t.Fatalf("%s: %v", r.Set.Capture, r.Err)
+		}
+	}
+	// A set's pipeline is over 1 MB (the capture reader's buffer alone);
+	// what a result keeps is its report, tens of kB.
+	if per := grown / int64(len(sets)); per > 512<<10 {
+		t.Errorf("%d sets exported: heap grew %d kB, %d kB a set kept", len(sets), grown>>10, per>>10)
+	}
+	runtime.KeepAlive(res)
 }
