@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"unsafe"
 
@@ -34,8 +35,8 @@ type column struct {
 	reps   levelRuns
 	values int // levels (NULLs and empty lists included): the page's num_values
 	nulls  int
-	rows   int
-	first  int64 // first row of the page in the row group
+	ones   int   // present values since the last run of NULLs (optional columns)
+	first  int64 // first row of the page in the row group (its rows end at rgRows)
 
 	// rgRows: rows of the row group the column has levels for (a
 	// NULL-able column lags behind the row being written until its next
@@ -108,42 +109,63 @@ func newColumn(c *Column, buf *pageBufs) *column {
 	return k
 }
 
-// fill adds the NULLs of the rows before row (optional columns).
+// fill adds the NULLs of the rows before row (optional columns): the
+// present values since the last NULL as one run of level 1, then the
+// NULLs as one run of level 0.
 func (k *column) fill(row int) {
-	if n := row - k.rgRows; n > 0 {
-		k.defs.add(0, n)
-		k.values += n
-		k.nulls += n
-		k.rows += n
-		k.rgRows = row
+	n := row - k.rgRows
+	if n <= 0 {
+		return
+	}
+	if k.maxDef == 0 {
+		panic(fmt.Sprintf("export: no value in required column %s", k.col.Name))
+	}
+	k.defs.add(1, k.ones)
+	k.ones = 0
+	k.defs.add(0, n)
+	k.values += n
+	k.nulls += n
+	k.rgRows = row
+	if len(k.defs.runs) >= maxPageRuns {
+		k.flushPage()
 	}
 }
 
-// value ends a row of one value whose PLAIN octets were just appended.
-func (k *column) value(row int) {
-	if k.maxDef != 0 {
-		k.fill(row)
-		k.defs.add(1, 1)
-	}
+// A value is written in three steps: NULLs before it (if the column lags
+// behind the row), its PLAIN octets, then end. What is per value is kept
+// to counters: a present value's definition level 1 is counted (ones)
+// and becomes a run at the next NULL or the page's end.
+
+// end ends a row of one value.
+func (k *column) end(row int) {
+	k.ones++
 	k.values++
-	k.rows++
 	k.rgRows = row + 1
-	if len(k.vals) >= pageSize || len(k.defs.runs) >= maxPageRuns {
+	if len(k.vals) >= pageSize {
 		k.flushPage()
 	}
 }
 
 func (k *column) int32(row int, x uint32) {
+	if k.rgRows != row {
+		k.fill(row)
+	}
 	k.vals = binary.LittleEndian.AppendUint32(k.vals, x)
-	k.value(row)
+	k.end(row)
 }
 
 func (k *column) int64(row int, x uint64) {
+	if k.rgRows != row {
+		k.fill(row)
+	}
 	k.vals = binary.LittleEndian.AppendUint64(k.vals, x)
-	k.value(row)
+	k.end(row)
 }
 
 func (k *column) bool(row int, x bool) {
+	if k.rgRows != row {
+		k.fill(row)
+	}
 	if k.nbool%8 == 0 {
 		k.vals = append(k.vals, 0)
 	}
@@ -151,14 +173,17 @@ func (k *column) bool(row int, x bool) {
 		k.vals[len(k.vals)-1] |= 1 << (k.nbool % 8)
 	}
 	k.nbool++
-	k.value(row)
+	k.end(row)
 }
 
 func (k *column) byteArray(row int, b []byte) {
+	if k.rgRows != row {
+		k.fill(row)
+	}
 	k.vals = binary.LittleEndian.AppendUint32(k.vals, uint32(len(b)))
 	k.vals = append(k.vals, b...)
 	k.unencoded += int64(len(b))
-	k.value(row)
+	k.end(row)
 }
 
 // listInt64s, listInt32s and listStrings write one row of a list column:
@@ -179,7 +204,6 @@ func (k *column) listStart(n int) {
 }
 
 func (k *column) listEnd(row int) {
-	k.rows++
 	k.rgRows = row + 1
 	if len(k.vals) >= pageSize || len(k.defs.runs) >= maxPageRuns {
 		k.flushPage()
@@ -190,9 +214,14 @@ func (k *column) listEnd(row int) {
 // (parquet-format, "Data pages"): its header, the repetition and
 // definition levels uncompressed, then the values Snappy-compressed.
 func (k *column) flushPage() {
-	if k.rows == 0 {
+	rows := k.rgRows - int(k.first)
+	if rows == 0 {
 		return
 	}
+	if !k.list && k.maxDef != 0 {
+		k.defs.add(1, k.ones)
+	}
+	k.ones = 0
 	pi := pageInfo{off: len(k.chunk), first: k.first, nulls: int64(k.nulls), allNull: k.nulls == k.values}
 	if !pi.allNull {
 		pi.min, pi.max = k.bounds()
@@ -225,7 +254,7 @@ func (k *column) flushPage() {
 	}
 	comp := s2.EncodeSnappy(k.buf.comp[:cap(k.buf.comp)], k.vals)
 	k.chunk = appendPageHeader(k.chunk, len(lv)+len(k.vals), len(lv)+len(comp),
-		k.values, k.nulls, k.rows, len(lv)-repLen, repLen)
+		k.values, k.nulls, rows, len(lv)-repLen, repLen)
 	hdr := len(k.chunk) - pi.off
 	k.chunk = append(k.chunk, lv...)
 	k.chunk = append(k.chunk, comp...)
@@ -239,17 +268,17 @@ func (k *column) flushPage() {
 	k.repHist[1] += pi.repHist[1]
 	k.pages = append(k.pages, pi)
 
-	k.first += int64(k.rows)
+	k.first += int64(rows)
 	k.vals, k.nbool = k.vals[:0], 0
 	k.defs.reset()
 	k.reps.reset()
-	k.values, k.nulls, k.rows = 0, 0, 0
+	k.values, k.nulls = 0, 0
 }
 
 // endRowGroup completes the column's rows up to rows and its last page.
 func (k *column) endRowGroup(rows int) {
-	if k.maxDef != 0 && !k.list {
-		k.fill(rows)
+	if !k.list {
+		k.fill(rows) // NULLs to the end; a required column cannot lag
 	}
 	k.flushPage()
 }

@@ -290,7 +290,6 @@ type part struct {
 	rows       int64
 	inGroup    int
 	cols       []*column
-	required   []int // required scalar columns: each row must give them a value
 	groups     []format.RowGroup
 	indexes    [][2][]byte // column and offset index of each chunk, row group after row group
 	err        error
@@ -308,11 +307,7 @@ func newPart(t *Table, dir, capture, name string) (*part, error) {
 	p := &part{t: t, final: filepath.Join(pdir, name+".parquet"), tmp: filepath.Join(pdir, "."+name+".parquet.tmp"), capture: capture}
 	buf := &pageBufs{}
 	for i := range t.Cols {
-		k := newColumn(&t.Cols[i], buf)
-		p.cols = append(p.cols, k)
-		if k.maxDef == 0 {
-			p.required = append(p.required, i)
-		}
+		p.cols = append(p.cols, newColumn(&t.Cols[i], buf))
 	}
 	f, err := os.OpenFile(p.tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -337,11 +332,6 @@ func (p *part) put(b []byte) {
 func (p *part) write(r *row) {
 	if r.col != len(p.t.Cols) {
 		panic(fmt.Sprintf("export: %s row has %d columns, want %d", p.t.Name, r.col, len(p.t.Cols)))
-	}
-	for _, i := range p.required {
-		if p.cols[i].rgRows != p.inGroup+1 {
-			panic(fmt.Sprintf("export: %s row has no value in required column %s", p.t.Name, p.t.Cols[i].Name))
-		}
 	}
 	p.rows++
 	if p.inGroup++; p.inGroup >= RowGroupRows {
