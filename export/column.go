@@ -55,6 +55,13 @@ type column struct {
 	repHist        [2]int64
 	pages []pageInfo
 	buf   *pageBufs
+
+	// The byte-array bounds of the page (in its values) and the last
+	// value's octets as given.
+	pageMin, pageMax []byte
+	hasPage          bool
+	prevData         *byte
+	prevLen          int
 }
 
 // pageBufs are the buffers the columns of a file share to encode a page.
@@ -176,14 +183,45 @@ func (k *column) bool(row int, x bool) {
 	k.end(row)
 }
 
-func (k *column) byteArray(row int, b []byte) {
+// byteArray writes b; immutable says b's octets never change (a Go
+// string's), which lets byteBounds know a repeated value by its address.
+func (k *column) byteArray(row int, b []byte, immutable bool) {
 	if k.rgRows != row {
 		k.fill(row)
 	}
 	k.vals = binary.LittleEndian.AppendUint32(k.vals, uint32(len(b)))
 	k.vals = append(k.vals, b...)
 	k.unencoded += int64(len(b))
+	k.byteBounds(b, immutable)
 	k.end(row)
+}
+
+// byteBounds keeps the page's least and greatest byte array up to date
+// as values come (a page of names repeats few): a string given by the
+// same octets as the one before, as a static name or a cached address
+// text is, costs a pointer comparison.
+func (k *column) byteBounds(b []byte, immutable bool) {
+	p := unsafe.SliceData(b)
+	if immutable && p == k.prevData && len(b) == k.prevLen && k.hasPage {
+		return
+	}
+	k.prevData, k.prevLen = p, len(b)
+	if !immutable {
+		k.prevData = nil
+	}
+	// Compare with the copy in the page: b may alias a buffer that
+	// changes before the page is written.
+	x := k.vals[len(k.vals)-len(b):]
+	if !k.hasPage {
+		k.pageMin, k.pageMax, k.hasPage = x, x, true
+		return
+	}
+	if bytes.Compare(x, k.pageMin) < 0 {
+		k.pageMin = x
+	}
+	if bytes.Compare(x, k.pageMax) > 0 {
+		k.pageMax = x
+	}
 }
 
 // listInt64s, listInt32s and listStrings write one row of a list column:
@@ -270,6 +308,7 @@ func (k *column) flushPage() {
 
 	k.first += int64(rows)
 	k.vals, k.nbool = k.vals[:0], 0
+	k.pageMin, k.pageMax, k.hasPage, k.prevData = nil, nil, false, nil
 	k.defs.reset()
 	k.reps.reset()
 	k.values, k.nulls = 0, 0
@@ -342,24 +381,8 @@ func (k *column) bounds() (lo, hi []byte) {
 			}
 			lo, hi = binary.LittleEndian.AppendUint64(nil, uint64(a)), binary.LittleEndian.AppendUint64(nil, uint64(b))
 		}
-	case format.ByteArray:
-		first := true
-		for i := 0; i+4 <= len(v); {
-			n := int(binary.LittleEndian.Uint32(v[i:]))
-			x := v[i+4 : i+4+n]
-			i += 4 + n
-			if first || bytes.Compare(x, lo) < 0 {
-				lo = x
-			}
-			if first || bytes.Compare(x, hi) > 0 {
-				hi = x
-			}
-			first = false
-		}
-		lo, hi = bytes.Clone(lo), bytes.Clone(hi)
-		if lo == nil {
-			lo, hi = []byte{}, []byte{}
-		}
+	case format.ByteArray: // kept as the values came (byteBounds)
+		lo, hi = append([]byte{}, k.pageMin...), append([]byte{}, k.pageMax...)
 	}
 	return lo, hi
 }

@@ -204,10 +204,10 @@ func (r *row) u64(x uint64) { r.next().int64(r.p.inGroup, x) }
 func (r *row) i64(x int64)  { r.next().int64(r.p.inGroup, uint64(x)) }
 
 // bytes copies b into the page (it may alias a reassembly buffer).
-func (r *row) bytes(b []byte) { r.next().byteArray(r.p.inGroup, b) }
+func (r *row) bytes(b []byte) { r.next().byteArray(r.p.inGroup, b, false) }
 
 func (r *row) str(s string) {
-	r.next().byteArray(r.p.inGroup, unsafe.Slice(unsafe.StringData(s), len(s)))
+	r.next().byteArray(r.p.inGroup, unsafe.Slice(unsafe.StringData(s), len(s)), true)
 }
 func (r *row) time(t time.Time) { r.i64(t.UnixNano()) }
 
@@ -265,6 +265,7 @@ func (r *row) strs(xs []string) {
 		k.vals = binary.LittleEndian.AppendUint32(k.vals, uint32(len(x)))
 		k.vals = append(k.vals, x...)
 		k.unencoded += int64(len(x))
+		k.byteBounds(unsafe.Slice(unsafe.StringData(x), len(x)), true)
 	}
 	k.listEnd(r.p.inGroup)
 }

@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -188,10 +189,12 @@ func TestManyPagesAndRowGroups(t *testing.T) {
 			w.str(long + string(rune('a'+i%26)))
 			r["conn"], r["dir"], r["src"], r["dst"] = int64(i%7), "i2r", "10.0.0.1:4420", long+string(rune('a'+i%26))
 		}
-		w.str("note")
+		sev := []string{"note", "warning", "error"}[rng.IntN(3)]
+		msg := string(rune('a' + rng.IntN(26))) // a new string each row
+		w.str(sev)
 		w.str("code")
-		w.str("")
-		r["severity"], r["code"], r["message"] = "note", "code", ""
+		w.str(msg)
+		r["severity"], r["code"], r["message"] = sev, "code", msg
 		frames := make([]int64, rng.IntN(4))
 		xs := make([]int, len(frames))
 		for k := range frames {
@@ -245,6 +248,47 @@ func TestManyPagesAndRowGroups(t *testing.T) {
 	md := pf.Metadata()
 	if len(md.RowGroups) != 2 || md.NumRows != int64(n) {
 		t.Fatalf("%d row groups, %d rows", len(md.RowGroups), md.NumRows)
+	}
+	// Every scalar column's chunk statistics are its rows' least and
+	// greatest values, in the column type's order, and NULL count.
+	for g, rg := range md.RowGroups {
+		rows := want[g*RowGroupRows : min(len(want), (g+1)*RowGroupRows)]
+		for c, col := range Findings.Cols {
+			if col.Type == Int64s {
+				continue
+			}
+			var lo, hi []byte
+			var nulls int64
+			for _, r := range rows {
+				v, ok := r[col.Name]
+				if !ok {
+					nulls++
+					continue
+				}
+				var b []byte
+				switch x := v.(type) {
+				case int64:
+					b = binary.LittleEndian.AppendUint64(nil, uint64(x))
+				case time.Time:
+					b = binary.LittleEndian.AppendUint64(nil, uint64(x.UnixNano()))
+				case uint64:
+					b = binary.LittleEndian.AppendUint32(nil, uint32(x))
+				case string:
+					b = []byte(x)
+				}
+				k := newColumn(&Findings.Cols[c], nil)
+				if lo == nil || k.less(b, lo) {
+					lo = b
+				}
+				if hi == nil || k.less(hi, b) {
+					hi = b
+				}
+			}
+			st := rg.Columns[c].MetaData.Statistics
+			if !bytes.Equal(st.MinValue, lo) || !bytes.Equal(st.MaxValue, hi) || st.NullCount != nulls {
+				t.Errorf("row group %d %s: statistics %q..%q %d NULLs, want %q..%q %d", g, col.Name, st.MinValue, st.MaxValue, st.NullCount, lo, hi, nulls)
+			}
+		}
 	}
 	seqCol := Findings.Column("tcp_seq")
 	for g, rg := range md.RowGroups {
