@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"unsafe"
 
 	"github.com/klauspost/compress/s2"
@@ -56,6 +57,21 @@ type column struct {
 	pages []pageInfo
 	buf   *pageBufs
 
+	// The dictionary of a STRING column's chunk (nil for other
+	// columns): its entries, PLAIN-encoded in dictVals; the page's
+	// values as runs of entry numbers. dictOff: the chunk outgrew it
+	// and its later pages are PLAIN.
+	dict       map[string]uint32
+	entries    []string
+	dictVals   []byte
+	idx        []idxRun
+	dictOff    bool
+	lastStr    string
+	lastIdx    uint32
+	hasLast    bool
+	dictPages  int
+	plainPages int
+
 	// The byte-array bounds of the page (in its values) and the last
 	// value's octets as given.
 	pageMin, pageMax []byte
@@ -66,6 +82,17 @@ type column struct {
 
 // pageBufs are the buffers the columns of a file share to encode a page.
 type pageBufs struct{ comp, levels []byte }
+
+// idxRun is a run of one dictionary entry number.
+type idxRun struct{ v, n uint32 }
+
+// The dictionary of a chunk is given up (its later pages written PLAIN)
+// past this many entries or octets: names and addresses repeat, a
+// message column does not.
+const (
+	maxDictEntries = 4096
+	maxDictOctets  = 256 << 10
+)
 
 // pageInfo is what the column and offset indexes say of a page.
 type pageInfo struct {
@@ -101,6 +128,9 @@ func newColumn(c *Column, buf *pageBufs) *column {
 		k.phys = format.Int64
 	case String, Bytes, Strings:
 		k.phys = format.ByteArray
+	}
+	if c.Type == String {
+		k.dict = map[string]uint32{}
 	}
 	switch c.Type {
 	case Int64s, Strings, Uint32s:
@@ -183,6 +213,82 @@ func (k *column) bool(row int, x bool) {
 	k.end(row)
 }
 
+// str writes a STRING value: its dictionary entry's number, the entry
+// added if new (the value before it is known by its address: a static
+// name or a cached address text), or PLAIN once the chunk has outgrown
+// its dictionary.
+func (k *column) str(row int, s string) {
+	if k.dict == nil || k.dictOff {
+		k.byteArray(row, unsafe.Slice(unsafe.StringData(s), len(s)), true)
+		return
+	}
+	if k.rgRows != row {
+		k.fill(row)
+	}
+	i := k.lastIdx
+	if !k.hasLast || unsafe.StringData(s) != unsafe.StringData(k.lastStr) || len(s) != len(k.lastStr) {
+		j, ok := k.dict[s]
+		if !ok {
+			if len(k.entries) >= maxDictEntries || len(k.dictVals)+4+len(s) > maxDictOctets {
+				k.flushPage() // the pages so far use the dictionary, the rest are PLAIN
+				k.dictOff = true
+				k.byteArray(row, unsafe.Slice(unsafe.StringData(s), len(s)), true)
+				return
+			}
+			j = uint32(len(k.entries))
+			k.dict[s] = j
+			k.entries = append(k.entries, s)
+			k.dictVals = binary.LittleEndian.AppendUint32(k.dictVals, uint32(len(s)))
+			k.dictVals = append(k.dictVals, s...)
+		}
+		i, k.lastStr, k.lastIdx, k.hasLast = j, s, j, true
+	}
+	if n := len(k.idx); n > 0 && k.idx[n-1].v == i {
+		k.idx[n-1].n++
+	} else {
+		k.idx = append(k.idx, idxRun{i, 1})
+	}
+	k.unencoded += int64(len(s))
+	k.ones++
+	k.values++
+	k.rgRows = row + 1
+	if len(k.idx) >= maxPageRuns {
+		k.flushPage()
+	}
+}
+
+// dictPage reports whether the page being built is dictionary-encoded.
+func (k *column) dictPage() bool { return k.dict != nil && !k.dictOff }
+
+// encodeIndexes appends the page's entry numbers as RLE_DICTIONARY data
+// (Encodings.md, "Dictionary Encoding"): the bit width in one octet, then
+// the numbers in the RLE/bit-packed hybrid, here RLE runs only (a ULEB128
+// header count << 1, then the number in as many octets as the width
+// needs), and the page's least and greatest value.
+func (k *column) encodeIndexes(dst []byte) []byte {
+	bw := max(1, bits.Len(uint(len(k.entries)-1)))
+	nb := (bw + 7) / 8
+	dst = append(dst, byte(bw))
+	for _, r := range k.idx {
+		dst = binary.AppendUvarint(dst, uint64(r.n)<<1)
+		for b := range nb {
+			dst = append(dst, byte(r.v>>(8*b)))
+		}
+		e := unsafe.Slice(unsafe.StringData(k.entries[r.v]), len(k.entries[r.v]))
+		if !k.hasPage {
+			k.pageMin, k.pageMax, k.hasPage = e, e, true
+			continue
+		}
+		if bytes.Compare(e, k.pageMin) < 0 {
+			k.pageMin = e
+		}
+		if bytes.Compare(e, k.pageMax) > 0 {
+			k.pageMax = e
+		}
+	}
+	return dst
+}
+
 // byteArray writes b; immutable says b's octets never change (a Go
 // string's), which lets byteBounds know a repeated value by its address.
 func (k *column) byteArray(row int, b []byte, immutable bool) {
@@ -260,6 +366,18 @@ func (k *column) flushPage() {
 		k.defs.add(1, k.ones)
 	}
 	k.ones = 0
+	enc := format.Plain
+	if k.dictPage() {
+		if len(k.idx) > 0 {
+			enc = format.RLEDictionary
+			k.vals = k.encodeIndexes(k.vals[:0])
+			k.dictPages++
+		} else {
+			k.plainPages++ // NULLs only: no values, no dictionary needed
+		}
+	} else {
+		k.plainPages++
+	}
 	pi := pageInfo{off: len(k.chunk), first: k.first, nulls: int64(k.nulls), allNull: k.nulls == k.values}
 	if !pi.allNull {
 		pi.min, pi.max = k.bounds()
@@ -292,7 +410,7 @@ func (k *column) flushPage() {
 	}
 	comp := s2.EncodeSnappy(k.buf.comp[:cap(k.buf.comp)], k.vals)
 	k.chunk = appendPageHeader(k.chunk, len(lv)+len(k.vals), len(lv)+len(comp),
-		k.values, k.nulls, rows, len(lv)-repLen, repLen)
+		k.values, k.nulls, rows, len(lv)-repLen, repLen, enc)
 	hdr := len(k.chunk) - pi.off
 	k.chunk = append(k.chunk, lv...)
 	k.chunk = append(k.chunk, comp...)
@@ -309,6 +427,7 @@ func (k *column) flushPage() {
 	k.first += int64(rows)
 	k.vals, k.nbool = k.vals[:0], 0
 	k.pageMin, k.pageMax, k.hasPage, k.prevData = nil, nil, false, nil
+	k.idx = k.idx[:0]
 	k.defs.reset()
 	k.reps.reset()
 	k.values, k.nulls = 0, 0
@@ -331,6 +450,36 @@ func (k *column) resetChunk() {
 	k.defHist, k.repHist = [2]int64{}, [2]int64{}
 	k.pages = k.pages[:0]
 	k.first, k.rgRows = 0, 0
+	if k.dict != nil {
+		clear(k.dict)
+		clear(k.entries) // drop the references
+		k.entries, k.dictVals, k.dictOff, k.lastStr, k.hasLast = k.entries[:0], k.dictVals[:0], false, "", false
+	}
+	k.dictPages, k.plainPages = 0, 0
+}
+
+// appendDictPage appends the chunk's dictionary page, if its pages use
+// one: a DICTIONARY_PAGE header (Thrift compact: field 7 is its
+// dictionary_page_header, delta 4 from field 3) and the entries, PLAIN,
+// Snappy-compressed. uncompressed is the page's size had the entries
+// not been compressed.
+func (k *column) appendDictPage(b []byte) (_ []byte, uncompressed int) {
+	if k.dictPages == 0 {
+		return b, 0
+	}
+	n0 := len(b)
+	if n := s2.MaxEncodedLen(len(k.dictVals)); cap(k.buf.comp) < n {
+		k.buf.comp = make([]byte, n)
+	}
+	comp := s2.EncodeSnappy(k.buf.comp[:cap(k.buf.comp)], k.dictVals)
+	b = i32Field(b, int(format.DictionaryPage)) // 1: type
+	b = i32Field(b, len(k.dictVals))            // 2: uncompressed_page_size
+	b = i32Field(b, len(comp))                  // 3: compressed_page_size
+	b = append(b, 0x4c)                         // 7: dictionary_page_header
+	b = i32Field(b, len(k.entries))             //   1: num_values
+	b = i32Field(b, int(format.Plain))          //   2: encoding
+	b = append(b, 0x12, 0, 0)                   //   3: is_sorted = false; end of both structs
+	return append(b, comp...), len(b) - n0 + len(k.dictVals)
 }
 
 // bounds are the least and greatest value of the page, PLAIN-encoded
@@ -432,14 +581,18 @@ func truncMax(b []byte) []byte {
 	return b
 }
 
-// appendPageHeader appends a PageHeader of a DATA_PAGE_V2, PLAIN values,
+// i32Field appends an i32 field of the next field id (delta 1): its
+// header, then the value zigzag-encoded as a ULEB128.
+func i32Field(b []byte, x int) []byte {
+	return binary.AppendUvarint(append(b, 0x15), uint64(uint32(int32(x)<<1^int32(x)>>31)))
+}
+
+// appendPageHeader appends a PageHeader of a DATA_PAGE_V2, values enc,
 // Snappy, in the Thrift compact protocol (parquet.thrift; the compact
 // protocol's field header is the field id delta in the high nibble and
 // the type in the low one: 5 i32, 12 struct, 1 boolean true).
-func appendPageHeader(b []byte, uncompressed, compressed, values, nulls, rows, defLen, repLen int) []byte {
-	i32 := func(b []byte, x int) []byte {
-		return binary.AppendUvarint(append(b, 0x15), uint64(uint32(int32(x)<<1^int32(x)>>31)))
-	}
+func appendPageHeader(b []byte, uncompressed, compressed, values, nulls, rows, defLen, repLen int, enc format.Encoding) []byte {
+	i32 := i32Field
 	b = i32(b, int(format.DataPageV2)) // 1: type
 	b = i32(b, uncompressed)           // 2: uncompressed_page_size
 	b = i32(b, compressed)             // 3: compressed_page_size
@@ -447,7 +600,7 @@ func appendPageHeader(b []byte, uncompressed, compressed, values, nulls, rows, d
 	b = i32(b, values)                 //   1: num_values
 	b = i32(b, nulls)                  //   2: num_nulls
 	b = i32(b, rows)                   //   3: num_rows
-	b = i32(b, int(format.Plain))      //   4: encoding
+	b = i32(b, int(enc))               //   4: encoding
 	b = i32(b, defLen)                 //   5: definition_levels_byte_length
 	b = i32(b, repLen)                 //   6: repetition_levels_byte_length
 	b = append(b, 0x11)                //   7: is_compressed = true

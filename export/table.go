@@ -206,9 +206,7 @@ func (r *row) i64(x int64)  { r.next().int64(r.p.inGroup, uint64(x)) }
 // bytes copies b into the page (it may alias a reassembly buffer).
 func (r *row) bytes(b []byte) { r.next().byteArray(r.p.inGroup, b, false) }
 
-func (r *row) str(s string) {
-	r.next().byteArray(r.p.inGroup, unsafe.Slice(unsafe.StringData(s), len(s)), true)
-}
+func (r *row) str(s string) { r.next().str(r.p.inGroup, s) }
 func (r *row) time(t time.Time) { r.i64(t.UnixNano()) }
 
 // timeOrNull writes t, or NULL for the zero time.
@@ -293,6 +291,7 @@ type part struct {
 	cols       []*column
 	groups     []format.RowGroup
 	indexes    [][2][]byte // column and offset index of each chunk, row group after row group
+	dictBuf    []byte
 	err        error
 }
 
@@ -350,6 +349,9 @@ func (p *part) flushGroup() {
 	for _, k := range p.cols {
 		k.endRowGroup(p.inGroup)
 		start := p.off
+		dict, dictSize := k.appendDictPage(p.dictBuf[:0])
+		p.dictBuf = dict
+		p.put(dict)
 		p.put(k.chunk)
 		md := format.ColumnMetaData{
 			Type:                  k.phys,
@@ -358,10 +360,21 @@ func (p *part) flushGroup() {
 			Codec:                 format.Snappy,
 			NumValues:             k.chunkValues,
 			TotalUncompressedSize: k.uncompressed,
-			TotalCompressedSize:   int64(len(k.chunk)),
-			DataPageOffset:        start,
+			TotalCompressedSize:   int64(len(dict) + len(k.chunk)),
+			DataPageOffset:        start + int64(len(dict)),
 			Statistics:            format.Statistics{NullCount: k.chunkNulls},
-			EncodingStats:         []format.PageEncodingStats{{PageType: format.DataPageV2, Encoding: format.Plain, Count: int32(len(k.pages))}},
+		}
+		if len(dict) > 0 {
+			md.DictionaryPageOffset = start
+			md.TotalUncompressedSize += int64(dictSize)
+			md.EncodingStats = append(md.EncodingStats, format.PageEncodingStats{PageType: format.DictionaryPage, Encoding: format.Plain, Count: 1},
+				format.PageEncodingStats{PageType: format.DataPageV2, Encoding: format.RLEDictionary, Count: int32(k.dictPages)})
+		}
+		if k.plainPages > 0 {
+			md.EncodingStats = append(md.EncodingStats, format.PageEncodingStats{PageType: format.DataPageV2, Encoding: format.Plain, Count: int32(k.plainPages)})
+		}
+		if k.dictPages > 0 {
+			md.Encoding = append(md.Encoding, format.RLEDictionary)
 		}
 		if k.maxDef != 0 {
 			md.Encoding = append(md.Encoding, format.RLE)
@@ -377,8 +390,8 @@ func (p *part) flushGroup() {
 			md.Statistics.MinValue, md.Statistics.MaxValue = bytes.Clone(k.min), bytes.Clone(k.max)
 		}
 		rg.Columns = append(rg.Columns, format.ColumnChunk{MetaData: md})
-		rg.TotalByteSize += k.uncompressed
-		rg.TotalCompressedSize += int64(len(k.chunk))
+		rg.TotalByteSize += md.TotalUncompressedSize
+		rg.TotalCompressedSize += md.TotalCompressedSize
 
 		var ci format.ColumnIndex
 		var oi format.OffsetIndex
@@ -393,7 +406,7 @@ func (p *part) flushGroup() {
 			if k.list {
 				ci.RepetitionLevelHistogram = append(ci.RepetitionLevelHistogram, pg.repHist[:]...)
 			}
-			oi.PageLocations = append(oi.PageLocations, format.PageLocation{Offset: start + int64(pg.off), CompressedPageSize: pg.size, FirstRowIndex: pg.first})
+			oi.PageLocations = append(oi.PageLocations, format.PageLocation{Offset: start + int64(len(dict)+pg.off), CompressedPageSize: pg.size, FirstRowIndex: pg.first})
 		}
 		cb, err := thrift.Marshal(new(thrift.CompactProtocol), &ci)
 		if err == nil {

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -71,7 +72,7 @@ func TestLevelRuns(t *testing.T) {
 // TestPageHeader: the hand-written page header is the Thrift PageHeader
 // parquet-go reads.
 func TestPageHeader(t *testing.T) {
-	b := appendPageHeader(nil, 70000, 1234, 65536, 3, 65530, 12, 34)
+	b := appendPageHeader(nil, 70000, 1234, 65536, 3, 65530, 12, 34, format.Plain)
 	var h format.PageHeader
 	if err := thrift.Unmarshal(new(thrift.CompactProtocol), b, &h); err != nil {
 		t.Fatal(err)
@@ -84,6 +85,24 @@ func TestPageHeader(t *testing.T) {
 		DefinitionLevelsByteLength: 12, RepetitionLevelsByteLength: 34, IsCompressed: thrift.New(true)}
 	if !reflect.DeepEqual(v2, want) {
 		t.Fatalf("v2 header %+v, want %+v", v2, want)
+	}
+
+	k := newColumn(&Column{Name: "s", Type: String}, &pageBufs{})
+	for i, s := range []string{"b", "a", "b", "c"} {
+		k.str(i, s)
+	}
+	k.endRowGroup(4)
+	b, size := k.appendDictPage(nil)
+	h = format.PageHeader{}
+	if err := thrift.NewDecoder(new(thrift.CompactProtocol).NewReader(bytes.NewReader(b))).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	d, ok := h.DictionaryPageHeader.Get()
+	if !ok || h.Type != format.DictionaryPage || h.UncompressedPageSize != 15 || d.NumValues != 3 || d.Encoding != format.Plain || d.IsSorted {
+		t.Fatalf("dictionary page header %+v %+v", h, d)
+	}
+	if hdr := len(b) - int(h.CompressedPageSize); size != hdr+15 {
+		t.Fatalf("dictionary page of %d octets uncompressed, want %d", size, hdr+15)
 	}
 }
 
@@ -190,7 +209,7 @@ func TestManyPagesAndRowGroups(t *testing.T) {
 			r["conn"], r["dir"], r["src"], r["dst"] = int64(i%7), "i2r", "10.0.0.1:4420", long+string(rune('a'+i%26))
 		}
 		sev := []string{"note", "warning", "error"}[rng.IntN(3)]
-		msg := string(rune('a' + rng.IntN(26))) // a new string each row
+		msg := strconv.Itoa(rng.IntN(5000)) // a new string each row, more than a dictionary takes
 		w.str(sev)
 		w.str("code")
 		w.str(msg)
@@ -288,6 +307,23 @@ func TestManyPagesAndRowGroups(t *testing.T) {
 			if !bytes.Equal(st.MinValue, lo) || !bytes.Equal(st.MaxValue, hi) || st.NullCount != nulls {
 				t.Errorf("row group %d %s: statistics %q..%q %d NULLs, want %q..%q %d", g, col.Name, st.MinValue, st.MaxValue, st.NullCount, lo, hi, nulls)
 			}
+		}
+	}
+	// STRING columns use a dictionary; message outgrows it and goes on
+	// PLAIN.
+	for g, rg := range md.RowGroups {
+		encs := func(col string) (dict, plain bool) {
+			for _, es := range rg.Columns[Findings.Column(col)].MetaData.EncodingStats {
+				dict = dict || es.Encoding == format.RLEDictionary
+				plain = plain || es.PageType == format.DataPageV2 && es.Encoding == format.Plain
+			}
+			return
+		}
+		if d, p := encs("severity"); !d || p {
+			t.Errorf("row group %d: severity dictionary %v, PLAIN pages %v", g, d, p)
+		}
+		if d, p := encs("message"); !d || !p {
+			t.Errorf("row group %d: message dictionary %v, PLAIN pages %v", g, d, p)
 		}
 	}
 	seqCol := Findings.Column("tcp_seq")
