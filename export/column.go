@@ -45,17 +45,17 @@ type column struct {
 	rgRows int
 
 	// The column chunk of the row group.
-	chunk          []byte // page headers and pages
-	uncompressed   int64  // chunk size had the pages not been compressed
-	chunkValues    int64
-	chunkNulls     int64
-	min, max       []byte // PLAIN octets (byte arrays: the value itself)
-	hasBounds      bool
-	unencoded      int64 // byte-array value octets, lengths excluded
-	defHist        [2]int64
-	repHist        [2]int64
-	pages []pageInfo
-	buf   *pageBufs
+	chunk        []byte // page headers and pages
+	uncompressed int64  // chunk size had the pages not been compressed
+	chunkValues  int64
+	chunkNulls   int64
+	min, max     []byte // PLAIN octets (byte arrays: the value itself)
+	hasBounds    bool
+	unencoded    int64 // byte-array value octets, lengths excluded
+	defHist      [2]int64
+	repHist      [2]int64
+	pages        []pageInfo
+	buf          *pageBufs
 
 	// The dictionary of a STRING column's chunk (nil for other
 	// columns): its entries, PLAIN-encoded in dictVals; the page's

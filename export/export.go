@@ -87,7 +87,7 @@ type Exporter struct {
 	// PDU's source and destination are most often the previous one's.
 	last     [2]netip.AddrPort
 	lastText [2]string
-	masks map[decode.Mask]*pduPlan   // how a PDU is written, by Present mask
+	masks    map[decode.Mask]*pduPlan // how a PDU is written, by Present mask
 
 	// recent are the last findings of each connection (frame, code), for
 	// the commands row's findings; codes the list of one row.

@@ -206,7 +206,7 @@ func (r *row) i64(x int64)  { r.next().int64(r.p.inGroup, uint64(x)) }
 // bytes copies b into the page (it may alias a reassembly buffer).
 func (r *row) bytes(b []byte) { r.next().byteArray(r.p.inGroup, b, false) }
 
-func (r *row) str(s string) { r.next().str(r.p.inGroup, s) }
+func (r *row) str(s string)     { r.next().str(r.p.inGroup, s) }
 func (r *row) time(t time.Time) { r.i64(t.UnixNano()) }
 
 // timeOrNull writes t, or NULL for the zero time.
@@ -471,6 +471,7 @@ func (p *part) close() error {
 	p.f, p.w, p.cols, p.groups, p.indexes = nil, nil, nil, nil, nil // the buffers go now
 	return err
 }
+
 // commit renames the finished file into place: readers see all of it or
 // nothing of it.
 func (p *part) commit() error { return os.Rename(p.tmp, p.final) }
