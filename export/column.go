@@ -295,6 +295,10 @@ func (k *column) byteArray(row int, b []byte, immutable bool) {
 	if k.rgRows != row {
 		k.fill(row)
 	}
+	if k.dictPage() { // octets for a STRING column: PLAIN from here on
+		k.flushPage()
+		k.dictOff = true
+	}
 	k.vals = binary.LittleEndian.AppendUint32(k.vals, uint32(len(b)))
 	k.vals = append(k.vals, b...)
 	k.unencoded += int64(len(b))
