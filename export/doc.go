@@ -17,6 +17,12 @@
 // all. Row groups are flushed every RowGroupRows rows: memory stays
 // bounded whatever the capture's size.
 //
-// Writing is pure Go (github.com/parquet-go/parquet-go): iwdump stays a
-// static binary without cgo.
+// Writing is pure Go: iwdump stays a static binary without cgo. The part
+// files are written by this package (table.go, column.go, levels.go):
+// each column's values PLAIN-encoded as they come, its definition levels
+// as runs (a column absent from a row costs nothing per row), data pages
+// v2 with Snappy, column and offset indexes. github.com/parquet-go/parquet-go
+// gives the Thrift structures of the footer and indexes, the schema
+// elements (a template file of each table, so the schema is the one its
+// reader checks), and reads the files back (ReadTable).
 package export

@@ -83,7 +83,11 @@ type Exporter struct {
 	counts map[*Table]int64
 
 	addrs map[netip.AddrPort]string // ip:port texts, made once
-	masks map[decode.Mask][]int     // present fields by Present mask
+	// last are the two addresses looked up last, with their texts: a
+	// PDU's source and destination are most often the previous one's.
+	last     [2]netip.AddrPort
+	lastText [2]string
+	masks    map[decode.Mask]*pduPlan // how a PDU is written, by Present mask
 
 	// recent are the last findings of each connection (frame, code), for
 	// the commands row's findings; codes the list of one row.
@@ -102,7 +106,7 @@ func New(o Options) (*Exporter, error) {
 		return nil, fmt.Errorf("export: capture name %q: use CaptureName", o.Capture)
 	}
 	e := &Exporter{o: o, id: newPartID(), parts: map[*Table]*part{}, rows: map[*Table]*row{},
-		conns: map[uint64]*connInfo{}, counts: map[*Table]int64{}, addrs: map[netip.AddrPort]string{}, masks: map[decode.Mask][]int{}}
+		conns: map[uint64]*connInfo{}, counts: map[*Table]int64{}, addrs: map[netip.AddrPort]string{}, masks: map[decode.Mask]*pduPlan{}}
 	for _, t := range Tables {
 		p, err := newPart(t, o.Dir, o.Capture, "part-"+e.id)
 		if err != nil {
@@ -199,7 +203,13 @@ func (e *Exporter) touch(r *analyze.Record) *connInfo {
 
 // addr is a's ip:port text, as the NDJSON writes it.
 func (e *Exporter) addr(a netip.AddrPort) string {
+	for i := range e.last {
+		if e.last[i] == a && e.lastText[i] != "" {
+			return e.lastText[i]
+		}
+	}
 	if s, ok := e.addrs[a]; ok {
+		e.remember2(a, s)
 		return s
 	}
 	if len(e.addrs) >= 1<<16 {
@@ -207,7 +217,14 @@ func (e *Exporter) addr(a netip.AddrPort) string {
 	}
 	s := addrString(a)
 	e.addrs[a] = s
+	e.remember2(a, s)
 	return s
+}
+
+// remember2 keeps a as the latest of the two last addresses.
+func (e *Exporter) remember2(a netip.AddrPort, s string) {
+	e.last[1], e.lastText[1] = e.last[0], e.lastText[0]
+	e.last[0], e.lastText[0] = a, s
 }
 
 // head writes the columns of where() and connCols().
@@ -245,7 +262,17 @@ func (e *Exporter) pdu(r *analyze.Record) {
 	w.u32(uint32(ev.Missing))
 	p := &ev.PDU
 	m := decode.Present(p)
-	for _, i := range e.present(m) {
+	pl := e.plan(m)
+	if pl.fast != nil {
+		for _, g := range pl.fast {
+			w.skip(pduBase + g.first)
+			g.write(w, p)
+		}
+		w.skip(len(Pdus.Cols))
+		e.emit(Pdus, w)
+		return
+	}
+	for _, i := range pl.present {
 		pf := &pduFields[i]
 		v, _ := pf.f.GetIn(p, m)
 		w.skip(pduBase + i)
@@ -269,22 +296,17 @@ func (e *Exporter) pdu(r *analyze.Record) {
 // pduBase is the column of the first field of the table.
 var pduBase = Pdus.Column(fieldColumn(pduFields[0].f.Name))
 
-// present lists the pduFields a PDU with Present mask m carries (cached
-// by mask: a capture has a few dozen kinds of PDU).
-func (e *Exporter) present(m decode.Mask) []int {
-	if l, ok := e.masks[m]; ok {
-		return l
+// plan is how a PDU with Present mask m is written (cached by mask: a
+// capture has a few dozen kinds of PDU).
+func (e *Exporter) plan(m decode.Mask) *pduPlan {
+	if pl, ok := e.masks[m]; ok {
+		return pl
 	}
-	var l []int
-	for i := range pduFields {
-		if pduFields[i].f.In(m) {
-			l = append(l, i)
-		}
-	}
+	pl := newPDUPlan(m)
 	if len(e.masks) < 4096 {
-		e.masks[m] = l
+		e.masks[m] = pl
 	}
-	return l
+	return pl
 }
 
 func (e *Exporter) finding(r *analyze.Record) {

@@ -1,15 +1,21 @@
 package export
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // ColType is the type of a column, as it is in the Parquet files. Only
@@ -85,15 +91,9 @@ type Table struct {
 	Cols   []Column
 	schema *parquet.Schema
 	index  map[string]int
-	def    []uint8         // definition level of a value, by column
-	nulls  []parquet.Value // the NULL of each column
-	// nullRuns are batchRows NULLs of each optional column: what a batch
-	// hands the column writer for a column none of its rows has (most
-	// of the field-table columns of most PDUs), without building it.
-	nullRuns [][]parquet.Value
-	// bools are each column's false and true, levelled: a boolean column
-	// has two values, made once.
-	bools [][2]parquet.Value
+
+	footerOnce sync.Once
+	footer     *format.FileMetaData // what every part's footer starts from
 }
 
 // newTable builds the Parquet schema of the columns, in their order (a
@@ -116,26 +116,48 @@ func newTable(name, desc string, cols []Column) *Table {
 	}
 	st := reflect.StructOf(fields)
 	schema := parquet.SchemaOf(reflect.New(st).Interface())
-	t := &Table{Name: name, Desc: desc, Cols: cols, schema: parquet.NewSchema(name, schema), index: index}
-	for i, c := range cols {
-		var def uint8
-		if c.Optional {
-			def = 1
+	return &Table{Name: name, Desc: desc, Cols: cols, schema: parquet.NewSchema(name, schema), index: index}
+}
+
+// footerTemplate is the footer of an empty file of the table as
+// parquet-go writes it: the schema elements (names, physical, converted
+// and logical types, repetition) and column orders that every part of
+// the table carries, made by the library that reads them back, so that
+// they cannot drift from the schema the readers check. The part writer
+// adds the row groups.
+func (t *Table) footerTemplate() *format.FileMetaData {
+	t.footerOnce.Do(func() {
+		var buf bytes.Buffer
+		w := parquet.NewWriter(&buf, t.schema, parquet.CreatedBy("iwkit", "", ""))
+		if err := w.Close(); err != nil {
+			panic("export: " + err.Error())
 		}
-		t.def = append(t.def, def)
-		t.nulls = append(t.nulls, parquet.Value{}.Level(0, 0, i))
-		var run []parquet.Value
-		if c.Optional {
-			run = make([]parquet.Value, batchRows)
-			for k := range run {
-				run[k] = t.nulls[i]
+		f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+		if err != nil {
+			panic("export: " + err.Error())
+		}
+		md := *f.Metadata()
+		md.RowGroups, md.NumRows, md.KeyValueMetadata = nil, 0, nil
+		// The leaves, in order, are the columns as the part writer
+		// writes them.
+		var leaves []format.SchemaElement
+		for _, se := range md.Schema[1:] {
+			if !se.NumChildren.Valid || se.NumChildren.V == 0 {
+				leaves = append(leaves, se)
 			}
 		}
-		t.nullRuns = append(t.nullRuns, run)
-		t.bools = append(t.bools, [2]parquet.Value{
-			parquet.BooleanValue(false).Level(0, int(def), i), parquet.BooleanValue(true).Level(0, int(def), i)})
-	}
-	return t
+		if len(leaves) != len(t.Cols) {
+			panic(fmt.Sprintf("export: %s has %d leaf columns, want %d", t.Name, len(leaves), len(t.Cols)))
+		}
+		for i := range t.Cols {
+			k := newColumn(&t.Cols[i], nil)
+			if leaves[i].Type.V != k.phys || leaves[i].Name != k.path[len(k.path)-1] {
+				panic(fmt.Sprintf("export: %s column %d is %s %v, want %s %v", t.Name, i, leaves[i].Name, leaves[i].Type.V, k.path, k.phys))
+			}
+		}
+		t.footer = &md
+	})
+	return t.footer
 }
 
 // Column returns the index of the named column, or -1.
@@ -150,7 +172,7 @@ func (t *Table) Column(name string) int {
 func (t *Table) Schema() *parquet.Schema { return t.schema }
 
 // row builds one row, column after column in the table's order, into
-// its part's column batches.
+// its part's columns.
 type row struct {
 	t   *Table
 	p   *part
@@ -159,59 +181,33 @@ type row struct {
 
 func (r *row) reset() { r.col = 0 }
 
-func (r *row) put(v parquet.Value) {
-	// A required column's value needs no levels: its definition and
-	// repetition levels are 0, the zero Value's, and the column writer
-	// puts it in its own column whatever its column index.
-	if def := r.t.def[r.col]; def != 0 {
-		v = v.Level(0, int(def), r.col)
-	}
-	r.putLevelled(v)
-}
-
-// putLevelled appends v, whose levels are already set.
-func (r *row) putLevelled(v parquet.Value) {
-	p, c := r.p, r.col
-	p.fill(c)
-	p.batch[c] = append(p.batch[c], v)
-	p.rowsIn[c]++
+// next is the column of the value being written, and moves on.
+func (r *row) next() *column {
+	k := r.p.cols[r.col]
 	r.col++
+	return k
 }
 
 // null leaves the column empty (optional columns only): nothing is
-// written now, the NULLs of a column are filled in before its next value
-// and at the end of the batch (most fields of a PDU are absent).
+// written now, the NULLs of a column are added, as one run, before its
+// next value and at the end of the row group (most fields of a PDU are
+// absent).
 func (r *row) null() { r.col++ }
 
 // skip leaves the columns up to col empty.
 func (r *row) skip(col int) { r.col = col }
 
-func (r *row) bool(x bool) {
-	var i int
-	if x {
-		i = 1
-	}
-	r.putLevelled(r.t.bools[r.col][i])
-}
-func (r *row) u32(x uint32) { r.put(parquet.Int32Value(int32(x))) }
-func (r *row) u16(x uint16) { r.put(parquet.Int32Value(int32(x))) }
-func (r *row) u64(x uint64) { r.put(parquet.Int64Value(int64(x))) }
-func (r *row) i64(x int64)  { r.put(parquet.Int64Value(x)) }
+func (r *row) bool(x bool)  { r.next().bool(r.p.inGroup, x) }
+func (r *row) u32(x uint32) { r.next().int32(r.p.inGroup, x) }
+func (r *row) u16(x uint16) { r.next().int32(r.p.inGroup, uint32(x)) }
+func (r *row) u64(x uint64) { r.next().int64(r.p.inGroup, x) }
+func (r *row) i64(x int64)  { r.next().int64(r.p.inGroup, uint64(x)) }
 
-// bytes copies b (it may alias a reassembly buffer) until the batch is
-// written.
-func (r *row) bytes(b []byte) {
-	a := &r.p.arena
-	n := len(*a)
-	*a = append(*a, b...)
-	r.put(parquet.ByteArrayValue((*a)[n:len(*a):len(*a)]))
-}
+// bytes copies b into the page (it may alias a reassembly buffer).
+func (r *row) bytes(b []byte) { r.next().byteArray(r.p.inGroup, b, false) }
 
-// str keeps a reference to s (the value points at its octets).
-func (r *row) str(s string) {
-	r.put(parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(s), len(s))))
-}
-func (r *row) time(t time.Time) { r.put(parquet.Int64Value(t.UnixNano())) }
+func (r *row) str(s string)     { r.next().str(r.p.inGroup, s) }
+func (r *row) time(t time.Time) { r.i64(t.UnixNano()) }
 
 // timeOrNull writes t, or NULL for the zero time.
 func (r *row) timeOrNull(t time.Time) {
@@ -240,142 +236,191 @@ func (r *row) strOrNull(s string) {
 	r.str(s)
 }
 
-// i64s writes a list column (required list of required elements: an
-// empty list is a single value at definition level 0).
+// i64s, u32s and strs write a list column (a required list of required
+// elements: an empty list is a single level 0).
 func (r *row) i64s(xs []int) {
-	r.list(len(xs), func(i int) parquet.Value { return parquet.Int64Value(int64(xs[i])) })
+	k := r.next()
+	k.listStart(len(xs))
+	for _, x := range xs {
+		k.vals = binary.LittleEndian.AppendUint64(k.vals, uint64(x))
+	}
+	k.listEnd(r.p.inGroup)
 }
 
 func (r *row) u32s(xs []uint32) {
-	r.list(len(xs), func(i int) parquet.Value { return parquet.Int32Value(int32(xs[i])) })
+	k := r.next()
+	k.listStart(len(xs))
+	for _, x := range xs {
+		k.vals = binary.LittleEndian.AppendUint32(k.vals, x)
+	}
+	k.listEnd(r.p.inGroup)
 }
 
 func (r *row) strs(xs []string) {
-	r.list(len(xs), func(i int) parquet.Value { return parquet.ByteArrayValue([]byte(xs[i])) })
-}
-
-// list writes a list column of n elements, element i being v(i).
-func (r *row) list(n int, v func(i int) parquet.Value) {
-	r.p.fill(r.col)
-	r.p.rowsIn[r.col]++
-	c := &r.p.batch[r.col]
-	if n == 0 {
-		*c = append(*c, parquet.Value{}.Level(0, 0, r.col))
+	k := r.next()
+	k.listStart(len(xs))
+	for _, x := range xs {
+		k.vals = binary.LittleEndian.AppendUint32(k.vals, uint32(len(x)))
+		k.vals = append(k.vals, x...)
+		k.unencoded += int64(len(x))
+		k.byteBounds(unsafe.Slice(unsafe.StringData(x), len(x)), true)
 	}
-	for i := 0; i < n; i++ {
-		*c = append(*c, v(i).Level(min(i, 1), 1, r.col))
-	}
-	r.col++
+	k.listEnd(r.p.inGroup)
 }
 
 // RowGroupRows is the number of rows after which a part file's row group
-// is flushed: what bounds the memory of a writer (the column buffers of
-// one row group, compressed pages until the flush).
+// is written out: what bounds the memory of a writer (one row group's
+// compressed pages, one page being built per column).
 const RowGroupRows = 64 << 10
 
 // part is one part file being written: to a hidden temporary name in its
-// partition directory, renamed into place by commit.
+// partition directory, renamed into place by commit. It is a Parquet
+// file (parquet-format, "File format"): "PAR1", the row groups (each
+// column's chunk of pages in turn), the column indexes and offset
+// indexes (PageIndex.md), the footer (FileMetaData, Thrift compact), its
+// length, "PAR1".
 type part struct {
 	t          *Table
 	f          *os.File
-	w          *parquet.Writer
+	w          *bufio.Writer
+	off        int64 // octets written
 	tmp, final string
+	capture    string
 	rows       int64
 	inGroup    int
-	// batch holds each column's values of the rows not yet handed to the
-	// column writers (column by column: far cheaper than row by row);
-	// arena the octets they point at.
-	batch   [][]parquet.Value
-	rowsIn  []int // rows of the batch each column has values for
-	inBatch int
-	arena   []byte
-	err     error
+	cols       []*column
+	groups     []format.RowGroup
+	indexes    [][2][]byte // column and offset index of each chunk, row group after row group
+	dictBuf    []byte
+	err        error
 }
 
-// batchRows is the number of rows handed to the column writers at once.
-const batchRows = 256
+// magic begins and ends a Parquet file.
+const magic = "PAR1"
 
 func newPart(t *Table, dir, capture, name string) (*part, error) {
 	pdir := filepath.Join(dir, t.Name, "capture="+capture)
 	if err := os.MkdirAll(pdir, 0o755); err != nil {
 		return nil, err
 	}
-	p := &part{t: t, final: filepath.Join(pdir, name+".parquet"), tmp: filepath.Join(pdir, "."+name+".parquet.tmp"),
-		batch: make([][]parquet.Value, len(t.Cols)), rowsIn: make([]int, len(t.Cols))}
+	t.footerTemplate()
+	p := &part{t: t, final: filepath.Join(pdir, name+".parquet"), tmp: filepath.Join(pdir, "."+name+".parquet.tmp"), capture: capture}
+	buf := &pageBufs{}
+	for i := range t.Cols {
+		p.cols = append(p.cols, newColumn(&t.Cols[i], buf))
+	}
 	f, err := os.OpenFile(p.tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	p.f = f
-	p.w = parquet.NewWriter(f, t.schema,
-		parquet.Compression(&fastSnappy{}),
-		// 64 KiB pages: fewer page headers, column-index entries and
-		// Snappy calls than 16 KiB ones for a few MiB more of buffers
-		// (BENCHMARKS.md, "Export speed, issue 19").
-		parquet.PageBufferSize(64<<10),
-		// No statistics in the page headers: the column index (what
-		// engines prune pages by) and the chunk statistics keep them.
-		parquet.DataPageStatistics(false),
-		parquet.CreatedBy("iwkit", "", ""),
-		parquet.KeyValueMetadata("iwkit.table", t.Name),
-		parquet.KeyValueMetadata("iwkit.capture", capture))
+	p.w = bufio.NewWriterSize(f, 64<<10)
+	p.put([]byte(magic))
 	return p, nil
 }
 
-// write ends a row; the first error sticks and is returned by close.
+// put writes b to the file; the first error sticks.
+func (p *part) put(b []byte) {
+	n, err := p.w.Write(b)
+	p.off += int64(n)
+	if err != nil && p.err == nil {
+		p.err = err
+	}
+}
+
+// write ends a row.
 func (p *part) write(r *row) {
 	if r.col != len(p.t.Cols) {
 		panic(fmt.Sprintf("export: %s row has %d columns, want %d", p.t.Name, r.col, len(p.t.Cols)))
 	}
 	p.rows++
-	if p.inBatch++; p.inBatch >= batchRows {
-		p.flushBatch()
-	}
 	if p.inGroup++; p.inGroup >= RowGroupRows {
-		p.inGroup = 0
-		p.flushBatch()
-		if p.err == nil {
-			p.err = p.w.Flush()
-		}
+		p.flushGroup()
 	}
 }
 
-// fill appends the NULLs column col lacks for the rows before the
-// current one.
-func (p *part) fill(col int) {
-	if n := p.inBatch - p.rowsIn[col]; n > 0 {
-		null := p.t.nulls[col]
-		b := p.batch[col]
-		for range n {
-			b = append(b, null)
-		}
-		p.batch[col], p.rowsIn[col] = b, p.inBatch
-	}
-}
-
-// flushBatch hands the batched values to the column writers, which copy
-// them.
-func (p *part) flushBatch() {
-	if p.inBatch == 0 {
+// flushGroup writes the row group: each column's chunk, its metadata
+// kept for the footer, its indexes for the end of the file.
+func (p *part) flushGroup() {
+	if p.inGroup == 0 {
 		return
 	}
-	for i, cw := range p.w.ColumnWriters() {
-		vals := p.batch[i]
-		if p.rowsIn[i] == 0 && p.t.nullRuns[i] != nil {
-			vals = p.t.nullRuns[i][:p.inBatch] // NULL on every row of the batch
-		} else {
-			p.fill(i)
-			vals = p.batch[i]
+	rg := format.RowGroup{NumRows: int64(p.inGroup), FileOffset: p.off, Ordinal: int16(len(p.groups))}
+	for _, k := range p.cols {
+		k.endRowGroup(p.inGroup)
+		start := p.off
+		dict, dictSize := k.appendDictPage(p.dictBuf[:0])
+		p.dictBuf = dict
+		p.put(dict)
+		p.put(k.chunk)
+		md := format.ColumnMetaData{
+			Type:                  k.phys,
+			Encoding:              []format.Encoding{format.Plain},
+			PathInSchema:          k.path,
+			Codec:                 format.Snappy,
+			NumValues:             k.chunkValues,
+			TotalUncompressedSize: k.uncompressed,
+			TotalCompressedSize:   int64(len(dict) + len(k.chunk)),
+			DataPageOffset:        start + int64(len(dict)),
+			Statistics:            format.Statistics{NullCount: k.chunkNulls},
 		}
-		p.rowsIn[i] = 0
-		if p.err == nil {
-			_, p.err = cw.WriteRowValues(vals)
+		if len(dict) > 0 {
+			md.DictionaryPageOffset = start
+			md.TotalUncompressedSize += int64(dictSize)
+			md.EncodingStats = append(md.EncodingStats, format.PageEncodingStats{PageType: format.DictionaryPage, Encoding: format.Plain, Count: 1},
+				format.PageEncodingStats{PageType: format.DataPageV2, Encoding: format.RLEDictionary, Count: int32(k.dictPages)})
 		}
-		clear(p.batch[i]) // drop the references
-		p.batch[i] = p.batch[i][:0]
+		if k.plainPages > 0 {
+			md.EncodingStats = append(md.EncodingStats, format.PageEncodingStats{PageType: format.DataPageV2, Encoding: format.Plain, Count: int32(k.plainPages)})
+		}
+		if k.dictPages > 0 {
+			md.Encoding = append(md.Encoding, format.RLEDictionary)
+		}
+		if k.maxDef != 0 {
+			md.Encoding = append(md.Encoding, format.RLE)
+			md.SizeStatistics.DefinitionLevelHistogram = k.defHist[:]
+		}
+		if k.list {
+			md.SizeStatistics.RepetitionLevelHistogram = k.repHist[:]
+		}
+		if k.phys == format.ByteArray {
+			md.SizeStatistics.UnencodedByteArrayDataBytes = k.unencoded
+		}
+		if k.hasBounds {
+			md.Statistics.MinValue, md.Statistics.MaxValue = bytes.Clone(k.min), bytes.Clone(k.max)
+		}
+		rg.Columns = append(rg.Columns, format.ColumnChunk{MetaData: md})
+		rg.TotalByteSize += md.TotalUncompressedSize
+		rg.TotalCompressedSize += md.TotalCompressedSize
+
+		var ci format.ColumnIndex
+		var oi format.OffsetIndex
+		for _, pg := range k.pages {
+			ci.NullPages = append(ci.NullPages, pg.allNull)
+			ci.MinValues = append(ci.MinValues, pg.min)
+			ci.MaxValues = append(ci.MaxValues, pg.max)
+			ci.NullCounts = append(ci.NullCounts, pg.nulls)
+			if k.maxDef != 0 {
+				ci.DefinitionLevelHistogram = append(ci.DefinitionLevelHistogram, pg.defHist[:]...)
+			}
+			if k.list {
+				ci.RepetitionLevelHistogram = append(ci.RepetitionLevelHistogram, pg.repHist[:]...)
+			}
+			oi.PageLocations = append(oi.PageLocations, format.PageLocation{Offset: start + int64(len(dict)+pg.off), CompressedPageSize: pg.size, FirstRowIndex: pg.first})
+		}
+		cb, err := thrift.Marshal(new(thrift.CompactProtocol), &ci)
+		if err == nil {
+			var ob []byte
+			ob, err = thrift.Marshal(new(thrift.CompactProtocol), &oi)
+			p.indexes = append(p.indexes, [2][]byte{cb, ob})
+		}
+		if err != nil && p.err == nil {
+			p.err = err
+		}
+		k.resetChunk()
 	}
-	p.inBatch = 0
-	p.arena = p.arena[:0]
+	p.groups = append(p.groups, rg)
+	p.inGroup = 0
 }
 
 // close finishes the file under its temporary name.
@@ -383,9 +428,38 @@ func (p *part) close() error {
 	if p.f == nil {
 		return p.err
 	}
-	p.flushBatch()
-	err := p.err
-	if e := p.w.Close(); err == nil {
+	p.flushGroup()
+	// The column indexes, then the offset indexes, each chunk's pointed
+	// at by its ColumnChunk (PageIndex.md).
+	for w := range 2 {
+		n := 0
+		for g := range p.groups {
+			for c := range p.groups[g].Columns {
+				b := p.indexes[n][w]
+				n++
+				cc := &p.groups[g].Columns[c]
+				if w == 0 {
+					cc.ColumnIndexOffset, cc.ColumnIndexLength = p.off, int32(len(b))
+				} else {
+					cc.OffsetIndexOffset, cc.OffsetIndexLength = p.off, int32(len(b))
+				}
+				p.put(b)
+			}
+		}
+	}
+	md := *p.t.footerTemplate()
+	md.NumRows = p.rows
+	md.RowGroups = p.groups
+	md.KeyValueMetadata = []format.KeyValue{{Key: "iwkit.capture", Value: p.capture}, {Key: "iwkit.table", Value: p.t.Name}}
+	fb, err := thrift.Marshal(new(thrift.CompactProtocol), &md)
+	if err != nil && p.err == nil {
+		p.err = err
+	}
+	p.put(fb)
+	p.put(binary.LittleEndian.AppendUint32(nil, uint32(len(fb))))
+	p.put([]byte(magic))
+	err = p.err
+	if e := p.w.Flush(); err == nil {
 		err = e
 	}
 	if e := p.f.Sync(); err == nil {
@@ -394,7 +468,7 @@ func (p *part) close() error {
 	if e := p.f.Close(); err == nil {
 		err = e
 	}
-	p.f = nil
+	p.f, p.w, p.cols, p.groups, p.indexes = nil, nil, nil, nil, nil // the buffers go now
 	return err
 }
 
