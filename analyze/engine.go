@@ -244,7 +244,11 @@ func newHandler(c Consumer, lim track.Limits, keep int) *handler {
 
 // report gathers what the statistics tables need; call it after run.
 func (h *handler) report() *Report {
-	r := &Report{Conns: h.conns, ConnsDropped: h.dropped, ConnStats: h.t.AllConnStats(), Stats: h.t.Stats(), Worst: h.worst, ULP: &h.u.stats}
+	// The report holds a copy of the ULP statistics, not a pointer into the
+	// handler: a caller keeping reports (export --each) must not keep every
+	// finished pipeline, its consumer and its reader's buffers alive.
+	u := h.u.stats
+	r := &Report{Conns: h.conns, ConnsDropped: h.dropped, ConnStats: h.t.AllConnStats(), Stats: h.t.Stats(), Worst: h.worst, ULP: &u}
 	if h.asm != nil {
 		r.Asm = h.asm.Stats()
 	}

@@ -60,14 +60,6 @@ func Export(set Set, cfg Config) Result {
 	acfg := analyze.Config{Ports: cfg.Ports, Count: cfg.Count, Workers: 1, Progress: cfg.Progress}
 	w := bufio.NewWriter(io.Discard) // the export writes nothing in line
 	rep, derr := analyze.Run(src, acfg, w, func(int, *analyze.Out) analyze.Consumer { return e })
-	if rep != nil && rep.ULP != nil {
-		// The report's ULP statistics point into the pipeline's handler,
-		// which holds the exporter and the capture reader's buffers: a copy
-		// lets them go when the set is done, not when the last set of
-		// ExportEach is (--each over 16 sets held all 16 pipelines, 130 MB).
-		u := *rep.ULP
-		rep.ULP = &u
-	}
 	res.Report = rep
 	res.Counts, err = e.Finish(rep)
 	switch {
