@@ -76,7 +76,22 @@ type chainRes struct {
 type liveCand struct {
 	o     int
 	ready uint64
+	// n > 0: the scan's quick test (quick) deferred the candidate, whose
+	// FPDU is n octets: its successor's header at acc[o+n] is checked
+	// before anything else once it is at hand.
+	n   int
+	seg segKnown
 }
+
+// segKnown says whether a delivered segment starts at a candidate offset
+// (segAsk: not known, f.segStart tells).
+type segKnown uint8
+
+const (
+	segAsk segKnown = iota
+	segNo
+	segYes
+)
 
 // maxLive bounds the undecided candidates; past it the oldest half is
 // given up (random octets make many candidates whose FPDU, up to 64 KiB,
@@ -276,6 +291,11 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 	}
 	w := 0
 	have := f.off + uint64(len(f.acc))
+	tab := headTab(f.ver, strict)
+	// quick: without markers, with CRCs possibly in use (examine's pre) or
+	// a chain of two or more, a candidate inside a segment is refuted by
+	// its successor's header whatever its own octets (quick, succBad).
+	quick := !h.markers && (h.crc != crcOff || need >= 2) && !final
 	for i, c := range f.live {
 		if limit >= 0 && c.o >= limit {
 			copy(f.live[w:], f.live[i:])
@@ -287,7 +307,10 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 			w++
 			continue
 		}
-		r := f.chain(c.o, h, need, strict, final)
+		if c.n > 0 && quick && f.succBad(c.o+c.n, tab) {
+			continue // refuted by its successor's header
+		}
+		r := f.chainAt(c.o, h, need, strict, final, c.seg)
 		switch r.v {
 		case vAccept:
 			f.live = f.live[:0]
@@ -296,7 +319,7 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 			if r.crcOn {
 				f.promising = true
 			}
-			f.live[w] = liveCand{c.o, r.ready}
+			f.live[w] = liveCand{o: c.o, ready: r.ready, seg: c.seg}
 			w++
 		}
 	}
@@ -312,7 +335,6 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 	// segment, its queue number; what passes, about one offset in 60 of
 	// random octets, goes through examine's checks (ULPDU_Length, the
 	// successor's header, markers) before any CRC is computed.
-	tab := headTab(f.ver, strict)
 	step := 1
 	if f.align >= 0 {
 		step = 4
@@ -356,6 +378,9 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 				if b[2]&decode.DDPFlagT == 0 && binary.BigEndian.Uint32(b[8:]) != opQN[b[3]&decode.RDMAPOpMask] {
 					continue
 				}
+				if quick && f.quick(o, tab) {
+					continue
+				}
 				if r, ok := f.candidate(o, h, need, strict, final, false); ok {
 					f.scanned = o + 1
 					return o, r, true
@@ -396,7 +421,11 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 // for scan: it accepts it, or keeps it in live while it waits for more
 // octets.
 func (f *framer) candidate(o int, h hyp, need int, strict, final, atSeg bool) (chainRes, bool) {
-	r := f.chain(o, h, need, strict, final)
+	seg := segNo
+	if atSeg {
+		seg = segYes
+	}
+	r := f.chainAt(o, h, need, strict, final, seg)
 	switch r.v {
 	case vAccept:
 		return r, true
@@ -406,14 +435,79 @@ func (f *framer) candidate(o int, h hyp, need int, strict, final, atSeg bool) (c
 			// start, waiting for more octets.
 			f.promising = true
 		}
-		if len(f.live) >= maxLive {
-			k := copy(f.live, f.live[maxLive/2:])
-			f.live = f.live[:k]
-		}
-		f.live = append(f.live, liveCand{o, r.ready})
+		f.addLive(liveCand{o: o, ready: r.ready, seg: seg})
 	}
 	return r, false
 }
+
+func (f *framer) addLive(c liveCand) {
+	if len(f.live) >= maxLive {
+		k := copy(f.live, f.live[maxLive/2:])
+		f.live = f.live[:k]
+	}
+	f.live = append(f.live, c)
+}
+
+// quick decides, for scan and as chain would, most candidates at acc[o]
+// whose 12 octets passed the scan's header tests: inside a segment, no
+// markers, the successor's header checked first (examine's pre, or a
+// chain of two or more without CRCs). A candidate whose ULPDU_Length is
+// impossible or whose successor's header is not plausible is refuted; one
+// whose FPDU is not at hand waits in f.live for it. It reports whether the
+// candidate is decided; if not, chain examines it.
+func (f *framer) quick(o int, tab *[8192]byte) bool {
+	acc := f.acc
+	f.fl.a.work++
+	l := int(binary.BigEndian.Uint16(acc[o:]))
+	if l < opMinULPDU[acc[o+3]&decode.RDMAPOpMask] || l > f.fl.a.cfg.MaxULPDU {
+		return true
+	}
+	if f.hasBad && f.pos+uint32(o) == f.badPos {
+		return false
+	}
+	n := decode.FPDULen(l)
+	if o+n > len(acc) {
+		f.addLive(liveCand{o: o, ready: f.off + uint64(o+n), n: n, seg: segNo})
+		return true
+	}
+	return f.succBad(o+n, tab)
+}
+
+// succBad reports whether the FPDU header at acc[s] (no markers) is all at
+// hand and not plausible: head would find it bad. tab is headTab's for the
+// direction.
+func (f *framer) succBad(s int, tab *[8192]byte) bool {
+	acc := f.acc
+	if s < 0 || s+decode.ULPDULenLen+2 > len(acc) {
+		return false
+	}
+	l := int(binary.BigEndian.Uint16(acc[s:]))
+	if l < minULPDU || l > f.fl.a.cfg.MaxULPDU {
+		return true
+	}
+	ctrl, rc := acc[s+2], acc[s+3]
+	if s+decode.ULPDULenLen+headNeed(ctrl) > len(acc) {
+		return false // head checks only the version pair: not decided here
+	}
+	x := uint(ctrl)<<8 | uint(rc)
+	if tab[x>>3]&(1<<(x&7)) == 0 || l < opMinULPDU[rc&decode.RDMAPOpMask] {
+		return true
+	}
+	return ctrl&decode.DDPFlagT == 0 && binary.BigEndian.Uint32(acc[s+8:]) != opQN[rc&decode.RDMAPOpMask]
+}
+
+// opMinULPDU is the smallest ULPDU_Length plausibleHead accepts for each
+// RDMAP opcode: the DDP header and the RDMAP header of its kind.
+var opMinULPDU = func() (m [16]int) {
+	for op := range m {
+		o := decode.Opcode(op)
+		m[op] = decode.DDPUntaggedHdrLen + o.HeaderLen()
+		if o.Tagged() {
+			m[op] = decode.DDPTaggedHdrLen + o.HeaderLen()
+		}
+	}
+	return m
+}()
 
 // head checks the header of the FPDU candidate at the start of w (stream
 // position p): its ULPDU_Length is possible and its DDP and RDMAP headers
@@ -612,6 +706,11 @@ func (f *framer) phases(dst []uint32) []uint32 {
 
 // chain validates up to need FPDUs from acc[o] under hypothesis h.
 func (f *framer) chain(o int, h hyp, need int, strict, final bool) chainRes {
+	return f.chainAt(o, h, need, strict, final, segAsk)
+}
+
+// chainAt is chain with whether a segment starts at acc[o] (seg) known.
+func (f *framer) chainAt(o int, h hyp, need int, strict, final bool, seg segKnown) chainRes {
 	var r chainRes
 	crc := h.crc
 	p := f.pos + uint32(o)
@@ -625,8 +724,8 @@ func (f *framer) chain(o int, h hyp, need int, strict, final bool) chainRes {
 	for r.n < need || span < minSpan {
 		// A first FPDU that no segment starts at has its successor's
 		// header checked before its CRC is computed (see examine).
-		pre := r.n == 0 && crc != crcOff && !h.markers && !f.segStart(o)
-		n, st, match, mk := f.examine(f.acc[o:], p, &h, crc, strict, pre, final)
+		pre := r.n == 0 && crc != crcOff && !h.markers && (seg == segNo || (seg == segAsk && !f.segStart(o)))
+		n, st, match, mk := f.examine(f.acc[o:], p, &h, crc, strict, pre, r.n == 0, final)
 		switch st {
 		case exBad:
 			if r.n > 0 && (r.markerOK > 0 || r.crcOn) && span >= minSpan {
@@ -700,7 +799,7 @@ func (f *framer) accepted(r chainRes, need int) chainRes {
 // that header anyway, and its successor's segment start is one). While the
 // successor's header is not at hand, the candidate waits (exMore). With
 // markers, those inside the FPDU are checked before its CRC instead.
-func (f *framer) examine(w []byte, p uint32, h *hyp, crc crcMode, strict, pre, final bool) (int, exState, bool, int) {
+func (f *framer) examine(w []byte, p uint32, h *hyp, crc crcMode, strict, pre, first, final bool) (int, exState, bool, int) {
 	a := f.fl.a
 	a.work++
 	n, st := f.head(w, p, h, strict)
@@ -708,6 +807,18 @@ func (f *framer) examine(w []byte, p uint32, h *hyp, crc crcMode, strict, pre, f
 		return 0, st, false, 0
 	}
 	if len(w) < n {
+		if h.markers && first && !final {
+			// The markers at hand refute the first FPDU of a chain now
+			// rather than when all its octets are (random octets: one
+			// in 2^14 passes, and the candidate does not wait for up to
+			// 64 KiB).
+			for m := decode.NextMarkerPos(p+1, h.s0); m-p < uint32(n) && int(m-p)+decode.MarkerLen <= len(w); m += decode.MarkerSpacing {
+				mw := w[m-p:]
+				if binary.BigEndian.Uint16(mw[2:])&^3 != decode.ExpectedFPDUPTR(m, p, h.s0)&^3 || (strict && binary.BigEndian.Uint16(mw) != 0) {
+					return 0, exBad, false, 0
+				}
+			}
+		}
 		return n, exMore, false, 0
 	}
 	if pre {
@@ -863,7 +974,7 @@ func (f *framer) snapAligned(miss uint64, frame int) bool {
 	n := 0
 	ok := false
 	for {
-		l, st, _, _ := f.examine(w, p, &h, crcOff, strict, false, false)
+		l, st, _, _ := f.examine(w, p, &h, crcOff, strict, false, false, false)
 		if st == exBad || l == 0 {
 			break
 		}
