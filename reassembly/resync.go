@@ -292,6 +292,7 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 	w := 0
 	have := f.off + uint64(len(f.acc))
 	tab := headTab(f.ver, strict)
+	keys := keyTab(f.ver, strict)
 	// quick: without markers, with CRCs possibly in use (examine's pre) or
 	// a chain of two or more, a candidate inside a segment is refuted by
 	// its successor's header whatever its own octets (quick, succBad).
@@ -366,19 +367,31 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 			o += (f.align - int((f.pos+uint32(o))&3) + 4) & 3
 		}
 		for ; o < stop; o += step {
-			if o+12 <= len(acc) && (!h.markers || ((uint32(o)-s0)%decode.MarkerSpacing)-1 < decode.MarkerSpacing-12) {
-				// 12 octets and no marker among them: the common case,
-				// with constant bounds (the general case below is 5–15%
-				// slower in BenchmarkResyncRandom).
-				b := acc[o : o+12]
-				x := uint(b[2])<<8 | uint(b[3])
-				if tab[x>>3]&(1<<(x&7)) == 0 {
+			// hi: the offsets in [o, hi) have their 12 octets at hand and
+			// no marker among them, the common case.
+			hi := min(stop, len(acc)-11)
+			if h.markers {
+				if mo := (uint32(o) - s0) % decode.MarkerSpacing; mo-1 < decode.MarkerSpacing-12 {
+					hi = min(hi, o+int(decode.MarkerSpacing-11-mo))
+				} else {
+					hi = o
+				}
+			}
+			if o < hi {
+				// skip passes over the offsets that keys refutes, 98% of
+				// random octets, four at a time.
+				if o = skip(acc, o, hi, step, keys); o >= hi {
+					o -= step // the loop's step brings o back to the first offset past hi
 					continue
 				}
+				b := acc[o : o+12]
 				if b[2]&decode.DDPFlagT == 0 && binary.BigEndian.Uint32(b[8:]) != opQN[b[3]&decode.RDMAPOpMask] {
 					continue
 				}
 				if quick && f.quick(o, tab) {
+					continue
+				}
+				if h.markers && f.quickMarked(o, h.s0, strict) {
 					continue
 				}
 				if r, ok := f.candidate(o, h, need, strict, final, false); ok {
@@ -471,6 +484,33 @@ func (f *framer) quick(o int, tab *[8192]byte) bool {
 		return true
 	}
 	return f.succBad(o+n, tab)
+}
+
+// quickMarked refutes, for scan and as chain would, a candidate at acc[o]
+// whose 12 octets, with no marker among them, passed the scan's header
+// tests, on a stream with markers at phase s0: by its ULPDU_Length, or by
+// the first marker inside its FPDU, which must point back at its header
+// (RFC 5044 §4.3; random octets pass one in 2^14). It reports whether it
+// did; if not, chain examines the candidate.
+func (f *framer) quickMarked(o int, s0 uint32, strict bool) bool {
+	acc := f.acc
+	f.fl.a.work++
+	l := int(binary.BigEndian.Uint16(acc[o:]))
+	if l < opMinULPDU[acc[o+3]&decode.RDMAPOpMask] || l > f.fl.a.cfg.MaxULPDU {
+		return true
+	}
+	p := f.pos + uint32(o)
+	if decode.MarkerOffset(p, s0) < decode.MarkerLen {
+		return false // inside a marker: head decides
+	}
+	m := decode.NextMarkerPos(p+1, s0)
+	k := o + int(m-p)
+	// The FPDU's wire size is at least FPDULen(l): beyond m-p, the marker
+	// at m is inside it.
+	if decode.FPDULen(l) <= int(m-p) || k+decode.MarkerLen > len(acc) {
+		return false
+	}
+	return binary.BigEndian.Uint16(acc[k+2:])&^3 != decode.ExpectedFPDUPTR(m, p, s0)&^3 || (strict && binary.BigEndian.Uint16(acc[k:]) != 0)
 }
 
 // succBad reports whether the FPDU header at acc[s] (no markers) is all at
@@ -604,6 +644,93 @@ func headTab(ver int, strict bool) *[8192]byte {
 }
 
 var headTabs [34]atomic.Pointer[[8192]byte]
+
+// keyTab returns, as a bitmap indexed by key (a 17-bit summary of a
+// candidate's 12 octets), the keys headTab and the queue number test of an
+// untagged segment can pass: the DDP and RDMAP control octets, and whether
+// the word where an untagged segment has its queue number exceeds every
+// queue number (RFC 5040 §4.1, RFC 7306 §4.1). Random octets pass in about
+// one offset in 64 (the tagged segments headTab accepts) where headTab alone
+// passes up to one in 11 (untagged ones, refuted next by their queue
+// number): the scan's first test needs one look-up and no branch.
+func keyTab(ver int, strict bool) *[1 << 14]byte {
+	i := (ver + 1) * 2
+	if strict {
+		i++
+	}
+	if t := keyTabs[i].Load(); t != nil {
+		return t
+	}
+	ht := headTab(ver, strict)
+	t := new([1 << 14]byte)
+	for x := range 1 << 16 {
+		if ht[x>>3]&(1<<(x&7)) == 0 {
+			continue
+		}
+		t[x>>3] |= 1 << (x & 7)
+		if x>>8&decode.DDPFlagT != 0 {
+			k := x | 1<<16 // a tagged segment has no queue number
+			t[k>>3] |= 1 << (k & 7)
+		}
+	}
+	keyTabs[i].Store(t)
+	return t
+}
+
+var keyTabs [34]atomic.Pointer[[1 << 14]byte]
+
+// maxQN is the largest queue number an untagged segment names.
+var maxQN = func() (m uint32) {
+	for op := range opQN {
+		if o := decode.Opcode(op); o.Known() && !o.Tagged() {
+			m = max(m, opQN[op])
+		}
+	}
+	return m
+}()
+
+// keyHit looks a candidate up in keys (keyTab): w is the big-endian word at
+// its start (ULPDU_Length, DDP and RDMAP control), q the one 8 octets on
+// (an untagged segment's queue number). It returns 1 if the candidate
+// passes, without a branch.
+func keyHit(keys *[1 << 14]byte, w, q uint32) byte {
+	k := w&0xFFFF | uint32((uint64(maxQN)-uint64(q))>>63)<<16
+	return keys[k>>3] >> (k & 7) & 1
+}
+
+// skip returns the first of the offsets o, o+step, … below hi that passes
+// keys, or the first at or past hi if none does; acc holds 12 octets from
+// each (hi+11 <= len(acc)). step is 1 or 4. Four offsets are tested per
+// iteration with one branch; at step 4 their words overlap and are loaded
+// once.
+func skip(acc []byte, o, hi, step int, keys *[1 << 14]byte) int {
+	be := binary.BigEndian
+	if step == 4 {
+		for ; o+16 <= hi; o += 16 {
+			s := acc[o : o+24]
+			w0, w1, w2 := be.Uint32(s[0:]), be.Uint32(s[4:]), be.Uint32(s[8:])
+			w3, w4, w5 := be.Uint32(s[12:]), be.Uint32(s[16:]), be.Uint32(s[20:])
+			if keyHit(keys, w0, w2)|keyHit(keys, w1, w3)|keyHit(keys, w2, w4)|keyHit(keys, w3, w5) != 0 {
+				break
+			}
+		}
+	} else {
+		for ; o+4 <= hi; o += 4 {
+			s := acc[o : o+15]
+			if keyHit(keys, be.Uint32(s[0:]), be.Uint32(s[8:]))|keyHit(keys, be.Uint32(s[1:]), be.Uint32(s[9:]))|
+				keyHit(keys, be.Uint32(s[2:]), be.Uint32(s[10:]))|keyHit(keys, be.Uint32(s[3:]), be.Uint32(s[11:])) != 0 {
+				break
+			}
+		}
+	}
+	for ; o < hi; o += step {
+		s := acc[o : o+12]
+		if keyHit(keys, be.Uint32(s[0:]), be.Uint32(s[8:])) != 0 {
+			return o
+		}
+	}
+	return o
+}
 
 // opQN is the queue number an untagged segment of each opcode names
 // (RFC 5040 §4.1, RFC 7306 §4.1).
@@ -810,9 +937,12 @@ func (f *framer) examine(w []byte, p uint32, h *hyp, crc crcMode, strict, pre, f
 		if h.markers && first && !final {
 			// The markers at hand refute the first FPDU of a chain now
 			// rather than when all its octets are (random octets: one
-			// in 2^14 passes, and the candidate does not wait for up to
-			// 64 KiB).
-			for m := decode.NextMarkerPos(p+1, h.s0); m-p < uint32(n) && int(m-p)+decode.MarkerLen <= len(w); m += decode.MarkerSpacing {
+			// in 2^14 passes), and the chain waits for the next marker
+			// rather than for all of an FPDU of up to 64 KiB.
+			for m := decode.NextMarkerPos(p+1, h.s0); m-p < uint32(n); m += decode.MarkerSpacing {
+				if e := int(m-p) + decode.MarkerLen; e > len(w) {
+					return e, exMore, false, 0
+				}
 				mw := w[m-p:]
 				if binary.BigEndian.Uint16(mw[2:])&^3 != decode.ExpectedFPDUPTR(m, p, h.s0)&^3 || (strict && binary.BigEndian.Uint16(mw) != 0) {
 					return 0, exBad, false, 0
