@@ -645,15 +645,27 @@ func headTab(ver int, strict bool) *[8192]byte {
 
 var headTabs [34]atomic.Pointer[[8192]byte]
 
-// keyTab returns, as a bitmap indexed by key (a 17-bit summary of a
-// candidate's 12 octets), the keys headTab and the queue number test of an
-// untagged segment can pass: the DDP and RDMAP control octets, and whether
-// the word where an untagged segment has its queue number exceeds every
-// queue number (RFC 5040 §4.1, RFC 7306 §4.1). Random octets pass in about
-// one offset in 64 (the tagged segments headTab accepts) where headTab alone
-// passes up to one in 11 (untagged ones, refuted next by their queue
-// number): the scan's first test needs one look-up and no branch.
-func keyTab(ver int, strict bool) *[1 << 14]byte {
+// keySet is the scan's first test of an offset (keyTab).
+type keySet struct {
+	// bits is a bitmap indexed by key (keyHit: a 17-bit summary of a
+	// candidate's 12 octets) of the keys that headTab and the queue number
+	// test of an untagged segment can pass: the DDP and RDMAP control
+	// octets, and whether the word where an untagged segment has its queue
+	// number exceeds every queue number (RFC 5040 §4.1, RFC 7306 §4.1).
+	// Random octets pass in about one offset in 64 (the tagged segments
+	// headTab accepts) where headTab alone passes up to one in 11 (untagged
+	// ones, refuted next by their queue number).
+	bits [1 << 14]byte
+	// The bits that every tagged (tm, tv) and every untagged (um, uv)
+	// control pair in bits has, and the queue number bits no untagged
+	// segment has (qm), as masks of two 32-bit little-endian lanes, each
+	// a candidate's first word (skip's test of four offsets at once).
+	tm, tv, um, uv, qm uint64
+}
+
+// keyTab returns the keySet for the version pair ver (-1: unknown) and
+// strict, built on first use from headTab.
+func keyTab(ver int, strict bool) *keySet {
 	i := (ver + 1) * 2
 	if strict {
 		i++
@@ -662,22 +674,48 @@ func keyTab(ver int, strict bool) *[1 << 14]byte {
 		return t
 	}
 	ht := headTab(ver, strict)
-	t := new([1 << 14]byte)
+	t := new(keySet)
+	// and/or over the passing pairs of each kind: bits where and = or
+	// are the same in all of them.
+	var and, or [2]uint32
+	and[0], and[1] = 0xFFFF, 0xFFFF
 	for x := range 1 << 16 {
 		if ht[x>>3]&(1<<(x&7)) == 0 {
 			continue
 		}
-		t[x>>3] |= 1 << (x & 7)
+		t.bits[x>>3] |= 1 << (x & 7)
+		tagged := 0
 		if x>>8&decode.DDPFlagT != 0 {
+			tagged = 1
 			k := x | 1<<16 // a tagged segment has no queue number
-			t[k>>3] |= 1 << (k & 7)
+			t.bits[k>>3] |= 1 << (k & 7)
 		}
+		and[tagged] &= uint32(x)
+		or[tagged] |= uint32(x)
 	}
+	// lanes places a control pair's bits (ctrl<<8 | rc) where they sit in
+	// both lanes: the control octets are a lane's third and fourth.
+	lanes := func(x uint32) uint64 {
+		l := uint64(x>>8&0xFF)<<16 | uint64(x&0xFF)<<24
+		return l | l<<32
+	}
+	mask := func(k int) (m, v uint64) {
+		if and[k] > or[k] {
+			return 0, 1 << 16 // none passes: a lane never matches
+		}
+		c := ^(and[k] ^ or[k]) & 0xFFFF
+		return lanes(c), lanes(and[k] & c)
+	}
+	t.tm, t.tv = mask(1)
+	t.um, t.uv = mask(0)
+	// A queue number word at most maxQN: the bits above maxQN's are 0.
+	q := uint64(bits.ReverseBytes32(^(uint32(1)<<bits.Len32(maxQN) - 1)))
+	t.qm = q | q<<32
 	keyTabs[i].Store(t)
 	return t
 }
 
-var keyTabs [34]atomic.Pointer[[1 << 14]byte]
+var keyTabs [34]atomic.Pointer[keySet]
 
 // maxQN is the largest queue number an untagged segment names.
 var maxQN = func() (m uint32) {
@@ -689,47 +727,58 @@ var maxQN = func() (m uint32) {
 	return m
 }()
 
-// keyHit looks a candidate up in keys (keyTab): w is the big-endian word at
-// its start (ULPDU_Length, DDP and RDMAP control), q the one 8 octets on
-// (an untagged segment's queue number). It returns 1 if the candidate
-// passes, without a branch.
-func keyHit(keys *[1 << 14]byte, w, q uint32) byte {
+// keyHit looks a candidate up in keys: w is the big-endian word at its
+// start (ULPDU_Length, DDP and RDMAP control), q the one 8 octets on (an
+// untagged segment's queue number). It returns 1 if the candidate passes,
+// without a branch.
+func keyHit(keys *keySet, w, q uint32) byte {
 	k := w&0xFFFF | uint32((uint64(maxQN)-uint64(q))>>63)<<16
-	return keys[k>>3] >> (k & 7) & 1
+	return keys.bits[k>>3] >> (k & 7) & 1
 }
 
 // skip returns the first of the offsets o, o+step, … below hi that passes
 // keys, or the first at or past hi if none does; acc holds 12 octets from
 // each (hi+11 <= len(acc)). step is 1 or 4. Four offsets are tested per
-// iteration with one branch; at step 4 their words overlap and are loaded
-// once.
-func skip(acc []byte, o, hi, step int, keys *[1 << 14]byte) int {
-	be := binary.BigEndian
-	if step == 4 {
-		for ; o+16 <= hi; o += 16 {
-			s := acc[o : o+24]
-			w0, w1, w2 := be.Uint32(s[0:]), be.Uint32(s[4:]), be.Uint32(s[8:])
-			w3, w4, w5 := be.Uint32(s[12:]), be.Uint32(s[16:]), be.Uint32(s[20:])
-			if keyHit(keys, w0, w2)|keyHit(keys, w1, w3)|keyHit(keys, w2, w4)|keyHit(keys, w3, w5) != 0 {
-				break
+// iteration with one branch: at step 4 (the FPDU alignment known, the
+// common case) by their words as two-lane vectors (a necessary condition,
+// keySet's masks), then the four by keyHit; at step 1 by keyHit.
+func skip(acc []byte, o, hi, step int, keys *keySet) int {
+	be, le := binary.BigEndian, binary.LittleEndian
+	const lo, top = 0x0000_0001_0000_0001, 0x8000_0000_8000_0000
+	tm, tv, um, uv, qm := keys.tm, keys.tv, keys.um, keys.uv, keys.qm
+	for {
+		if step == 4 {
+			for ; o+16 <= hi; o += 16 {
+				s := acc[o : o+24]
+				a, b, c := le.Uint64(s[0:]), le.Uint64(s[8:]), le.Uint64(s[16:])
+				// A lane of x (tagged) or y (untagged, with its queue
+				// number word) is 0 where a candidate may pass.
+				x1, y1 := a&tm^tv, a&um^uv|b&qm
+				x2, y2 := b&tm^tv, b&um^uv|c&qm
+				if ((x1-lo)&^x1|(y1-lo)&^y1|(x2-lo)&^x2|(y2-lo)&^y2)&top != 0 {
+					break
+				}
+			}
+		} else {
+			for ; o+4 <= hi; o += 4 {
+				s := acc[o : o+15]
+				if keyHit(keys, be.Uint32(s[0:]), be.Uint32(s[8:]))|keyHit(keys, be.Uint32(s[1:]), be.Uint32(s[9:]))|
+					keyHit(keys, be.Uint32(s[2:]), be.Uint32(s[10:]))|keyHit(keys, be.Uint32(s[3:]), be.Uint32(s[11:])) != 0 {
+					break
+				}
 			}
 		}
-	} else {
-		for ; o+4 <= hi; o += 4 {
-			s := acc[o : o+15]
-			if keyHit(keys, be.Uint32(s[0:]), be.Uint32(s[8:]))|keyHit(keys, be.Uint32(s[1:]), be.Uint32(s[9:]))|
-				keyHit(keys, be.Uint32(s[2:]), be.Uint32(s[10:]))|keyHit(keys, be.Uint32(s[3:]), be.Uint32(s[11:])) != 0 {
-				break
+		// The group that may pass, or the last offsets before hi.
+		for end := min(hi, o+4*step); o < end; o += step {
+			s := acc[o : o+12]
+			if keyHit(keys, be.Uint32(s[0:]), be.Uint32(s[8:])) != 0 {
+				return o
 			}
 		}
-	}
-	for ; o < hi; o += step {
-		s := acc[o : o+12]
-		if keyHit(keys, be.Uint32(s[0:]), be.Uint32(s[8:])) != 0 {
+		if o >= hi {
 			return o
 		}
 	}
-	return o
 }
 
 // opQN is the queue number an untagged segment of each opcode names
