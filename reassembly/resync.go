@@ -296,7 +296,7 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 	// quick: without markers, with CRCs possibly in use (examine's pre) or
 	// a chain of two or more, a candidate inside a segment is refuted by
 	// its successor's header whatever its own octets (quick, succBad).
-	quick := !h.markers && (h.crc != crcOff || need >= 2) && !final
+	quick := quickScan && !h.markers && (h.crc != crcOff || need >= 2) && !final
 	for i, c := range f.live {
 		if limit >= 0 && c.o >= limit {
 			copy(f.live[w:], f.live[i:])
@@ -391,7 +391,7 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 				if quick && f.quick(o, tab) {
 					continue
 				}
-				if h.markers && f.quickMarked(o, h.s0, strict) {
+				if quickScan && h.markers && f.quickMarked(o, h.s0, strict) {
 					continue
 				}
 				if r, ok := f.candidate(o, h, need, strict, final, false); ok {
@@ -460,6 +460,10 @@ func (f *framer) addLive(c liveCand) {
 	}
 	f.live = append(f.live, c)
 }
+
+// quickScan enables scan's quick tests (quick, quickMarked); tests turn
+// it off to check that they decide as chain does.
+var quickScan = true
 
 // quick decides, for scan and as chain would, most candidates at acc[o]
 // whose 12 octets passed the scan's header tests: inside a segment, no
