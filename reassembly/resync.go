@@ -352,8 +352,12 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 			stop = f.segs[si].at
 		}
 		if o == stop {
-			// A segment start: a candidate whatever its octets' alignment.
-			if o > 0 || !f.headCut {
+			// A segment start: a candidate whatever its octets' alignment,
+			// refuted at once (as head would) where its 12 octets hold no
+			// marker and keys refutes them.
+			clean := o+12 <= len(acc) && (!h.markers || ((uint32(o)-s0)%decode.MarkerSpacing)-1 < decode.MarkerSpacing-12)
+			refuted := clean && quickScan && keyHit(keys, binary.BigEndian.Uint32(acc[o:]), binary.BigEndian.Uint32(acc[o+8:])) == 0
+			if !refuted && (o > 0 || !f.headCut) {
 				if r, ok := f.candidate(o, h, need, strict, final, true); ok {
 					f.scanned = o + 1
 					return o, r, true
