@@ -237,8 +237,8 @@ func (f *framer) dropFront(k int) {
 	f.keyScan = max(f.keyScan-k, 0)
 	w := 0
 	for _, c := range f.live {
-		if c.o >= k {
-			c.o -= k
+		if int(c.o) >= k {
+			c.o -= int32(k)
 			f.live[w] = c
 			w++
 		}

@@ -74,13 +74,22 @@ type chainRes struct {
 // liveCand is an undecided candidate offset in acc and the stream offset
 // its chain waits for (chainRes.ready).
 type liveCand struct {
-	o     int
 	ready uint64
+	o     int32
 	// n > 0: the scan's quick test (quick) deferred the candidate, whose
 	// FPDU is n octets: its successor's header at acc[o+n] is checked
-	// before anything else once it is at hand.
-	n   int
-	seg segKnown
+	// before anything else once it is at hand. n == liveAtSeg: a segment
+	// starts at o. (16 octets: scan reads every one at every segment.)
+	n int32
+}
+
+const liveAtSeg = -1
+
+func (c liveCand) seg() segKnown {
+	if c.n == liveAtSeg {
+		return segYes
+	}
+	return segNo
 }
 
 // segKnown says whether a delivered segment starts at a candidate offset
@@ -164,7 +173,7 @@ func (f *framer) tryHunt(final bool, frame int) bool {
 	// Octets before the first undecided candidate hold no boundary.
 	cut := f.scanned
 	if len(f.live) > 0 {
-		cut = min(cut, f.live[0].o)
+		cut = min(cut, int(f.live[0].o))
 	}
 	if f.anchor {
 		cut = 0
@@ -298,29 +307,33 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 	// its successor's header whatever its own octets (quick, succBad).
 	quick := quickScan && !h.markers && (h.crc != crcOff || need >= 2) && !final
 	for i, c := range f.live {
-		if limit >= 0 && c.o >= limit {
+		co := int(c.o)
+		if limit >= 0 && co >= limit {
 			copy(f.live[w:], f.live[i:])
 			w += len(f.live) - i
 			break
 		}
 		if c.ready > have && !final {
-			f.live[w] = c // still waiting: nothing new to examine
+			// Still waiting: nothing new to examine.
+			if w != i {
+				f.live[w] = c
+			}
 			w++
 			continue
 		}
-		if c.n > 0 && quick && f.succBad(c.o+c.n, tab) {
+		if c.n > 0 && quick && f.succBad(co+int(c.n), tab) {
 			continue // refuted by its successor's header
 		}
-		r := f.chainAt(c.o, h, need, strict, final, c.seg)
+		r := f.chainAt(co, h, need, strict, final, c.seg())
 		switch r.v {
 		case vAccept:
 			f.live = f.live[:0]
-			return c.o, r, true
+			return co, r, true
 		case vMore:
 			if r.crcOn {
 				f.promising = true
 			}
-			f.live[w] = liveCand{o: c.o, ready: r.ready, seg: c.seg}
+			f.live[w] = liveCand{o: c.o, ready: r.ready, n: min(c.n, 0)}
 			w++
 		}
 	}
@@ -452,7 +465,11 @@ func (f *framer) candidate(o int, h hyp, need int, strict, final, atSeg bool) (c
 			// start, waiting for more octets.
 			f.promising = true
 		}
-		f.addLive(liveCand{o: o, ready: r.ready, seg: seg})
+		c := liveCand{o: int32(o), ready: r.ready}
+		if atSeg {
+			c.n = liveAtSeg
+		}
+		f.addLive(c)
 	}
 	return r, false
 }
@@ -488,7 +505,7 @@ func (f *framer) quick(o int, tab *[8192]byte) bool {
 	}
 	n := decode.FPDULen(l)
 	if o+n > len(acc) {
-		f.addLive(liveCand{o: o, ready: f.off + uint64(o+n), n: n, seg: segNo})
+		f.addLive(liveCand{o: int32(o), ready: f.off + uint64(o+n), n: int32(n)})
 		return true
 	}
 	return f.succBad(o+n, tab)
