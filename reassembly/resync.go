@@ -681,11 +681,11 @@ type keySet struct {
 	// headTab accepts) where headTab alone passes up to one in 11 (untagged
 	// ones, refuted next by their queue number).
 	bits [1 << 14]byte
-	// The bits that every tagged (tm, tv) and every untagged (um, uv)
-	// control pair in bits has, and the queue number bits no untagged
-	// segment has (qm), as masks of two 32-bit little-endian lanes, each
-	// a candidate's first word (skip's test of four offsets at once).
-	tm, tv, um, uv, qm uint64
+	// The bits that every tagged control pair in bits has (tm, tv), and
+	// the queue number bits no untagged segment has (qm), as masks of two
+	// 32-bit little-endian lanes, each a candidate's first word (skip's
+	// test of four offsets at once).
+	tm, tv, qm uint64
 }
 
 // keyTab returns the keySet for the version pair ver (-1: unknown) and
@@ -700,23 +700,20 @@ func keyTab(ver int, strict bool) *keySet {
 	}
 	ht := headTab(ver, strict)
 	t := new(keySet)
-	// and/or over the passing pairs of each kind: bits where and = or
-	// are the same in all of them.
-	var and, or [2]uint32
-	and[0], and[1] = 0xFFFF, 0xFFFF
+	// and/or over the passing tagged pairs: the bits where and = or are
+	// the same in all of them.
+	and, or := uint32(0xFFFF), uint32(0)
 	for x := range 1 << 16 {
 		if ht[x>>3]&(1<<(x&7)) == 0 {
 			continue
 		}
 		t.bits[x>>3] |= 1 << (x & 7)
-		tagged := 0
 		if x>>8&decode.DDPFlagT != 0 {
-			tagged = 1
 			k := x | 1<<16 // a tagged segment has no queue number
 			t.bits[k>>3] |= 1 << (k & 7)
+			and &= uint32(x)
+			or |= uint32(x)
 		}
-		and[tagged] &= uint32(x)
-		or[tagged] |= uint32(x)
 	}
 	// lanes places a control pair's bits (ctrl<<8 | rc) where they sit in
 	// both lanes: the control octets are a lane's third and fourth.
@@ -724,15 +721,12 @@ func keyTab(ver int, strict bool) *keySet {
 		l := uint64(x>>8&0xFF)<<16 | uint64(x&0xFF)<<24
 		return l | l<<32
 	}
-	mask := func(k int) (m, v uint64) {
-		if and[k] > or[k] {
-			return 0, 1 << 16 // none passes: a lane never matches
-		}
-		c := ^(and[k] ^ or[k]) & 0xFFFF
-		return lanes(c), lanes(and[k] & c)
+	if and > or {
+		t.tm, t.tv = 0, 1<<16|1<<48 // none passes: a lane never matches
+	} else {
+		c := ^(and ^ or) & 0xFFFF
+		t.tm, t.tv = lanes(c), lanes(and&c)
 	}
-	t.tm, t.tv = mask(1)
-	t.um, t.uv = mask(0)
 	// A queue number word at most maxQN: the bits above maxQN's are 0.
 	q := uint64(bits.ReverseBytes32(^(uint32(1)<<bits.Len32(maxQN) - 1)))
 	t.qm = q | q<<32
@@ -770,16 +764,18 @@ func keyHit(keys *keySet, w, q uint32) byte {
 func skip(acc []byte, o, hi, step int, keys *keySet) int {
 	be, le := binary.BigEndian, binary.LittleEndian
 	const lo, top = 0x0000_0001_0000_0001, 0x8000_0000_8000_0000
-	tm, tv, um, uv, qm := keys.tm, keys.tv, keys.um, keys.uv, keys.qm
+	tm, tv, qm := keys.tm, keys.tv, keys.qm
 	for {
 		if step == 4 {
 			for ; o+16 <= hi; o += 16 {
 				s := acc[o : o+24]
 				a, b, c := le.Uint64(s[0:]), le.Uint64(s[8:]), le.Uint64(s[16:])
-				// A lane of x (tagged) or y (untagged, with its queue
-				// number word) is 0 where a candidate may pass.
-				x1, y1 := a&tm^tv, a&um^uv|b&qm
-				x2, y2 := b&tm^tv, b&um^uv|c&qm
+				// A lane of x (tagged) or y (an untagged segment's queue
+				// number word: in random octets one in 2^30 passes, the
+				// control octets need not be tested) is 0 where a
+				// candidate may pass.
+				x1, y1 := a&tm^tv, b&qm
+				x2, y2 := b&tm^tv, c&qm
 				if ((x1-lo)&^x1|(y1-lo)&^y1|(x2-lo)&^x2|(y2-lo)&^y2)&top != 0 {
 					break
 				}
