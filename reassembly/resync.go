@@ -757,40 +757,33 @@ func keyHit(keys *keySet, w, q uint32) byte {
 
 // skip returns the first of the offsets o, o+step, … below hi that passes
 // keys, or the first at or past hi if none does; acc holds 12 octets from
-// each (hi+11 <= len(acc)). step is 1 or 4. Four offsets are tested per
-// iteration with one branch: at step 4 (the FPDU alignment known, the
-// common case) by their words as two-lane vectors (a necessary condition,
-// keySet's masks), then the four by keyHit; at step 1 by keyHit.
+// each (hi+11 <= len(acc)). step is 1 or 4. The offsets of 16 octets are
+// tested at once with one branch (mayPass: at step 1, four times), and
+// those of a group that may pass one by one by keyHit.
 func skip(acc []byte, o, hi, step int, keys *keySet) int {
 	be, le := binary.BigEndian, binary.LittleEndian
-	const lo, top = 0x0000_0001_0000_0001, 0x8000_0000_8000_0000
 	tm, tv, qm := keys.tm, keys.tv, keys.qm
 	for {
 		if step == 4 {
 			for ; o+16 <= hi; o += 16 {
 				s := acc[o : o+24]
-				a, b, c := le.Uint64(s[0:]), le.Uint64(s[8:]), le.Uint64(s[16:])
-				// A lane of x (tagged) or y (an untagged segment's queue
-				// number word: in random octets one in 2^30 passes, the
-				// control octets need not be tested) is 0 where a
-				// candidate may pass.
-				x1, y1 := a&tm^tv, b&qm
-				x2, y2 := b&tm^tv, c&qm
-				if ((x1-lo)&^x1|(y1-lo)&^y1|(x2-lo)&^x2|(y2-lo)&^y2)&top != 0 {
+				if mayPass(le.Uint64(s[0:]), le.Uint64(s[8:]), le.Uint64(s[16:]), tm, tv, qm) != 0 {
 					break
 				}
 			}
 		} else {
-			for ; o+4 <= hi; o += 4 {
-				s := acc[o : o+15]
-				if keyHit(keys, be.Uint32(s[0:]), be.Uint32(s[8:]))|keyHit(keys, be.Uint32(s[1:]), be.Uint32(s[9:]))|
-					keyHit(keys, be.Uint32(s[2:]), be.Uint32(s[10:]))|keyHit(keys, be.Uint32(s[3:]), be.Uint32(s[11:])) != 0 {
+			for ; o+16 <= hi; o += 16 {
+				s := acc[o : o+27]
+				if mayPass(le.Uint64(s[0:]), le.Uint64(s[8:]), le.Uint64(s[16:]), tm, tv, qm)|
+					mayPass(le.Uint64(s[1:]), le.Uint64(s[9:]), le.Uint64(s[17:]), tm, tv, qm)|
+					mayPass(le.Uint64(s[2:]), le.Uint64(s[10:]), le.Uint64(s[18:]), tm, tv, qm)|
+					mayPass(le.Uint64(s[3:]), le.Uint64(s[11:]), le.Uint64(s[19:]), tm, tv, qm) != 0 {
 					break
 				}
 			}
 		}
 		// The group that may pass, or the last offsets before hi.
-		for end := min(hi, o+4*step); o < end; o += step {
+		for end := min(hi, o+16); o < end; o += step {
 			s := acc[o : o+12]
 			if keyHit(keys, be.Uint32(s[0:]), be.Uint32(s[8:])) != 0 {
 				return o
@@ -800,6 +793,20 @@ func skip(acc []byte, o, hi, step int, keys *keySet) int {
 			return o
 		}
 	}
+}
+
+// mayPass tests the four candidates at 0, 4, 8 and 12 octets into the
+// little-endian words a, b, c (24 octets) as two-lane vectors, without a
+// branch: it returns 0 if keys refutes all four (keySet's masks: tagged
+// control octets against the bits every passing pair has, untagged ones by
+// their queue number word alone, which in random octets passes once in
+// 2^30).
+func mayPass(a, b, c, tm, tv, qm uint64) uint64 {
+	const lo, top = 0x0000_0001_0000_0001, 0x8000_0000_8000_0000
+	// A lane of x (tagged) or y (untagged) is 0 where a candidate may pass.
+	x1, y1 := a&tm^tv, b&qm
+	x2, y2 := b&tm^tv, c&qm
+	return ((x1-lo)&^x1 | (y1-lo)&^y1 | (x2-lo)&^x2 | (y2-lo)&^y2) & top
 }
 
 // opQN is the queue number an untagged segment of each opcode names
