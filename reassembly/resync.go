@@ -355,7 +355,17 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 	}
 	acc := f.acc
 	s0 := h.s0 - f.pos // the marker phase relative to acc[0]
-	si := 0
+	// The first segment starting at or after f.scanned (a binary search:
+	// with tiny segments acc holds thousands, and walking them from the
+	// first at every segment made the scan quadratic).
+	si, hi := 0, len(f.segs)
+	for si < hi {
+		if m := int(uint(si+hi) >> 1); f.segs[m].at < f.scanned {
+			si = m + 1
+		} else {
+			hi = m
+		}
+	}
 	for o := f.scanned; o < end; {
 		for si < len(f.segs) && f.segs[si].at < o {
 			si++
@@ -868,12 +878,27 @@ func (f *framer) markerCands(h hyp, need int, strict, final bool, maxMarks int) 
 	return 0, chainRes{}, false
 }
 
+// phaseSpan is the octets from acc's start that phases reads: four words
+// 512 octets apart from each of 512 phases.
+const phaseSpan = decode.MarkerSpacing - 1 + 3*decode.MarkerSpacing + decode.MarkerLen
+
 // phases returns candidate first-marker positions for a direction whose
 // markers are not known: phases at which up to four words 512 octets apart
 // all look like markers (Reserved 0, FPDUPTR a multiple of 4) and point at
 // FPDU headers that do not go backwards.
 func (f *framer) phases(dst []uint32) []uint32 {
 	b := f.acc
+	// The words read lie in acc's first phaseSpan octets: while those are
+	// the same, so is the answer (tiny segments ask once per octet).
+	n := min(len(b), phaseSpan)
+	if f.phOK && f.phOff == f.off && f.phPos == f.pos && f.phLen == n && f.phN <= cap(dst) {
+		return append(dst, f.ph[:f.phN]...)
+	}
+	start := len(dst)
+	defer func() {
+		f.phOK, f.phOff, f.phPos, f.phLen = true, f.off, f.pos, n
+		f.phN = copy(f.ph[:], dst[start:])
+	}()
 	if len(b) < 2*decode.MarkerSpacing+decode.MarkerLen {
 		return dst
 	}
