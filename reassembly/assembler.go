@@ -81,7 +81,8 @@ type Config struct {
 	// four times that while a candidate FPDU chain is under way).
 	DetectLimit int
 	// ResyncWindow bounds the octets held per direction while looking for
-	// an FPDU boundary (default 256 KiB); older ones are reported skipped.
+	// an FPDU boundary (default 256 KiB, at most 1 GiB); older ones are
+	// reported skipped.
 	ResyncWindow int
 	// RetransCheck is the octets of delivered data kept per direction of
 	// an iWARP connection to compare in-order retransmissions with (0: no
@@ -135,6 +136,9 @@ func (c *Config) defaults() {
 	}
 	if c.ResyncWindow < 2*maxFPDUWire {
 		c.ResyncWindow = 2 * maxFPDUWire
+	}
+	if c.ResyncWindow > 1<<30 {
+		c.ResyncWindow = 1 << 30 // the resync's candidate offsets are int32
 	}
 	if c.MaxULPDU <= 0 || c.MaxULPDU > 0xFFFF {
 		c.MaxULPDU = 0xFFFF

@@ -64,6 +64,13 @@ type framer struct {
 	scanHyp  hyp        // the hypothesis scanned and live belong to
 	keyScan  int        // acc offsets below this hold no MPA key start
 	examined int        // stDetect: octets examined (against Config.DetectLimit)
+	// phases' last answer, for acc at phOff and phPos holding phLen octets
+	// of the ones it reads (phN valid when phOK).
+	phOK       bool
+	phOff      uint64
+	phPos      uint32
+	phLen, phN int
+	ph         [8]uint32
 	// promising: the last search left a candidate with a whole valid FPDU
 	// waiting for more octets.
 	promising bool
@@ -237,8 +244,8 @@ func (f *framer) dropFront(k int) {
 	f.keyScan = max(f.keyScan-k, 0)
 	w := 0
 	for _, c := range f.live {
-		if c.o >= k {
-			c.o -= k
+		if int(c.o) >= k {
+			c.o -= int32(k)
 			f.live[w] = c
 			w++
 		}

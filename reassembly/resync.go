@@ -74,9 +74,33 @@ type chainRes struct {
 // liveCand is an undecided candidate offset in acc and the stream offset
 // its chain waits for (chainRes.ready).
 type liveCand struct {
-	o     int
 	ready uint64
+	o     int32
+	// n > 0: the scan's quick test (quick) deferred the candidate, whose
+	// FPDU is n octets: its successor's header at acc[o+n] is checked
+	// before anything else once it is at hand. n == liveAtSeg: a segment
+	// starts at o. (16 octets: scan reads every one at every segment.)
+	n int32
 }
+
+const liveAtSeg = -1
+
+func (c liveCand) seg() segKnown {
+	if c.n == liveAtSeg {
+		return segYes
+	}
+	return segNo
+}
+
+// segKnown says whether a delivered segment starts at a candidate offset
+// (segAsk: not known, f.segStart tells).
+type segKnown uint8
+
+const (
+	segAsk segKnown = iota
+	segNo
+	segYes
+)
 
 // maxLive bounds the undecided candidates; past it the oldest half is
 // given up (random octets make many candidates whose FPDU, up to 64 KiB,
@@ -149,7 +173,7 @@ func (f *framer) tryHunt(final bool, frame int) bool {
 	// Octets before the first undecided candidate hold no boundary.
 	cut := f.scanned
 	if len(f.live) > 0 {
-		cut = min(cut, f.live[0].o)
+		cut = min(cut, int(f.live[0].o))
 	}
 	if f.anchor {
 		cut = 0
@@ -276,27 +300,40 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 	}
 	w := 0
 	have := f.off + uint64(len(f.acc))
+	tab := headTab(f.ver, strict)
+	keys := keyTab(f.ver, strict)
+	// quick: without markers, with CRCs possibly in use (examine's pre) or
+	// a chain of two or more, a candidate inside a segment is refuted by
+	// its successor's header whatever its own octets (quick, succBad).
+	quick := quickScan && !h.markers && (h.crc != crcOff || need >= 2) && !final
 	for i, c := range f.live {
-		if limit >= 0 && c.o >= limit {
+		co := int(c.o)
+		if limit >= 0 && co >= limit {
 			copy(f.live[w:], f.live[i:])
 			w += len(f.live) - i
 			break
 		}
 		if c.ready > have && !final {
-			f.live[w] = c // still waiting: nothing new to examine
+			// Still waiting: nothing new to examine.
+			if w != i {
+				f.live[w] = c
+			}
 			w++
 			continue
 		}
-		r := f.chain(c.o, h, need, strict, final)
+		if c.n > 0 && quick && f.succBad(co+int(c.n), tab) {
+			continue // refuted by its successor's header
+		}
+		r := f.chainAt(co, h, need, strict, final, c.seg())
 		switch r.v {
 		case vAccept:
 			f.live = f.live[:0]
-			return c.o, r, true
+			return co, r, true
 		case vMore:
 			if r.crcOn {
 				f.promising = true
 			}
-			f.live[w] = liveCand{c.o, r.ready}
+			f.live[w] = liveCand{o: c.o, ready: r.ready, n: min(c.n, 0)}
 			w++
 		}
 	}
@@ -312,14 +349,23 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 	// segment, its queue number; what passes, about one offset in 60 of
 	// random octets, goes through examine's checks (ULPDU_Length, the
 	// successor's header, markers) before any CRC is computed.
-	tab := headTab(f.ver, strict)
 	step := 1
 	if f.align >= 0 {
 		step = 4
 	}
 	acc := f.acc
 	s0 := h.s0 - f.pos // the marker phase relative to acc[0]
-	si := 0
+	// The first segment starting at or after f.scanned (a binary search:
+	// with tiny segments acc holds thousands, and walking them from the
+	// first at every segment made the scan quadratic).
+	si, hi := 0, len(f.segs)
+	for si < hi {
+		if m := int(uint(si+hi) >> 1); f.segs[m].at < f.scanned {
+			si = m + 1
+		} else {
+			hi = m
+		}
+	}
 	for o := f.scanned; o < end; {
 		for si < len(f.segs) && f.segs[si].at < o {
 			si++
@@ -329,8 +375,12 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 			stop = f.segs[si].at
 		}
 		if o == stop {
-			// A segment start: a candidate whatever its octets' alignment.
-			if o > 0 || !f.headCut {
+			// A segment start: a candidate whatever its octets' alignment,
+			// refuted at once (as head would) where its 12 octets hold no
+			// marker and keys refutes them.
+			clean := o+12 <= len(acc) && (!h.markers || ((uint32(o)-s0)%decode.MarkerSpacing)-1 < decode.MarkerSpacing-12)
+			refuted := clean && quickScan && keyHit(keys, binary.BigEndian.Uint32(acc[o:]), binary.BigEndian.Uint32(acc[o+8:])) == 0
+			if !refuted && (o > 0 || !f.headCut) {
 				if r, ok := f.candidate(o, h, need, strict, final, true); ok {
 					f.scanned = o + 1
 					return o, r, true
@@ -344,16 +394,31 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 			o += (f.align - int((f.pos+uint32(o))&3) + 4) & 3
 		}
 		for ; o < stop; o += step {
-			if o+12 <= len(acc) && (!h.markers || ((uint32(o)-s0)%decode.MarkerSpacing)-1 < decode.MarkerSpacing-12) {
-				// 12 octets and no marker among them: the common case,
-				// with constant bounds (the general case below is 5–15%
-				// slower in BenchmarkResyncRandom).
-				b := acc[o : o+12]
-				x := uint(b[2])<<8 | uint(b[3])
-				if tab[x>>3]&(1<<(x&7)) == 0 {
+			// hi: the offsets in [o, hi) have their 12 octets at hand and
+			// no marker among them, the common case.
+			hi := min(stop, len(acc)-11)
+			if h.markers {
+				if mo := (uint32(o) - s0) % decode.MarkerSpacing; mo-1 < decode.MarkerSpacing-12 {
+					hi = min(hi, o+int(decode.MarkerSpacing-11-mo))
+				} else {
+					hi = o
+				}
+			}
+			if o < hi {
+				// skip passes over the offsets that keys refutes, 98% of
+				// random octets, four at a time.
+				if o = skip(acc, o, hi, step, keys); o >= hi {
+					o -= step // the loop's step brings o back to the first offset past hi
 					continue
 				}
+				b := acc[o : o+12]
 				if b[2]&decode.DDPFlagT == 0 && binary.BigEndian.Uint32(b[8:]) != opQN[b[3]&decode.RDMAPOpMask] {
+					continue
+				}
+				if quick && f.quick(o, tab) {
+					continue
+				}
+				if quickScan && h.markers && f.quickMarked(o, h.s0, strict) {
 					continue
 				}
 				if r, ok := f.candidate(o, h, need, strict, final, false); ok {
@@ -396,7 +461,11 @@ func (f *framer) scan(h hyp, need int, strict, final bool, limit int) (int, chai
 // for scan: it accepts it, or keeps it in live while it waits for more
 // octets.
 func (f *framer) candidate(o int, h hyp, need int, strict, final, atSeg bool) (chainRes, bool) {
-	r := f.chain(o, h, need, strict, final)
+	seg := segNo
+	if atSeg {
+		seg = segYes
+	}
+	r := f.chainAt(o, h, need, strict, final, seg)
 	switch r.v {
 	case vAccept:
 		return r, true
@@ -406,14 +475,114 @@ func (f *framer) candidate(o int, h hyp, need int, strict, final, atSeg bool) (c
 			// start, waiting for more octets.
 			f.promising = true
 		}
-		if len(f.live) >= maxLive {
-			k := copy(f.live, f.live[maxLive/2:])
-			f.live = f.live[:k]
+		c := liveCand{o: int32(o), ready: r.ready}
+		if atSeg {
+			c.n = liveAtSeg
 		}
-		f.live = append(f.live, liveCand{o, r.ready})
+		f.addLive(c)
 	}
 	return r, false
 }
+
+func (f *framer) addLive(c liveCand) {
+	if len(f.live) >= maxLive {
+		k := copy(f.live, f.live[maxLive/2:])
+		f.live = f.live[:k]
+	}
+	f.live = append(f.live, c)
+}
+
+// quickScan enables scan's quick tests (quick, quickMarked); tests turn
+// it off to check that they decide as chain does.
+var quickScan = true
+
+// quick decides, for scan and as chain would, most candidates at acc[o]
+// whose 12 octets passed the scan's header tests: inside a segment, no
+// markers, the successor's header checked first (examine's pre, or a
+// chain of two or more without CRCs). A candidate whose ULPDU_Length is
+// impossible or whose successor's header is not plausible is refuted; one
+// whose FPDU is not at hand waits in f.live for it. It reports whether the
+// candidate is decided; if not, chain examines it.
+func (f *framer) quick(o int, tab *[8192]byte) bool {
+	acc := f.acc
+	f.fl.a.work++
+	l := int(binary.BigEndian.Uint16(acc[o:]))
+	if l < opMinULPDU[acc[o+3]&decode.RDMAPOpMask] || l > f.fl.a.cfg.MaxULPDU {
+		return true
+	}
+	if f.hasBad && f.pos+uint32(o) == f.badPos {
+		return false
+	}
+	n := decode.FPDULen(l)
+	if o+n > len(acc) {
+		f.addLive(liveCand{o: int32(o), ready: f.off + uint64(o+n), n: int32(n)})
+		return true
+	}
+	return f.succBad(o+n, tab)
+}
+
+// quickMarked refutes, for scan and as chain would, a candidate at acc[o]
+// whose 12 octets, with no marker among them, passed the scan's header
+// tests, on a stream with markers at phase s0: by its ULPDU_Length, or by
+// the first marker inside its FPDU, which must point back at its header
+// (RFC 5044 §4.3; random octets pass one in 2^14). It reports whether it
+// did; if not, chain examines the candidate.
+func (f *framer) quickMarked(o int, s0 uint32, strict bool) bool {
+	acc := f.acc
+	f.fl.a.work++
+	l := int(binary.BigEndian.Uint16(acc[o:]))
+	if l < opMinULPDU[acc[o+3]&decode.RDMAPOpMask] || l > f.fl.a.cfg.MaxULPDU {
+		return true
+	}
+	p := f.pos + uint32(o)
+	if decode.MarkerOffset(p, s0) < decode.MarkerLen {
+		return false // inside a marker: head decides
+	}
+	m := decode.NextMarkerPos(p+1, s0)
+	k := o + int(m-p)
+	// The FPDU's wire size is at least FPDULen(l): beyond m-p, the marker
+	// at m is inside it.
+	if decode.FPDULen(l) <= int(m-p) || k+decode.MarkerLen > len(acc) {
+		return false
+	}
+	return binary.BigEndian.Uint16(acc[k+2:])&^3 != decode.ExpectedFPDUPTR(m, p, s0)&^3 || (strict && binary.BigEndian.Uint16(acc[k:]) != 0)
+}
+
+// succBad reports whether the FPDU header at acc[s] (no markers) is all at
+// hand and not plausible: head would find it bad. tab is headTab's for the
+// direction.
+func (f *framer) succBad(s int, tab *[8192]byte) bool {
+	acc := f.acc
+	if s < 0 || s+decode.ULPDULenLen+2 > len(acc) {
+		return false
+	}
+	l := int(binary.BigEndian.Uint16(acc[s:]))
+	if l < minULPDU || l > f.fl.a.cfg.MaxULPDU {
+		return true
+	}
+	ctrl, rc := acc[s+2], acc[s+3]
+	if s+decode.ULPDULenLen+headNeed(ctrl) > len(acc) {
+		return false // head checks only the version pair: not decided here
+	}
+	x := uint(ctrl)<<8 | uint(rc)
+	if tab[x>>3]&(1<<(x&7)) == 0 || l < opMinULPDU[rc&decode.RDMAPOpMask] {
+		return true
+	}
+	return ctrl&decode.DDPFlagT == 0 && binary.BigEndian.Uint32(acc[s+8:]) != opQN[rc&decode.RDMAPOpMask]
+}
+
+// opMinULPDU is the smallest ULPDU_Length plausibleHead accepts for each
+// RDMAP opcode: the DDP header and the RDMAP header of its kind.
+var opMinULPDU = func() (m [16]int) {
+	for op := range m {
+		o := decode.Opcode(op)
+		m[op] = decode.DDPUntaggedHdrLen + o.HeaderLen()
+		if o.Tagged() {
+			m[op] = decode.DDPTaggedHdrLen + o.HeaderLen()
+		}
+	}
+	return m
+}()
 
 // head checks the header of the FPDU candidate at the start of w (stream
 // position p): its ULPDU_Length is possible and its DDP and RDMAP headers
@@ -511,6 +680,145 @@ func headTab(ver int, strict bool) *[8192]byte {
 
 var headTabs [34]atomic.Pointer[[8192]byte]
 
+// keySet is the scan's first test of an offset (keyTab).
+type keySet struct {
+	// bits is a bitmap indexed by key (keyHit: a 17-bit summary of a
+	// candidate's 12 octets) of the keys that headTab and the queue number
+	// test of an untagged segment can pass: the DDP and RDMAP control
+	// octets, and whether the word where an untagged segment has its queue
+	// number exceeds every queue number (RFC 5040 §4.1, RFC 7306 §4.1).
+	// Random octets pass in about one offset in 64 (the tagged segments
+	// headTab accepts) where headTab alone passes up to one in 11 (untagged
+	// ones, refuted next by their queue number).
+	bits [1 << 14]byte
+	// The bits that every tagged control pair in bits has (tm, tv), and
+	// the queue number bits no untagged segment has (qm), as masks of two
+	// 32-bit little-endian lanes, each a candidate's first word (skip's
+	// test of four offsets at once).
+	tm, tv, qm uint64
+}
+
+// keyTab returns the keySet for the version pair ver (-1: unknown) and
+// strict, built on first use from headTab.
+func keyTab(ver int, strict bool) *keySet {
+	i := (ver + 1) * 2
+	if strict {
+		i++
+	}
+	if t := keyTabs[i].Load(); t != nil {
+		return t
+	}
+	ht := headTab(ver, strict)
+	t := new(keySet)
+	// and/or over the passing tagged pairs: the bits where and = or are
+	// the same in all of them.
+	and, or := uint32(0xFFFF), uint32(0)
+	for x := range 1 << 16 {
+		if ht[x>>3]&(1<<(x&7)) == 0 {
+			continue
+		}
+		t.bits[x>>3] |= 1 << (x & 7)
+		if x>>8&decode.DDPFlagT != 0 {
+			k := x | 1<<16 // a tagged segment has no queue number
+			t.bits[k>>3] |= 1 << (k & 7)
+			and &= uint32(x)
+			or |= uint32(x)
+		}
+	}
+	// lanes places a control pair's bits (ctrl<<8 | rc) where they sit in
+	// both lanes: the control octets are a lane's third and fourth.
+	lanes := func(x uint32) uint64 {
+		l := uint64(x>>8&0xFF)<<16 | uint64(x&0xFF)<<24
+		return l | l<<32
+	}
+	if and > or {
+		t.tm, t.tv = 0, 1<<16|1<<48 // none passes: a lane never matches
+	} else {
+		c := ^(and ^ or) & 0xFFFF
+		t.tm, t.tv = lanes(c), lanes(and&c)
+	}
+	// A queue number word at most maxQN: the bits above maxQN's are 0.
+	q := uint64(bits.ReverseBytes32(^(uint32(1)<<bits.Len32(maxQN) - 1)))
+	t.qm = q | q<<32
+	keyTabs[i].Store(t)
+	return t
+}
+
+var keyTabs [34]atomic.Pointer[keySet]
+
+// maxQN is the largest queue number an untagged segment names.
+var maxQN = func() (m uint32) {
+	for op := range opQN {
+		if o := decode.Opcode(op); o.Known() && !o.Tagged() {
+			m = max(m, opQN[op])
+		}
+	}
+	return m
+}()
+
+// keyHit looks a candidate up in keys: w is the big-endian word at its
+// start (ULPDU_Length, DDP and RDMAP control), q the one 8 octets on (an
+// untagged segment's queue number). It returns 1 if the candidate passes,
+// without a branch.
+func keyHit(keys *keySet, w, q uint32) byte {
+	k := w&0xFFFF | uint32((uint64(maxQN)-uint64(q))>>63)<<16
+	return keys.bits[k>>3] >> (k & 7) & 1
+}
+
+// skip returns the first of the offsets o, o+step, … below hi that passes
+// keys, or the first at or past hi if none does; acc holds 12 octets from
+// each (hi+11 <= len(acc)). step is 1 or 4. The offsets of 16 octets are
+// tested at once with one branch (mayPass: at step 1, four times), and
+// those of a group that may pass one by one by keyHit.
+func skip(acc []byte, o, hi, step int, keys *keySet) int {
+	be, le := binary.BigEndian, binary.LittleEndian
+	tm, tv, qm := keys.tm, keys.tv, keys.qm
+	for {
+		if step == 4 {
+			for ; o+16 <= hi; o += 16 {
+				s := acc[o : o+24]
+				if mayPass(le.Uint64(s[0:]), le.Uint64(s[8:]), le.Uint64(s[16:]), tm, tv, qm) != 0 {
+					break
+				}
+			}
+		} else {
+			for ; o+16 <= hi; o += 16 {
+				s := acc[o : o+27]
+				if mayPass(le.Uint64(s[0:]), le.Uint64(s[8:]), le.Uint64(s[16:]), tm, tv, qm)|
+					mayPass(le.Uint64(s[1:]), le.Uint64(s[9:]), le.Uint64(s[17:]), tm, tv, qm)|
+					mayPass(le.Uint64(s[2:]), le.Uint64(s[10:]), le.Uint64(s[18:]), tm, tv, qm)|
+					mayPass(le.Uint64(s[3:]), le.Uint64(s[11:]), le.Uint64(s[19:]), tm, tv, qm) != 0 {
+					break
+				}
+			}
+		}
+		// The group that may pass, or the last offsets before hi.
+		for end := min(hi, o+16); o < end; o += step {
+			s := acc[o : o+12]
+			if keyHit(keys, be.Uint32(s[0:]), be.Uint32(s[8:])) != 0 {
+				return o
+			}
+		}
+		if o >= hi {
+			return o
+		}
+	}
+}
+
+// mayPass tests the four candidates at 0, 4, 8 and 12 octets into the
+// little-endian words a, b, c (24 octets) as two-lane vectors, without a
+// branch: it returns 0 if keys refutes all four (keySet's masks: tagged
+// control octets against the bits every passing pair has, untagged ones by
+// their queue number word alone, which in random octets passes once in
+// 2^30).
+func mayPass(a, b, c, tm, tv, qm uint64) uint64 {
+	const lo, top = 0x0000_0001_0000_0001, 0x8000_0000_8000_0000
+	// A lane of x (tagged) or y (untagged) is 0 where a candidate may pass.
+	x1, y1 := a&tm^tv, b&qm
+	x2, y2 := b&tm^tv, c&qm
+	return ((x1-lo)&^x1 | (y1-lo)&^y1 | (x2-lo)&^x2 | (y2-lo)&^y2) & top
+}
+
 // opQN is the queue number an untagged segment of each opcode names
 // (RFC 5040 §4.1, RFC 7306 §4.1).
 var opQN = func() (q [16]uint32) {
@@ -570,12 +878,27 @@ func (f *framer) markerCands(h hyp, need int, strict, final bool, maxMarks int) 
 	return 0, chainRes{}, false
 }
 
+// phaseSpan is the octets from acc's start that phases reads: four words
+// 512 octets apart from each of 512 phases.
+const phaseSpan = decode.MarkerSpacing - 1 + 3*decode.MarkerSpacing + decode.MarkerLen
+
 // phases returns candidate first-marker positions for a direction whose
 // markers are not known: phases at which up to four words 512 octets apart
 // all look like markers (Reserved 0, FPDUPTR a multiple of 4) and point at
 // FPDU headers that do not go backwards.
 func (f *framer) phases(dst []uint32) []uint32 {
 	b := f.acc
+	// The words read lie in acc's first phaseSpan octets: while those are
+	// the same, so is the answer (tiny segments ask once per octet).
+	n := min(len(b), phaseSpan)
+	if f.phOK && f.phOff == f.off && f.phPos == f.pos && f.phLen == n && f.phN <= cap(dst) {
+		return append(dst, f.ph[:f.phN]...)
+	}
+	start := len(dst)
+	defer func() {
+		f.phOK, f.phOff, f.phPos, f.phLen = true, f.off, f.pos, n
+		f.phN = copy(f.ph[:], dst[start:])
+	}()
 	if len(b) < 2*decode.MarkerSpacing+decode.MarkerLen {
 		return dst
 	}
@@ -612,6 +935,11 @@ func (f *framer) phases(dst []uint32) []uint32 {
 
 // chain validates up to need FPDUs from acc[o] under hypothesis h.
 func (f *framer) chain(o int, h hyp, need int, strict, final bool) chainRes {
+	return f.chainAt(o, h, need, strict, final, segAsk)
+}
+
+// chainAt is chain with whether a segment starts at acc[o] (seg) known.
+func (f *framer) chainAt(o int, h hyp, need int, strict, final bool, seg segKnown) chainRes {
 	var r chainRes
 	crc := h.crc
 	p := f.pos + uint32(o)
@@ -625,8 +953,8 @@ func (f *framer) chain(o int, h hyp, need int, strict, final bool) chainRes {
 	for r.n < need || span < minSpan {
 		// A first FPDU that no segment starts at has its successor's
 		// header checked before its CRC is computed (see examine).
-		pre := r.n == 0 && crc != crcOff && !h.markers && !f.segStart(o)
-		n, st, match, mk := f.examine(f.acc[o:], p, &h, crc, strict, pre, final)
+		pre := r.n == 0 && crc != crcOff && !h.markers && (seg == segNo || (seg == segAsk && !f.segStart(o)))
+		n, st, match, mk := f.examine(f.acc[o:], p, &h, crc, strict, pre, r.n == 0, final)
 		switch st {
 		case exBad:
 			if r.n > 0 && (r.markerOK > 0 || r.crcOn) && span >= minSpan {
@@ -700,7 +1028,7 @@ func (f *framer) accepted(r chainRes, need int) chainRes {
 // that header anyway, and its successor's segment start is one). While the
 // successor's header is not at hand, the candidate waits (exMore). With
 // markers, those inside the FPDU are checked before its CRC instead.
-func (f *framer) examine(w []byte, p uint32, h *hyp, crc crcMode, strict, pre, final bool) (int, exState, bool, int) {
+func (f *framer) examine(w []byte, p uint32, h *hyp, crc crcMode, strict, pre, first, final bool) (int, exState, bool, int) {
 	a := f.fl.a
 	a.work++
 	n, st := f.head(w, p, h, strict)
@@ -708,6 +1036,21 @@ func (f *framer) examine(w []byte, p uint32, h *hyp, crc crcMode, strict, pre, f
 		return 0, st, false, 0
 	}
 	if len(w) < n {
+		if h.markers && first && !final {
+			// The markers at hand refute the first FPDU of a chain now
+			// rather than when all its octets are (random octets: one
+			// in 2^14 passes), and the chain waits for the next marker
+			// rather than for all of an FPDU of up to 64 KiB.
+			for m := decode.NextMarkerPos(p+1, h.s0); m-p < uint32(n); m += decode.MarkerSpacing {
+				if e := int(m-p) + decode.MarkerLen; e > len(w) {
+					return e, exMore, false, 0
+				}
+				mw := w[m-p:]
+				if binary.BigEndian.Uint16(mw[2:])&^3 != decode.ExpectedFPDUPTR(m, p, h.s0)&^3 || (strict && binary.BigEndian.Uint16(mw) != 0) {
+					return 0, exBad, false, 0
+				}
+			}
+		}
 		return n, exMore, false, 0
 	}
 	if pre {
@@ -863,7 +1206,7 @@ func (f *framer) snapAligned(miss uint64, frame int) bool {
 	n := 0
 	ok := false
 	for {
-		l, st, _, _ := f.examine(w, p, &h, crcOff, strict, false, false)
+		l, st, _, _ := f.examine(w, p, &h, crcOff, strict, false, false, false)
 		if st == exBad || l == 0 {
 			break
 		}
