@@ -747,6 +747,9 @@ func BenchmarkLiveBeside(b *testing.B) {
 			b.ReportMetric((td.cpu()-tdCPU).Seconds()/gb, "tcpdump-cpu-s/GB")
 			iwc, iwd, iwu := iw.stop(b)
 			tdc, tdd, _ := td.stop(b)
+			if os.Getenv("IWDUMP_BESIDE_LOG") != "" {
+				b.Logf("iwdump:\n%s\ntcpdump:\n%s", iw.stderr.String(), td.stderr.String())
+			}
 			b.ReportMetric(float64(sent)*8/el.Seconds()/1e9, "sent-Gbit/s")
 			b.ReportMetric(float64(iwd), "iwdump-drops")
 			b.ReportMetric(float64(tdd), "tcpdump-drops")
