@@ -38,11 +38,11 @@ type Live struct {
 
 	// since: frames the kernel stamped before the filter was attached
 	// were let in unfiltered between bind and attach; they are dropped.
-	since  time.Time
-	stopAt atomic.Int64 // UnixNano of Stop; 0 while running
-	n      int
-	vbuf   []byte // a frame with its VLAN tag put back (socket method)
-	block  *Block // the ring block of the frame last returned
+	since   time.Time
+	stopAt  atomic.Int64 // UnixNano of Stop; 0 while running
+	n       int
+	vbuf    []byte // a frame with its VLAN tag put back (socket method)
+	block   *Block // the ring block of the frame last returned
 	ifindex int
 
 	statsMu sync.Mutex
@@ -485,4 +485,47 @@ func (l *Live) Close() error {
 		return err
 	}
 	return nil
+}
+
+// writevFile writes segs to f with writev(2), 1024 pieces at a time: a
+// capture file written from the ring takes a system call per ring block,
+// as tcpdump's takes one per frame. done is false when f cannot be used
+// so (then nothing was written).
+func writevFile(f *os.File, segs [][]byte) (done bool, err error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false, nil
+	}
+	for len(segs) > 0 {
+		var (
+			n    int
+			werr error
+		)
+		err := rc.Write(func(fd uintptr) bool {
+			n, werr = unix.Writev(int(fd), segs[:min(len(segs), 1024)])
+			return werr != unix.EAGAIN
+		})
+		if err == nil {
+			err = werr
+		}
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return true, err
+		}
+		if n == 0 {
+			return true, io.ErrShortWrite
+		}
+		for n > 0 {
+			if n >= len(segs[0]) {
+				n -= len(segs[0])
+				segs = segs[1:]
+			} else {
+				segs[0] = segs[0][n:]
+				n = 0
+			}
+		}
+	}
+	return true, nil
 }

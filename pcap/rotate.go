@@ -113,13 +113,13 @@ func (nopCloser) Close() error { return nil }
 func (w *RotatingWriter) open(name string) error {
 	var f *asyncWriter
 	if name == "-" {
-		f = newAsyncWriter(nopCloser{os.Stdout}, w.pool)
+		f = newAsyncWriter(nopCloser{os.Stdout}, os.Stdout, w.pool)
 	} else {
 		fh, err := os.Create(name)
 		if err != nil {
 			return err
 		}
-		f = newAsyncWriter(fh, w.pool)
+		f = newAsyncWriter(fh, fh, w.pool)
 	}
 	cw := &countWriter{w: f}
 	pw, err := NewWriter(cw, w.o.Format, w.o.LinkType, w.o.Snaplen)
@@ -203,6 +203,27 @@ func (w *RotatingWriter) WriteFrameKeep(ts time.Time, data []byte, origLen int) 
 	return rec[hdr : hdr+len(data) : hdr+len(data)], c, nil
 }
 
+// WriteFrameHeld writes one frame as WriteFrame does, but from data
+// itself, not a copy: it holds h, which keeps data valid, until data is in
+// the file (a ring Block: the file is written from the kernel's ring).
+// Short frames are copied all the same.
+func (w *RotatingWriter) WriteFrameHeld(ts time.Time, data []byte, origLen int, h Holder) error {
+	if len(data) < heldMin || h == nil {
+		return w.WriteFrame(ts, data, origLen)
+	}
+	if err := w.rotate(); err != nil {
+		return err
+	}
+	if err := w.f.error(); err != nil {
+		return fmt.Errorf("%s: %w", w.cur, err)
+	}
+	_, total := recordLayout(w.o.Format, len(data))
+	w.f.appendHeld(w.o.Format, ts, data, origLen, h)
+	w.size += int64(total)
+	w.written++
+	return nil
+}
+
 // rotate starts the next file when it is time (tcpdump's -G, -C, -W).
 func (w *RotatingWriter) rotate() error {
 	if w.w == nil {
@@ -261,7 +282,17 @@ func (w *RotatingWriter) Flush() error {
 // so a frame is copied out of the kernel's ring once, into the file's
 // buffer, and read from there by both the file writer and the decoder.
 type Chunk struct {
-	buf  []byte
+	buf []byte
+	// A chunk on its way to a file may also carry frames written from
+	// where they are (WriteFrameHeld): segs are then what to write, in
+	// order, pieces of buf between frames held elsewhere, and holds what
+	// to release once written.
+	segs     [][]byte
+	segStart int // buf[segStart:] is not in segs yet
+	holds    []Holder
+	lastHold Holder
+	heldLen  int // octets of frames held elsewhere
+
 	refs atomic.Int32
 	gen  uint64 // incremented at each reuse, by the goroutine that gets it
 	pool *ChunkPool
@@ -293,6 +324,13 @@ func (c *Chunk) Append(b []byte) []byte {
 	}
 	c.buf = append(c.buf, b...)
 	return c.buf[n:len(c.buf):len(c.buf)]
+}
+
+// Holder is memory shared by several users, reused once all have
+// released it: a ring Block, a Chunk.
+type Holder interface {
+	Hold()
+	Release()
 }
 
 // ChunkPool hands out chunks of one size, at most limit of them in use at
@@ -339,6 +377,8 @@ func (p *ChunkPool) Get(wait bool) *Chunk {
 
 func (p *ChunkPool) put(c *Chunk) {
 	c.buf = c.buf[:0]
+	clear(c.segs)
+	c.segs, c.segStart, c.holds, c.lastHold, c.heldLen = c.segs[:0], 0, c.holds[:0], nil, 0
 	p.free <- c // cannot block: it holds every chunk allocated
 }
 
@@ -349,6 +389,7 @@ func (p *ChunkPool) put(c *Chunk) {
 // A write error is returned by a later call.
 type asyncWriter struct {
 	w       io.WriteCloser
+	file    *os.File // w as a file, for writev; nil: written piece by piece
 	pool    *ChunkPool
 	cur     *Chunk
 	full    chan *Chunk
@@ -360,13 +401,20 @@ type asyncWriter struct {
 
 const (
 	asyncChunks = 16
+	// A chunk goes to the file once it carries this many octets of frames
+	// held elsewhere or this many pieces (writev takes 1024 at most).
+	heldPerChunk = 1 << 20
+	segsPerChunk = 1000
+	// Frames shorter than heldMin are copied even when they could be
+	// written from where they are: a piece of writev costs about as much.
+	heldMin = 512
 	// writerChunks is what an asyncWriter may use of its pool: the
 	// chunk being filled, those waiting, and the one being written.
 	writerChunks = asyncChunks + 2
 )
 
-func newAsyncWriter(w io.WriteCloser, pool *ChunkPool) *asyncWriter {
-	a := &asyncWriter{w: w, pool: pool, full: make(chan *Chunk, asyncChunks), done: make(chan struct{})}
+func newAsyncWriter(w io.WriteCloser, file *os.File, pool *ChunkPool) *asyncWriter {
+	a := &asyncWriter{w: w, file: file, pool: pool, full: make(chan *Chunk, asyncChunks), done: make(chan struct{})}
 	a.cur = pool.Get(true)
 	go a.loop()
 	return a
@@ -379,11 +427,20 @@ func (a *asyncWriter) loop() {
 		failed := a.err != nil
 		a.mu.Unlock()
 		if !failed {
-			if _, err := a.w.Write(c.buf); err != nil {
+			var err error
+			if len(c.segs) > 0 {
+				err = a.writev(c.segs)
+			} else {
+				_, err = a.w.Write(c.buf)
+			}
+			if err != nil {
 				a.mu.Lock()
 				a.err = err
 				a.mu.Unlock()
 			}
+		}
+		for _, h := range c.holds {
+			h.Release()
 		}
 		c.Release()
 		a.pending.Done()
@@ -396,10 +453,57 @@ func (a *asyncWriter) error() error {
 	return a.err
 }
 
+// writev writes segs in order, to the file in as few system calls as it
+// can (writevFile, where the system has writev).
+func (a *asyncWriter) writev(segs [][]byte) error {
+	if a.file != nil {
+		if done, err := writevFile(a.file, segs); done {
+			return err
+		}
+	}
+	for _, b := range segs {
+		if _, err := a.w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendHeld adds a record whose frame octets are written from data
+// itself, held by h until written.
+func (a *asyncWriter) appendHeld(format Format, ts time.Time, data []byte, origLen int, h Holder) {
+	hdr, total := recordLayout(format, len(data))
+	tail := total - hdr - len(data)
+	c := a.cur
+	if cap(c.buf)-len(c.buf) < hdr+tail || len(c.segs)+3 > segsPerChunk || c.heldLen+len(data) > heldPerChunk || (c.lastHold != nil && c.lastHold != h) {
+		// One chunk per holder: a ring block goes back to the kernel
+		// as soon as the frames written from it are written.
+		a.ship()
+		c = a.cur
+	}
+	k := len(c.buf)
+	c.buf = c.buf[:k+hdr+tail]
+	putRecordHeader(format, c.buf[k:k+hdr], ts, len(data), origLen, total)
+	putRecordTrailer(c.buf[k+hdr:], total)
+	c.segs = append(c.segs, c.buf[c.segStart:k+hdr], data)
+	c.segStart = k + hdr
+	if c.lastHold != h {
+		h.Hold()
+		c.holds = append(c.holds, h)
+		c.lastHold = h
+	}
+	c.heldLen += len(data)
+}
+
 // ship hands the current chunk to the file's goroutine and takes the next.
 func (a *asyncWriter) ship() {
-	if len(a.cur.buf) == 0 {
+	c := a.cur
+	if len(c.buf) == 0 && len(c.segs) == 0 {
 		return
+	}
+	if len(c.segs) > 0 && c.segStart < len(c.buf) {
+		c.segs = append(c.segs, c.buf[c.segStart:])
+		c.segStart = len(c.buf)
 	}
 	a.pending.Add(1)
 	a.full <- a.cur

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -241,13 +242,32 @@ func TestWriteFrameKeepSameOctets(t *testing.T) {
 				c    *Chunk
 			}
 			var held []kept
+			var group *scribbler
+			var groups []*scribbler
 			for i := 0; i < 3000; i++ {
 				data := make([]byte, 1+i*37%1500)
 				for j := range data {
 					data[j] = byte(i + j)
 				}
 				orig := len(data) + i%3
-				cp, c, err := w.WriteFrameKeep(ts.Add(time.Duration(i)*time.Microsecond), data, orig)
+				at := ts.Add(time.Duration(i) * time.Microsecond)
+				if err := ref.WriteFrame(at, data, orig); err != nil {
+					t.Fatal(err)
+				}
+				if i/250%2 == 1 {
+					// Written from where it is, held by group until in
+					// the file (then scribbled over).
+					if i%10 == 0 || group == nil {
+						group = &scribbler{}
+						groups = append(groups, group)
+					}
+					group.data = append(group.data, data)
+					if err := w.WriteFrameHeld(at, data, orig, group); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				cp, c, err := w.WriteFrameKeep(at, data, orig)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -258,14 +278,16 @@ func TestWriteFrameKeepSameOctets(t *testing.T) {
 					c.Hold()
 					held = append(held, kept{data, cp, c})
 				}
-				if err := ref.WriteFrame(ts.Add(time.Duration(i)*time.Microsecond), data, orig); err != nil {
-					t.Fatal(err)
-				}
 			}
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
 			}
 			ref.Flush()
+			for i, g := range groups {
+				if g.refs.Load() != 0 {
+					t.Fatalf("group %d of held frames still held after Close", i)
+				}
+			}
 			for _, k := range held {
 				if !bytes.Equal(k.copy, k.data) {
 					t.Error("a held copy changed")
@@ -280,6 +302,24 @@ func TestWriteFrameKeepSameOctets(t *testing.T) {
 				t.Fatalf("%d octets written, pcapgo writes %d; first difference at %d", len(got), want.Len(), firstDiff(got, want.Bytes()))
 			}
 		})
+	}
+}
+
+// scribbler holds frames written from where they are, and overwrites them
+// once released: a file written after the release shows it.
+type scribbler struct {
+	data [][]byte
+	refs atomic.Int32
+}
+
+func (s *scribbler) Hold() { s.refs.Add(1) }
+func (s *scribbler) Release() {
+	if s.refs.Add(-1) == 0 {
+		for _, d := range s.data {
+			for i := range d {
+				d[i] = 0xee
+			}
+		}
 	}
 }
 
