@@ -154,15 +154,19 @@ type LiveConfig struct {
 
 // Live is a live capture as a Source.
 //
-// A frame is copied out of the kernel's ring once: with -w, into the
-// file's buffer (pcap.RotatingWriter.WriteFrameKeep), and the decoder
-// reads it there; without, into a chunk of the capture's own pool. The
-// decoder holds the chunks its queued frames are in (one hold per chunk,
-// taken by the capture loop with the chunk's first frame for the decoder
-// and released by the decoder when it moves on to the next chunk); a
-// chunk is reused once the file writer and the decoder are both done with
-// it. Memory stays bounded: the decoder holds at most QueueOctets of
-// chunks, beyond which frames are written but not decoded.
+// From the kernel's ring (pcap.Live.Block), a frame is not copied: the
+// -w file is written from the ring (pcap.RotatingWriter.WriteFrameHeld)
+// and the decoder reads the frame where the kernel put it, as tcpdump
+// writes its file; the ring block goes back to the kernel once both are
+// done with it. A frame not in the ring (the socket methods) is copied
+// once: with -w, into the file's buffer (WriteFrameKeep), and the decoder
+// reads it there; without, into a chunk of the capture's own pool.
+//
+// The decoder holds the blocks and chunks its queued frames are in (one
+// hold each, taken by the capture loop with the first frame in it for the
+// decoder, released by the decoder when it moves on to the next); memory
+// stays bounded: the decoder holds at most QueueOctets of chunks, and
+// half the ring, beyond which frames are written but not decoded.
 type Live struct {
 	l   *pcap.Live
 	cfg LiveConfig
@@ -173,12 +177,12 @@ type Live struct {
 	// The capture loop's side.
 	pool    *pcap.ChunkPool // without -w: the chunks frames are copied into
 	own     *pcap.Chunk     // the chunk of pool being filled
-	held    *pcap.Chunk     // the chunk last held for the decoder, in its use heldGen
+	held    holder          // the block or chunk last held for the decoder, in its use heldGen
 	heldGen uint64
-	maxHeld int64 // chunks the decoder may hold
+	maxHeld int64 // blocks and chunks the decoder may hold
 
-	// The decoder's side: the chunk of the frames it reads now.
-	decChunk *pcap.Chunk
+	// The decoder's side: the block or chunk of the frames it reads now.
+	decChunk holder
 
 	decHeld   atomic.Int64 // chunks held for the decoder
 	queued    atomic.Int64 // octets of frames in the channel
@@ -191,12 +195,20 @@ type Live struct {
 	summary   string
 }
 
-// liveFrame is a captured frame in a chunk; hold says the capture loop
-// took the decoder's hold on c with this frame.
+// liveFrame is a captured frame in a ring block or a chunk; hold says the
+// capture loop took the decoder's hold on c with this frame.
 type liveFrame struct {
 	fr   pcap.Frame
-	c    *pcap.Chunk
+	c    holder
 	hold bool
+}
+
+// holder is a pcap.Block or a pcap.Chunk: memory reused once every
+// holder has released it; Gen tells its uses apart.
+type holder interface {
+	Hold()
+	Release()
+	Gen() uint64
 }
 
 // OpenLive starts capturing. Ctrl-C (or SIGTERM) ends the capture
@@ -225,6 +237,10 @@ func OpenLive(cfg LiveConfig) (*Live, error) {
 	// The decoder may hold chunks of up to QueueOctets, and two at least:
 	// the one it reads and the one being filled.
 	s.maxHeld = max(2, cfg.QueueOctets/pcap.ChunkSize)
+	if n := lc.RingBlocks(); n > 0 {
+		// The kernel keeps half the ring whatever the decoder does.
+		s.maxHeld = max(1, min(s.maxHeld, int64(n/2)))
+	}
 	if cfg.Tee.Path != "" {
 		if cfg.Decode {
 			cfg.Tee.Rotate.Keep = int(s.maxHeld)
@@ -281,18 +297,26 @@ func (s *Live) capture() {
 		}
 		var (
 			data []byte
-			c    *pcap.Chunk
+			c    holder
 		)
-		if s.w != nil {
-			// The one copy out of the ring: into the file's buffer.
-			if data, c, err = s.w.WriteFrameKeep(fr.Timestamp, fr.Data, fr.OrigLen); err != nil {
-				if errors.Is(err, pcap.ErrFileLimit) {
-					s.cfg.Tee.limitReached()
-				} else {
-					s.err = fmt.Errorf("-w: %w", err)
+		if b := s.l.Block(); b != nil {
+			// In the ring: written and decoded from there.
+			data, c = fr.Data, b
+			if s.w != nil {
+				if err := s.w.WriteFrameHeld(fr.Timestamp, fr.Data, fr.OrigLen, b); err != nil {
+					s.writeFailed(err)
+					return
 				}
-				s.l.Stop()
+			}
+		} else if s.w != nil {
+			// The one copy out of the ring: into the file's buffer.
+			d, ch, err := s.w.WriteFrameKeep(fr.Timestamp, fr.Data, fr.OrigLen)
+			if err != nil {
+				s.writeFailed(err)
 				return
+			}
+			if ch != nil {
+				data, c = d, ch
 			}
 		}
 		if s.cfg.Decode && !s.enqueue(&fr, data, c) {
@@ -306,10 +330,21 @@ func (s *Live) capture() {
 	}
 }
 
+// writeFailed ends the capture when -w cannot go on.
+func (s *Live) writeFailed(err error) {
+	if errors.Is(err, pcap.ErrFileLimit) {
+		s.cfg.Tee.limitReached()
+	} else {
+		s.err = fmt.Errorf("-w: %w", err)
+	}
+	s.l.Stop()
+}
+
 // enqueue hands fr to the decoder, unless the queue is full: as data in
-// chunk c (the -w file's buffer), or without -w (c nil) copied into a
-// chunk of the capture's own. It says whether the frame was queued.
-func (s *Live) enqueue(fr *pcap.Frame, data []byte, c *pcap.Chunk) bool {
+// c (a ring block, or a chunk of the -w file's buffer), or (c nil)
+// copied into a chunk of the capture's own. It says whether the frame was
+// queued.
+func (s *Live) enqueue(fr *pcap.Frame, data []byte, c holder) bool {
 	n := int64(len(fr.Data))
 	if len(s.ch) == cap(s.ch) || s.queued.Load()+n > s.cfg.QueueOctets {
 		return false
@@ -318,9 +353,11 @@ func (s *Live) enqueue(fr *pcap.Frame, data []byte, c *pcap.Chunk) bool {
 		if s.w != nil {
 			return false // larger than a chunk (not from a live capture)
 		}
-		if data, c = s.copyOut(fr.Data); c == nil {
+		var own *pcap.Chunk
+		if data, own = s.copyOut(fr.Data); own == nil {
 			return false
 		}
+		c = own
 	}
 	lf := liveFrame{fr: *fr, c: c}
 	lf.fr.Data = data

@@ -432,6 +432,14 @@ func (l *Live) Next(f *Frame) error {
 // well within a ring's worth of traffic, or the kernel drops frames.
 func (l *Live) Block() *Block { return l.block }
 
+// RingBlocks is how many blocks the ring has (0: no ring).
+func (l *Live) RingBlocks() int {
+	if l.rg == nil {
+		return 0
+	}
+	return len(l.rg.blocks)
+}
+
 // kernelStats reads the kernel's counters (cumulative).
 func (l *Live) kernelStats() (LiveStats, error) {
 	if l.any != nil {

@@ -138,6 +138,10 @@ type frameInfo struct {
 // hand a block over (errRingTimeout). data stays valid until the next call
 // unless the block is held.
 func (r *ring) next(timeout time.Duration) ([]byte, frameInfo, error) {
+	var (
+		deadline time.Time
+		nap      time.Duration // > 0: poll cannot tell, sleep and look
+	)
 	for r.left == 0 {
 		if r.cur != nil {
 			// Done with this block: the reader's reference goes.
@@ -146,28 +150,36 @@ func (r *ring) next(timeout time.Duration) ([]byte, frameInfo, error) {
 			r.pos = (r.pos + 1) % len(r.blocks)
 		}
 		b := &r.blocks[r.pos]
-		if b.refs.Load() != 0 {
-			// Still held from the last pass: the kernel is stopped
-			// here too.
-			time.Sleep(time.Millisecond)
-			if timeout -= time.Millisecond; timeout <= 0 {
-				return nil, frameInfo{}, errRingTimeout
-			}
+		if b.refs.Load() == 0 && atomic.LoadUint32(&b.desc.Block_status)&unix.TP_STATUS_USER != 0 {
+			b.gen++
+			b.refs.Store(1)
+			r.cur = b
+			r.left = b.desc.Num_pkts
+			r.pkt = unsafe.Add(b.base, b.desc.Offset_to_first_pkt)
 			continue
 		}
-		if atomic.LoadUint32(&b.desc.Block_status)&unix.TP_STATUS_USER == 0 {
-			if err := r.poll(timeout); err != nil {
-				return nil, frameInfo{}, err
-			}
-			if atomic.LoadUint32(&b.desc.Block_status)&unix.TP_STATUS_USER == 0 {
-				continue
-			}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(timeout)
 		}
-		b.gen++
-		b.refs.Store(1)
-		r.cur = b
-		r.left = b.desc.Num_pkts
-		r.pkt = unsafe.Add(b.base, b.desc.Offset_to_first_pkt)
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return nil, frameInfo{}, errRingTimeout
+		}
+		if nap > 0 || b.refs.Load() != 0 {
+			// Still held from the last pass (the kernel waits here
+			// too), or poll says a block is ready when it is one we
+			// hold: the kernel signals while the block before the one
+			// it fills is not back, whoever holds it.
+			nap = min(max(nap*2, 100*time.Microsecond), 5*time.Millisecond, wait)
+			time.Sleep(nap)
+			continue
+		}
+		if err := r.poll(wait); err != nil {
+			return nil, frameInfo{}, err
+		}
+		if atomic.LoadUint32(&b.desc.Block_status)&unix.TP_STATUS_USER == 0 {
+			nap = 50 * time.Microsecond
+		}
 	}
 	h := (*unix.Tpacket3Hdr)(r.pkt)
 	r.left--
