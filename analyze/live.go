@@ -146,6 +146,9 @@ type LiveConfig struct {
 	// not decoded.
 	QueueFrames int
 	QueueOctets int64
+	// RingShare is how many blocks of the kernel's ring the decoder may
+	// hold (0: a quarter of them); beyond, frames are copied for it.
+	RingShare int
 	// LagEvery is how often the lag is reported at most (0: a second).
 	LagEvery time.Duration
 	// Started, when set, is called once the capture runs (tests).
@@ -164,9 +167,11 @@ type LiveConfig struct {
 //
 // The decoder holds the blocks and chunks its queued frames are in (one
 // hold each, taken by the capture loop with the first frame in it for the
-// decoder, released by the decoder when it moves on to the next); memory
-// stays bounded: the decoder holds at most QueueOctets of chunks, and
-// half the ring, beyond which frames are written but not decoded.
+// decoder, released by the decoder when it moves on to the next). Memory
+// stays bounded and the kernel keeps most of its ring: the decoder holds
+// at most a quarter of the ring; beyond it, frames are copied for it into
+// chunks of the capture's own pool, at most QueueOctets of them; beyond
+// that they are written but not decoded.
 type Live struct {
 	l   *pcap.Live
 	cfg LiveConfig
@@ -175,16 +180,19 @@ type Live struct {
 	sig chan os.Signal
 
 	// The capture loop's side.
-	pool    *pcap.ChunkPool // without -w: the chunks frames are copied into
-	own     *pcap.Chunk     // the chunk of pool being filled
-	held    holder          // the block or chunk last held for the decoder, in its use heldGen
-	heldGen uint64
-	maxHeld int64 // blocks and chunks the decoder may hold
+	pool      *pcap.ChunkPool // without -w: the chunks frames are copied into
+	own       *pcap.Chunk     // the chunk of pool being filled
+	held      holder          // the block or chunk last held for the decoder, in its use heldGen
+	heldGen   uint64
+	maxBlocks int64 // ring blocks the decoder may hold
+	maxChunks int64 // chunks the decoder may hold
 
 	// The decoder's side: the block or chunk of the frames it reads now.
-	decChunk holder
+	decChunk   holder
+	decIsChunk bool
 
-	decHeld   atomic.Int64 // chunks held for the decoder
+	decBlocks atomic.Int64 // ring blocks held for the decoder
+	decChunks atomic.Int64 // chunks held for the decoder
 	queued    atomic.Int64 // octets of frames in the channel
 	captured  atomic.Uint64
 	undecoded atomic.Uint64
@@ -198,9 +206,10 @@ type Live struct {
 // liveFrame is a captured frame in a ring block or a chunk; hold says the
 // capture loop took the decoder's hold on c with this frame.
 type liveFrame struct {
-	fr   pcap.Frame
-	c    holder
-	hold bool
+	fr    pcap.Frame
+	c     holder
+	hold  bool
+	chunk bool // c is a chunk, not a ring block
 }
 
 // holder is a pcap.Block or a pcap.Chunk: memory reused once every
@@ -236,21 +245,22 @@ func OpenLive(cfg LiveConfig) (*Live, error) {
 		done: make(chan struct{}), lagDone: make(chan struct{})}
 	// The decoder may hold chunks of up to QueueOctets, and two at least:
 	// the one it reads and the one being filled.
-	s.maxHeld = max(2, cfg.QueueOctets/pcap.ChunkSize)
-	if n := lc.RingBlocks(); n > 0 {
-		// The kernel keeps half the ring whatever the decoder does.
-		s.maxHeld = max(1, min(s.maxHeld, int64(n/2)))
+	s.maxChunks = max(2, cfg.QueueOctets/pcap.ChunkSize)
+	s.maxBlocks = int64(max(1, lc.RingBlocks()/4))
+	if cfg.RingShare > 0 {
+		s.maxBlocks = int64(cfg.RingShare)
 	}
 	if cfg.Tee.Path != "" {
 		if cfg.Decode {
-			cfg.Tee.Rotate.Keep = int(s.maxHeld)
+			cfg.Tee.Rotate.Keep = int(s.maxChunks)
 		}
 		if s.w, err = cfg.Tee.open(lc.LinkType(), lc.Snaplen()); err != nil {
 			lc.Close()
 			return nil, err
 		}
-	} else {
-		s.pool = pcap.NewChunkPool(pcap.ChunkSize, int(s.maxHeld)+1)
+	}
+	if cfg.Decode {
+		s.pool = pcap.NewChunkPool(pcap.ChunkSize, int(s.maxChunks)+1)
 	}
 	s.sig = make(chan os.Signal, 1)
 	signal.Notify(s.sig, os.Interrupt, syscall.SIGTERM)
@@ -349,24 +359,33 @@ func (s *Live) enqueue(fr *pcap.Frame, data []byte, c holder) bool {
 	if len(s.ch) == cap(s.ch) || s.queued.Load()+n > s.cfg.QueueOctets {
 		return false
 	}
+	_, inRing := c.(*pcap.Block)
+	if inRing && (c != s.held || c.Gen() != s.heldGen) && s.decBlocks.Load() >= s.maxBlocks {
+		c = nil // the decoder holds its share of the ring: a copy instead
+	}
 	if c == nil {
-		if s.w != nil {
+		if s.w != nil && !inRing {
 			return false // larger than a chunk (not from a live capture)
 		}
+		inRing = false
 		var own *pcap.Chunk
 		if data, own = s.copyOut(fr.Data); own == nil {
 			return false
 		}
 		c = own
 	}
-	lf := liveFrame{fr: *fr, c: c}
+	lf := liveFrame{fr: *fr, c: c, chunk: !inRing}
 	lf.fr.Data = data
 	if c != s.held || c.Gen() != s.heldGen {
-		if s.decHeld.Load() >= s.maxHeld {
+		count, limit := &s.decChunks, s.maxChunks
+		if inRing {
+			count, limit = &s.decBlocks, s.maxBlocks
+		}
+		if count.Load() >= limit {
 			return false
 		}
 		c.Hold()
-		s.decHeld.Add(1)
+		count.Add(1)
 		s.held, s.heldGen, lf.hold = c, c.Gen(), true
 	}
 	s.queued.Add(n)
@@ -382,7 +401,7 @@ func (s *Live) copyOut(b []byte) ([]byte, *pcap.Chunk) {
 			return cp, s.own
 		}
 	}
-	if s.decHeld.Load() >= s.maxHeld {
+	if s.decChunks.Load() >= s.maxChunks {
 		return nil, nil
 	}
 	next := s.pool.Get(false)
@@ -462,11 +481,15 @@ func (s *Live) took(lf *liveFrame) {
 	}
 	if s.decChunk != nil {
 		s.decChunk.Release()
-		s.decHeld.Add(-1)
+		if s.decIsChunk {
+			s.decChunks.Add(-1)
+		} else {
+			s.decBlocks.Add(-1)
+		}
 		s.decChunk = nil
 	}
 	if lf != nil {
-		s.decChunk = lf.c
+		s.decChunk, s.decIsChunk = lf.c, lf.chunk
 	}
 }
 

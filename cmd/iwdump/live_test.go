@@ -257,8 +257,22 @@ func TestLiveLoopbackIWARPNoWrite(t *testing.T) {
 	checkLiveIWARPTo(t, "lo", "listening on lo", layers.LinkTypeEthernet, false)
 }
 
+// When the decoder may hold only one block of the ring, frames of the
+// next are copied for it while it reads the last: the mix of frames read
+// in the ring and copies still decodes each FPDU once, with -w and
+// without.
+func TestLiveLoopbackIWARPRingShare(t *testing.T) {
+	defer func(n int) { liveRingShare = n }(liveRingShare)
+	liveRingShare = 1
+	for _, write := range []bool{true, false} {
+		t.Run(fmt.Sprint("w=", write), func(t *testing.T) {
+			checkLiveIWARPTo(t, "lo", "listening on lo", layers.LinkTypeEthernet, write, "-B", "1024") // blocks of 128 KiB
+		})
+	}
+}
+
 // checkLiveIWARPTo is checkLiveIWARP, with -w or without.
-func checkLiveIWARPTo(t *testing.T, iface, listening string, lt layers.LinkType, write bool) {
+func checkLiveIWARPTo(t *testing.T, iface, listening string, lt layers.LinkType, write bool, extra ...string) {
 	needLiveCapture(t)
 	const n = 300
 	peers := newIWARPPeers(t)
@@ -273,6 +287,7 @@ func checkLiveIWARPTo(t *testing.T, iface, listening string, lt layers.LinkType,
 	if !write {
 		args = append(args[:4], args[6:]...)
 	}
+	args = append(extra, args...)
 	stdout, stderr, code := runLive(t, args, func() {
 		// Traffic the capture filter must keep out.
 		u, _ := net.DialUDP("udp4", nil, other.LocalAddr().(*net.UDPAddr))
