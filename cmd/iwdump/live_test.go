@@ -743,7 +743,11 @@ func BenchmarkLiveBeside(b *testing.B) {
 			dir := b.TempDir()
 			filter := fmt.Sprintf("tcp port %d", peers.port)
 			iwArgs := append(strings.Fields(os.Getenv("IWDUMP_BESIDE_ARGS")), "-i", "lo", "-q", "-B", "32768", "-w", filepath.Join(dir, "iw.pcap"), filter)
-			iw := startCapture(b, os.Args[0], []string{"IWDUMP_TEST_AS_IWDUMP=1"}, iwArgs...)
+			bin := os.Args[0] // this test binary as iwdump, or another build of it
+			if v := os.Getenv("IWDUMP_BESIDE_IWDUMP"); v != "" {
+				bin = v
+			}
+			iw := startCapture(b, bin, []string{"IWDUMP_TEST_AS_IWDUMP=1"}, iwArgs...)
 			td := startCapture(b, tcpdump, nil, "-i", "lo", "-n", "-B", "32768", "-w", filepath.Join(dir, "td.pcap"), filter)
 			go func() {
 				for {
