@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -552,6 +553,8 @@ func BenchmarkLiveIWARP(b *testing.B) {
 				done <- run([]string{"-i", "lo", "-q", "-z", "conv", "-w", file, "tcp port " + fmt.Sprint(peers.port)}, &out, &errb)
 			}()
 			<-started
+			var ms0, ms1 runtime.MemStats
+			runtime.ReadMemStats(&ms0)
 			var sent int
 			start := time.Now()
 			go func() {
@@ -600,6 +603,7 @@ func BenchmarkLiveIWARP(b *testing.B) {
 			if code := <-done; code != exitOK {
 				b.Fatalf("exit %d: %s", code, errb.String())
 			}
+			runtime.ReadMemStats(&ms1)
 			var captured, dropped, undecoded int
 			for _, line := range strings.Split(errb.String(), "\n") {
 				var n int
@@ -617,6 +621,9 @@ func BenchmarkLiveIWARP(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(captured)/el.Seconds(), "frames/s")
+			// Allocations of the whole process (capture, -w, decoder,
+			// tracking, the test's sender) per frame captured.
+			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(max(captured, 1)), "allocs/frame")
 			b.ReportMetric(float64(sent)*1448*8/el.Seconds()/1e9, "FPDU-Gbit/s")
 			b.ReportMetric(float64(dropped), "drops")
 			b.ReportMetric(float64(undecoded), "undecoded")
