@@ -261,6 +261,44 @@ func TestLiveLoopbackIWARPNoWrite(t *testing.T) {
 	checkLiveIWARPTo(t, "lo", "listening on lo", layers.LinkTypeEthernet, false)
 }
 
+// -w - writes the capture file to standard output from the ring (writev
+// to a pipe): every frame captured is in it, in order, whole.
+func TestLiveWriteStdout(t *testing.T) {
+	needLiveCapture(t)
+	peers := newIWARPPeers(t)
+	defer peers.ln.Close()
+	c := startCapture(t, os.Args[0], []string{"IWDUMP_TEST_AS_IWDUMP=1"}, "-i", "lo", "-w", "-", "tcp", "port", fmt.Sprint(peers.port))
+	peers.run(t, 300)
+	time.Sleep(200 * time.Millisecond)
+	captured, _, dropped, _ := c.stop(t)
+	r, err := pcap.NewReader(bytes.NewReader(c.stdout.Bytes()))
+	if err != nil {
+		t.Fatalf("standard output is not a capture file (%d octets): %v\n%s", c.stdout.Len(), err, c.stderr.String())
+	}
+	frames, big := 0, 0
+	var f pcap.Frame
+	var p pcap.Packet
+	for {
+		err := r.Next(&f)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("frame %d: %v", frames+1, err)
+		}
+		frames++
+		if len(f.Data) >= 512 {
+			big++ // written from the ring, not copied
+		}
+		if err := pcap.DecodeTCP(f.LinkType, f.Data, &p); err != nil || (int(p.SrcPort) != peers.port && int(p.DstPort) != peers.port) {
+			t.Errorf("frame %d is not the test connection (%v)", f.Number, err)
+		}
+	}
+	if frames != captured || dropped != 0 || big == 0 {
+		t.Errorf("%d frames (%d of 512 octets or more) on standard output, %d captured, %d dropped:\n%s", frames, big, captured, dropped, c.stderr.String())
+	}
+}
+
 // When the decoder may hold only one block of the ring, frames of the
 // next are copied for it while it reads the last: the mix of frames read
 // in the ring and copies still decodes each FPDU once, with -w and
@@ -854,14 +892,16 @@ func BenchmarkLiveBeside(b *testing.B) {
 // capture is a capturing process of BenchmarkLiveBeside.
 type capture struct {
 	cmd    *exec.Cmd
+	stdout bytes.Buffer // complete once stop returns
 	stderr bytes.Buffer
 	done   chan struct{}
 }
 
 // startCapture starts a capture command and waits until it listens.
-func startCapture(b *testing.B, path string, env []string, args ...string) *capture {
+func startCapture(b testing.TB, path string, env []string, args ...string) *capture {
 	c := &capture{cmd: exec.Command(path, args...), done: make(chan struct{})}
 	c.cmd.Env = append(os.Environ(), env...)
+	c.cmd.Stdout = &c.stdout
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr, err := c.cmd.StderrPipe()
 	if err != nil {
@@ -916,7 +956,7 @@ func (c *capture) cpu() time.Duration {
 
 // stop interrupts the capture and returns what it says it captured,
 // received, dropped and left undecoded.
-func (c *capture) stop(b *testing.B) (captured, received, dropped, undecoded int) {
+func (c *capture) stop(b testing.TB) (captured, received, dropped, undecoded int) {
 	syscall.Kill(c.cmd.Process.Pid, syscall.SIGINT)
 	select {
 	case <-c.done:
