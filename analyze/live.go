@@ -161,8 +161,8 @@ type LiveConfig struct {
 // -w file is written from the ring (pcap.RotatingWriter.WriteFrameHeld)
 // and the decoder reads the frame where the kernel put it, as tcpdump
 // writes its file; the ring block goes back to the kernel once both are
-// done with it. A frame not in the ring (the socket methods) is copied
-// once: with -w, into the file's buffer (WriteFrameKeep), and the decoder
+// done with it. A frame not in the ring (the socket methods, a frame
+// whose VLAN tag was put back) is copied once: with -w, into the file's buffer (WriteFrameKeep), and the decoder
 // reads it there; without, into a chunk of the capture's own pool.
 //
 // The decoder holds the blocks and chunks its queued frames are in (one
@@ -180,7 +180,7 @@ type Live struct {
 	sig chan os.Signal
 
 	// The capture loop's side.
-	pool      *pcap.ChunkPool // without -w: the chunks frames are copied into
+	pool      *pcap.ChunkPool // chunks frames are copied into for the decoder (no -w, or past its share of the ring)
 	own       *pcap.Chunk     // the chunk of pool being filled
 	held      holder          // the block or chunk last held for the decoder, in its use heldGen
 	heldGen   uint64
