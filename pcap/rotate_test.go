@@ -2,6 +2,7 @@ package pcap
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
 	"os"
 	"path/filepath"
@@ -258,7 +259,13 @@ func TestWriteFrameKeepSameOctets(t *testing.T) {
 					// Written from where it is, held by group until in
 					// the file (then scribbled over).
 					if i%10 == 0 || group == nil {
+						// The reader's own reference, as a ring
+						// reader holds the block it reads.
+						if group != nil {
+							group.Release()
+						}
 						group = &scribbler{}
+						group.Hold()
 						groups = append(groups, group)
 					}
 					group.data = append(group.data, data)
@@ -278,6 +285,9 @@ func TestWriteFrameKeepSameOctets(t *testing.T) {
 					c.Hold()
 					held = append(held, kept{data, cp, c})
 				}
+			}
+			if group != nil {
+				group.Release()
 			}
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
@@ -376,5 +386,74 @@ func BenchmarkWriteFrameKeep(b *testing.B) {
 		if _, _, err := w.WriteFrameKeep(ts, data, len(data)); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Frames written from where they are (WriteFrameHeld) rotate as copied
+// ones do (-C): each file ends with the frame that crossed the limit, the
+// frames stay in order across files, and every hold is released.
+func TestRotateHeld(t *testing.T) {
+	for _, format := range []Format{FormatPcap, FormatPcapNG} {
+		t.Run(string(format), func(t *testing.T) {
+			dir := t.TempDir()
+			name := filepath.Join(dir, "cap")
+			w, err := CreateRotating(name, RotateOptions{Format: format, LinkType: layers.LinkTypeEthernet, FileSize: 10000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := time.Unix(1700000000, 0)
+			var groups []*scribbler
+			for i := 0; i < 100; i++ {
+				if i%7 == 0 {
+					// The reader's own reference, as a ring reader
+					// holds the block it reads.
+					if len(groups) > 0 {
+						groups[len(groups)-1].Release()
+					}
+					g := &scribbler{}
+					g.Hold()
+					groups = append(groups, g)
+				}
+				g := groups[len(groups)-1]
+				frame := make([]byte, 1000+i)
+				binary.BigEndian.PutUint32(frame, uint32(i))
+				g.data = append(g.data, frame)
+				if err := w.WriteFrameHeld(ts, frame, 0, g); err != nil {
+					t.Fatal(err)
+				}
+			}
+			groups[len(groups)-1].Release()
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			for i, g := range groups {
+				if g.refs.Load() != 0 {
+					t.Fatalf("group %d still held after Close", i)
+				}
+			}
+			files := listDir(t, dir)
+			if len(files) < 10 {
+				t.Fatalf("files %v: want a new one about every 10 KB", files)
+			}
+			sort.Slice(files, func(a, b int) bool { return len(files[a]) < len(files[b]) || len(files[a]) == len(files[b]) && files[a] < files[b] })
+			next := 0
+			for _, n := range files {
+				r, err := Open(filepath.Join(dir, n))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var f Frame
+				for r.Next(&f) == nil {
+					if len(f.Data) != 1000+next || binary.BigEndian.Uint32(f.Data) != uint32(next) || f.Data[len(f.Data)-1] != 0 {
+						t.Fatalf("%s: frame %d is not frame %d as written", n, f.Number, next)
+					}
+					next++
+				}
+				r.Close()
+			}
+			if next != 100 || w.Written() != 100 {
+				t.Errorf("%d frames in the files, %d written, want 100", next, w.Written())
+			}
+		})
 	}
 }
