@@ -435,7 +435,9 @@ func TestRotateHeld(t *testing.T) {
 			if len(files) < 10 {
 				t.Fatalf("files %v: want a new one about every 10 KB", files)
 			}
-			sort.Slice(files, func(a, b int) bool { return len(files[a]) < len(files[b]) || len(files[a]) == len(files[b]) && files[a] < files[b] })
+			sort.Slice(files, func(a, b int) bool {
+				return len(files[a]) < len(files[b]) || len(files[a]) == len(files[b]) && files[a] < files[b]
+			})
 			next := 0
 			for _, n := range files {
 				r, err := Open(filepath.Join(dir, n))
