@@ -146,6 +146,9 @@ type LiveConfig struct {
 	// not decoded.
 	QueueFrames int
 	QueueOctets int64
+	// RingShare is how many blocks of the kernel's ring the decoder may
+	// hold (0: a quarter of them); beyond, frames are copied for it.
+	RingShare int
 	// LagEvery is how often the lag is reported at most (0: a second).
 	LagEvery time.Duration
 	// Started, when set, is called once the capture runs (tests).
@@ -153,21 +156,44 @@ type LiveConfig struct {
 }
 
 // Live is a live capture as a Source.
+//
+// From the kernel's ring (pcap.Live.Block), a frame is not copied: the
+// -w file is written from the ring (pcap.RotatingWriter.WriteFrameHeld)
+// and the decoder reads the frame where the kernel put it, as tcpdump
+// writes its file; the ring block goes back to the kernel once both are
+// done with it. A frame not in the ring (the socket methods, a frame
+// whose VLAN tag was put back) is copied once: with -w, into the file's buffer (WriteFrameKeep), and the decoder
+// reads it there; without, into a chunk of the capture's own pool.
+//
+// The decoder holds the blocks and chunks its queued frames are in (one
+// hold each, taken by the capture loop with the first frame in it for the
+// decoder, released by the decoder when it moves on to the next). Memory
+// stays bounded and the kernel keeps most of its ring: the decoder holds
+// at most a quarter of the ring; beyond it, frames are copied for it into
+// chunks of the capture's own pool, at most QueueOctets of them; beyond
+// that they are written but not decoded.
 type Live struct {
 	l   *pcap.Live
 	cfg LiveConfig
-	ch  chan *liveFrame
-	// free holds the buffers of decoded frames for the capture loop to
-	// reuse (a sync.Pool would lose them at every garbage collection,
-	// and the loop would allocate 64 KiB frames again); freeOctets, what
-	// they hold, stays within QueueOctets.
-	free       chan *liveFrame
-	freeOctets atomic.Int64
-	cur        *liveFrame
-	queued     atomic.Int64 // octets in the channel
-	w          *pcap.RotatingWriter
-	sig        chan os.Signal
+	ch  chan liveFrame
+	w   *pcap.RotatingWriter
+	sig chan os.Signal
 
+	// The capture loop's side.
+	pool      *pcap.ChunkPool // chunks frames are copied into for the decoder (no -w, or past its share of the ring)
+	own       *pcap.Chunk     // the chunk of pool being filled
+	held      holder          // the block or chunk last held for the decoder, in its use heldGen
+	heldGen   uint64
+	maxBlocks int64 // ring blocks the decoder may hold
+	maxChunks int64 // chunks the decoder may hold
+
+	// The decoder's side: the block or chunk of the frames it reads now.
+	decChunk   holder
+	decIsChunk bool
+
+	decBlocks atomic.Int64 // ring blocks held for the decoder
+	decChunks atomic.Int64 // chunks held for the decoder
+	queued    atomic.Int64 // octets of frames in the channel
 	captured  atomic.Uint64
 	undecoded atomic.Uint64
 	done      chan struct{} // closed when the capture loop has ended
@@ -177,10 +203,21 @@ type Live struct {
 	summary   string
 }
 
-// liveFrame is a captured frame copied out of the kernel ring.
+// liveFrame is a captured frame in a ring block or a chunk; hold says the
+// capture loop took the decoder's hold on c with this frame.
 type liveFrame struct {
-	fr  pcap.Frame
-	buf []byte
+	fr    pcap.Frame
+	c     holder
+	hold  bool
+	chunk bool // c is a chunk, not a ring block
+}
+
+// holder is a pcap.Block or a pcap.Chunk: memory reused once every
+// holder has released it; Gen tells its uses apart.
+type holder interface {
+	Hold()
+	Release()
+	Gen() uint64
 }
 
 // OpenLive starts capturing. Ctrl-C (or SIGTERM) ends the capture
@@ -204,13 +241,26 @@ func OpenLive(cfg LiveConfig) (*Live, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Live{l: lc, cfg: cfg, ch: make(chan *liveFrame, cfg.QueueFrames), free: make(chan *liveFrame, cfg.QueueFrames),
+	s := &Live{l: lc, cfg: cfg, ch: make(chan liveFrame, cfg.QueueFrames),
 		done: make(chan struct{}), lagDone: make(chan struct{})}
+	// The decoder may hold chunks of up to QueueOctets, and two at least:
+	// the one it reads and the one being filled.
+	s.maxChunks = max(2, cfg.QueueOctets/pcap.ChunkSize)
+	s.maxBlocks = int64(max(1, lc.RingBlocks()/4))
+	if cfg.RingShare > 0 {
+		s.maxBlocks = int64(cfg.RingShare)
+	}
 	if cfg.Tee.Path != "" {
+		if cfg.Decode {
+			cfg.Tee.Rotate.Keep = int(s.maxChunks)
+		}
 		if s.w, err = cfg.Tee.open(lc.LinkType(), lc.Snaplen()); err != nil {
 			lc.Close()
 			return nil, err
 		}
+	}
+	if cfg.Decode {
+		s.pool = pcap.NewChunkPool(pcap.ChunkSize, int(s.maxChunks)+1)
 	}
 	s.sig = make(chan os.Signal, 1)
 	signal.Notify(s.sig, os.Interrupt, syscall.SIGTERM)
@@ -239,6 +289,11 @@ func (s *Live) Stop() { s.l.Stop() }
 func (s *Live) capture() {
 	defer close(s.done)
 	defer close(s.ch)
+	defer func() {
+		if s.own != nil {
+			s.own.Release()
+		}
+	}()
 	count := uint64(s.cfg.Count)
 	var fr pcap.Frame
 	for {
@@ -250,25 +305,32 @@ func (s *Live) capture() {
 			s.err = err
 			return
 		}
-		// The decoder's copy first, then the tee's from it: the ring's
-		// octets, just written by the kernel on another CPU, are read
-		// once; the second copy reads the first from the cache.
-		data := fr.Data
-		if s.cfg.Decode {
-			if b := s.enqueue(&fr); b != nil {
-				data = b
-			}
-		}
-		if s.w != nil {
-			if err := s.w.WriteFrame(fr.Timestamp, data, fr.OrigLen); err != nil {
-				if errors.Is(err, pcap.ErrFileLimit) {
-					s.cfg.Tee.limitReached()
-				} else {
-					s.err = fmt.Errorf("-w: %w", err)
+		var (
+			data []byte
+			c    holder
+		)
+		if b := s.l.Block(); b != nil {
+			// In the ring: written and decoded from there.
+			data, c = fr.Data, b
+			if s.w != nil {
+				if err := s.w.WriteFrameHeld(fr.Timestamp, fr.Data, fr.OrigLen, b); err != nil {
+					s.writeFailed(err)
+					return
 				}
-				s.l.Stop()
+			}
+		} else if s.w != nil {
+			// The one copy out of the ring: into the file's buffer.
+			d, ch, err := s.w.WriteFrameKeep(fr.Timestamp, fr.Data, fr.OrigLen)
+			if err != nil {
+				s.writeFailed(err)
 				return
 			}
+			if ch != nil {
+				data, c = d, ch
+			}
+		}
+		if s.cfg.Decode && !s.enqueue(&fr, data, c) {
+			s.undecoded.Add(1)
 		}
 		n := s.captured.Add(1)
 		if count > 0 && n >= count {
@@ -278,30 +340,83 @@ func (s *Live) capture() {
 	}
 }
 
-// enqueue hands a copy of fr to the decoder, unless the queue is full, and
-// returns the copy (nil: none). Only the decoder reads it until the
-// capture loop's next enqueue; the decoder only reads it.
-func (s *Live) enqueue(fr *pcap.Frame) []byte {
-	if len(s.ch) == cap(s.ch) || s.queued.Load()+int64(len(fr.Data)) > s.cfg.QueueOctets {
-		s.undecoded.Add(1)
-		return nil
+// writeFailed ends the capture when -w cannot go on.
+func (s *Live) writeFailed(err error) {
+	if errors.Is(err, pcap.ErrFileLimit) {
+		s.cfg.Tee.limitReached()
+	} else {
+		s.err = fmt.Errorf("-w: %w", err)
 	}
-	var lf *liveFrame
-	select {
-	case lf = <-s.free:
-		s.freeOctets.Add(-int64(cap(lf.buf)))
-	default:
-		lf = &liveFrame{}
+	s.l.Stop()
+}
+
+// enqueue hands fr to the decoder, unless the queue is full: as data in
+// c (a ring block, or a chunk of the -w file's buffer), or (c nil)
+// copied into a chunk of the capture's own. It says whether the frame was
+// queued.
+func (s *Live) enqueue(fr *pcap.Frame, data []byte, c holder) bool {
+	n := int64(len(fr.Data))
+	if len(s.ch) == cap(s.ch) || s.queued.Load()+n > s.cfg.QueueOctets {
+		return false
 	}
-	if cap(lf.buf) < len(fr.Data) {
-		lf.buf = make([]byte, len(fr.Data), max(len(fr.Data), 2048))
+	_, inRing := c.(*pcap.Block)
+	if inRing && (c != s.held || c.Gen() != s.heldGen) && s.decBlocks.Load() >= s.maxBlocks {
+		c = nil // the decoder holds its share of the ring: a copy instead
 	}
-	lf.buf = append(lf.buf[:0], fr.Data...)
-	lf.fr = *fr
-	lf.fr.Data = lf.buf
-	s.queued.Add(int64(len(lf.buf)))
+	if c == nil {
+		if s.w != nil && !inRing {
+			return false // larger than a chunk (not from a live capture)
+		}
+		inRing = false
+		var own *pcap.Chunk
+		if data, own = s.copyOut(fr.Data); own == nil {
+			return false
+		}
+		c = own
+	}
+	lf := liveFrame{fr: *fr, c: c, chunk: !inRing}
+	lf.fr.Data = data
+	if c != s.held || c.Gen() != s.heldGen {
+		count, limit := &s.decChunks, s.maxChunks
+		if inRing {
+			count, limit = &s.decBlocks, s.maxBlocks
+		}
+		if count.Load() >= limit {
+			return false
+		}
+		c.Hold()
+		count.Add(1)
+		s.held, s.heldGen, lf.hold = c, c.Gen(), true
+	}
+	s.queued.Add(n)
 	s.ch <- lf // cannot block: this goroutine is the only sender
-	return lf.buf
+	return true
+}
+
+// copyOut copies b into the capture's own chunk, starting a new one when
+// it is full and the decoder may hold one more; nil when it may not.
+func (s *Live) copyOut(b []byte) ([]byte, *pcap.Chunk) {
+	if s.own != nil {
+		if cp := s.own.Append(b); cp != nil {
+			return cp, s.own
+		}
+	}
+	if s.decChunks.Load() >= s.maxChunks {
+		return nil, nil
+	}
+	next := s.pool.Get(false)
+	if next == nil {
+		return nil, nil
+	}
+	if s.own != nil {
+		s.own.Release()
+	}
+	s.own = next
+	cp := s.own.Append(b)
+	if cp == nil {
+		return nil, nil
+	}
+	return cp, s.own
 }
 
 // watchLag reports, at most once per LagEvery, that decoding fell behind.
@@ -327,38 +442,55 @@ func (s *Live) watchLag() {
 	}
 }
 
-// Next gives the decoder the next captured frame.
+// Next gives the decoder the next captured frame. Its Data stays valid
+// until the next call.
 func (s *Live) Next(f *pcap.Frame) error {
-	if s.cur != nil {
-		s.queued.Add(-int64(len(s.cur.buf)))
-		if n := int64(cap(s.cur.buf)); s.freeOctets.Load()+n <= s.cfg.QueueOctets {
-			select {
-			case s.free <- s.cur:
-				s.freeOctets.Add(n)
-			default:
-			}
-		}
-		s.cur = nil
-	}
-	var lf *liveFrame
+	var (
+		lf liveFrame
+		ok bool
+	)
 	select {
-	case lf = <-s.ch:
+	case lf, ok = <-s.ch:
 	default:
 		if s.cfg.Idle != nil {
 			s.cfg.Idle()
 		}
-		lf = <-s.ch
+		lf, ok = <-s.ch
 	}
-	if lf == nil {
+	if !ok {
+		s.took(nil)
 		<-s.done
 		if s.err != nil {
 			return s.err
 		}
 		return io.EOF
 	}
-	s.cur = lf
+	s.took(&lf)
 	*f = lf.fr
 	return nil
+}
+
+// took moves the decoder on to frame lf (nil: past the last): the chunk
+// of the frames before it is released when lf starts another.
+func (s *Live) took(lf *liveFrame) {
+	if lf != nil {
+		s.queued.Add(-int64(len(lf.fr.Data)))
+		if !lf.hold {
+			return
+		}
+	}
+	if s.decChunk != nil {
+		s.decChunk.Release()
+		if s.decIsChunk {
+			s.decChunks.Add(-1)
+		} else {
+			s.decBlocks.Add(-1)
+		}
+		s.decChunk = nil
+	}
+	if lf != nil {
+		s.decChunk, s.decIsChunk = lf.c, lf.chunk
+	}
 }
 
 // Finish stops the capture (if it still runs), waits for the loop, closes
@@ -367,8 +499,10 @@ func (s *Live) Next(f *pcap.Frame) error {
 func (s *Live) Finish() string {
 	s.finished.Do(func() {
 		s.l.Stop()
-		for range s.ch { // the decoder has stopped reading (-c): let the loop end
+		for lf := range s.ch { // the decoder has stopped reading (-c): let the loop end
+			s.took(&lf)
 		}
+		s.took(nil)
 		<-s.done
 		<-s.lagDone // its last report comes before the summary
 		signal.Stop(s.sig)

@@ -13,7 +13,7 @@ import (
 
 // Live capture reads frames from a network interface as they pass, in pure
 // Go with no libpcap: on Linux through an AF_PACKET socket with a
-// TPACKET_V3 ring shared with the kernel (gopacket's afpacket), or, when the
+// TPACKET_V3 ring shared with the kernel (live_ring_linux.go), or, when the
 // ring cannot be set up, through a plain AF_PACKET socket (gopacket's
 // pcapgo.EthernetHandle). The capture filter runs in the kernel.
 

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/afpacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/iwkit/iwkit/pcap/bpf"
@@ -33,16 +32,18 @@ type Live struct {
 	loopback bool
 	method   string
 
-	tp  *afpacket.TPacket
+	rg  *ring // TPACKET_V3 (live_ring_linux.go)
 	eh  *pcapgo.EthernetHandle
 	any *anySocket // "any": all interfaces, cooked frames (live_any_linux.go)
 
 	// since: frames the kernel stamped before the filter was attached
 	// were let in unfiltered between bind and attach; they are dropped.
-	since  time.Time
-	stopAt atomic.Int64 // UnixNano of Stop; 0 while running
-	n      int
-	vbuf   []byte // a frame with its VLAN tag put back (socket method)
+	since   time.Time
+	stopAt  atomic.Int64 // UnixNano of Stop; 0 while running
+	n       int
+	vbuf    []byte // a frame with its VLAN tag put back (socket method)
+	block   *Block // the ring block of the frame last returned
+	ifindex int
 
 	statsMu sync.Mutex
 	base    LiveStats // kernel counters when the filter went on (ring)
@@ -163,7 +164,7 @@ func OpenLive(iface string, o LiveOptions) (*Live, error) {
 	if err := bpf.Check(prog); err != nil {
 		return nil, fmt.Errorf("capture filter: %w", err)
 	}
-	l := &Live{iface: iface, lt: lt, snaplen: snap, loopback: ifc.Flags&net.FlagLoopback != 0, blockTimeout: o.BlockTimeout}
+	l := &Live{iface: iface, lt: lt, snaplen: snap, loopback: ifc.Flags&net.FlagLoopback != 0, blockTimeout: o.BlockTimeout, ifindex: ifc.Index}
 	if l.blockTimeout <= 0 {
 		l.blockTimeout = defaultBlockTimeout
 	}
@@ -222,32 +223,18 @@ func openAnyLive(o LiveOptions) (*Live, error) {
 
 func (l *Live) openRing(o LiveOptions, prog []xbpf.RawInstruction) error {
 	blockSize, blocks := ringGeometry(o.BufferSize)
-	bt := l.blockTimeout
-	tp, err := afpacket.NewTPacket(
-		afpacket.OptInterface(l.iface),
-		afpacket.TPacketVersion3,
-		afpacket.OptFrameSize(2048),
-		afpacket.OptBlockSize(blockSize),
-		afpacket.OptNumBlocks(blocks),
-		afpacket.OptBlockTimeout(bt),
-		afpacket.OptPollTimeout(pollTimeout),
-		afpacket.OptAddVLANHeader(true),
-	)
+	rg, err := openRingSocket(l.ifindex, blockSize, blocks, l.blockTimeout, prog)
 	if err != nil {
 		return err
 	}
-	if err := tp.SetBPF(prog); err != nil {
-		tp.Close()
-		return fmt.Errorf("attaching the capture filter: %w", err)
-	}
 	l.since = time.Now()
 	if o.Promisc && !l.loopback {
-		if err := tp.SetPromiscuous(true); err != nil {
-			tp.Close()
+		if err := rg.setPromisc(l.ifindex); err != nil {
+			rg.close()
 			return fmt.Errorf("promiscuous mode: %w", err)
 		}
 	}
-	l.tp = tp
+	l.rg = rg
 	l.method = fmt.Sprintf("TPACKET_V3 ring, %d blocks of %d KiB", blocks, blockSize>>10)
 	s, err := l.kernelStats()
 	if err == nil {
@@ -382,8 +369,11 @@ func (l *Live) Next(f *Frame) error {
 			ci   gopacket.CaptureInfo
 			err  error
 		)
-		if l.tp != nil {
-			data, ci, err = l.tp.ZeroCopyReadPacketData()
+		l.block = nil
+		if l.rg != nil {
+			var fi frameInfo
+			data, fi, err = l.rg.next(pollTimeout)
+			ci.Timestamp, ci.Length, l.block = fi.ts, fi.origLen, fi.block
 		} else {
 			data, ci, err = l.eh.ZeroCopyReadPacketData()
 		}
@@ -397,7 +387,7 @@ func (l *Live) Next(f *Frame) error {
 				}
 				continue
 			}
-			if errors.Is(err, afpacket.ErrTimeout) {
+			if errors.Is(err, errRingTimeout) {
 				continue
 			}
 			return fmt.Errorf("%s: %w", l.iface, err)
@@ -405,7 +395,7 @@ func (l *Live) Next(f *Frame) error {
 		if ci.Timestamp.Before(l.since) {
 			continue // let in before the filter was attached
 		}
-		if s := l.stopAt.Load(); s != 0 && l.tp != nil && (ci.Timestamp.UnixNano() > s || l.stopped(time.Now())) {
+		if s := l.stopAt.Load(); s != 0 && l.rg != nil && (ci.Timestamp.UnixNano() > s || l.stopped(time.Now())) {
 			// (The socket method ends at its read deadline instead:
 			// its timestamps may be taken as frames are read.)
 			return io.EOF
@@ -434,17 +424,33 @@ func (l *Live) Next(f *Frame) error {
 	}
 }
 
+// Block is the ring block that holds the frame last returned by Next, nil
+// when the frame is not in the ring (the socket methods, or a frame whose
+// VLAN tag was put back in a copy). Holding it keeps that frame's Data
+// valid after the next call, until Release: a capture file can be written
+// and a decoder fed from the ring itself. Holders must give blocks back
+// well within a ring's worth of traffic, or the kernel drops frames.
+func (l *Live) Block() *Block { return l.block }
+
+// RingBlocks is how many blocks the ring has (0: no ring).
+func (l *Live) RingBlocks() int {
+	if l.rg == nil {
+		return 0
+	}
+	return len(l.rg.blocks)
+}
+
 // kernelStats reads the kernel's counters (cumulative).
 func (l *Live) kernelStats() (LiveStats, error) {
 	if l.any != nil {
 		return l.any.kernelStats()
 	}
-	if l.tp != nil {
-		_, v3, err := l.tp.SocketStats()
+	if l.rg != nil {
+		v3, err := l.rg.readStats()
 		if err != nil {
 			return LiveStats{}, err
 		}
-		return LiveStats{Received: uint64(v3.Packets()), Dropped: uint64(v3.Drops()), Freezes: uint64(v3.QueueFreezes())}, nil
+		return LiveStats{Received: uint64(v3.Packets), Dropped: uint64(v3.Drops), Freezes: uint64(v3.Freeze_q_cnt)}, nil
 	}
 	s, err := l.eh.Stats()
 	if err != nil {
@@ -477,9 +483,9 @@ func (l *Live) Close() error {
 	if l.any != nil {
 		return l.any.close()
 	}
-	if l.tp != nil {
-		l.tp.Close()
-		l.tp = nil
+	if l.rg != nil {
+		l.rg.close()
+		l.rg = nil
 	}
 	if l.eh != nil {
 		var err error
@@ -487,4 +493,47 @@ func (l *Live) Close() error {
 		return err
 	}
 	return nil
+}
+
+// writevFile writes segs to f with writev(2), 1024 pieces at a time: a
+// capture file written from the ring takes a system call per ring block,
+// as tcpdump's takes one per frame. done is false when f cannot be used
+// so (then nothing was written).
+func writevFile(f *os.File, segs [][]byte) (done bool, err error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false, nil
+	}
+	for len(segs) > 0 {
+		var (
+			n    int
+			werr error
+		)
+		err := rc.Write(func(fd uintptr) bool {
+			n, werr = unix.Writev(int(fd), segs[:min(len(segs), 1024)])
+			return werr != unix.EAGAIN
+		})
+		if err == nil {
+			err = werr
+		}
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return true, err
+		}
+		if n == 0 {
+			return true, io.ErrShortWrite
+		}
+		for n > 0 {
+			if n >= len(segs[0]) {
+				n -= len(segs[0])
+				segs = segs[1:]
+			} else {
+				segs[0] = segs[0][n:]
+				n = 0
+			}
+		}
+	}
+	return true, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
@@ -36,6 +37,9 @@ type RotateOptions struct {
 	// Now is the clock of Interval (nil: time.Now). tcpdump uses the time
 	// of day, not the frame's timestamp.
 	Now func() time.Time
+	// Keep is how many chunks the caller of WriteFrameKeep may hold at
+	// once, beyond what the writer itself uses (ChunkSize octets each).
+	Keep int
 }
 
 // ErrFileLimit is returned by WriteFrame when -G -W has produced all the
@@ -48,7 +52,8 @@ var ErrFileLimit = errors.New("maximum file limit reached")
 type RotatingWriter struct {
 	name    string
 	o       RotateOptions
-	f       io.WriteCloser
+	f       *asyncWriter
+	pool    *ChunkPool
 	w       *Writer
 	size    int64 // octets in the current file, written or buffered
 	cur     string
@@ -68,7 +73,7 @@ func CreateRotating(name string, o RotateOptions) (*RotatingWriter, error) {
 	if o.Format == "" {
 		o.Format = FormatForName(name)
 	}
-	w := &RotatingWriter{name: name, o: o}
+	w := &RotatingWriter{name: name, o: o, pool: NewChunkPool(ChunkSize, writerChunks+max(o.Keep, 0))}
 	if o.MaxFiles > 0 {
 		for x := o.MaxFiles - 1; x > 0; x /= 10 {
 			w.digits++
@@ -106,15 +111,15 @@ type nopCloser struct{ io.Writer }
 func (nopCloser) Close() error { return nil }
 
 func (w *RotatingWriter) open(name string) error {
-	var f io.WriteCloser
+	var f *asyncWriter
 	if name == "-" {
-		f = newAsyncWriter(nopCloser{os.Stdout})
+		f = newAsyncWriter(nopCloser{os.Stdout}, os.Stdout, w.pool)
 	} else {
 		fh, err := os.Create(name)
 		if err != nil {
 			return err
 		}
-		f = newAsyncWriter(fh)
+		f = newAsyncWriter(fh, fh, w.pool)
 	}
 	cw := &countWriter{w: f}
 	pw, err := NewWriter(cw, w.o.Format, w.o.LinkType, w.o.Snaplen)
@@ -158,16 +163,69 @@ func (w *RotatingWriter) closeCurrent() error {
 	return nil
 }
 
-// recordSize is what one frame adds to the file.
-func (w *RotatingWriter) recordSize(capLen int) int64 {
-	if w.o.Format == FormatPcapNG {
-		return int64(32 + (capLen+3)&^3) // Enhanced Packet Block, no options
-	}
-	return int64(16 + capLen)
-}
-
 // WriteFrame writes one frame, rotating first when it is time.
 func (w *RotatingWriter) WriteFrame(ts time.Time, data []byte, origLen int) error {
+	_, _, err := w.WriteFrameKeep(ts, data, origLen)
+	return err
+}
+
+// WriteFrameKeep writes one frame as WriteFrame does and returns its copy
+// in the file's buffer and the chunk that holds it. The copy stays valid
+// until the next call on w, or, when the caller Holds the chunk (before
+// that call), until it Releases it. It returns no copy for a frame larger
+// than a chunk.
+func (w *RotatingWriter) WriteFrameKeep(ts time.Time, data []byte, origLen int) ([]byte, *Chunk, error) {
+	if err := w.rotate(); err != nil {
+		return nil, nil, err
+	}
+	if err := w.f.error(); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", w.cur, err)
+	}
+	hdr, total := recordLayout(w.o.Format, len(data))
+	rec, c := w.f.reserve(total)
+	if rec == nil {
+		// Larger than a chunk: through the writer, copied in pieces.
+		if err := w.w.WriteFrame(ts, data, origLen); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", w.cur, err)
+		}
+		if err := w.w.Flush(); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", w.cur, err)
+		}
+	} else {
+		copy(rec[hdr:], data)
+		putRecord(w.o.Format, rec, ts, len(data), origLen)
+	}
+	w.size += int64(total)
+	w.written++
+	if rec == nil {
+		return nil, nil, nil
+	}
+	return rec[hdr : hdr+len(data) : hdr+len(data)], c, nil
+}
+
+// WriteFrameHeld writes one frame as WriteFrame does, but from data
+// itself, not a copy: it holds h, which keeps data valid, until data is in
+// the file (a ring Block: the file is written from the kernel's ring).
+// Short frames are copied all the same.
+func (w *RotatingWriter) WriteFrameHeld(ts time.Time, data []byte, origLen int, h Holder) error {
+	if len(data) < heldMin || h == nil {
+		return w.WriteFrame(ts, data, origLen)
+	}
+	if err := w.rotate(); err != nil {
+		return err
+	}
+	if err := w.f.error(); err != nil {
+		return fmt.Errorf("%s: %w", w.cur, err)
+	}
+	_, total := recordLayout(w.o.Format, len(data))
+	w.f.appendHeld(w.o.Format, ts, data, origLen, h)
+	w.size += int64(total)
+	w.written++
+	return nil
+}
+
+// rotate starts the next file when it is time (tcpdump's -G, -C, -W).
+func (w *RotatingWriter) rotate() error {
 	if w.w == nil {
 		return errors.New("capture file closed")
 	}
@@ -204,11 +262,6 @@ func (w *RotatingWriter) WriteFrame(ts time.Time, data []byte, origLen int) erro
 			return err
 		}
 	}
-	if err := w.w.WriteFrame(ts, data, origLen); err != nil {
-		return fmt.Errorf("%s: %w", w.cur, err)
-	}
-	w.size += w.recordSize(len(data))
-	w.written++
 	return nil
 }
 
@@ -220,68 +273,178 @@ func (w *RotatingWriter) Flush() error {
 	if err := w.w.Flush(); err != nil {
 		return err
 	}
-	return w.f.(*asyncWriter).Sync()
+	return w.f.Sync()
+}
+
+// Chunk is a buffer of capture file records on their way to the file,
+// shared with whoever else reads the frames in it (the live decoder):
+// it goes back to its pool for reuse once every holder has released it,
+// so a frame is copied out of the kernel's ring once, into the file's
+// buffer, and read from there by both the file writer and the decoder.
+type Chunk struct {
+	buf []byte
+	// A chunk on its way to a file may also carry frames written from
+	// where they are (WriteFrameHeld): segs are then what to write, in
+	// order, pieces of buf between frames held elsewhere, and holds what
+	// to release once written.
+	segs     [][]byte
+	segStart int // buf[segStart:] is not in segs yet
+	holds    []Holder
+	lastHold Holder
+	heldLen  int // octets of frames held elsewhere
+
+	refs atomic.Int32
+	gen  uint64 // incremented at each reuse, by the goroutine that gets it
+	pool *ChunkPool
+}
+
+// Hold keeps the chunk (and the frames in it) from reuse until Release.
+func (c *Chunk) Hold() { c.refs.Add(1) }
+
+// Release gives up a hold (or the reference Get returned with).
+func (c *Chunk) Release() {
+	if c.refs.Add(-1) == 0 {
+		c.pool.put(c)
+	}
+}
+
+// Gen tells the uses of a chunk apart: it changes each time the pool
+// hands the chunk out again.
+func (c *Chunk) Gen() uint64 { return c.gen }
+
+// Len is how many octets the chunk holds.
+func (c *Chunk) Len() int { return len(c.buf) }
+
+// Append copies b into the chunk and returns the copy, or nil when it
+// does not fit.
+func (c *Chunk) Append(b []byte) []byte {
+	n := len(c.buf)
+	if cap(c.buf)-n < len(b) {
+		return nil
+	}
+	c.buf = append(c.buf, b...)
+	return c.buf[n:len(c.buf):len(c.buf)]
+}
+
+// Holder is memory shared by several users, reused once all have
+// released it: a ring Block, a Chunk.
+type Holder interface {
+	Hold()
+	Release()
+}
+
+// ChunkPool hands out chunks of one size, at most limit of them in use at
+// once: the memory of a capture's buffers stays bounded.
+type ChunkPool struct {
+	size      int
+	limit     int32
+	allocated atomic.Int32
+	free      chan *Chunk
+}
+
+// ChunkSize is the size of a RotatingWriter's chunks: more than a record
+// of MaxSnaplen octets.
+const ChunkSize = 1 << 20
+
+// NewChunkPool makes a pool of at most limit chunks of size octets.
+func NewChunkPool(size, limit int) *ChunkPool {
+	limit = max(limit, 1)
+	return &ChunkPool{size: size, limit: int32(limit), free: make(chan *Chunk, limit)}
+}
+
+// Get returns an empty chunk with one reference: a released one, or a new
+// one while fewer than the limit exist, or (wait) the next one released;
+// without wait, nil when all are in use.
+func (p *ChunkPool) Get(wait bool) *Chunk {
+	var c *Chunk
+	select {
+	case c = <-p.free:
+	default:
+		if p.allocated.Add(1) <= p.limit {
+			c = &Chunk{buf: make([]byte, 0, p.size), pool: p}
+		} else {
+			p.allocated.Add(-1)
+			if !wait {
+				return nil
+			}
+			c = <-p.free
+		}
+	}
+	c.gen++
+	c.refs.Store(1)
+	return c
+}
+
+func (p *ChunkPool) put(c *Chunk) {
+	c.buf = c.buf[:0]
+	clear(c.segs)
+	c.segs, c.segStart, c.holds, c.lastHold, c.heldLen = c.segs[:0], 0, c.holds[:0], nil, 0
+	p.free <- c // cannot block: it holds every chunk allocated
 }
 
 // asyncWriter writes to a file on its own goroutine: the writer of frames
 // (the capture loop) fills a chunk, hands it over and carries on while the
 // disk catches up. Up to asyncChunks chunks wait; beyond that Write blocks
-// (so memory stays bounded). A write error is returned by a later call.
+// (so memory stays bounded), as it does when the pool has no chunk left.
+// A write error is returned by a later call.
 type asyncWriter struct {
-	w         io.WriteCloser
-	cur       []byte
-	full      chan []byte
-	free      chan []byte
-	allocated int
-	pending   sync.WaitGroup
-	done      chan struct{}
-	mu        sync.Mutex
-	err       error
+	w       io.WriteCloser
+	file    *os.File // w as a file, for writev; nil: written piece by piece
+	pool    *ChunkPool
+	cur     *Chunk
+	full    chan *Chunk
+	pending sync.WaitGroup
+	done    chan struct{}
+	mu      sync.Mutex
+	err     error
 }
 
 const (
-	asyncChunk  = 1 << 20
 	asyncChunks = 16
+	// A chunk goes to the file once it carries this many octets of frames
+	// held elsewhere or this many pieces (writev takes 1024 at most).
+	heldPerChunk = 1 << 20
+	segsPerChunk = 1000
+	// Frames shorter than heldMin are copied even when they could be
+	// written from where they are: a piece of writev costs about as much.
+	heldMin = 512
+	// writerChunks is what an asyncWriter may use of its pool: the
+	// chunk being filled, those waiting, and the one being written.
+	writerChunks = asyncChunks + 2
 )
 
-func newAsyncWriter(w io.WriteCloser) *asyncWriter {
-	a := &asyncWriter{w: w, full: make(chan []byte, asyncChunks), free: make(chan []byte, asyncChunks), done: make(chan struct{})}
-	a.cur = a.chunk()
+func newAsyncWriter(w io.WriteCloser, file *os.File, pool *ChunkPool) *asyncWriter {
+	a := &asyncWriter{w: w, file: file, pool: pool, full: make(chan *Chunk, asyncChunks), done: make(chan struct{})}
+	a.cur = pool.Get(true)
 	go a.loop()
 	return a
 }
 
 func (a *asyncWriter) loop() {
 	defer close(a.done)
-	for b := range a.full {
+	for c := range a.full {
 		a.mu.Lock()
 		failed := a.err != nil
 		a.mu.Unlock()
 		if !failed {
-			if _, err := a.w.Write(b); err != nil {
+			var err error
+			if len(c.segs) > 0 {
+				err = a.writev(c.segs)
+			} else {
+				_, err = a.w.Write(c.buf)
+			}
+			if err != nil {
 				a.mu.Lock()
 				a.err = err
 				a.mu.Unlock()
 			}
 		}
-		a.free <- b[:0]
+		for _, h := range c.holds {
+			h.Release()
+		}
+		c.Release()
 		a.pending.Done()
 	}
-}
-
-// chunk returns an empty chunk: a written one, or a new one while fewer
-// than asyncChunks exist, or (all in flight) the next one written.
-func (a *asyncWriter) chunk() []byte {
-	select {
-	case b := <-a.free:
-		return b
-	default:
-	}
-	if a.allocated < asyncChunks {
-		a.allocated++
-		return make([]byte, 0, asyncChunk)
-	}
-	return <-a.free
 }
 
 func (a *asyncWriter) error() error {
@@ -290,13 +453,61 @@ func (a *asyncWriter) error() error {
 	return a.err
 }
 
+// writev writes segs in order, to the file in as few system calls as it
+// can (writevFile, where the system has writev).
+func (a *asyncWriter) writev(segs [][]byte) error {
+	if a.file != nil {
+		if done, err := writevFile(a.file, segs); done {
+			return err
+		}
+	}
+	for _, b := range segs {
+		if _, err := a.w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendHeld adds a record whose frame octets are written from data
+// itself, held by h until written.
+func (a *asyncWriter) appendHeld(format Format, ts time.Time, data []byte, origLen int, h Holder) {
+	hdr, total := recordLayout(format, len(data))
+	tail := total - hdr - len(data)
+	c := a.cur
+	if cap(c.buf)-len(c.buf) < hdr+tail || len(c.segs)+3 > segsPerChunk || c.heldLen+len(data) > heldPerChunk || (c.lastHold != nil && c.lastHold != h) {
+		// One chunk per holder: a ring block goes back to the kernel
+		// as soon as the frames written from it are written.
+		a.ship()
+		c = a.cur
+	}
+	k := len(c.buf)
+	c.buf = c.buf[:k+hdr+tail]
+	putRecordHeader(format, c.buf[k:k+hdr], ts, len(data), origLen, total)
+	putRecordTrailer(c.buf[k+hdr:], total)
+	c.segs = append(c.segs, c.buf[c.segStart:k+hdr], data)
+	c.segStart = k + hdr
+	if c.lastHold != h {
+		h.Hold()
+		c.holds = append(c.holds, h)
+		c.lastHold = h
+	}
+	c.heldLen += len(data)
+}
+
+// ship hands the current chunk to the file's goroutine and takes the next.
 func (a *asyncWriter) ship() {
-	if len(a.cur) == 0 {
+	c := a.cur
+	if len(c.buf) == 0 && len(c.segs) == 0 {
 		return
+	}
+	if len(c.segs) > 0 && c.segStart < len(c.buf) {
+		c.segs = append(c.segs, c.buf[c.segStart:])
+		c.segStart = len(c.buf)
 	}
 	a.pending.Add(1)
 	a.full <- a.cur
-	a.cur = a.chunk()
+	a.cur = a.pool.Get(true)
 }
 
 func (a *asyncWriter) Write(b []byte) (int, error) {
@@ -305,14 +516,31 @@ func (a *asyncWriter) Write(b []byte) (int, error) {
 	}
 	n := len(b)
 	for len(b) > 0 {
-		k := copy(a.cur[len(a.cur):cap(a.cur)], b)
-		a.cur = a.cur[:len(a.cur)+k]
+		c := a.cur
+		k := copy(c.buf[len(c.buf):cap(c.buf)], b)
+		c.buf = c.buf[:len(c.buf)+k]
 		b = b[k:]
-		if len(a.cur) == cap(a.cur) {
+		if len(c.buf) == cap(c.buf) {
 			a.ship()
 		}
 	}
 	return n, nil
+}
+
+// reserve returns n octets at the end of the current chunk (shipping it
+// first when they do not fit), and the chunk; nil when n is more than a
+// chunk holds.
+func (a *asyncWriter) reserve(n int) ([]byte, *Chunk) {
+	if n > a.pool.size {
+		return nil, nil
+	}
+	if cap(a.cur.buf)-len(a.cur.buf) < n {
+		a.ship()
+	}
+	c := a.cur
+	k := len(c.buf)
+	c.buf = c.buf[:k+n]
+	return c.buf[k : k+n : k+n], c
 }
 
 // Sync waits until everything written so far is in the file.
@@ -324,6 +552,8 @@ func (a *asyncWriter) Sync() error {
 
 func (a *asyncWriter) Close() error {
 	a.ship()
+	a.cur.Release()
+	a.cur = nil
 	close(a.full)
 	<-a.done
 	err := a.error()

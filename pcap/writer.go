@@ -2,6 +2,7 @@ package pcap
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -80,4 +81,62 @@ func (w *Writer) Flush() error {
 		return w.ng.Flush()
 	}
 	return w.bw.Flush()
+}
+
+// recordLayout is where a frame of capLen octets sits in its record in
+// format: after hdr octets of header, in a record of total octets (pcapng's
+// Enhanced Packet Block pads the octets to 32 bits and repeats its length
+// after them: the pcapng draft, section 4.3).
+func recordLayout(format Format, capLen int) (hdr, total int) {
+	if format == FormatPcapNG {
+		return 28, 32 + (capLen+3)&^3
+	}
+	return 16, 16 + capLen
+}
+
+// putRecord writes the header (and pcapng's trailer) of a record around
+// the frame's octets already at rec[hdr:]: the octets pcapgo's Writer and
+// NgWriter write for the frame, so that a frame can be copied once,
+// straight into the file's buffer.
+func putRecord(format Format, rec []byte, ts time.Time, capLen, origLen int) {
+	hdr, total := recordLayout(format, capLen)
+	putRecordHeader(format, rec[:hdr], ts, capLen, origLen, total)
+	putRecordTrailer(rec[hdr+capLen:total], total)
+}
+
+// putRecordHeader writes what goes before the frame's octets in a record
+// of total octets.
+func putRecordHeader(format Format, h []byte, ts time.Time, capLen, origLen, total int) {
+	if origLen < capLen {
+		origLen = capLen
+	}
+	le := binary.LittleEndian
+	if format == FormatPcapNG {
+		le.PutUint32(h[0:], 6) // Enhanced Packet Block
+		le.PutUint32(h[4:], uint32(total))
+		le.PutUint32(h[8:], 0) // interface 0, the only one
+		ns := ts.UnixNano()    // if_tsresol 9: nanoseconds
+		le.PutUint32(h[12:], uint32(ns>>32))
+		le.PutUint32(h[16:], uint32(ns))
+		le.PutUint32(h[20:], uint32(capLen))
+		le.PutUint32(h[24:], uint32(origLen))
+		return
+	}
+	if ts.IsZero() {
+		ts = time.Now() // as pcapgo writes it
+	}
+	le.PutUint32(h[0:], uint32(ts.Unix()))
+	le.PutUint32(h[4:], uint32(ts.Nanosecond())) // the file's magic says nanoseconds
+	le.PutUint32(h[8:], uint32(capLen))
+	le.PutUint32(h[12:], uint32(origLen))
+}
+
+// putRecordTrailer writes what follows the frame's octets (pcapng: the
+// padding to 32 bits and the block's length again; pcap: nothing).
+func putRecordTrailer(t []byte, total int) {
+	if len(t) == 0 {
+		return
+	}
+	clear(t[:len(t)-4])
+	binary.LittleEndian.PutUint32(t[len(t)-4:], uint32(total))
 }

@@ -289,11 +289,12 @@ func (l *liveOptions) rotateOptions() pcap.RotateOptions {
 }
 
 // Live capture tuning, for tests: the queue between capture and decoder
-// (0: analyze's defaults), how often lag is reported, and a hook that sees
-// the capture once it runs.
+// and the decoder's share of the ring (0: analyze's defaults), how often
+// lag is reported, and a hook that sees the capture once it runs.
 var (
 	liveQueueFrames int
 	liveQueueOctets int64
+	liveRingShare   int
 	lagReportEvery  time.Duration
 	liveHook        func(*pcap.Live)
 )
@@ -313,7 +314,7 @@ func startLive(o *options, tee analyze.Tee, out *bufio.Writer, stderr io.Writer)
 	src, err := analyze.OpenLive(analyze.LiveConfig{Iface: l.iface, Snaplen: l.snaplen, Promisc: !l.noPromisc,
 		BufferSize: l.bufferKiB << 10, Filter: prog, Tee: tee, Decode: l.write != "-", Count: o.count,
 		Stderr: stderr, Idle: func() { out.Flush() },
-		QueueFrames: liveQueueFrames, QueueOctets: liveQueueOctets, LagEvery: lagReportEvery, Started: liveHook})
+		QueueFrames: liveQueueFrames, QueueOctets: liveQueueOctets, RingShare: liveRingShare, LagEvery: lagReportEvery, Started: liveHook})
 	if err != nil {
 		return nil, err
 	}
