@@ -274,17 +274,7 @@ func (k *column) encodeIndexes(dst []byte) []byte {
 		for b := range nb {
 			dst = append(dst, byte(r.v>>(8*b)))
 		}
-		e := unsafe.Slice(unsafe.StringData(k.entries[r.v]), len(k.entries[r.v]))
-		if !k.hasPage {
-			k.pageMin, k.pageMax, k.hasPage = e, e, true
-			continue
-		}
-		if bytes.Compare(e, k.pageMin) < 0 {
-			k.pageMin = e
-		}
-		if bytes.Compare(e, k.pageMax) > 0 {
-			k.pageMax = e
-		}
+		k.widen(unsafe.Slice(unsafe.StringData(k.entries[r.v]), len(k.entries[r.v])))
 	}
 	return dst
 }
@@ -321,7 +311,12 @@ func (k *column) byteBounds(b []byte, immutable bool) {
 	}
 	// Compare with the copy in the page: b may alias a buffer that
 	// changes before the page is written.
-	x := k.vals[len(k.vals)-len(b):]
+	k.widen(k.vals[len(k.vals)-len(b):])
+}
+
+// widen takes x, octets that stay put until the page is written, into the
+// page's least and greatest byte array (its column-index bounds).
+func (k *column) widen(x []byte) {
 	if !k.hasPage {
 		k.pageMin, k.pageMax, k.hasPage = x, x, true
 		return
