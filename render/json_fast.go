@@ -1,12 +1,11 @@
 package render
 
 import (
-	"encoding/binary"
 	"encoding/hex"
-	"math/bits"
 	"slices"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/internal/digits"
 )
 
 // The specialized NDJSON encoder. The generic walk (appendGeneric) calls a
@@ -175,74 +174,9 @@ func putBool(b []byte, n int, x bool) int {
 	return n + 5
 }
 
-// putUint writes x in decimal. Most values are a single digit, written
-// inline; see putDigits for the rest.
-func putUint(b []byte, n int, x uint64) int {
-	if x < 10 {
-		b[n] = '0' + byte(x)
-		return n + 1
-	}
-	return putDigits(b, n, x)
-}
-
-// putDigits writes x >= 10 in decimal. strconv.AppendUint formats into
-// a zeroed buffer on its stack and copies the digits out; here they go
-// straight to their place, back to front from the end the digit count
-// gives, two at a time.
-func putDigits(b []byte, n int, x uint64) int {
-	end := n + decimalLen(x)
-	i := end
-	for x >= 1e8 { // 32-bit arithmetic for all but the top 8 digits
-		put8(b, i-8, uint32(x%1e8))
-		x /= 1e8
-		i -= 8
-	}
-	lo := uint32(x)
-	for lo >= 100 {
-		i -= 2
-		binary.LittleEndian.PutUint16(b[i:], digitPairs[lo%100])
-		lo /= 100
-	}
-	if lo >= 10 {
-		binary.LittleEndian.PutUint16(b[i-2:], digitPairs[lo])
-	} else {
-		b[i-1] = '0' + byte(lo)
-	}
-	return end
-}
-
-// put8 writes x < 1e8 as exactly 8 digits at b[i:].
-func put8(b []byte, i int, x uint32) {
-	hi, lo := x/10000, x%10000
-	b = b[i : i+8]
-	binary.LittleEndian.PutUint16(b[0:], digitPairs[hi/100])
-	binary.LittleEndian.PutUint16(b[2:], digitPairs[hi%100])
-	binary.LittleEndian.PutUint16(b[4:], digitPairs[lo/100])
-	binary.LittleEndian.PutUint16(b[6:], digitPairs[lo%100])
-}
-
-// digitPairs holds "00" to "99", each as the octets of a little-endian
-// uint16.
-var digitPairs = func() (t [100]uint16) {
-	for i := range t {
-		t[i] = uint16('0'+i/10) | uint16('0'+i%10)<<8
-	}
-	return t
-}()
-
-// uint64Pow10 are the powers of ten a uint64 can hold.
-var uint64Pow10 = [20]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9,
-	1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
-
-// decimalLen is the number of decimal digits of x > 0: log10(2) is about
-// 1233/4096, which from the bit length gives the count or one less.
-func decimalLen(x uint64) int {
-	d := bits.Len64(x) * 1233 >> 12
-	if x >= uint64Pow10[d] {
-		d++
-	}
-	return d
-}
+// putUint writes x in decimal (digits.Put: most values are a single
+// digit, written inline).
+func putUint(b []byte, n int, x uint64) int { return digits.Put(b, n, x) }
 
 // putHex writes x as a JSON string of hex digits.
 func putHex(b []byte, n int, x []byte) int {
