@@ -174,10 +174,6 @@ func putBool(b []byte, n int, x bool) int {
 	return n + 5
 }
 
-// putUint writes x in decimal (digits.Put: most values are a single
-// digit, written inline).
-func putUint(b []byte, n int, x uint64) int { return digits.Put(b, n, x) }
-
 // putHex writes x as a JSON string of hex digits.
 func putHex(b []byte, n int, x []byte) int {
 	b[n] = '"'
@@ -202,7 +198,7 @@ func nameChunk(names []jsonChunk, x uint64, numeric bool) *jsonChunk {
 // are static ASCII with nothing to escape.
 func putEnum(b []byte, n int, x uint64, name string, numeric bool) int {
 	if numeric {
-		return putUint(b, n, x)
+		return digits.Put(b, n, x)
 	}
 	b[n] = '"'
 	n += 1 + copy(b[n+1:n+1+len(name)], name) // out of room: a panic, not a cut name
@@ -234,13 +230,19 @@ var (
 func fastFPDU(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric bool) int {
 	_ = keys[5]
 	n = putChunk(b, n, &keys[0])
-	n = putUint(b, n, uint64(p.FPDU.ULPDULength))
+	n = digits.Put(b, n, uint64(p.FPDU.ULPDULength))
 	n = putChunk(b, n, &keys[1])
 	n = putHex(b, n, p.FPDU.Pad)
 	n = putChunk(b, n, &keys[2])
-	n = putUint(b, n, uint64(p.FPDU.CRC))
+	crc := n
+	n = digits.Put(b, n, uint64(p.FPDU.CRC))
+	crcEnd := n
 	n = putChunk(b, n, &keys[3])
-	n = putUint(b, n, uint64(p.ComputedCRC))
+	if p.ComputedCRC == p.FPDU.CRC { // the common case: the same digits again
+		n += copy(b[n:n+10], b[crc:crcEnd])
+	} else {
+		n = digits.Put(b, n, uint64(p.ComputedCRC))
+	}
 	n = putChunk(b, n, &keys[4])
 	if c := nameChunk(crcStatusNames, uint64(p.CRCStatus), numeric); c != nil {
 		n = putChunk(b, n, c)
@@ -248,7 +250,7 @@ func fastFPDU(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric bool) in
 		n = putEnum(b, n, uint64(p.CRCStatus), p.CRCStatus.String(), numeric)
 	}
 	n = putChunk(b, n, &keys[5])
-	return putUint(b, n, uint64(len(p.Markers)))
+	return digits.Put(b, n, uint64(len(p.Markers)))
 }
 
 func fastDDP(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
@@ -259,44 +261,44 @@ func fastDDP(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
 	n = putChunk(b, n, &keys[1])
 	n = putBool(b, n, h.Last)
 	n = putChunk(b, n, &keys[2])
-	n = putUint(b, n, uint64(h.Rsvd))
+	n = digits.Put(b, n, uint64(h.Rsvd))
 	n = putChunk(b, n, &keys[3])
-	return putUint(b, n, uint64(h.DV))
+	return digits.Put(b, n, uint64(h.DV))
 }
 
 func fastTagged(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
 	_ = keys[1]
 	n = putChunk(b, n, &keys[0])
-	n = putUint(b, n, uint64(p.Seg.DDP.STag))
+	n = digits.Put(b, n, uint64(p.Seg.DDP.STag))
 	n = putChunk(b, n, &keys[1])
-	return putUint(b, n, p.Seg.DDP.TO)
+	return digits.Put(b, n, p.Seg.DDP.TO)
 }
 
 func fastUntagged(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
 	_ = keys[3]
 	h := &p.Seg.DDP
 	n = putChunk(b, n, &keys[0])
-	n = putUint(b, n, uint64(h.RsvdULP2))
+	n = digits.Put(b, n, uint64(h.RsvdULP2))
 	n = putChunk(b, n, &keys[1])
-	n = putUint(b, n, uint64(h.QN))
+	n = digits.Put(b, n, uint64(h.QN))
 	n = putChunk(b, n, &keys[2])
-	n = putUint(b, n, uint64(h.MSN))
+	n = digits.Put(b, n, uint64(h.MSN))
 	n = putChunk(b, n, &keys[3])
-	return putUint(b, n, uint64(h.MO))
+	return digits.Put(b, n, uint64(h.MO))
 }
 
 func fastPayloadLen(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
 	n = putChunk(b, n, &keys[0])
-	return putUint(b, n, uint64(len(p.Seg.Payload)))
+	return digits.Put(b, n, uint64(len(p.Seg.Payload)))
 }
 
 func fastRDMAP(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric bool) int {
 	_ = keys[2]
 	c := &p.Seg.RDMAP
 	n = putChunk(b, n, &keys[0])
-	n = putUint(b, n, uint64(c.RV))
+	n = digits.Put(b, n, uint64(c.RV))
 	n = putChunk(b, n, &keys[1])
-	n = putUint(b, n, uint64(c.Rsv))
+	n = digits.Put(b, n, uint64(c.Rsv))
 	n = putChunk(b, n, &keys[2])
 	if name := nameChunk(opcodeNames, uint64(c.Opcode), numeric); name != nil {
 		return putChunk(b, n, name)
@@ -306,22 +308,22 @@ func fastRDMAP(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric bool) i
 
 func fastInvalSTag(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
 	n = putChunk(b, n, &keys[0])
-	return putUint(b, n, uint64(p.Seg.InvalidateSTag))
+	return digits.Put(b, n, uint64(p.Seg.InvalidateSTag))
 }
 
 func fastReadReq(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
 	_ = keys[4]
 	r := &p.Seg.ReadRequest
 	n = putChunk(b, n, &keys[0])
-	n = putUint(b, n, uint64(r.SinkSTag))
+	n = digits.Put(b, n, uint64(r.SinkSTag))
 	n = putChunk(b, n, &keys[1])
-	n = putUint(b, n, r.SinkTO)
+	n = digits.Put(b, n, r.SinkTO)
 	n = putChunk(b, n, &keys[2])
-	n = putUint(b, n, uint64(r.Size))
+	n = digits.Put(b, n, uint64(r.Size))
 	n = putChunk(b, n, &keys[3])
-	n = putUint(b, n, uint64(r.SrcSTag))
+	n = digits.Put(b, n, uint64(r.SrcSTag))
 	n = putChunk(b, n, &keys[4])
-	return putUint(b, n, r.SrcTO)
+	return digits.Put(b, n, r.SrcTO)
 }
 
 func fastImmData(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
@@ -335,28 +337,28 @@ func fastAtomicReq(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric boo
 	n = putChunk(b, n, &keys[0])
 	n = putEnum(b, n, uint64(r.AOpCode), r.AOpCode.String(), numeric)
 	n = putChunk(b, n, &keys[1])
-	n = putUint(b, n, uint64(r.RequestID))
+	n = digits.Put(b, n, uint64(r.RequestID))
 	n = putChunk(b, n, &keys[2])
-	n = putUint(b, n, uint64(r.RemoteSTag))
+	n = digits.Put(b, n, uint64(r.RemoteSTag))
 	n = putChunk(b, n, &keys[3])
-	n = putUint(b, n, r.RemoteTO)
+	n = digits.Put(b, n, r.RemoteTO)
 	n = putChunk(b, n, &keys[4])
-	n = putUint(b, n, r.AddSwapData)
+	n = digits.Put(b, n, r.AddSwapData)
 	n = putChunk(b, n, &keys[5])
-	n = putUint(b, n, r.AddSwapMask)
+	n = digits.Put(b, n, r.AddSwapMask)
 	n = putChunk(b, n, &keys[6])
-	n = putUint(b, n, r.CompareData)
+	n = digits.Put(b, n, r.CompareData)
 	n = putChunk(b, n, &keys[7])
-	return putUint(b, n, r.CompareMask)
+	return digits.Put(b, n, r.CompareMask)
 }
 
 func fastAtomicResp(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
 	_ = keys[1]
 	r := &p.Seg.AtomicResponse
 	n = putChunk(b, n, &keys[0])
-	n = putUint(b, n, uint64(r.OrigRequestID))
+	n = digits.Put(b, n, uint64(r.OrigRequestID))
 	n = putChunk(b, n, &keys[1])
-	return putUint(b, n, r.OrigValue)
+	return digits.Put(b, n, r.OrigValue)
 }
 
 func fastRDMAPTail(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
