@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"slices"
 	"time"
@@ -48,6 +49,12 @@ type Config struct {
 	MaxFlows     int
 	MemoryBudget int64
 	KeepConns    int
+	// Direct, when set, is the file that Run's writer writes to (iwdump's
+	// standard output). With Workers > 1 the merger then writes the
+	// shards' output to it where it lies, a writev(2) per chunk, instead
+	// of copying it into the writer (which it flushes first, so that the
+	// order holds).
+	Direct *os.File
 }
 
 // The defaults of Config's limits.
