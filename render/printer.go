@@ -112,7 +112,7 @@ func appendSeconds(b []byte, d time.Duration) []byte {
 
 // appendMicros appends the 6-digit fraction of a second: ".000123".
 func appendMicros(b []byte, us int) []byte {
-	return append(b, '.', '0'+byte(us/1e5), '0'+byte(us/1e4%10), '0'+byte(us/1e3%10), '0'+byte(us/100%10), '0'+byte(us/10%10), '0'+byte(us%10))
+	return digits.AppendPadded(append(b, '.'), uint32(us), 6)
 }
 
 // TimeFormats are those of -t, as tshark's: seconds since the first frame,

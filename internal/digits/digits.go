@@ -88,17 +88,45 @@ func Append(b []byte, x uint64) []byte {
 	return b[:put(b[:n+20], n, x)]
 }
 
-const hexDigits = "0123456789abcdef"
+// AppendPadded appends x < 10^width in decimal, zero-padded to width
+// digits (at most 8), as fmt's %0*d: the fraction of a time stamp.
+func AppendPadded(b []byte, x uint32, width int) []byte {
+	n := len(b)
+	b = slices.Grow(b, 8)[:n+width]
+	i := n + width
+	for ; i-n >= 2; i -= 2 {
+		binary.LittleEndian.PutUint16(b[i-2:], pairs[x%100])
+		x /= 100
+	}
+	if i > n {
+		b[n] = '0' + byte(x%10)
+	}
+	return b
+}
+
+// hexPairs holds "00" to "ff", each as the octets of a little-endian
+// uint16.
+var hexPairs = func() (t [256]uint16) {
+	const hex = "0123456789abcdef"
+	for i := range t {
+		t[i] = uint16(hex[i>>4]) | uint16(hex[i&0xF])<<8
+	}
+	return t
+}()
 
 // AppendHex appends x in lower-case hex without a prefix, as
-// strconv.AppendUint(b, x, 16).
+// strconv.AppendUint(b, x, 16): two digits at a time, back to front.
 func AppendHex(b []byte, x uint64) []byte {
 	d := max(1, (bits.Len64(x)+3)/4)
 	n := len(b)
-	b = slices.Grow(b, d)[:n+d]
-	for i := n + d - 1; i >= n; i-- {
-		b[i] = hexDigits[x&0xF]
-		x >>= 4
+	b = slices.Grow(b, 16)[:n+d]
+	i := n + d
+	for ; i-n >= 2; i -= 2 {
+		binary.LittleEndian.PutUint16(b[i-2:], hexPairs[x&0xFF])
+		x >>= 8
+	}
+	if i > n {
+		b[n] = "0123456789abcdef"[x&0xF]
 	}
 	return b
 }

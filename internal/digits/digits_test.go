@@ -1,6 +1,7 @@
 package digits
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -34,6 +35,12 @@ func TestMatchesStrconv(t *testing.T) {
 		}
 		if got, want := string(AppendHex(prefix, x)), "ab"+strconv.FormatUint(x, 16); got != want {
 			t.Errorf("AppendHex(%d) = %q, want %q", x, got, want)
+		}
+		for w := 1; w <= 8; w++ {
+			y := uint32(x % uint64(pow10[w]))
+			if got, want := string(AppendPadded(prefix, y, w)), fmt.Sprintf("ab%0*d", w, y); got != want {
+				t.Errorf("AppendPadded(%d, %d) = %q, want %q", y, w, got, want)
+			}
 		}
 		b := make([]byte, 3+20)
 		n := Put(b, 3, x)
