@@ -104,29 +104,24 @@ func AppendPadded(b []byte, x uint32, width int) []byte {
 	return b
 }
 
-// hexPairs holds "00" to "ff", each as the octets of a little-endian
-// uint16.
-var hexPairs = func() (t [256]uint16) {
-	const hex = "0123456789abcdef"
-	for i := range t {
-		t[i] = uint16(hex[i>>4]) | uint16(hex[i&0xF])<<8
-	}
-	return t
-}()
-
 // AppendHex appends x in lower-case hex without a prefix, as
-// strconv.AppendUint(b, x, 16): two digits at a time, back to front.
+// strconv.AppendUint(b, x, 16): all sixteen digits at once in two words
+// (each nibble spread to an octet, then made a digit), then the
+// significant ones appended.
 func AppendHex(b []byte, x uint64) []byte {
+	var t [16]byte
+	binary.BigEndian.PutUint64(t[0:], hex8(uint32(x>>32)))
+	binary.BigEndian.PutUint64(t[8:], hex8(uint32(x)))
 	d := max(1, (bits.Len64(x)+3)/4)
-	n := len(b)
-	b = slices.Grow(b, 16)[:n+d]
-	i := n + d
-	for ; i-n >= 2; i -= 2 {
-		binary.LittleEndian.PutUint16(b[i-2:], hexPairs[x&0xFF])
-		x >>= 8
-	}
-	if i > n {
-		b[n] = "0123456789abcdef"[x&0xF]
-	}
-	return b
+	return append(b, t[16-d:]...)
+}
+
+// hex8 returns the eight hex digits of x, the first in the top octet.
+func hex8(x uint32) uint64 {
+	v := uint64(x)
+	v = (v<<16 | v) & 0x0000FFFF0000FFFF
+	v = (v<<8 | v) & 0x00FF00FF00FF00FF
+	v = (v<<4 | v) & 0x0F0F0F0F0F0F0F0F                           // nibble k (from the top) in octet k (from the top)
+	letters := (v + 0x0606060606060606) >> 4 & 0x0101010101010101 // 1 where the nibble is 10 or more
+	return v + 0x3030303030303030 + letters*('a'-'0'-10)
 }
