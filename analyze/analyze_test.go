@@ -20,12 +20,17 @@ import (
 // lineConsumer writes one line per record: what a consumer of the library
 // sees, in a form the tests can compare across worker counts.
 type lineConsumer struct {
-	out *Out
-	buf []byte
+	out     *Out
+	buf     []byte
+	inPlace bool // append at Out.Buf, as render's Printer does
 }
 
 func (c *lineConsumer) Record(r *Record) {
-	b := strconv.AppendInt(c.buf[:0], int64(r.Frame), 10)
+	b := c.buf[:0]
+	if c.inPlace {
+		b = c.out.Buf()
+	}
+	b = strconv.AppendInt(b, int64(r.Frame), 10)
 	b = append(b, ' ')
 	b = append(b, r.Kind.String()...)
 	if r.Conn != nil {
@@ -50,7 +55,9 @@ func (c *lineConsumer) Record(r *Record) {
 		b = append(b, r.Note...)
 	}
 	b = append(b, '\n')
-	c.buf = b
+	if !c.inPlace {
+		c.buf = b
+	}
 	c.out.Write(b)
 }
 

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/iwkit/iwkit/finding"
@@ -47,6 +49,12 @@ type Config struct {
 	MaxFlows     int
 	MemoryBudget int64
 	KeepConns    int
+	// Direct, when set, is the file that Run's writer writes to (iwdump's
+	// standard output). With Workers > 1 the merger then writes the
+	// shards' output to it where it lies, a writev(2) per chunk, instead
+	// of copying it into the writer (which it flushes first, so that the
+	// order holds).
+	Direct *os.File
 }
 
 // The defaults of Config's limits.
@@ -115,13 +123,40 @@ type Out struct {
 	sink *shardOut // with Workers > 1: the shard's output for the chunk
 }
 
-// Write appends b to the output.
+// OutRoom is the room Buf leaves at least: a text line or an NDJSON
+// object of a PDU fits, so that it is written in place.
+const OutRoom = 8 << 10
+
+// Buf returns an empty buffer to append a record to and pass to Write
+// whole, as bufio.Writer.AvailableBuffer: the free end of the output
+// (the writer's buffer, or the shard's output for the chunk), with at
+// least OutRoom octets of room, so that Write need not copy the record.
+// A record that outgrows it is copied as any other.
+func (o *Out) Buf() []byte {
+	if s := o.sink; s != nil {
+		if cap(s.buf)-len(s.buf) < OutRoom {
+			s.buf = slices.Grow(s.buf, OutRoom)
+		}
+		return s.buf[len(s.buf):len(s.buf)]
+	}
+	if o.w.Available() < OutRoom {
+		o.w.Flush() // an error stays in w: Write reports it as before
+	}
+	return o.w.AvailableBuffer()
+}
+
+// Write appends b to the output. b may be from Buf: then it is in place
+// already.
 func (o *Out) Write(b []byte) {
-	if o.sink != nil {
-		o.sink.buf = append(o.sink.buf, b...)
+	if s := o.sink; s != nil {
+		if n := len(s.buf); len(b) > 0 && len(b) <= cap(s.buf)-n && &s.buf[:n+1][n] == &b[0] {
+			s.buf = s.buf[:n+len(b)]
+			return
+		}
+		s.buf = append(s.buf, b...)
 		return
 	}
-	o.w.Write(b)
+	o.w.Write(b) // bufio copies nothing when b is its AvailableBuffer
 }
 
 // AppendConn appends the decimal number of connection id (Record.Conn.ID)

@@ -388,6 +388,9 @@ func (s *shard) step(c *chunk, i int) {
 // numbers.
 type outMerger struct {
 	w       *bufio.Writer
+	vw      *vecWriter           // Config.Direct: writes are queued, then go to vw
+	queued  [][]byte             // what the chunk at hand writes, in order
+	digits  []byte               // the connection numbers queued holds
 	iwarp   map[[2]uint64]uint64 // {shard, shard's number} -> global number
 	pending map[[2]uint64]uint64 // the same for the others, while they last
 	next    uint64
@@ -431,17 +434,64 @@ func (m *outMerger) events(evs []connEvent, s, i int, at *int, apply func(k [2]u
 func (m *outMerger) emit(o *shardOut, shard, from, to int, pi *int) {
 	for *pi < len(o.patches) && o.patches[*pi].off < to {
 		p := o.patches[*pi]
-		m.w.Write(o.buf[from:p.off])
+		m.write(o.buf[from:p.off])
 		c := &m.nums[shard]
 		if !c.ok || c.local != p.local {
 			c.digits = appendUint(c.digits[:0], m.global(shard, p.local))
 			c.local, c.ok = p.local, true
 		}
-		m.w.Write(c.digits)
+		if m.vw != nil { // c.digits may change before queued is written
+			n := len(m.digits)
+			m.digits = append(m.digits, c.digits...)
+			m.write(m.digits[n:])
+		} else {
+			m.write(c.digits)
+		}
 		from = p.off
 		*pi++
 	}
-	m.w.Write(o.buf[from:to])
+	m.write(o.buf[from:to])
+}
+
+// write writes b, or with Config.Direct queues it (to the last
+// buffer there when b follows it in memory: a run of one shard's
+// output).
+func (m *outMerger) write(b []byte) {
+	if m.vw == nil {
+		m.w.Write(b)
+		return
+	}
+	if len(b) == 0 {
+		return
+	}
+	if k := len(m.queued) - 1; k >= 0 {
+		last := m.queued[k]
+		if n := len(last); len(b) <= cap(last)-n && &last[:n+1][n] == &b[0] {
+			m.queued[k] = last[:n+len(b)]
+			return
+		}
+	}
+	m.queued = append(m.queued, b)
+}
+
+// flush writes what is queued, after what w holds: before the shards'
+// buffers it points into are used again.
+func (m *outMerger) flush() {
+	if m.vw == nil || len(m.queued) == 0 {
+		return
+	}
+	if m.w.Buffered() > 0 {
+		m.w.Flush()
+	}
+	rest, err := m.vw.write(m.queued)
+	if err != nil { // w reports it, as it would have
+		m.vw = nil
+		for _, b := range rest {
+			m.w.Write(b)
+		}
+	}
+	clear(m.queued)
+	m.queued, m.digits = m.queued[:0], m.digits[:0]
 }
 
 // blockRef is a block of one shard in the merger's order.
@@ -470,6 +520,7 @@ func (m *outMerger) chunk(c *chunk) {
 		m.opening(c, s, i)
 		m.frame(c, s, i)
 	}
+	m.flush()
 }
 
 // opening numbers the connections shard s started at frame i, and keeps
@@ -557,6 +608,7 @@ func (m *outMerger) end(shards []*shard) {
 		pi := r.b.p0
 		m.emit(&shards[r.shard].end, r.shard, r.b.start, r.b.end, &pi)
 	}
+	m.flush()
 }
 
 // mergerDone, set by tests, sees the merger at the end.
@@ -578,6 +630,9 @@ func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer fun
 	free := make(chan *chunk, inFlight)
 	merge := make(chan *chunk, inFlight)
 	m := &outMerger{w: w, iwarp: map[[2]uint64]uint64{}, pending: map[[2]uint64]uint64{}, nums: make([]numCache, n)}
+	if cfg.Direct != nil {
+		m.vw = newVecWriter(cfg.Direct)
+	}
 	merged := make(chan struct{})
 	go func() {
 		for c := range merge {

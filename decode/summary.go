@@ -1,13 +1,15 @@
 package decode
 
-import "strconv"
+import "github.com/iwkit/iwkit/internal/digits"
 
+// appendHex and appendDec write the numbers of a summary line, a few per
+// PDU: through package digits, whose hex has no division per digit.
 func appendHex(b []byte, v uint64) []byte {
 	b = append(b, "0x"...)
-	return strconv.AppendUint(b, v, 16)
+	return digits.AppendHex(b, v)
 }
 
-func appendDec(b []byte, v uint64) []byte { return strconv.AppendUint(b, v, 10) }
+func appendDec(b []byte, v uint64) []byte { return digits.Append(b, v) }
 
 // AppendSummary appends the one-line description of p that iwdump prints
 // in the spirit of tcpdump, e.g. "Send qn 0 msn 3 mo 0 len 1024 L, crc

@@ -1,12 +1,11 @@
 package render
 
 import (
-	"encoding/binary"
 	"encoding/hex"
-	"math/bits"
 	"slices"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/internal/digits"
 )
 
 // The specialized NDJSON encoder. The generic walk (appendGeneric) calls a
@@ -175,75 +174,6 @@ func putBool(b []byte, n int, x bool) int {
 	return n + 5
 }
 
-// putUint writes x in decimal. Most values are a single digit, written
-// inline; see putDigits for the rest.
-func putUint(b []byte, n int, x uint64) int {
-	if x < 10 {
-		b[n] = '0' + byte(x)
-		return n + 1
-	}
-	return putDigits(b, n, x)
-}
-
-// putDigits writes x >= 10 in decimal. strconv.AppendUint formats into
-// a zeroed buffer on its stack and copies the digits out; here they go
-// straight to their place, back to front from the end the digit count
-// gives, two at a time.
-func putDigits(b []byte, n int, x uint64) int {
-	end := n + decimalLen(x)
-	i := end
-	for x >= 1e8 { // 32-bit arithmetic for all but the top 8 digits
-		put8(b, i-8, uint32(x%1e8))
-		x /= 1e8
-		i -= 8
-	}
-	lo := uint32(x)
-	for lo >= 100 {
-		i -= 2
-		binary.LittleEndian.PutUint16(b[i:], digitPairs[lo%100])
-		lo /= 100
-	}
-	if lo >= 10 {
-		binary.LittleEndian.PutUint16(b[i-2:], digitPairs[lo])
-	} else {
-		b[i-1] = '0' + byte(lo)
-	}
-	return end
-}
-
-// put8 writes x < 1e8 as exactly 8 digits at b[i:].
-func put8(b []byte, i int, x uint32) {
-	hi, lo := x/10000, x%10000
-	b = b[i : i+8]
-	binary.LittleEndian.PutUint16(b[0:], digitPairs[hi/100])
-	binary.LittleEndian.PutUint16(b[2:], digitPairs[hi%100])
-	binary.LittleEndian.PutUint16(b[4:], digitPairs[lo/100])
-	binary.LittleEndian.PutUint16(b[6:], digitPairs[lo%100])
-}
-
-// digitPairs holds "00" to "99", each as the octets of a little-endian
-// uint16.
-var digitPairs = func() (t [100]uint16) {
-	for i := range t {
-		t[i] = uint16('0'+i/10) | uint16('0'+i%10)<<8
-	}
-	return t
-}()
-
-// uint64Pow10 are the powers of ten a uint64 can hold.
-var uint64Pow10 = [20]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9,
-	1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
-
-// decimalLen is the number of decimal digits of x > 0: log10(2) is about
-// 1233/4096, which from the bit length gives the count or one less.
-func decimalLen(x uint64) int {
-	d := bits.Len64(x) * 1233 >> 12
-	if x >= uint64Pow10[d] {
-		d++
-	}
-	return d
-}
-
 // putHex writes x as a JSON string of hex digits.
 func putHex(b []byte, n int, x []byte) int {
 	b[n] = '"'
@@ -268,7 +198,7 @@ func nameChunk(names []jsonChunk, x uint64, numeric bool) *jsonChunk {
 // are static ASCII with nothing to escape.
 func putEnum(b []byte, n int, x uint64, name string, numeric bool) int {
 	if numeric {
-		return putUint(b, n, x)
+		return digits.Put(b, n, x)
 	}
 	b[n] = '"'
 	n += 1 + copy(b[n+1:n+1+len(name)], name) // out of room: a panic, not a cut name
@@ -300,13 +230,19 @@ var (
 func fastFPDU(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric bool) int {
 	_ = keys[5]
 	n = putChunk(b, n, &keys[0])
-	n = putUint(b, n, uint64(p.FPDU.ULPDULength))
+	n = digits.Put(b, n, uint64(p.FPDU.ULPDULength))
 	n = putChunk(b, n, &keys[1])
 	n = putHex(b, n, p.FPDU.Pad)
 	n = putChunk(b, n, &keys[2])
-	n = putUint(b, n, uint64(p.FPDU.CRC))
+	crc := n
+	n = digits.Put(b, n, uint64(p.FPDU.CRC))
+	crcEnd := n
 	n = putChunk(b, n, &keys[3])
-	n = putUint(b, n, uint64(p.ComputedCRC))
+	if p.ComputedCRC == p.FPDU.CRC { // the common case: the same digits again
+		n += copy(b[n:n+10], b[crc:crcEnd])
+	} else {
+		n = digits.Put(b, n, uint64(p.ComputedCRC))
+	}
 	n = putChunk(b, n, &keys[4])
 	if c := nameChunk(crcStatusNames, uint64(p.CRCStatus), numeric); c != nil {
 		n = putChunk(b, n, c)
@@ -314,7 +250,7 @@ func fastFPDU(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric bool) in
 		n = putEnum(b, n, uint64(p.CRCStatus), p.CRCStatus.String(), numeric)
 	}
 	n = putChunk(b, n, &keys[5])
-	return putUint(b, n, uint64(len(p.Markers)))
+	return digits.Put(b, n, uint64(len(p.Markers)))
 }
 
 func fastDDP(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
@@ -325,44 +261,44 @@ func fastDDP(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
 	n = putChunk(b, n, &keys[1])
 	n = putBool(b, n, h.Last)
 	n = putChunk(b, n, &keys[2])
-	n = putUint(b, n, uint64(h.Rsvd))
+	n = digits.Put(b, n, uint64(h.Rsvd))
 	n = putChunk(b, n, &keys[3])
-	return putUint(b, n, uint64(h.DV))
+	return digits.Put(b, n, uint64(h.DV))
 }
 
 func fastTagged(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
 	_ = keys[1]
 	n = putChunk(b, n, &keys[0])
-	n = putUint(b, n, uint64(p.Seg.DDP.STag))
+	n = digits.Put(b, n, uint64(p.Seg.DDP.STag))
 	n = putChunk(b, n, &keys[1])
-	return putUint(b, n, p.Seg.DDP.TO)
+	return digits.Put(b, n, p.Seg.DDP.TO)
 }
 
 func fastUntagged(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
 	_ = keys[3]
 	h := &p.Seg.DDP
 	n = putChunk(b, n, &keys[0])
-	n = putUint(b, n, uint64(h.RsvdULP2))
+	n = digits.Put(b, n, uint64(h.RsvdULP2))
 	n = putChunk(b, n, &keys[1])
-	n = putUint(b, n, uint64(h.QN))
+	n = digits.Put(b, n, uint64(h.QN))
 	n = putChunk(b, n, &keys[2])
-	n = putUint(b, n, uint64(h.MSN))
+	n = digits.Put(b, n, uint64(h.MSN))
 	n = putChunk(b, n, &keys[3])
-	return putUint(b, n, uint64(h.MO))
+	return digits.Put(b, n, uint64(h.MO))
 }
 
 func fastPayloadLen(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
 	n = putChunk(b, n, &keys[0])
-	return putUint(b, n, uint64(len(p.Seg.Payload)))
+	return digits.Put(b, n, uint64(len(p.Seg.Payload)))
 }
 
 func fastRDMAP(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric bool) int {
 	_ = keys[2]
 	c := &p.Seg.RDMAP
 	n = putChunk(b, n, &keys[0])
-	n = putUint(b, n, uint64(c.RV))
+	n = digits.Put(b, n, uint64(c.RV))
 	n = putChunk(b, n, &keys[1])
-	n = putUint(b, n, uint64(c.Rsv))
+	n = digits.Put(b, n, uint64(c.Rsv))
 	n = putChunk(b, n, &keys[2])
 	if name := nameChunk(opcodeNames, uint64(c.Opcode), numeric); name != nil {
 		return putChunk(b, n, name)
@@ -372,22 +308,22 @@ func fastRDMAP(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric bool) i
 
 func fastInvalSTag(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
 	n = putChunk(b, n, &keys[0])
-	return putUint(b, n, uint64(p.Seg.InvalidateSTag))
+	return digits.Put(b, n, uint64(p.Seg.InvalidateSTag))
 }
 
 func fastReadReq(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
 	_ = keys[4]
 	r := &p.Seg.ReadRequest
 	n = putChunk(b, n, &keys[0])
-	n = putUint(b, n, uint64(r.SinkSTag))
+	n = digits.Put(b, n, uint64(r.SinkSTag))
 	n = putChunk(b, n, &keys[1])
-	n = putUint(b, n, r.SinkTO)
+	n = digits.Put(b, n, r.SinkTO)
 	n = putChunk(b, n, &keys[2])
-	n = putUint(b, n, uint64(r.Size))
+	n = digits.Put(b, n, uint64(r.Size))
 	n = putChunk(b, n, &keys[3])
-	n = putUint(b, n, uint64(r.SrcSTag))
+	n = digits.Put(b, n, uint64(r.SrcSTag))
 	n = putChunk(b, n, &keys[4])
-	return putUint(b, n, r.SrcTO)
+	return digits.Put(b, n, r.SrcTO)
 }
 
 func fastImmData(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
@@ -401,28 +337,28 @@ func fastAtomicReq(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric boo
 	n = putChunk(b, n, &keys[0])
 	n = putEnum(b, n, uint64(r.AOpCode), r.AOpCode.String(), numeric)
 	n = putChunk(b, n, &keys[1])
-	n = putUint(b, n, uint64(r.RequestID))
+	n = digits.Put(b, n, uint64(r.RequestID))
 	n = putChunk(b, n, &keys[2])
-	n = putUint(b, n, uint64(r.RemoteSTag))
+	n = digits.Put(b, n, uint64(r.RemoteSTag))
 	n = putChunk(b, n, &keys[3])
-	n = putUint(b, n, r.RemoteTO)
+	n = digits.Put(b, n, r.RemoteTO)
 	n = putChunk(b, n, &keys[4])
-	n = putUint(b, n, r.AddSwapData)
+	n = digits.Put(b, n, r.AddSwapData)
 	n = putChunk(b, n, &keys[5])
-	n = putUint(b, n, r.AddSwapMask)
+	n = digits.Put(b, n, r.AddSwapMask)
 	n = putChunk(b, n, &keys[6])
-	n = putUint(b, n, r.CompareData)
+	n = digits.Put(b, n, r.CompareData)
 	n = putChunk(b, n, &keys[7])
-	return putUint(b, n, r.CompareMask)
+	return digits.Put(b, n, r.CompareMask)
 }
 
 func fastAtomicResp(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
 	_ = keys[1]
 	r := &p.Seg.AtomicResponse
 	n = putChunk(b, n, &keys[0])
-	n = putUint(b, n, uint64(r.OrigRequestID))
+	n = digits.Put(b, n, uint64(r.OrigRequestID))
 	n = putChunk(b, n, &keys[1])
-	return putUint(b, n, r.OrigValue)
+	return digits.Put(b, n, r.OrigValue)
 }
 
 func fastRDMAPTail(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {

@@ -9,6 +9,7 @@ import (
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/filter"
+	"github.com/iwkit/iwkit/internal/digits"
 	"github.com/iwkit/iwkit/ulp"
 )
 
@@ -31,8 +32,9 @@ type Options struct {
 type Printer struct {
 	out   *analyze.Out
 	o     *Options
-	buf   []byte
+	buf   []byte // a record's buffer for -V and -x (see start)
 	addrs [2]addrText
+	dirs  [2]dirJSON
 }
 
 // New makes a printer writing to out.
@@ -41,6 +43,14 @@ func New(out *analyze.Out, o *Options) *Printer { return &Printer{out: out, o: o
 // addrText caches "src > dst: " of a direction: lines of one connection
 // follow each other, and formatting addresses is a tenth of a text line.
 type addrText struct {
+	src, dst endpoint
+	text     []byte
+}
+
+// dirJSON caches the keys of an NDJSON object that follow the connection
+// number and stay the same in a direction: `,"dir":"i2r","src":"…","dst":"…"`.
+type dirJSON struct {
+	dir      string // analyze.DirName: the roles may be learnt late
 	src, dst endpoint
 	text     []byte
 }
@@ -64,9 +74,21 @@ func (p *Printer) Record(r *analyze.Record) {
 	}
 }
 
+// start returns the buffer to append a record to: with -V or -x (records
+// of kilobytes) the printer's own, else the output's free end
+// (analyze.Out.Buf), where a line is written in place.
+func (p *Printer) start() []byte {
+	if p.o.Verbose || p.o.Hex {
+		return p.buf[:0]
+	}
+	return p.out.Buf()
+}
+
 // write emits a finished record.
 func (p *Printer) write(b []byte) {
-	p.buf = b
+	if p.o.Verbose || p.o.Hex {
+		p.buf = b
+	}
 	p.out.Write(b)
 }
 
@@ -84,13 +106,13 @@ func appendSeconds(b []byte, d time.Duration) []byte {
 	if rem > 500 {
 		us++
 	}
-	b = strconv.AppendInt(b, int64(us/1e6), 10)
+	b = digits.Append(b, uint64(us/1e6))
 	return appendMicros(b, int(us%1e6))
 }
 
 // appendMicros appends the 6-digit fraction of a second: ".000123".
 func appendMicros(b []byte, us int) []byte {
-	return append(b, '.', '0'+byte(us/1e5), '0'+byte(us/1e4%10), '0'+byte(us/1e3%10), '0'+byte(us/100%10), '0'+byte(us/10%10), '0'+byte(us%10))
+	return digits.AppendPadded(append(b, '.'), uint32(us), 6)
 }
 
 // TimeFormats are those of -t, as tshark's: seconds since the first frame,
@@ -113,7 +135,7 @@ func (p *Printer) appendTime(b []byte, r *analyze.Record) []byte {
 
 // head appends the fields every line starts with: frame, time, addresses.
 func (p *Printer) head(b []byte, r *analyze.Record) []byte {
-	b = strconv.AppendInt(b, int64(r.Frame), 10)
+	b = digits.Append(b, uint64(r.Frame))
 	b = append(b, ' ')
 	b = p.appendTime(b, r)
 	b = append(b, ' ')
@@ -136,24 +158,34 @@ func (p *Printer) head(b []byte, r *analyze.Record) []byte {
 // jsonHead opens an NDJSON object with the keys every object has.
 func (p *Printer) jsonHead(b []byte, r *analyze.Record) []byte {
 	b = append(b, `{"frame":`...)
-	b = strconv.AppendInt(b, int64(r.Frame), 10)
+	b = digits.Append(b, uint64(r.Frame))
 	b = append(b, `,"time":`...)
 	b = appendSeconds(b, r.Rel)
 	b = append(b, `,"conn":`...)
 	b = p.out.AppendConn(b, r.Conn.ID)
-	b = append(b, `,"dir":"`...)
-	b = append(b, analyze.DirName(r.Conn, r.Dir)...)
-	b = append(b, `","src":"`...)
-	b = r.Src.AppendTo(b)
-	b = append(b, `","dst":"`...)
-	b = r.Dst.AppendTo(b)
-	return append(b, '"')
+	dir, src, dst := analyze.DirName(r.Conn, r.Dir), r.Src, r.Dst
+	for i := range p.dirs {
+		if d := &p.dirs[i]; d.src == src && d.dst == dst && d.dir == dir && d.text != nil {
+			return append(b, d.text...)
+		}
+	}
+	p.dirs[0], p.dirs[1] = p.dirs[1], p.dirs[0] // the older entry goes
+	d := &p.dirs[0]
+	d.dir, d.src, d.dst = dir, src, dst
+	d.text = append(d.text[:0], `,"dir":"`...)
+	d.text = append(d.text, dir...)
+	d.text = append(d.text, `","src":"`...)
+	d.text = src.AppendTo(d.text)
+	d.text = append(d.text, `","dst":"`...)
+	d.text = dst.AppendTo(d.text)
+	d.text = append(d.text, '"')
+	return append(b, d.text...)
 }
 
 func (p *Printer) pdu(r *analyze.Record) {
 	e := r.PDU
 	pdu := &e.PDU
-	b := p.buf[:0]
+	b := p.start()
 	if p.o.Format == "json" {
 		b = p.jsonHead(b, r)
 		if e.Missing > 0 {
@@ -194,7 +226,7 @@ func (p *Printer) pdu(r *analyze.Record) {
 // finding prints a finding; r.Conn is nil when the connection is unknown.
 func (p *Printer) finding(r *analyze.Record) {
 	f := &r.Finding
-	b := p.buf[:0]
+	b := p.start()
 	if p.o.Format == "json" {
 		if r.Conn != nil {
 			b = p.jsonHead(b, r)
@@ -225,7 +257,7 @@ func (p *Printer) finding(r *analyze.Record) {
 // note prints a line about a frame that holds no decodable PDU.
 func (p *Printer) note(r *analyze.Record) {
 	if p.o.Format == "json" {
-		b := append(p.buf[:0], `{"frame":`...)
+		b := append(p.start(), `{"frame":`...)
 		b = strconv.AppendInt(b, int64(r.Frame), 10)
 		b = append(b, `,"note":`...)
 		b = AppendJSONString(b, r.Note)
@@ -233,7 +265,7 @@ func (p *Printer) note(r *analyze.Record) {
 		p.write(b)
 		return
 	}
-	b := strconv.AppendInt(p.buf[:0], int64(r.Frame), 10)
+	b := digits.Append(p.start(), uint64(r.Frame))
 	b = append(b, ' ')
 	b = p.appendTime(b, r)
 	b = append(b, " ["...)
