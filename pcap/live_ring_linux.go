@@ -65,10 +65,18 @@ func (b *Block) Release() {
 		return
 	}
 	b.r.closeMu.RLock()
-	if !b.r.closed {
+	closed := b.r.closed
+	if !closed {
 		atomic.StoreUint32(&b.desc.Block_status, unix.TP_STATUS_KERNEL)
 	}
 	b.r.closeMu.RUnlock()
+	if closed {
+		// The ring was closed while this block was held: the last
+		// holder's release unmaps it.
+		b.r.closeMu.Lock()
+		b.r.unmapIfIdle()
+		b.r.closeMu.Unlock()
+	}
 }
 
 // Gen tells the passes of the reader over the block apart.
@@ -241,8 +249,10 @@ func (r *ring) setPromisc(ifindex int) error {
 	return unix.SetsockoptPacketMreq(r.fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq)
 }
 
-// close unmaps the ring and closes the socket; a later Release does
-// nothing.
+// close closes the socket and unmaps the ring, unless a holder (a -w
+// writer or a decoder that has not finished with its frames) still holds
+// a block: then the last Release unmaps it, so no holder ever reads
+// memory that is gone. It is called once the reader has stopped.
 func (r *ring) close() {
 	r.closeMu.Lock()
 	defer r.closeMu.Unlock()
@@ -250,6 +260,25 @@ func (r *ring) close() {
 		return
 	}
 	r.closed = true
-	unix.Munmap(r.mem)
 	unix.Close(r.fd)
+	if r.cur != nil { // the reader's own hold on the block it was reading
+		r.cur.refs.Add(-1)
+		r.cur = nil
+	}
+	r.unmapIfIdle()
+}
+
+// unmapIfIdle unmaps the closed ring once no block is held; closeMu is
+// held.
+func (r *ring) unmapIfIdle() {
+	if r.mem == nil {
+		return
+	}
+	for i := range r.blocks {
+		if r.blocks[i].refs.Load() > 0 {
+			return
+		}
+	}
+	unix.Munmap(r.mem)
+	r.mem = nil
 }

@@ -641,3 +641,57 @@ func TestLiveRingHold(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveRingCloseWhileHeld: closing the capture while a holder (a -w
+// writer, a decoder) still holds a block leaves that block's frames
+// readable (before, Close unmapped the ring under the holder: a read
+// faulted); the last release unmaps it.
+func TestLiveRingCloseWhileHeld(t *testing.T) {
+	sink, port := udpSink(t)
+	defer sink.Close()
+	l := openLoopback(t, fmt.Sprintf("udp dst port %d", port), LiveOptions{Method: MethodRing, BufferSize: 1 << 20})
+	const n = 20
+	go func() {
+		sendSeq(t, port, n, 1000)
+		time.Sleep(300 * time.Millisecond)
+		l.Stop()
+	}()
+	var (
+		held        []*Block
+		data, saved [][]byte
+	)
+	readLive(t, l, func(f *Frame) {
+		b := l.Block()
+		if b == nil {
+			t.Fatalf("frame %d is not in the ring", f.Number)
+		}
+		b.Hold()
+		held = append(held, b)
+		data, saved = append(data, f.Data), append(saved, bytes.Clone(f.Data))
+	})
+	if len(held) == 0 {
+		t.Fatal("no frame captured")
+	}
+	rg := l.rg
+	l.Close()
+	rg.closeMu.Lock()
+	mapped := rg.mem != nil
+	rg.closeMu.Unlock()
+	if !mapped {
+		t.Fatal("Close unmapped the ring while blocks were held")
+	}
+	for i := range data {
+		if !bytes.Equal(data[i], saved[i]) { // faults if the ring is gone
+			t.Fatalf("frame %d changed after Close", i+1)
+		}
+	}
+	for _, b := range held {
+		b.Release()
+	}
+	rg.closeMu.Lock()
+	mapped = rg.mem != nil
+	rg.closeMu.Unlock()
+	if mapped {
+		t.Error("the ring is still mapped after the last release")
+	}
+}
