@@ -142,6 +142,12 @@ func New(s *Session) *UI {
 	u.dRow = -1
 
 	u.table = tview.NewTable().SetContent(&listContent{u: u}).SetFixed(1, 0).SetSelectable(true, false)
+	// The list's rows grow under the table as the index does (not only at
+	// Refresh), so any draw may be the one that would chase the end.
+	u.App.SetBeforeDrawFunc(func(tcell.Screen) bool {
+		u.keepOffset(u.List.Cursor >= u.List.Len()-1)
+		return false
+	})
 	u.table.SetBorder(true).SetTitle(" Packets ").SetTitleAlign(tview.AlignLeft)
 	u.table.SetSelectionChangedFunc(func(row, col int) {
 		if row >= 1 {
@@ -262,6 +268,18 @@ func (u *UI) ticker() {
 	}
 }
 
+// keepOffset keeps the list where it is: tview's Table follows the end
+// once it was drawn shorter than the screen (its trackEnd), and the first
+// screen of a capture being indexed would chase the index to the end.
+// Only a live capture's list, with the cursor on its last row, follows its
+// end (Refresh).
+func (u *UI) keepOffset(atEnd bool) {
+	if !u.S.Live() || !atEnd {
+		r, c := u.table.GetOffset()
+		u.table.SetOffset(r, c)
+	}
+}
+
 func b2u(b bool) uint64 {
 	if b {
 		return 1
@@ -279,14 +297,7 @@ func (u *UI) Refresh() {
 			u.table.Select(u.List.Cursor+1, 0)
 		}
 	}
-	if !u.S.Live() || !atEnd {
-		// tview's Table follows the end once it was drawn shorter than
-		// the screen (its trackEnd): the first screen of a capture being
-		// indexed would chase the index to the end. Only a live
-		// capture's list follows its end (above).
-		r, c := u.table.GetOffset()
-		u.table.SetOffset(r, c)
-	}
+	u.keepOffset(atEnd)
 	if r, _ := u.table.GetSelection(); r != u.List.Cursor+1 && u.List.Len() > 0 {
 		u.table.Select(u.List.Cursor+1, 0) // shows the detail
 	}
