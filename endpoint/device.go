@@ -283,7 +283,6 @@ func (pd *PD) RegisterMR(buf []byte, access Access, opt *MROptions) (*MR, error)
 	if err != nil {
 		return nil, err
 	}
-	d := pd.dev
 	mr := &MR{pd: pd, qp: o.QP, buf: buf, access: access, zero: o.ZeroBased, valid: true}
 	if !o.ZeroBased {
 		mr.base = o.VA
@@ -294,16 +293,25 @@ func (pd *PD) RegisterMR(buf []byte, access Access, opt *MROptions) (*MR, error)
 			return nil, fmt.Errorf("endpoint: region at VA 0x%x wraps", mr.base)
 		}
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	slot, key, err := d.allocSlotLocked(o.Key)
-	if err != nil {
+	if err := pd.dev.install(mr, o.Key); err != nil {
 		return nil, err
 	}
-	mr.slot, mr.index, mr.key = slot, d.feistel(slot, false), key
-	d.mrs[slot] = mr
-	d.lastKey[slot], d.used[slot] = key, true
 	return mr, nil
+}
+
+// install gives r (a region or a window) a table slot and a key (want, if
+// the consumer chose one: allocSlotLocked) and enters it in the table.
+func (d *Device) install(r *MR, want uint8) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	slot, key, err := d.allocSlotLocked(want)
+	if err != nil {
+		return err
+	}
+	r.slot, r.index, r.key = slot, d.feistel(slot, false), key
+	d.mrs[slot] = r
+	d.lastKey[slot], d.used[slot] = key, true
+	return nil
 }
 
 // allocSlotLocked picks a table slot and a key for a new region: a fresh

@@ -18,17 +18,10 @@ func (pd *PD) AllocMR(maxLen int, opt *MROptions) (*MR, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := pd.dev
 	mr := &MR{pd: pd, qp: o.QP, maxLen: maxLen}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	slot, key, err := d.allocSlotLocked(o.Key)
-	if err != nil {
+	if err := pd.dev.install(mr, o.Key); err != nil {
 		return nil, err
 	}
-	mr.slot, mr.index, mr.key = slot, d.feistel(slot, false), key
-	d.mrs[slot] = mr
-	d.lastKey[slot], d.used[slot] = key, true
 	return mr, nil
 }
 

@@ -28,17 +28,10 @@ func (pd *PD) AllocMW(t MWType) (*MW, error) {
 	if t != MWType1 && t != MWType2 {
 		return nil, fmt.Errorf("%w: window type %d", ErrInvalidWR, t)
 	}
-	d := pd.dev
 	r := &MR{pd: pd, mwType: t}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	slot, key, err := d.allocSlotLocked(0)
-	if err != nil {
+	if err := pd.dev.install(r, 0); err != nil {
 		return nil, err
 	}
-	r.slot, r.index, r.key = slot, d.feistel(slot, false), key
-	d.mrs[slot] = r
-	d.lastKey[slot], d.used[slot] = key, true
 	return &MW{r: r}, nil
 }
 
