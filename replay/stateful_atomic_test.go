@@ -72,18 +72,7 @@ func TestStatefulAtomics(t *testing.T) {
 // other Immediate Data is reported at its frame.
 func TestStatefulAtomicsAltered(t *testing.T) {
 	path := atomicCapture(t)
-	nth := func(s *Script, side Side, kind MsgKind, n int) *Msg {
-		for i := range s.Msgs {
-			if m := &s.Msgs[i]; m.Side == side && m.Kind == kind {
-				if n == 0 {
-					return m
-				}
-				n--
-			}
-		}
-		t.Fatalf("no %v of the %v", kind, side)
-		return nil
-	}
+	nth := func(s *Script, side Side, kind MsgKind, n int) *Msg { return nthMsg(t, s, side, kind, n) }
 	for _, c := range []struct {
 		name string
 		edit func(s *Script) *Msg // returns the message the other side must blame

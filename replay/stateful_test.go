@@ -109,18 +109,7 @@ func TestStatefulTerminates(t *testing.T) {
 // replays its own copy, one of them edited; the other reports the
 // difference at the frame concerned, and nothing else.
 func TestStatefulAltered(t *testing.T) {
-	find := func(s *Script, side Side, kind MsgKind, n int) *Msg {
-		for i := range s.Msgs {
-			if m := &s.Msgs[i]; m.Side == side && m.Kind == kind {
-				if n == 0 {
-					return m
-				}
-				n--
-			}
-		}
-		t.Fatalf("no %v of the %v", kind, side)
-		return nil
-	}
+	find := func(s *Script, side Side, kind MsgKind, n int) *Msg { return nthMsg(t, s, side, kind, n) }
 	for _, c := range []struct {
 		name  string
 		side  Side // whose script is altered; the other side must notice
@@ -337,4 +326,19 @@ func TestStatefulMarkersAndTiming(t *testing.T) {
 			t.Errorf("%v: differences %v, params %+v", r.Side, r.Differences, p)
 		}
 	}
+}
+
+// nthMsg is the script's n-th message (from 0) of that kind sent by side.
+func nthMsg(t *testing.T, s *Script, side Side, kind MsgKind, n int) *Msg {
+	t.Helper()
+	for i := range s.Msgs {
+		if m := &s.Msgs[i]; m.Side == side && m.Kind == kind {
+			if n == 0 {
+				return m
+			}
+			n--
+		}
+	}
+	t.Fatalf("no %v of the %v", kind, side)
+	return nil
 }
