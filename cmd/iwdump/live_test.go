@@ -642,22 +642,7 @@ func BenchmarkLiveIWARP(b *testing.B) {
 				b.Fatalf("exit %d: %s", code, errb.String())
 			}
 			runtime.ReadMemStats(&ms1)
-			var captured, dropped, undecoded int
-			for _, line := range strings.Split(errb.String(), "\n") {
-				var n int
-				var what string
-				if k, _ := fmt.Sscanf(line, "%d packets %s", &n, &what); k != 2 {
-					continue
-				}
-				switch {
-				case strings.HasSuffix(line, "packets captured"):
-					captured = n
-				case strings.HasSuffix(line, "dropped by kernel"):
-					dropped = n
-				case strings.Contains(line, "not decoded"):
-					undecoded = n
-				}
-			}
+			captured, _, dropped, undecoded := captureCounts(errb.String())
 			b.ReportMetric(float64(captured)/el.Seconds(), "frames/s")
 			// Allocations of the whole process (capture, -w, decoder,
 			// tracking, the test's sender) per frame captured.
@@ -963,7 +948,14 @@ func (c *capture) stop(b testing.TB) (captured, received, dropped, undecoded int
 	case <-time.After(60 * time.Second):
 		b.Fatalf("%s does not end", c.cmd.Path)
 	}
-	for _, line := range strings.Split(c.stderr.String(), "\n") {
+	return captureCounts(c.stderr.String())
+}
+
+// captureCounts reads the summary a capture (iwdump or tcpdump) prints on
+// its standard error when it ends: what it captured, received, dropped and
+// left undecoded.
+func captureCounts(stderr string) (captured, received, dropped, undecoded int) {
+	for _, line := range strings.Split(stderr, "\n") {
 		var n int
 		if _, err := fmt.Sscanf(line, "%d packets", &n); err != nil {
 			continue
