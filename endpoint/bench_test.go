@@ -153,33 +153,7 @@ func BenchmarkWriteBW(b *testing.B) {
 				b.SetBytes(int64(size))
 				b.ResetTimer()
 				start := time.Now()
-				var wcs [64]WorkCompletion
-				posted, done := 0, 0
-				for done < b.N {
-					for posted < b.N && posted-done < depth {
-						w := wr
-						w.WRID = uint64(posted)
-						w.Signaled = posted%(depth/4) == depth/4-1 || posted == b.N-1
-						if _, err := cl.qp.PostSend(w); err != nil {
-							b.Fatal(err)
-						}
-						posted++
-					}
-					n, err := cl.cq.Wait(context.Background(), wcs[:])
-					if err != nil {
-						b.Fatal(err)
-					}
-					for _, wc := range wcs[:n] {
-						if wc.Status != StatusSuccess {
-							b.Fatalf("completion %v", wc.Status)
-						}
-						done = max(done, int(wc.WRID)+1)
-					}
-				}
-				// A Send after the Writes: its arrival means they are placed.
-				sv.qp.PostRecv(RecvWR{WRID: 1, SGL: []SGE{rmr.SGE(0, 16)}})
-				cl.qp.PostSend(SendWR{WRID: 2, Opcode: OpSend})
-				sv.waitOK(b, OpRecv)
+				writeAll(b, cl, sv, rmr, wr, b.N, depth)
 				el := time.Since(start)
 				b.StopTimer()
 				bw := float64(b.N) * float64(size) / el.Seconds()
@@ -369,7 +343,6 @@ func BenchmarkWriteCRCBesideTCP(b *testing.B) {
 				depth = 8
 			}
 			wr := SendWR{Opcode: OpWrite, SGL: []SGE{cmr.SGE(0, size)}, RemoteAddr: smr.Addr(), RKey: smr.STag()}
-			var wcs [64]WorkCompletion
 			var tcpT, epT, tcpCPU, epCPU time.Duration
 			b.SetBytes(int64(size))
 			b.ResetTimer()
@@ -384,33 +357,7 @@ func BenchmarkWriteCRCBesideTCP(b *testing.B) {
 				<-got
 				t1 := time.Now()
 				c1 := cpuTime()
-				posted, done := 0, 0
-				for done < chunk {
-					for posted < chunk && posted-done < depth {
-						w := wr
-						w.WRID = uint64(posted)
-						w.Signaled = posted%(depth/4) == depth/4-1 || posted == chunk-1
-						if _, err := cl.qp.PostSend(w); err != nil {
-							b.Fatal(err)
-						}
-						posted++
-					}
-					n, err := cl.cq.Wait(context.Background(), wcs[:])
-					if err != nil {
-						b.Fatal(err)
-					}
-					for _, wc := range wcs[:n] {
-						if wc.Status != StatusSuccess {
-							b.Fatalf("completion %v", wc.Status)
-						}
-						if wc.Opcode == OpWrite {
-							done = max(done, int(wc.WRID)+1)
-						}
-					}
-				}
-				sv.qp.PostRecv(RecvWR{WRID: 1, SGL: []SGE{rmr.SGE(0, 16)}})
-				cl.qp.PostSend(SendWR{WRID: 1 << 40, Opcode: OpSend})
-				sv.waitOK(b, OpRecv)
+				writeAll(b, cl, sv, rmr, wr, chunk, depth)
 				tcpT += t1.Sub(t0)
 				epT += time.Since(t1)
 				tcpCPU += c1 - c0
@@ -425,6 +372,41 @@ func BenchmarkWriteCRCBesideTCP(b *testing.B) {
 			b.ReportMetric(float64(epCPU.Nanoseconds())/moved, "write-cpu-ns/B")
 		})
 	}
+}
+
+// writeAll posts n copies of the Write wr from cl, at most depth in
+// flight (every depth/4-th and the last signaled), waits for their
+// completions, then sends a Send into rmr: the Writes are placed once sv
+// has received it (one TCP stream: it arrives after them).
+func writeAll(b *testing.B, cl, sv *side, rmr *MR, wr SendWR, n, depth int) {
+	var wcs [64]WorkCompletion
+	posted, done := 0, 0
+	for done < n {
+		for posted < n && posted-done < depth {
+			w := wr
+			w.WRID = uint64(posted)
+			w.Signaled = posted%(depth/4) == depth/4-1 || posted == n-1
+			if _, err := cl.qp.PostSend(w); err != nil {
+				b.Fatal(err)
+			}
+			posted++
+		}
+		k, err := cl.cq.Wait(context.Background(), wcs[:])
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, wc := range wcs[:k] {
+			if wc.Status != StatusSuccess {
+				b.Fatalf("completion %v", wc.Status)
+			}
+			if wc.Opcode == OpWrite {
+				done = max(done, int(wc.WRID)+1)
+			}
+		}
+	}
+	sv.qp.PostRecv(RecvWR{WRID: 1, SGL: []SGE{rmr.SGE(0, 16)}})
+	cl.qp.PostSend(SendWR{WRID: 1 << 40, Opcode: OpSend})
+	sv.waitOK(b, OpRecv)
 }
 
 // cpuTime is the process's user + system CPU time so far.
