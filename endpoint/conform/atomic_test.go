@@ -4,9 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/iwkit/iwkit/endpoint"
 	"github.com/iwkit/iwkit/endpoint/rping"
 )
 
@@ -30,22 +28,8 @@ func atomicVerdict(id string, rfc7306 bool) (string, bool) {
 func TestAtomicCases(t *testing.T) {
 	for _, ext := range []bool{false, true} {
 		t.Run(map[bool]string{false: "without", true: "with"}[ext], func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			ln, err := endpoint.Listen(ctx, "tcp", "127.0.0.1:0", &endpoint.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				Serve(ctx, ln, rping.Options{Timeout: 30 * time.Second, RFC7306: ext}, nil)
-			}()
-			defer func() {
-				cancel()
-				ln.Close()
-				<-done
-			}()
-			rows, err := Run(context.Background(), Options{Addr: ln.Addr().String(), RFC7306: ext, Only: []string{"rdmap-atomic", "rdmap-immediate"}}, nil)
+			addr := serve(t, rping.Options{RFC7306: ext})
+			rows, err := Run(context.Background(), Options{Addr: addr, RFC7306: ext, Only: []string{"rdmap-atomic", "rdmap-immediate"}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,18 +10,22 @@ import (
 	"github.com/iwkit/iwkit/endpoint/rping"
 )
 
-// serve starts an iwkit rping target (what iwconform --serve runs).
-func serve(t *testing.T, cfg endpoint.Config) string {
+// serve starts an iwkit rping target (what iwconform --serve runs) with
+// o (its Timeout 30 s unless set) until the test ends.
+func serve(t *testing.T, o rping.Options) string {
 	t.Helper()
+	if o.Timeout == 0 {
+		o.Timeout = 30 * time.Second
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ln, err := endpoint.Listen(ctx, "tcp", "127.0.0.1:0", &cfg)
+	ln, err := endpoint.Listen(ctx, "tcp", "127.0.0.1:0", &o.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Serve(ctx, ln, rping.Options{Config: cfg, Timeout: 30 * time.Second}, nil)
+		Serve(ctx, ln, o, nil)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -43,7 +47,7 @@ func TestSuiteAgainstIwkit(t *testing.T) {
 		{"p2p", endpoint.Config{PeerToPeer: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := serve(t, endpoint.Config{})
+			addr := serve(t, rping.Options{})
 			rows, err := Run(context.Background(), Options{Addr: addr, Config: tc.cfg}, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -70,7 +74,7 @@ func TestSuiteAgainstIwkit(t *testing.T) {
 // The target serves many connections one after another and at most
 // MaxServeConns at once: the ones beyond are rejected, not queued.
 func TestServeBounded(t *testing.T) {
-	addr := serve(t, endpoint.Config{})
+	addr := serve(t, rping.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var conns []*endpoint.Conn
