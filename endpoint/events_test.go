@@ -76,11 +76,7 @@ func TestEventBadCloseDataWhileClosing(t *testing.T) {
 
 func TestEventLLPConnLostFinalTimeoutInClosing(t *testing.T) {
 	s := newEvSide(t, QPAttr{DrainTimeout: 50 * time.Millisecond})
-	r := rawClientOn(t, Config{}, v2Req(false, false), s.side)
-	r.send(tagged(decode.OpWrite, 0, 0, true, nil))
-	// The Write must have been taken before the close begins: one that
-	// arrives in Closing is a Bad Close (V00 §6.2.5), not this test's case.
-	waitRxWrites(t, s.qp, 1)
+	openGate(t, s)
 	s.qp.Modify(StateClosing) // the raw peer never closes: the final timeout is an error
 	waitEvent(t, s.ev, EventLLPConnLost)
 	waitDone(t, s.qp, StateError)
@@ -88,8 +84,7 @@ func TestEventLLPConnLostFinalTimeoutInClosing(t *testing.T) {
 
 func TestEventBadCloseAfterModifyTerminate(t *testing.T) {
 	s := newEvSide(t, QPAttr{DrainTimeout: 50 * time.Millisecond})
-	r := rawClientOn(t, Config{}, v2Req(false, false), s.side)
-	r.send(tagged(decode.OpWrite, 0, 0, true, nil))
+	openGate(t, s)
 	s.qp.Modify(StateTerminate) // the peer never closes: an LLP error in Terminate
 	waitEvent(t, s.ev, EventBadClose)
 	waitDone(t, s.qp, StateError)
@@ -98,8 +93,7 @@ func TestEventBadCloseAfterModifyTerminate(t *testing.T) {
 
 func TestEventLLPConnReset(t *testing.T) {
 	s := newEvSide(t, QPAttr{})
-	r := rawClientOn(t, Config{}, v2Req(false, false), s.side)
-	r.send(tagged(decode.OpWrite, 0, 0, true, nil))
+	r := openGate(t, s)
 	r.c.(*net.TCPConn).SetLinger(0)
 	r.c.Close()
 	e := waitEvent(t, s.ev, EventLLPConnReset)
@@ -199,8 +193,7 @@ func TestUnaffiliatedSRQLimit(t *testing.T) {
 // peer gets Terminate 0x0/0x2/0x07.
 func TestBadLLPCloseStatus(t *testing.T) {
 	s := newEvSide(t, QPAttr{})
-	r := rawClientOn(t, Config{}, v2Req(false, false), s.side)
-	r.send(tagged(decode.OpWrite, 0, 0, true, nil))
+	r := openGate(t, s)
 	sink, _ := s.reg(t, 64, AccessAll)
 	s.qp.PostSend(SendWR{WRID: 3, Opcode: OpRead, SGL: []SGE{sink.SGE(0, 64)}, RemoteAddr: 0, RKey: 0x100})
 	for {

@@ -65,17 +65,25 @@ func noEvent(t *testing.T, ev <-chan AsyncEvent, bad AsyncEventType) {
 // Initiator that sent its first FPDU and then neither reads nor closes,
 // and the drain bound is long, so Closing and Terminate last until the
 // test ends.
+// openGate connects a raw peer to s and sends a zero-length Write, which
+// opens the Responder's gate, and waits until s has taken it: a Write that
+// arrives once a test has begun closing is a Bad Close (V00 §6.2.5), which
+// would pre-empt the case under test.
+func openGate(t *testing.T, s *evSide) *raw {
+	t.Helper()
+	r := rawClientOn(t, Config{}, v2Req(false, false), s.side)
+	r.send(tagged(decode.OpWrite, 0, 0, true, nil))
+	waitRxWrites(t, s.qp, 1)
+	return r
+}
+
 func qpIn(t *testing.T, st QPState) (*evSide, *raw) {
 	t.Helper()
 	s := newEvSide(t, QPAttr{DrainTimeout: time.Minute})
 	if st == StateIdle {
 		return s, nil
 	}
-	r := rawClientOn(t, Config{}, v2Req(false, false), s.side)
-	r.send(tagged(decode.OpWrite, 0, 0, true, nil)) // opens the Responder's gate
-	// Taken before any Modify: a Write that arrives in Closing is a Bad
-	// Close (V00 §6.2.5), which would pre-empt the case under test.
-	waitRxWrites(t, s.qp, 1)
+	r := openGate(t, s)
 	switch st {
 	case StateClosing, StateTerminate:
 		if err := s.qp.Modify(st); err != nil {
