@@ -222,17 +222,35 @@ type pinner interface {
 	Pin(buf []byte) bool
 }
 
-// add puts fr in c and decodes its TCP segment, which tells the shard that
-// owns it (frames without one go to shard 0, which notes the damaged
-// ones). Unless the source read it into c.arena (pinned), its data is
-// copied there. It reports whether the chunk is full.
-func (d *dispatcher) add(c *chunk, fr *pcap.Frame, pinned bool) bool {
-	if !d.seen {
-		d.first, d.seen = fr.Timestamp, true
+// slot returns a place at the end of c.frames for the source to read the
+// next frame into (the frame is not copied again: a copy of the struct
+// just written, field by field, is a stall on every frame); drop takes it
+// back when the source had none.
+func (c *chunk) slot() *pcap.Frame {
+	if n := len(c.frames); n < cap(c.frames) {
+		c.frames = c.frames[:n+1] // the source sets every field
+	} else {
+		c.frames = append(c.frames, pcap.Frame{})
 	}
-	c.first = d.first
-	i := int32(len(c.frames))
-	f := *fr
+	return &c.frames[len(c.frames)-1]
+}
+
+func (c *chunk) drop() { c.frames = c.frames[:len(c.frames)-1] }
+
+// add takes the frame the source read into c's last slot and decodes its
+// TCP segment, which tells the shard that owns it (frames without one go
+// to shard 0, which notes the damaged ones). Unless the source read it
+// into c.arena (pinned), its data is copied there. It reports whether
+// the chunk is full.
+func (d *dispatcher) add(c *chunk, pinned bool) bool {
+	i := int32(len(c.frames) - 1)
+	f := &c.frames[i]
+	if !d.seen {
+		d.first, d.seen = f.Timestamp, true
+	}
+	if i == 0 {
+		c.first = d.first
+	}
 	switch {
 	case pinned:
 	case len(f.Data) > maxInArena:
@@ -242,7 +260,6 @@ func (d *dispatcher) add(c *chunk, fr *pcap.Frame, pinned bool) bool {
 		c.arena = append(c.arena, f.Data...)
 		f.Data = c.arena[n:len(c.arena):len(c.arena)]
 	}
-	c.frames = append(c.frames, f)
 	if int(i) < cap(c.pkts) {
 		c.pkts = c.pkts[:i+1] // DecodeTCP sets every field a decoded segment uses
 	} else {
@@ -372,14 +389,15 @@ func (s *shard) step(c *chunk, i int) {
 	fr := &c.frames[i]
 	s.idx = i
 	h.last = fr.Timestamp
-	a.Advance(fr.Timestamp) // expiry first, as Feed would
 	out.close()
-	if int(c.owner[i]) == s.id {
-		if err := c.errs[i]; err == nil {
-			a.Feed(fr.Number, fr.Timestamp, &c.pkts[i])
-		} else {
-			h.undecodable(fr, err)
-		}
+	switch {
+	case int(c.owner[i]) != s.id: // a tick: expire idle flows as the owner's Feed does
+		a.Advance(fr.Timestamp)
+	case c.errs[i] == nil:
+		a.Feed(fr.Number, fr.Timestamp, &c.pkts[i]) // expiry first, then the segment
+	default:
+		a.Advance(fr.Timestamp)
+		h.undecodable(fr, c.errs[i])
 	}
 	out.ends = append(out.ends, len(out.buf))
 }
@@ -428,6 +446,10 @@ func (m *outMerger) events(evs []connEvent, s, i int, at *int, apply func(k [2]u
 		apply([2]uint64{uint64(s), evs[*at].local})
 	}
 }
+
+// at reports whether evs has an event at frame i, from k on: most frames
+// start, open and end no connection, and the merger looks at every frame.
+func at(evs []connEvent, k, i int) bool { return k < len(evs) && evs[k].frame == i }
 
 // emit writes o.buf[from:to] with the connection numbers patched in,
 // starting at patch *pi.
@@ -505,6 +527,9 @@ type blockRef struct {
 // each frame, what its owner printed; at a tick, what every shard did.
 func (m *outMerger) chunk(c *chunk) {
 	c.wg.Wait()
+	if c.quiet() {
+		return
+	}
 	if len(m.cur) != len(c.out) {
 		m.cur = make([]cursor, len(c.out))
 	}
@@ -523,10 +548,29 @@ func (m *outMerger) chunk(c *chunk) {
 	m.flush()
 }
 
+// quiet reports whether no shard printed anything for c or started,
+// took or ended a connection in it, and the clock did not tick: the
+// merger has nothing to write or number (most chunks with -q).
+func (c *chunk) quiet() bool {
+	if len(c.ticks) > 0 {
+		return false
+	}
+	for i := range c.out {
+		o := &c.out[i]
+		if len(o.buf) > 0 || len(o.starts) > 0 || len(o.opened) > 0 || len(o.ended) > 0 || len(o.blocks) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // opening numbers the connections shard s started at frame i, and keeps
 // the numbers of those it took for iWARP.
 func (m *outMerger) opening(c *chunk, s, i int) {
 	o, cur := &c.out[s], &m.cur[s]
+	if !at(o.starts, cur.start, i) && !at(o.opened, cur.open, i) {
+		return
+	}
 	m.events(o.starts, s, i, &cur.start, func(k [2]uint64) {
 		m.next++
 		m.pending[k] = m.next
@@ -546,6 +590,9 @@ func (m *outMerger) frame(c *chunk, s, i int) {
 		cur.from = end
 	}
 	cur.k++
+	if !at(o.ended, cur.end, i) {
+		return
+	}
 	m.events(o.ended, s, i, &cur.end, func(k [2]uint64) {
 		delete(m.pending, k)
 		if c := &m.nums[s]; c.local == k[1] {
@@ -643,7 +690,6 @@ func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer fun
 	}()
 
 	pin, _ := src.(pinner)
-	var fr pcap.Frame
 	var derr error
 	allocated, frames := 0, 0
 	for done := false; !done; {
@@ -666,7 +712,11 @@ func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer fun
 				done = true
 				break
 			}
-			err := src.Next(&fr)
+			fr := c.slot()
+			err := src.Next(fr)
+			if err != nil {
+				c.drop()
+			}
 			if err == pcap.ErrBufferFull {
 				break
 			}
@@ -681,7 +731,7 @@ func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer fun
 			if cfg.Progress != nil {
 				cfg.Progress(fr.CapLen + 16)
 			}
-			full = d.add(c, &fr, pinned)
+			full = d.add(c, pinned)
 		}
 		if len(c.frames) == 0 {
 			free <- c

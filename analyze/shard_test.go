@@ -37,8 +37,11 @@ func TestDispatchStepsPerFrame(t *testing.T) {
 				pinned++
 			}
 			for full := false; !full; {
-				var fr pcap.Frame
-				err := src.Next(&fr)
+				fr := c.slot()
+				err := src.Next(fr)
+				if err != nil {
+					c.drop()
+				}
 				if err == pcap.ErrBufferFull {
 					break
 				}
@@ -53,7 +56,7 @@ func TestDispatchStepsPerFrame(t *testing.T) {
 					first = fr.Timestamp
 				}
 				last = fr.Timestamp
-				full = d.add(c, &fr, pin)
+				full = d.add(c, pin)
 				frames++
 			}
 			chunks++
