@@ -389,15 +389,14 @@ func (s *shard) step(c *chunk, i int) {
 	fr := &c.frames[i]
 	s.idx = i
 	h.last = fr.Timestamp
+	a.Advance(fr.Timestamp) // expiry first, as Feed would
 	out.close()
-	switch {
-	case int(c.owner[i]) != s.id: // a tick: expire idle flows as the owner's Feed does
-		a.Advance(fr.Timestamp)
-	case c.errs[i] == nil:
-		a.Feed(fr.Number, fr.Timestamp, &c.pkts[i]) // expiry first, then the segment
-	default:
-		a.Advance(fr.Timestamp)
-		h.undecodable(fr, c.errs[i])
+	if int(c.owner[i]) == s.id {
+		if err := c.errs[i]; err == nil {
+			a.Feed(fr.Number, fr.Timestamp, &c.pkts[i])
+		} else {
+			h.undecodable(fr, err)
+		}
 	}
 	out.ends = append(out.ends, len(out.buf))
 }
