@@ -43,6 +43,7 @@ package analyze
 import (
 	"bufio"
 	"io"
+	"runtime"
 	"sort"
 	"strconv"
 	"sync"
@@ -363,6 +364,14 @@ func (s *shard) run(in <-chan *chunk, done *sync.WaitGroup) {
 		}
 		h.last = c.frames[len(c.frames)-1].Timestamp
 		c.wg.Done()
+		// Yield the core: the merger this Done may have woken, and the
+		// reader the merger wakes in turn, are queued on this shard's P
+		// (Go runs a goroutine woken by another next on the waker's P),
+		// where they would wait until this shard ran out of chunks; the
+		// reader then filled chunks in bursts while the shards starved
+		// in turn. With the yield, 2 shards went from 1.70-1.79x one
+		// worker to 1.85-1.95x on 1 M frames (BENCHMARKS.md, item 9).
+		runtime.Gosched()
 	}
 	// The end of the capture, cut into blocks per connection.
 	out := &s.end
