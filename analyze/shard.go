@@ -225,8 +225,7 @@ type pinner interface {
 
 // slot returns a place at the end of c.frames for the source to read the
 // next frame into (the frame is not copied again: a copy of the struct
-// just written, field by field, is a stall on every frame); drop takes it
-// back when the source had none.
+// just written, field by field, is a stall on every frame).
 func (c *chunk) slot() *pcap.Frame {
 	if n := len(c.frames); n < cap(c.frames) {
 		c.frames = c.frames[:n+1] // the source sets every field
@@ -236,7 +235,16 @@ func (c *chunk) slot() *pcap.Frame {
 	return &c.frames[len(c.frames)-1]
 }
 
-func (c *chunk) drop() { c.frames = c.frames[:len(c.frames)-1] }
+// next reads the source's next frame into a slot of c (taken back when
+// the source has none).
+func (c *chunk) next(src Source) (*pcap.Frame, error) {
+	fr := c.slot()
+	err := src.Next(fr)
+	if err != nil {
+		c.frames = c.frames[:len(c.frames)-1]
+	}
+	return fr, err
+}
 
 // add takes the frame the source read into c's last slot and decodes its
 // TCP segment, which tells the shard that owns it (frames without one go
@@ -448,15 +456,16 @@ func (m *outMerger) global(shard int, local uint64) uint64 {
 	return m.pending[k]
 }
 
-// events applies the connection events of shard s at frame i, from *at on.
-func (m *outMerger) events(evs []connEvent, s, i int, at *int, apply func(k [2]uint64)) {
-	for ; *at < len(evs) && evs[*at].frame == i; *at++ {
-		apply([2]uint64{uint64(s), evs[*at].local})
+// events applies the connection events of shard s at frame i, from *k on.
+func (m *outMerger) events(evs []connEvent, s, i int, k *int, apply func(k [2]uint64)) {
+	for ; at(evs, *k, i); *k++ {
+		apply([2]uint64{uint64(s), evs[*k].local})
 	}
 }
 
-// at reports whether evs has an event at frame i, from k on: most frames
-// start, open and end no connection, and the merger looks at every frame.
+// at reports whether evs has an event at frame i, from k on. The merger
+// asks before it calls events: most frames start, open and end no
+// connection, and it looks at every frame.
 func at(evs []connEvent, k, i int) bool { return k < len(evs) && evs[k].frame == i }
 
 // emit writes o.buf[from:to] with the connection numbers patched in,
@@ -720,11 +729,7 @@ func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer fun
 				done = true
 				break
 			}
-			fr := c.slot()
-			err := src.Next(fr)
-			if err != nil {
-				c.drop()
-			}
+			fr, err := c.next(src)
 			if err == pcap.ErrBufferFull {
 				break
 			}

@@ -37,11 +37,7 @@ func TestDispatchStepsPerFrame(t *testing.T) {
 				pinned++
 			}
 			for full := false; !full; {
-				fr := c.slot()
-				err := src.Next(fr)
-				if err != nil {
-					c.drop()
-				}
+				fr, err := c.next(src)
 				if err == pcap.ErrBufferFull {
 					break
 				}
