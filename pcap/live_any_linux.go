@@ -312,8 +312,7 @@ func (l *Live) nextAny(f *Frame) error {
 				data = data[:keep]
 			}
 		}
-		l.n++
-		f.Number = l.n
+		f.Number = int(l.n.Add(1))
 		f.Timestamp = ts
 		f.Data = data
 		f.CapLen = len(data)

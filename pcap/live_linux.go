@@ -24,7 +24,8 @@ import (
 )
 
 // Live is a capture on one interface. Next is to be called from one
-// goroutine; Stop may be called from any; Close after Next has returned.
+// goroutine; Stop and Stats may be called from any; Close after Next has
+// returned.
 type Live struct {
 	iface    string
 	lt       layers.LinkType
@@ -40,9 +41,9 @@ type Live struct {
 	// were let in unfiltered between bind and attach; they are dropped.
 	since   time.Time
 	stopAt  atomic.Int64 // UnixNano of Stop; 0 while running
-	n       int
-	vbuf    []byte // a frame with its VLAN tag put back (socket method)
-	block   *Block // the ring block of the frame last returned
+	n       atomic.Int64 // frames returned by Next; Stats reads it from any goroutine
+	vbuf    []byte       // a frame with its VLAN tag put back (socket method)
+	block   *Block       // the ring block of the frame last returned
 	ifindex int
 
 	statsMu sync.Mutex
@@ -410,8 +411,7 @@ func (l *Live) Next(f *Frame) error {
 				ci.Length += 4
 			}
 		}
-		l.n++
-		f.Number = l.n
+		f.Number = int(l.n.Add(1))
 		f.Timestamp = ci.Timestamp
 		f.Data = data
 		f.CapLen = len(data)
@@ -468,12 +468,12 @@ func (l *Live) Stats() (LiveStats, error) {
 	defer l.statsMu.Unlock()
 	s, err := l.kernelStats()
 	if err != nil {
-		return LiveStats{Captured: uint64(l.n)}, err
+		return LiveStats{Captured: uint64(l.n.Load())}, err
 	}
 	s.Received -= min(s.Received, l.base.Received)
 	s.Dropped -= min(s.Dropped, l.base.Dropped)
 	s.Freezes -= min(s.Freezes, l.base.Freezes)
-	s.Captured = uint64(l.n)
+	s.Captured = uint64(l.n.Load())
 	return s, nil
 }
 

@@ -202,6 +202,62 @@ func TestLiveLoopbackEachPacketOnce(t *testing.T) {
 	}
 }
 
+// Stats is read while Next runs on another goroutine (the TUI's status
+// line does so): its Captured count grows with the frames handed out and
+// ends at the burst. Under -race this fails if Next's count is not safe to
+// read from another goroutine.
+func TestLiveStatsWhileCapturing(t *testing.T) {
+	for _, m := range []struct {
+		name string
+		open func(t testing.TB, filter string) *Live
+	}{
+		{"ring", func(t testing.TB, f string) *Live { return openLoopback(t, f, LiveOptions{Method: MethodRing}) }},
+		{"socket", func(t testing.TB, f string) *Live { return openLoopback(t, f, LiveOptions{Method: MethodSocket}) }},
+		{"any", func(t testing.TB, f string) *Live { return openAnyT(t, f, LiveOptions{}) }},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			sink, port := udpSink(t)
+			defer sink.Close()
+			l := m.open(t, fmt.Sprintf("udp dst port %d", port))
+			defer l.Close()
+			const n = 400
+			read := make(chan int)
+			go func() {
+				got := 0
+				var f Frame
+				for l.Next(&f) == nil {
+					got++
+				}
+				read <- got
+			}()
+			var last uint64
+			for i := 0; i < n; i += 50 {
+				sendSeq(t, port, 50, 100)
+				st, err := l.Stats()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.Captured < last {
+					t.Fatalf("Captured went back from %d to %d", last, st.Captured)
+				}
+				last = st.Captured
+			}
+			// Every datagram sent is captured: wait for the count to reach
+			// the burst (a deadline, not a measure).
+			for deadline := time.Now().Add(10 * time.Second); last < n && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+				st, _ := l.Stats()
+				last = st.Captured
+			}
+			l.Stop()
+			got := <-read
+			if st, _ := l.Stats(); st.Captured != uint64(got) || got != n {
+				t.Errorf("Stats counted %d frames, Next returned %d, %d were sent", st.Captured, got, n)
+			}
+		})
+	}
+}
+
 // Stop right after the traffic: every frame the kernel captured before
 // Stop still comes out of Next.
 func TestLiveStopDrains(t *testing.T) {
