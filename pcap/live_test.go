@@ -230,21 +230,25 @@ func TestLiveStatsWhileCapturing(t *testing.T) {
 				}
 				read <- got
 			}()
+			// A failure ends the loops, not the test: Close must wait
+			// until the reader's Next has returned.
 			var last uint64
-			for i := 0; i < n; i += 50 {
+			ok := true
+			for i := 0; ok && i < n; i += 50 {
 				sendSeq(t, port, 50, 100)
 				st, err := l.Stats()
 				if err != nil {
-					t.Fatal(err)
-				}
-				if st.Captured < last {
-					t.Fatalf("Captured went back from %d to %d", last, st.Captured)
+					t.Error(err)
+					ok = false
+				} else if st.Captured < last {
+					t.Errorf("Captured went back from %d to %d", last, st.Captured)
+					ok = false
 				}
 				last = st.Captured
 			}
 			// Every datagram sent is captured: wait for the count to reach
 			// the burst (a deadline, not a measure).
-			for deadline := time.Now().Add(10 * time.Second); last < n && time.Now().Before(deadline); {
+			for deadline := time.Now().Add(10 * time.Second); ok && last < n && time.Now().Before(deadline); {
 				time.Sleep(time.Millisecond)
 				st, _ := l.Stats()
 				last = st.Captured
