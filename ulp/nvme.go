@@ -419,7 +419,10 @@ func (c *Conn) nvmeSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 		m.u(fNVMeSGLAddr, off)
 		m.u(fNVMeSGLLen, l)
 		t.cmd.Inline = icd
-		if opc == 0x7F && fctype == 0x01 && len(b) >= 64+int(off)+1024 {
+		// The offset is the wire's 64-bit value: compare it in uint64 against
+		// what the capsule holds, never through int (an offset near 2^64
+		// wrapped the old int sum negative and passed the check).
+		if rest := uint64(len(b) - 64); opc == 0x7F && fctype == 0x01 && off <= rest && rest-off >= 1024 {
 			c.nvmeConnectFields(b[64+off:64+off+1024], m)
 		}
 	default:
