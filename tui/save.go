@@ -2,8 +2,10 @@ package tui
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/iwkit/iwkit/pcap"
 )
@@ -48,16 +50,67 @@ func (ix *Index) tupleOf(id int, p *pcap.Packet) bool {
 		(p.Src == b.Addr() && p.SrcPort == b.Port() && p.Dst == a.Addr() && p.DstPort == a.Port())
 }
 
+// ErrSameFile is returned when the file to write is one of the files the
+// capture is read from: writing it would empty the source under the index
+// (its frames are read again from it) and lose the capture.
+var ErrSameFile = errors.New("is the open capture; choose another file")
+
+// Exists reports whether path names an existing file, for the overwrite
+// question the UI asks before w and W.
+func Exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// sameAsSource reports whether path is one of the files ix was read from
+// (the same inode, whatever the spelling of the path).
+func (ix *Index) sameAsSource(path string) bool {
+	st, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	for _, src := range ix.store.sources {
+		if s2, err := os.Stat(src); err == nil && os.SameFile(st, s2) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeFrames writes the kept frames from..to to path. It writes a
+// temporary file beside path and renames it over path only when every
+// frame is written, so a failure (or no frame to write) leaves an existing
+// file as it was; it refuses the capture's own files.
 func writeFrames(ix *Index, path string, from, to int, keep func(n int, p *pcap.Packet, ok bool) bool) (int, error) {
-	fh, err := os.Create(path)
+	if ix.sameAsSource(path) {
+		return 0, fmt.Errorf("%s %w", path, ErrSameFile)
+	}
+	fh, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return 0, err
 	}
+	n, err := writeKept(ix, fh, path, from, to, keep)
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(fh.Name(), path)
+	}
+	if err != nil {
+		os.Remove(fh.Name())
+		return n, err
+	}
+	return n, nil
+}
+
+// writeKept writes the kept frames to fh in the format path's name asks for.
+func writeKept(ix *Index, fh *os.File, path string, from, to int, keep func(n int, p *pcap.Packet, ok bool) bool) (int, error) {
 	bw := bufio.NewWriterSize(fh, 1<<20)
 	var w *pcap.Writer
 	var f pcap.Frame
 	var p pcap.Packet
 	var buf []byte
+	var err error
 	n := 0
 	for i := from; i <= to; i++ {
 		if buf, err = ix.store.read(i, &f, buf); err != nil {
@@ -69,28 +122,19 @@ func writeFrames(ix *Index, path string, from, to int, keep func(n int, p *pcap.
 		}
 		if w == nil {
 			if w, err = pcap.NewWriter(bw, pcap.FormatForName(path), f.LinkType, 0); err != nil {
-				fh.Close()
 				return 0, err
 			}
 		}
 		if err := w.WriteFrame(f.Timestamp, f.Data, f.OrigLen); err != nil {
-			fh.Close()
 			return n, err
 		}
 		n++
 	}
 	if w == nil {
-		fh.Close()
-		os.Remove(path)
 		return 0, fmt.Errorf("no frames to write")
 	}
 	if err := w.Flush(); err != nil {
-		fh.Close()
 		return n, err
 	}
-	if err := bw.Flush(); err != nil {
-		fh.Close()
-		return n, err
-	}
-	return n, fh.Close()
+	return n, bw.Flush()
 }

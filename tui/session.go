@@ -163,6 +163,9 @@ func Open(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	s.cfg = cfg
+	if cfg.Live == nil {
+		st.sources = []string{cfg.File}
+	}
 	ff, err := s.captureFilter()
 	if err != nil {
 		st.close()

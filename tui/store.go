@@ -21,6 +21,9 @@ type store struct {
 	offsets chunked[int64] // by frame number - 1; -1: not stored
 	rr      *pcap.RandomReader
 	file    *os.File // the capture, read in place
+	// sources are the paths the capture was read from (none when live):
+	// a file written from the capture must never be one of them.
+	sources []string
 
 	// spill
 	spill   *os.File

@@ -47,10 +47,13 @@ type UI struct {
 	paused  bool
 	histPos int
 	saved   bool
-	stop    chan struct{}
-	once    sync.Once
-	lastLen int
-	lastGen uint64
+	// overwrite is the existing file the last w/W Enter asked about: a
+	// second Enter on the same name replaces it.
+	overwrite string
+	stop      chan struct{}
+	once      sync.Once
+	lastLen   int
+	lastGen   uint64
 }
 
 // Theme: the terminal's own foreground and background, and the eight
@@ -737,6 +740,7 @@ func (u *UI) barDone(key tcell.Key) {
 	mode, text := u.barFor, strings.TrimSpace(u.bar.GetText())
 	if key != tcell.KeyEnter {
 		u.msg = ""
+		u.overwrite = ""
 		u.closeBar()
 		return
 	}
@@ -767,6 +771,15 @@ func (u *UI) barDone(key tcell.Key) {
 		if text == "" {
 			break
 		}
+		// An existing file is replaced only when asked twice (Enter again on
+		// the same name), as a save dialog asks before it overwrites.
+		if Exists(text) && u.overwrite != text {
+			u.overwrite = text
+			u.msg = "[yellow]" + tview.Escape(text) + " exists: Enter again to overwrite it, Esc to cancel[-]"
+			u.status.SetText(u.statusText())
+			return
+		}
+		u.overwrite = ""
 		var n int
 		var err error
 		if mode == "write" {
