@@ -54,7 +54,11 @@ func OpenIndexed(name string) (*IndexedReader, error) {
 // Next reads the next frame; Offset then says where its record is.
 func (r *IndexedReader) Next(f *Frame) error {
 	if err := r.c.next(f); err != nil {
-		return err
+		if err == io.EOF {
+			return err
+		}
+		// Where the file is damaged, as Reader.Next says it.
+		return fmt.Errorf("frame %d: %w", r.n+1, err)
 	}
 	r.n++
 	f.Number = r.n

@@ -34,6 +34,11 @@ func newScreen(t *testing.T, path string) *screen {
 	t.Cleanup(s.Close)
 	s.Wait()
 	s.Name = filepath.Base(path) // not the temporary directory
+	return screenFor(t, s)
+}
+
+// screenFor puts session s on a simulated screen.
+func screenFor(t *testing.T, s *Session) *screen {
 	u := New(s)
 	sim := tcell.NewSimulationScreen("UTF-8")
 	if err := sim.Init(); err != nil {

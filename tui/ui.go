@@ -207,14 +207,17 @@ func New(s *Session) *UI {
 	u.pages.AddPage("help", u.help, true, false)
 	u.page = "main"
 	u.quitModal = tview.NewModal().SetText("The live capture is not saved (w writes it). Quit anyway?").
-		AddButtons([]string{"Quit", "Cancel"}).SetDoneFunc(func(i int, label string) {
-		if label == "Quit" {
-			u.App.Stop()
-			return
-		}
-		u.pages.HidePage("quit")
-		u.showPage("main")
-	})
+		AddButtons([]string{"Quit", "Cancel"}).
+		SetButtonStyle(tcell.StyleDefault).
+		SetButtonActivatedStyle(tcell.StyleDefault.Reverse(true).Bold(true)).
+		SetDoneFunc(func(i int, label string) {
+			if label == "Quit" {
+				u.App.Stop()
+				return
+			}
+			u.pages.HidePage("quit")
+			u.showPage("main")
+		})
 	u.pages.AddPage("quit", u.quitModal, true, false)
 
 	u.App.SetRoot(u.pages, true).EnableMouse(true)
@@ -336,6 +339,8 @@ func (u *UI) statusText() string {
 		fmt.Fprintf(&b, "  [red]index: %s[-]", tview.Escape(err.Error()))
 	case !done && total > 0:
 		fmt.Fprintf(&b, "  indexing %d%%", read*100/total)
+	case !done && u.S.Live():
+		b.WriteString("  capturing") // the frames received follow
 	case !done:
 		fmt.Fprintf(&b, "  indexing %d MB", read>>20)
 	}
@@ -479,6 +484,11 @@ func (u *UI) GoFrame(n int) bool {
 		u.msg = fmt.Sprintf("[red]frame %d: no PDU there[-]", n)
 		return false
 	}
+	if first := int(u.S.Ix.Row(i).First); first > n {
+		// A frame of TCP alone (a handshake, an ACK) has no row: say so
+		// and show the next PDU.
+		u.msg = fmt.Sprintf("frame %d has no PDU; showing frame %d", n, first)
+	}
 	u.List.GoRow(i)
 	if u.List.RowAt(u.List.Cursor) != i {
 		u.List.SetFilter(nil)
@@ -559,6 +569,7 @@ func (u *UI) Do(a Action) {
 			// The capture lives in a temporary file that goes at exit.
 			u.pages.ShowPage("quit")
 			u.page = "quit"
+			u.quitModal.SetFocus(0) // Quit, whatever was chosen the last time
 			u.App.SetFocus(u.quitModal)
 			return
 		}
@@ -573,7 +584,7 @@ func (u *UI) Do(a Action) {
 	case ActGoto:
 		u.openBar("goto", "Go to frame: ", "")
 	case ActFind:
-		u.openBar("find", "Find: ", u.List.Search)
+		u.openBar("find", "Find: ", "") // a new search; n and N repeat the last
 	case ActFindNext, ActFindPrev:
 		d := 1
 		if a == ActFindPrev {
@@ -633,6 +644,9 @@ func (u *UI) Do(a Action) {
 	case ActBack:
 		if u.page != "main" {
 			u.showPage("main")
+		} else if u.pane != 0 {
+			u.pane = 0 // from the tree or the octets, back to the list
+			u.App.SetFocus(u.panes[0])
 		}
 	case ActToggle:
 		r, _ := u.tree.GetSelection()
@@ -682,6 +696,9 @@ func (u *UI) openBar(mode, label, text string) {
 	u.barFor = mode
 	u.bar.SetLabel(label).SetText(text)
 	u.histPos = len(u.List.History)
+	if h := u.List.History; mode == "filter" && len(h) > 0 && h[len(h)-1] == text {
+		u.histPos-- // the bar shows the newest entry already: Up goes to the one before
+	}
 	u.main.ResizeItem(u.bar, 1, 0)
 	u.showPage("main")
 	u.App.SetFocus(u.bar)
@@ -765,6 +782,7 @@ func (u *UI) barDone(key tcell.Key) {
 		} else {
 			u.closeBar()
 			u.GoFrame(n)
+			u.status.SetText(u.statusText())
 			return
 		}
 	case "write", "writeconn":
