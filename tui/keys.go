@@ -42,6 +42,10 @@ const (
 	ActGraphUnit
 	ActGraphConn
 	ActCmds
+	ActZoom
+	ActArrange
+	ActGrowList
+	ActShrinkList
 	numActions
 )
 
@@ -86,6 +90,10 @@ var Keys = []Key{
 	{Names: "c", Runes: []rune{'c'}, Action: ActGraphConn, Where: "graph", Help: "I/O graph: next connection (all, 1, 2, ...)"},
 	{Names: "w", Runes: []rune{'w'}, Action: ActWrite, Where: "main", Help: "write the shown rows' frames to a pcap/pcapng file"},
 	{Names: "W", Runes: []rune{'W'}, Action: ActWriteConn, Where: "main", Help: "write the row's connection to a pcap/pcapng file"},
+	{Names: "\\", Runes: []rune{'\\'}, Action: ActZoom, Where: "main", Help: "zoom the focused pane to the whole page (again: back)"},
+	{Names: "|", Runes: []rune{'|'}, Action: ActArrange, Where: "main", Help: "detail and octets: side by side when wide enough, side by side, stacked"},
+	{Names: "+  -", Runes: []rune{'+', '='}, Action: ActGrowList, Where: "main", Help: "more (+) or fewer (-) lines for the list"},
+	{Names: "", Runes: []rune{'-'}, Action: ActShrinkList, Where: "main", Help: ""},
 	{Names: "p", Runes: []rune{'p'}, Action: ActPause, Where: "main", Help: "live: pause or resume the list (capture goes on)"},
 	{Names: "Esc", Keys: []tcell.Key{tcell.KeyEscape}, Action: ActBack, Where: "all", Help: "back to the list; closes a bar or this help"},
 	{Names: "Enter  Space", Keys: []tcell.Key{tcell.KeyEnter}, Runes: []rune{' '}, Action: ActToggle, Where: "tree", Help: "tree: fold or unfold the line; on a line that names a frame, go there"},
@@ -130,6 +138,9 @@ func HelpText() string {
 	var b strings.Builder
 	b.WriteString("iwtui keys\n\n")
 	for _, k := range Keys {
+		if k.Help == "" {
+			continue // the second key of a pair the line before explains
+		}
 		b.WriteString("  ")
 		b.WriteString(k.Names)
 		b.WriteString(strings.Repeat(" ", max(1, 26-len(k.Names))))

@@ -19,9 +19,10 @@ var update = flag.Bool("update", false, "rewrite the golden screens in testdata/
 // loop: keys go through the same dispatcher (the key table, then the
 // focused widget), and each snapshot draws the whole screen.
 type screen struct {
-	t   *testing.T
-	u   *UI
-	sim tcell.SimulationScreen
+	t    *testing.T
+	u    *UI
+	sim  tcell.SimulationScreen
+	w, h int
 }
 
 const screenW, screenH = 120, 36
@@ -37,19 +38,22 @@ func newScreen(t *testing.T, path string) *screen {
 	return screenFor(t, s)
 }
 
-// screenFor puts session s on a simulated screen.
-func screenFor(t *testing.T, s *Session) *screen {
+// screenFor puts session s on a simulated screen of the default size.
+func screenFor(t *testing.T, s *Session) *screen { return screenSized(t, s, screenW, screenH) }
+
+// screenSized puts session s on a simulated screen of w×h cells.
+func screenSized(t *testing.T, s *Session, w, h int) *screen {
 	u := New(s)
 	sim := tcell.NewSimulationScreen("UTF-8")
 	if err := sim.Init(); err != nil {
 		t.Fatal(err)
 	}
-	sim.SetSize(screenW, screenH)
+	sim.SetSize(w, h)
 	u.App.SetScreen(sim)
-	sim.SetSize(screenW, screenH)
+	sim.SetSize(w, h)
 	sim.Show() // the size takes effect here
 	u.Refresh()
-	return &screen{t: t, u: u, sim: sim}
+	return &screen{t: t, u: u, sim: sim, w: w, h: h}
 }
 
 func (s *screen) key(k tcell.Key) { s.send(tcell.NewEventKey(k, 0, tcell.ModNone)) }
@@ -73,7 +77,7 @@ func (s *screen) send(ev *tcell.EventKey) {
 
 // text draws the screen and returns it as lines of text.
 func (s *screen) text() string {
-	s.u.pages.SetRect(0, 0, screenW, screenH)
+	s.u.pages.SetRect(0, 0, s.w, s.h)
 	s.sim.Clear()
 	s.u.pages.Draw(s.sim)
 	s.sim.Show()

@@ -31,6 +31,8 @@ type UI struct {
 	barFor    string
 	help      *tview.TextView
 	quitModal *tview.Modal
+	split     *tview.Flex // the detail and octets panes
+	layout    Layout
 	views     map[string]*viewTable
 	graph     *ioGraph
 	page      string
@@ -186,9 +188,11 @@ func New(s *Session) *UI {
 	u.bar.SetDoneFunc(u.barDone)
 	u.bar.SetInputCapture(u.barKeys)
 
+	u.layout = Layout{List: 5}
+	u.split = tview.NewFlex().AddItem(u.tree, 0, 1, false).AddItem(u.hex, hexWidth, 0, false)
 	u.main = tview.NewFlex().SetDirection(tview.FlexRow).
 		AddItem(u.table, 0, 5, true).
-		AddItem(tview.NewFlex().AddItem(u.tree, 0, 1, false).AddItem(u.hex, 6+16*3+2+16+3, 0, false), 0, 4, false).
+		AddItem(u.split, 0, 4, false).
 		AddItem(u.bar, 0, 0, false).
 		AddItem(u.status, 1, 0, false)
 	u.panes = []tview.Primitive{u.table, u.tree, u.hex}
@@ -197,7 +201,7 @@ func New(s *Session) *UI {
 	u.help.SetBorder(true).SetTitle(" Help ")
 	u.graph = newIOGraph(s.Ix)
 
-	u.pages = tview.NewPages().AddPage("main", u.main, true, true)
+	u.pages = tview.NewPages().AddPage("main", &mainPage{Flex: u.main, u: u}, true, true)
 	for _, name := range []string{"findings", "ops", "cmds", "conns", "stags"} {
 		v := newViewTable(name)
 		u.views[name] = v
@@ -666,6 +670,8 @@ func (u *UI) Do(a Action) {
 	case ActCmds:
 		u.fillCmds()
 		u.showPage("cmds")
+	case ActZoom, ActArrange, ActGrowList, ActShrinkList:
+		u.layoutAction(a)
 	case ActJump, ActBlame:
 		if v := u.views[u.page]; v != nil {
 			r, _ := v.t.GetSelection()
