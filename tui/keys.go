@@ -46,6 +46,7 @@ const (
 	ActArrange
 	ActGrowList
 	ActShrinkList
+	ActWhole
 	numActions
 )
 
@@ -90,6 +91,7 @@ var Keys = []Key{
 	{Names: "c", Runes: []rune{'c'}, Action: ActGraphConn, Where: "graph", Help: "I/O graph: next connection (all, 1, 2, ...)"},
 	{Names: "w", Runes: []rune{'w'}, Action: ActWrite, Where: "main", Help: "write the shown rows' frames to a pcap/pcapng file"},
 	{Names: "W", Runes: []rune{'W'}, Action: ActWriteConn, Where: "main", Help: "write the row's connection to a pcap/pcapng file"},
+	{Names: "x", Runes: []rune{'x'}, Action: ActWhole, Where: "all", Help: "the selected line whole, wrapped (a list row, tree line or view line cut with …)"},
 	{Names: "\\", Runes: []rune{'\\'}, Action: ActZoom, Where: "main", Help: "zoom the focused pane to the whole page (again: back)"},
 	{Names: "|", Runes: []rune{'|'}, Action: ActArrange, Where: "main", Help: "detail and octets: side by side when wide enough, side by side, stacked"},
 	{Names: "+  -", Runes: []rune{'+', '='}, Action: ActGrowList, Where: "main", Help: "more (+) or fewer (-) lines for the list"},

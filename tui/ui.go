@@ -32,6 +32,8 @@ type UI struct {
 	help      *tview.TextView
 	quitModal *tview.Modal
 	split     *tview.Flex // the detail and octets panes
+	whole     *tview.TextView
+	wholeFrom string // the page x opened the whole-line window over
 	layout    Layout
 	views     map[string]*viewTable
 	graph     *ioGraph
@@ -223,6 +225,7 @@ func New(s *Session) *UI {
 			u.showPage("main")
 		})
 	u.pages.AddPage("quit", u.quitModal, true, false)
+	u.pages.AddPage("whole", u.newWhole(), true, false)
 
 	u.App.SetRoot(u.pages, true).EnableMouse(true)
 	u.App.SetInputCapture(u.keys)
@@ -540,6 +543,9 @@ func (u *UI) keys(ev *tcell.EventKey) *tcell.EventKey {
 	if u.App.GetFocus() == u.bar || u.page == "quit" {
 		return ev
 	}
+	if u.page == "whole" {
+		return u.wholeKeys(ev)
+	}
 	a := Lookup(ev, u.where())
 	if u.page == "help" && a != ActQuit && a != ActHelp && a != ActBack {
 		return ev
@@ -670,6 +676,8 @@ func (u *UI) Do(a Action) {
 	case ActCmds:
 		u.fillCmds()
 		u.showPage("cmds")
+	case ActWhole:
+		u.showWhole()
 	case ActZoom, ActArrange, ActGrowList, ActShrinkList:
 		u.layoutAction(a)
 	case ActJump, ActBlame:
