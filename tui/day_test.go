@@ -177,3 +177,25 @@ func TestTruncatedStatusFrame(t *testing.T) {
 		t.Fatalf("no %q on screen:\n%s", want, s.text())
 	}
 }
+
+// TestTerminateMagenta: Terminate rows are magenta, as the help's legend
+// promises (their own rdmap.terminate error made them red).
+func TestTerminateMagenta(t *testing.T) {
+	s := newScreen(t, termCapture(t))
+	n := 0
+	for i := 0; i < s.u.S.Ix.Len(); i++ {
+		r := s.u.S.Ix.Row(i)
+		if r.Kind == RowFPDU && r.Op == 7 {
+			n++
+			if c := rowColor(&r); c != tcell.ColorPurple {
+				t.Fatalf("Terminate row %d (frame %d) coloured %v", i, r.First, c)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no Terminate in the capture")
+	}
+	if !strings.Contains(HelpText(), "magenta Terminate") {
+		t.Fatal("the legend no longer says magenta Terminate")
+	}
+}

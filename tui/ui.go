@@ -76,9 +76,13 @@ func setTheme() {
 	tview.Styles.ContrastSecondaryTextColor = tcell.ColorDefault
 }
 
-// rowColor colours a row: by finding severity first, then by opcode.
+// rowColor colours a row: a Terminate magenta (as the legend says: its
+// own rdmap.terminate error would make it red like every error), then by
+// finding severity, then by opcode.
 func rowColor(r *Row) tcell.Color {
 	switch {
+	case r.Kind == RowFPDU && decode.Opcode(r.Op) == decode.OpTerminate:
+		return tcell.ColorPurple
 	case r.Sev == 3 || r.Flags&FlagCRCBad != 0:
 		return tcell.ColorRed
 	case r.Sev == 2:
@@ -89,8 +93,6 @@ func rowColor(r *Row) tcell.Color {
 		return tcell.ColorTeal
 	}
 	switch decode.Opcode(r.Op) {
-	case decode.OpTerminate:
-		return tcell.ColorPurple
 	case decode.OpReadRequest, decode.OpReadResponse:
 		return tcell.ColorGreen
 	case decode.OpWrite:
