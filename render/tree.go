@@ -3,6 +3,7 @@ package render
 import (
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/finding"
@@ -130,17 +131,24 @@ func AppendNodes(dst []Node, in *TreeInput) []Node {
 	p := in.PDU
 	m := decode.Present(p)
 	fields := decode.Fields()
+	shape := fieldShapes()
 	sec := ""
 	for i := range fields {
 		f := &fields[i]
-		v, ok := f.GetIn(p, m)
-		if !ok || f.Name == "data" { // the payload: under the framing
+		if !f.In(m) || f.Name == "data" { // the payload: under the framing
 			continue
 		}
-		dst = appendSection(dst, &sec, f.Name)
-		n := Node{Kind: NodeField, Depth: strings.Count(f.Name, "."), Name: f.Name, Value: v, Desc: f.Desc, field: f}
-		n.Off, n.Len = in.span(f)
-		dst = append(dst, n)
+		sh := &shape[i]
+		if sh.sec != sec {
+			sec = sh.sec
+			dst = append(dst, Node{Kind: NodeSection, Name: sec})
+		}
+		v, _ := f.GetIn(p, m)
+		dst = append(dst, Node{Kind: NodeField, Depth: sh.depth, Name: f.Name, Value: v, Desc: f.Desc, field: f})
+		if f.Base != decode.BaseNone { // derived fields have no octets
+			n := &dst[len(dst)-1]
+			n.Off, n.Len = in.span(f)
+		}
 	}
 	pay := -1 // the node of the octets a ULP message came in
 	if p.IsMPAFrame {
@@ -166,7 +174,7 @@ func AppendNodes(dst []Node, in *TreeInput) []Node {
 		crc.HasSev = p.CRCStatus == decode.CRCBad
 		crc.Sev = finding.Error
 		dst = append(dst, crc)
-		if f, ok := decode.FieldByName("data"); ok {
+		if f := dataField; f != nil {
 			if _, n, sok := f.Span(p); sok {
 				d := Node{Kind: NodeData, Depth: 1, Value: decode.Value{Kind: decode.KindUint, U: uint64(n)}, Desc: f.Desc, field: f}
 				d.Off, d.Len = in.span(f)
@@ -193,6 +201,28 @@ func AppendNodes(dst []Node, in *TreeInput) []Node {
 	}
 	return appendFindings(dst, in.Findings)
 }
+
+// shape is what AppendNodes needs of a field's name: its depth (the dots
+// in it) and its protocol (the first component).
+type shape struct {
+	depth int
+	sec   string
+}
+
+// fieldShapes returns the shapes of decode's fields, by index, worked out
+// once (the table is fixed).
+var fieldShapes = sync.OnceValue(func() []shape {
+	fs := decode.Fields()
+	out := make([]shape, len(fs))
+	for i := range fs {
+		sec, _, _ := strings.Cut(fs[i].Name, ".")
+		out[i] = shape{strings.Count(fs[i].Name, "."), sec}
+	}
+	return out
+})
+
+// dataField is decode's "data": the payload after the headers.
+var dataField, _ = decode.FieldByName("data")
 
 // span returns where field f's octets are in the wire octets: decode's
 // span (marker-free) shifted past every marker before it, cut to what was

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdamore/tcell/v2"
 	"github.com/iwkit/iwkit/analyze"
+	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/render"
 )
 
@@ -71,6 +73,9 @@ func TestTreeIsIwdumpV(t *testing.T) {
 	// A small window: the replays' edges fall inside the captures.
 	defer func(w int) { ulpWindow = w }(ulpWindow)
 	ulpWindow = 16
+	// Lines are coloured by their node's severity: counted over the
+	// captures.
+	var badCRCs, errs, warns int
 	for _, path := range captures(t) {
 		t.Run(strings.TrimPrefix(path, "../testdata/"), func(t *testing.T) {
 			in, _, err := analyze.OpenFiles([]string{path})
@@ -132,6 +137,25 @@ func TestTreeIsIwdumpV(t *testing.T) {
 						if ln.Kind == render.NodeSection && ln.Name == "ulp" && ln.Len == 0 {
 							t.Fatalf("row %d: the ULP line has no octets", i)
 						}
+						switch {
+						case ln.Kind == render.NodeCRC && r.Flags&FlagCRCBad != 0:
+							if nodeColor(&ln.Node) != tcell.ColorRed {
+								t.Fatalf("row %d: %q not red", i, ln.Text)
+							}
+							badCRCs++
+						case ln.Kind == render.NodeFinding && ln.Sev == finding.Error:
+							if nodeColor(&ln.Node) != tcell.ColorRed {
+								t.Fatalf("row %d: %q not red", i, ln.Text)
+							}
+							errs++
+						case ln.Kind == render.NodeFinding && ln.Sev == finding.Warning:
+							if nodeColor(&ln.Node) != tcell.ColorOlive {
+								t.Fatalf("row %d: %q not olive", i, ln.Text)
+							}
+							warns++
+						case ln.Kind == render.NodeField && nodeColor(&ln.Node) != tcell.ColorDefault:
+							t.Fatalf("row %d: field %q coloured", i, ln.Text)
+						}
 						if ln.Len > 0 && ln.Off+ln.Len > len(d.Wire) {
 							t.Fatalf("row %d: line %q spans %d+%d of %d octets", i, ln.Text, ln.Off, ln.Len, len(d.Wire))
 						}
@@ -159,4 +183,8 @@ func TestTreeIsIwdumpV(t *testing.T) {
 			}
 		})
 	}
+	if badCRCs == 0 || errs == 0 || warns == 0 {
+		t.Fatalf("coloured %d bad CRCs, %d error and %d warning findings", badCRCs, errs, warns)
+	}
+	t.Logf("coloured %d bad CRCs, %d error and %d warning findings", badCRCs, errs, warns)
 }
