@@ -190,8 +190,8 @@ func (l *loader) partial(p *decode.PDU, lb []byte) {
 // lines builds the tree: the connection and frames, then render's tree
 // of the PDU (every field the PDU carries as iwdump -V names them, under a
 // line per protocol, its framing, the storage-protocol message it
-// completes and the findings raised on its frames), then the operation
-// the PDU belongs to.
+// completes and the findings raised on its frames), with the operation
+// the PDU belongs to before the findings.
 func (l *loader) lines(d *Detail, c *ConnInfo, in *render.TreeInput) []Line {
 	r := &d.Row
 	frames := fmt.Sprintf("frame %d", r.Last)
@@ -213,17 +213,21 @@ func (l *loader) lines(d *Detail, c *ConnInfo, in *render.TreeInput) []Line {
 	}
 	ix.mu.RUnlock()
 	l.nodes = render.AppendNodes(l.nodes[:0], in)
+	tree := l.nodes[:len(l.nodes)-len(in.Findings)] // the findings go last
 	var b []byte
-	for _, n := range l.nodes {
-		b = b[:0]
-		if n.Kind == render.NodeFinding && n.Frame > 0 {
-			b = n.AppendFindingHead(b)
-			b = fmt.Appendf(b, " [Enter: frame %d]: %s", n.Frame, n.Text)
-		} else {
-			b = n.AppendText(b)
+	add := func(nodes []render.Node) {
+		for _, n := range nodes {
+			b = b[:0]
+			if n.Kind == render.NodeFinding && n.Frame > 0 {
+				b = n.AppendFindingHead(b)
+				b = fmt.Appendf(b, " [Enter: frame %d]: %s", n.Frame, n.Text)
+			} else {
+				b = n.AppendText(b)
+			}
+			out = append(out, Line{Node: n, Text: string(b)})
 		}
-		out = append(out, Line{Node: n, Text: string(b)})
 	}
+	add(tree)
 	// The operation the PDU belongs to.
 	if o, ok := l.ix.OpOf(r); ok {
 		t := fmt.Sprintf("operation: %s of %d octets, request frame %d", o.Opcode, o.Length, o.RequestFrame)
@@ -236,6 +240,7 @@ func (l *loader) lines(d *Detail, c *ConnInfo, in *render.TreeInput) []Line {
 		t += fmt.Sprintf(", %s [Enter: the request]", o.Status)
 		out = append(out, note(0, o.RequestFrame, "%s", t))
 	}
+	add(l.nodes[len(tree):])
 	return out
 }
 
