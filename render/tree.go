@@ -67,7 +67,6 @@ type Node struct {
 	Name  string
 	Value decode.Value
 	Aux   uint64 // see the kinds
-	Desc  string // the field's description, from its table
 	Text  string // an error's, a note's or a finding's text
 	// Off and Len locate the node's octets in the PDU as on the wire
 	// (markers included; what iwdump -x dumps); Len 0: none.
@@ -83,6 +82,18 @@ type Node struct {
 
 	field  *decode.Field
 	ufield *ulp.Field
+}
+
+// Desc is the description of the node's field, from its table ("" for
+// a node of no field).
+func (n *Node) Desc() string {
+	switch {
+	case n.field != nil:
+		return n.field.Desc
+	case n.ufield != nil:
+		return n.ufield.Desc
+	}
+	return ""
 }
 
 // IsField reports whether the node is a field of a field table: what
@@ -144,7 +155,7 @@ func AppendNodes(dst []Node, in *TreeInput) []Node {
 			dst = append(dst, Node{Kind: NodeSection, Name: sec})
 		}
 		v, _ := f.GetIn(p, m)
-		dst = append(dst, Node{Kind: NodeField, Depth: sh.depth, Name: f.Name, Value: v, Desc: f.Desc, field: f})
+		dst = append(dst, Node{Kind: NodeField, Depth: sh.depth, Name: f.Name, Value: v, field: f})
 		if f.Base != decode.BaseNone { // derived fields have no octets
 			n := &dst[len(dst)-1]
 			n.Off, n.Len = in.span(f)
@@ -176,7 +187,7 @@ func AppendNodes(dst []Node, in *TreeInput) []Node {
 		dst = append(dst, crc)
 		if f := dataField; f != nil {
 			if _, n, sok := f.Span(p); sok {
-				d := Node{Kind: NodeData, Depth: 1, Value: decode.Value{Kind: decode.KindUint, U: uint64(n)}, Desc: f.Desc, field: f}
+				d := Node{Kind: NodeData, Depth: 1, Value: decode.Value{Kind: decode.KindUint, U: uint64(n)}, field: f}
 				d.Off, d.Len = in.span(f)
 				pay = len(dst)
 				dst = append(dst, d)
@@ -381,7 +392,7 @@ func AppendVerbose(b []byte, nodes []Node, numeric bool) []byte {
 		b = append(b, " = "...)
 		b = n.AppendValue(b, numeric)
 		b = append(b, "  ("...)
-		b = append(b, n.Desc...)
+		b = append(b, n.Desc()...)
 		b = append(b, ")\n"...)
 	}
 	return b

@@ -43,7 +43,7 @@ func TestAppendNodesAllocs(t *testing.T) {
 				if j == len(fields) || fields[j].Name != n.Name {
 					t.Fatalf("PDU %d: node %s, table's next field present %d", k, n.Name, j)
 				}
-				if v, _ := fields[j].Get(p); string(n.AppendValue(nil, false)) != string(fields[j].AppendValue(nil, v)) || n.Desc != fields[j].Desc {
+				if v, _ := fields[j].Get(p); string(n.AppendValue(nil, false)) != string(fields[j].AppendValue(nil, v)) || n.Desc() != fields[j].Desc {
 					t.Fatalf("PDU %d: node %s value or description differs from the table's", k, n.Name)
 				}
 				if n.Name[:len(sec)] != sec || n.Name[len(sec)] != '.' {

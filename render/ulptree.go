@@ -21,7 +21,7 @@ func appendULPNodes(dst []Node, sec *string, m *ulp.Message) []Node {
 	for _, fv := range m.Sorted() {
 		f := &fs[fv.ID]
 		dst = appendSection(dst, sec, f.Name)
-		n := Node{Kind: NodeULPField, Depth: strings.Count(f.Name, "."), Name: f.Name, Value: fv.V, Desc: f.Desc, ufield: f}
+		n := Node{Kind: NodeULPField, Depth: strings.Count(f.Name, "."), Name: f.Name, Value: fv.V, ufield: f}
 		if fv.ID == ulpReqFrame {
 			n.Frame = int(fv.V.U)
 		}

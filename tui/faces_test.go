@@ -124,7 +124,7 @@ func TestTreeIsIwdumpV(t *testing.T) {
 					var tree []string
 					for _, ln := range d.Lines {
 						if ln.IsField() {
-							tree = append(tree, strings.Repeat("    ", ln.Depth)+ln.Name+" = "+string(ln.AppendValue(nil, false))+"  ("+ln.Desc+")")
+							tree = append(tree, strings.Repeat("    ", ln.Depth)+ln.Name+" = "+string(ln.AppendValue(nil, false))+"  ("+ln.Desc()+")")
 							if !strings.HasPrefix(ln.Text, ln.Name+" = ") {
 								t.Fatalf("row %d: line %q shows node %s", i, ln.Text, ln.Name)
 							}

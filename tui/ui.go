@@ -470,7 +470,7 @@ func (u *UI) lineSelected(i int) {
 	} else {
 		u.hex.hiLen = 0
 	}
-	u.desc = ln.Desc
+	u.desc = ln.Desc()
 	u.status.SetText(u.statusText())
 }
 
