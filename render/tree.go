@@ -131,8 +131,9 @@ type TreeFinding struct {
 // AppendNodes appends the detail tree of in.PDU to dst: every field the
 // PDU carries under a line per protocol, the FPDU's framing (segment
 // error, partial capture, markers, CRC verdict, payload), the storage
-// protocol's message and the findings. It reuses dst's room; built over a
-// PDU without faults it does not allocate.
+// protocol's message and the findings. It reuses dst's room and
+// allocates nothing of its own (the field table's getters may: a
+// Terminate's cause is named with fmt; a fault's text is its error's).
 func AppendNodes(dst []Node, in *TreeInput) []Node {
 	base := len(dst)
 	if in.Err != nil {
