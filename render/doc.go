@@ -4,4 +4,9 @@
 // dotted names), and the -z statistics tables. A Printer is an
 // analyze.Consumer. Field names and JSON keys come from the one field
 // table (decode.Fields) and are a contract (README).
+//
+// It owns a PDU's detail tree (tree.go): AppendNodes builds it once as
+// structured nodes (field name, value and description from the field
+// tables, octet range, linked frame, severity), -V prints its field nodes,
+// and iwtui draws every node and lights up their octets.
 package render

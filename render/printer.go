@@ -3,14 +3,11 @@ package render
 import (
 	"net/netip"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/iwkit/iwkit/analyze"
-	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/filter"
 	"github.com/iwkit/iwkit/internal/digits"
-	"github.com/iwkit/iwkit/ulp"
 )
 
 type endpoint = netip.AddrPort
@@ -33,6 +30,8 @@ type Printer struct {
 	out   *analyze.Out
 	o     *Options
 	buf   []byte // a record's buffer for -V and -x (see start)
+	nodes []Node // -V: the PDU's detail tree
+	tree  TreeInput
 	addrs [2]addrText
 	dirs  [2]dirJSON
 }
@@ -194,7 +193,7 @@ func (p *Printer) pdu(r *analyze.Record) {
 		}
 		b = AppendJSONFields(b, pdu, p.o.Numeric)
 		if r.ULP != nil { // the storage protocol's fields (package ulp)
-			b = r.ULP.AppendJSON(b, p.o.Numeric, AppendJSONString)
+			b = AppendULPJSON(b, r.ULP, p.o.Numeric)
 		}
 		b = append(b, "}\n"...)
 	} else {
@@ -211,10 +210,9 @@ func (p *Printer) pdu(r *analyze.Record) {
 		}
 		b = append(b, '\n')
 		if p.o.Verbose {
-			b = AppendTree(b, pdu, p.o.Numeric)
-			if r.ULP != nil {
-				b = appendULPTree(b, r.ULP, p.o.Numeric)
-			}
+			p.tree = TreeInput{PDU: pdu, Seq: e.Seq, Wire: len(e.Wire), Missing: e.Missing, ULP: r.ULP}
+			p.nodes = AppendNodes(p.nodes[:0], &p.tree)
+			b = AppendVerbose(b, p.nodes, p.o.Numeric)
 		}
 		if p.o.Hex {
 			b = AppendHexDump(b, e.Wire)
@@ -272,51 +270,6 @@ func (p *Printer) note(r *analyze.Record) {
 	b = append(b, r.Note...)
 	b = append(b, "]\n"...)
 	p.write(b)
-}
-
-// AppendTree writes every field the PDU carries, one per line, indented
-// by its depth in the dotted name, with the field's description.
-func AppendTree(b []byte, p *decode.PDU, numeric bool) []byte {
-	fields := decode.Fields()
-	m := decode.Present(p)
-	for i := range fields {
-		f := &fields[i]
-		v, ok := f.GetIn(p, m)
-		if !ok || f.Name == "data" {
-			continue
-		}
-		b = treeLine(b, f.Name, f.Desc, f, v, numeric)
-	}
-	return b
-}
-
-// treeLine writes one field of the -V tree, indented by its depth in the
-// dotted name, with its description.
-func treeLine(b []byte, name, desc string, f interface {
-	AppendValue([]byte, decode.Value) []byte
-}, v decode.Value, numeric bool) []byte {
-	for range strings.Count(name, ".") {
-		b = append(b, "    "...)
-	}
-	b = append(b, name...)
-	b = append(b, " = "...)
-	if numeric && v.Kind == decode.KindEnum {
-		v.Kind = decode.KindUint
-	}
-	b = f.AppendValue(b, v)
-	b = append(b, "  ("...)
-	b = append(b, desc...)
-	return append(b, ")\n"...)
-}
-
-// appendULPTree writes the -V tree of a storage-protocol message.
-func appendULPTree(b []byte, m *ulp.Message, numeric bool) []byte {
-	fs := ulp.Fields()
-	for _, fv := range m.Sorted() {
-		f := &fs[fv.ID]
-		b = treeLine(b, f.Name, f.Desc, f, fv.V, numeric)
-	}
-	return b
 }
 
 const hexDigits = "0123456789abcdef"

@@ -32,8 +32,8 @@ type pcapSource struct{ *pcap.Reader }
 
 func (pcapSource) Close() error { return nil }
 
-// BenchmarkPrinter times what iwdump prints per PDU record, text line and
-// NDJSON object, into a bufio.Writer over io.Discard (one worker): the
+// BenchmarkPrinter times what iwdump prints per PDU record, text line,
+// NDJSON object and text with -V's tree, into a bufio.Writer over io.Discard (one worker): the
 // records of a generated bulk Write run (item 8's traffic: tagged FPDUs
 // with CRC), a few hundred cycled so that they stay in cache as in
 // iwdump, where a record is printed right after it is decoded.
@@ -55,9 +55,13 @@ func BenchmarkPrinter(b *testing.B) {
 	if len(recs) == 0 || !recs[0].PDU.PDU.Seg.DDP.Tagged {
 		b.Fatalf("%d records, not tagged", len(recs))
 	}
-	for _, format := range []string{"text", "json"} {
+	for _, format := range []string{"text", "json", "verbose"} {
 		b.Run(format, func(b *testing.B) {
-			p := New(k.out, &Options{Format: format, TimeFormat: "r"})
+			o := &Options{Format: format, TimeFormat: "r"}
+			if format == "verbose" { // -V: the field tree
+				o.Format, o.Verbose = "text", true
+			}
+			p := New(k.out, o)
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
 				p.Record(&recs[i%len(recs)])

@@ -4,12 +4,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
+	"github.com/iwkit/iwkit/render"
 )
 
 // Detail is one row decoded again from its frames: the PDU as on the wire
@@ -22,15 +22,12 @@ type Detail struct {
 	Err   error
 }
 
-// Line is one line of the detail tree. Off/Len locate its octets in
-// Detail.Wire (Len 0: none); Field is the field-table entry, if any.
+// Line is one line of the detail tree: a node of render's tree (its
+// octets in Detail.Wire, the frame it links to, its severity) and the
+// text the pane shows for it.
 type Line struct {
-	Depth    int
-	Text     string
-	Desc     string // the field's description (ULP fields)
-	Field    *decode.Field
-	Off, Len int
-	Frame    int // a frame the line names (Enter jumps there), 0 if none
+	render.Node
+	Text string
 }
 
 // loader decodes rows again from the frame store; it keeps its buffers.
@@ -44,6 +41,7 @@ type loader struct {
 	async     func(func())
 	replaying bool
 	ulp       *ulpCache
+	nodes     []render.Node
 	buf       []byte
 	wire      []byte
 	have      []bool
@@ -73,11 +71,11 @@ func (l *loader) Load(i int) *Detail {
 	}
 	d.Wire = append([]byte(nil), l.wire...)
 	l.decode(d, c)
-	var u []Line
+	in := render.TreeInput{PDU: &d.PDU, Seq: r.Seq, Wire: len(d.Wire), Missing: int(r.End-r.Seq) - len(d.Wire), Err: d.Err}
 	if ix.HasULP(i) {
-		u = l.ulpLines(c, i, &r)
+		in.ULP, in.ULPNote = l.ulpMessage(c, i, &r)
 	}
-	d.Lines = l.lines(d, c, u)
+	d.Lines = l.lines(d, c, &in)
 	return d
 }
 
@@ -158,7 +156,11 @@ func (l *loader) decode(d *Detail, c *ConnInfo) {
 			d.Err = err
 			return
 		}
-		p.ComputedCRC = p.FPDU.ComputedCRC()
+		// As the framer: without markers, the CRC32c is computed only
+		// when CRCs are in use (with markers, removing them computes it).
+		if prm.CRC {
+			p.ComputedCRC = p.FPDU.ComputedCRC()
+		}
 	}
 	switch {
 	case !prm.CRC && prm.CRCSource != reassembly.SourceUnknown:
@@ -185,106 +187,47 @@ func (l *loader) partial(p *decode.PDU, lb []byte) {
 	p.CRCStatus = decode.CRCUnknown
 }
 
-// wireOff maps an offset in the marker-free PDU to one in the wire octets:
-// every marker at or before it on the wire shifts it by 4.
-func wireOff(p *decode.PDU, seq uint32, off int) int {
-	for _, m := range p.Markers {
-		if int(m.Pos-seq) <= off {
-			off += decode.MarkerLen
-		}
-	}
-	return off
-}
-
-// lines builds the tree: the connection and frames, every field the PDU
-// carries (as iwdump -V names them) under a line per protocol, its
-// markers, the CRC verdict, the storage-protocol message it completes
-// (ulpLines, iwdump -V's lines) and the findings raised on it.
-func (l *loader) lines(d *Detail, c *ConnInfo, ulpLines []Line) []Line {
+// lines builds the tree: the connection and frames, then render's tree
+// of the PDU (every field the PDU carries as iwdump -V names them, under a
+// line per protocol, its framing, the storage-protocol message it
+// completes and the findings raised on its frames), with the operation
+// the PDU belongs to before the findings.
+func (l *loader) lines(d *Detail, c *ConnInfo, in *render.TreeInput) []Line {
 	r := &d.Row
-	var out []Line
-	add := func(depth int, f *decode.Field, off, n int, format string, a ...any) {
-		out = append(out, Line{Depth: depth, Text: fmt.Sprintf(format, a...), Field: f, Off: off, Len: n})
-	}
 	frames := fmt.Sprintf("frame %d", r.Last)
 	if r.First != r.Last {
 		frames = fmt.Sprintf("frames %d-%d", r.First, r.Last)
 	}
-	add(0, nil, 0, 0, "%s  conn %d %s  %s > %s  seq %d-%d (%d octets on the wire)", frames, c.ID, c.DirName(r.Dir), c.Addr[r.Dir], c.Addr[1-r.Dir], r.Seq, r.End, r.End-r.Seq)
-	if d.Err != nil {
-		add(0, nil, 0, 0, "decode error: %v", d.Err)
-		return out
+	out := []Line{note(0, 0, "%s  conn %d %s  %s > %s  seq %d-%d (%d octets on the wire)", frames, c.ID, c.DirName(r.Dir), c.Addr[r.Dir], c.Addr[1-r.Dir], r.Seq, r.End, r.End-r.Seq)}
+	// Findings raised on this PDU's frames.
+	ix := l.ix
+	ix.mu.RLock()
+	for _, f := range ix.findings {
+		if f.Conn == int(r.Conn) && int(r.First) <= f.Frame && f.Frame <= int(r.Last) {
+			tf := render.TreeFinding{Severity: f.Severity, Code: f.Code, Message: f.Message}
+			if len(f.Frames) > 1 {
+				tf.Frame = f.Frames[1]
+			}
+			in.Findings = append(in.Findings, tf)
+		}
 	}
-	p := &d.PDU
-	m := decode.Present(p)
-	fields := decode.Fields()
+	ix.mu.RUnlock()
+	l.nodes = render.AppendNodes(l.nodes[:0], in)
+	tree := l.nodes[:len(l.nodes)-len(in.Findings)] // the findings go last
 	var b []byte
-	section := ""
-	for i := range fields {
-		f := &fields[i]
-		v, ok := f.GetIn(p, m)
-		if !ok || f.Name == "data" {
-			continue
-		}
-		b = append(b[:0], f.Name...)
-		b = append(b, " = "...)
-		b = f.AppendValue(b, v)
-		off, n, sok := f.Span(p)
-		if sok {
-			w := wireOff(p, r.Seq, off)
-			n = min(n, len(d.Wire)-w)
-			if n < 0 {
-				n = 0
+	add := func(nodes []render.Node) {
+		for _, n := range nodes {
+			b = b[:0]
+			if n.Kind == render.NodeFinding && n.Frame > 0 {
+				b = n.AppendFindingHead(b)
+				b = fmt.Appendf(b, " [Enter: frame %d]: %s", n.Frame, n.Text)
+			} else {
+				b = n.AppendText(b)
 			}
-			off = w
-		} else {
-			off, n = 0, 0
-		}
-		out = appendSectioned(out, &section, Line{Depth: strings.Count(f.Name, "."), Text: string(b), Field: f, Off: off, Len: n})
-	}
-	if !p.IsMPAFrame {
-		add(0, nil, 0, 0, "FPDU framing")
-		if p.SegErr != nil {
-			add(1, nil, 0, 0, "segment error: %v", p.SegErr)
-		}
-		if len(d.Wire) < int(r.End-r.Seq) {
-			add(1, nil, 0, 0, "partial FPDU: %d of %d octets captured", len(d.Wire), r.End-r.Seq)
-		}
-		for _, mk := range p.Markers {
-			o := int(mk.Pos - r.Seq)
-			add(1, nil, o, decode.MarkerLen, "marker at seq %d: FPDUPTR %d", mk.Pos, mk.Marker.FPDUPTR)
-		}
-		switch p.CRCStatus {
-		case decode.CRCGood:
-			add(1, nil, 0, 0, "CRC good (0x%08x)", p.ComputedCRC)
-		case decode.CRCBad:
-			add(1, nil, 0, 0, "CRC BAD: field 0x%08x, computed 0x%08x", p.FPDU.CRC, p.ComputedCRC)
-		default:
-			add(1, nil, 0, 0, "CRC %s", p.CRCStatus)
-		}
-		if f, ok := decode.FieldByName("data"); ok {
-			if off, n, sok := f.Span(p); sok {
-				w := wireOff(p, r.Seq, off)
-				out = append(out, Line{Depth: 1, Text: fmt.Sprintf("data: %d octets", n), Field: f, Off: w, Len: max(0, min(n, len(d.Wire)-w))})
-			}
+			out = append(out, Line{Node: n, Text: string(b)})
 		}
 	}
-	start := len(out)
-	for _, ln := range ulpLines {
-		out = appendSectioned(out, &section, ln)
-	}
-	spanSections(out)
-	// The storage protocols' lines light up the octets their message came
-	// in: the PDU's payload (Private Data of an MPA frame).
-	for _, pay := range out[:start] {
-		if f := pay.Field; f != nil && (f.Name == "data" || f.Name == "mpa.private_data") {
-			for i := start; i < len(out); i++ {
-				if out[i].Depth == 0 {
-					out[i].Off, out[i].Len = pay.Off, pay.Len
-				}
-			}
-		}
-	}
+	add(tree)
 	// The operation the PDU belongs to.
 	if o, ok := l.ix.OpOf(r); ok {
 		t := fmt.Sprintf("operation: %s of %d octets, request frame %d", o.Opcode, o.Length, o.RequestFrame)
@@ -295,41 +238,31 @@ func (l *loader) lines(d *Detail, c *ConnInfo, ulpLines []Line) []Line {
 			t += fmt.Sprintf(", latency %v", o.Latency)
 		}
 		t += fmt.Sprintf(", %s [Enter: the request]", o.Status)
-		out = append(out, Line{Text: t, Frame: o.RequestFrame})
+		out = append(out, note(0, o.RequestFrame, "%s", t))
 	}
-	// Findings raised on this PDU's frames.
-	ix := l.ix
-	ix.mu.RLock()
-	var fs []Finding
-	for _, f := range ix.findings {
-		if f.Conn == int(r.Conn) && int(r.First) <= f.Frame && f.Frame <= int(r.Last) {
-			fs = append(fs, f)
-		}
-	}
-	ix.mu.RUnlock()
-	for _, f := range fs {
-		ln := Line{Depth: 0, Text: fmt.Sprintf("%s %s: %s", f.Severity, f.Code, f.Message)}
-		if len(f.Frames) > 1 {
-			ln.Frame = f.Frames[1]
-			ln.Text = fmt.Sprintf("%s %s [Enter: frame %d]: %s", f.Severity, f.Code, f.Frames[1], f.Message)
-		}
-		out = append(out, ln)
-	}
+	add(l.nodes[len(tree):])
 	return out
+}
+
+// note makes a line of the pane's own (a note node), linked to frame.
+func note(depth, frame int, format string, a ...any) Line {
+	t := fmt.Sprintf(format, a...)
+	return Line{Node: render.Node{Kind: render.NodeNote, Depth: depth, Text: t, Frame: frame}, Text: t}
 }
 
 func (l *loader) findingLines(f Finding) []Line {
 	out := []Line{
-		{Text: fmt.Sprintf("finding %s (%s)", f.Code, f.Severity)},
-		{Depth: 1, Text: f.Message},
-		{Depth: 1, Text: fmt.Sprintf("frame %d, connection %d", f.Frame, f.Conn), Frame: f.Frame},
+		note(0, 0, "finding %s (%s)", f.Code, f.Severity),
+		note(1, 0, "%s", f.Message),
+		note(1, f.Frame, "frame %d, connection %d", f.Frame, f.Conn),
 	}
+	out[0].Sev, out[0].HasSev = f.Severity, true
 	for i, fr := range f.Frames {
 		what := "raised at"
 		if i > 0 {
 			what = "names"
 		}
-		out = append(out, Line{Depth: 1, Text: fmt.Sprintf("%s frame %d  [Enter: go there]", what, fr), Frame: fr})
+		out = append(out, note(1, fr, "%s frame %d  [Enter: go there]", what, fr))
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 	"github.com/iwkit/iwkit/gen"
+	"github.com/iwkit/iwkit/render"
 	"github.com/rivo/tview"
 )
 
@@ -354,7 +355,7 @@ func TestHexFollowsTree(t *testing.T) {
 	d := s.u.detail
 	want := -1
 	for i, ln := range d.Lines {
-		if ln.Field != nil && ln.Field.Name == "ddp.msn" {
+		if ln.Kind == render.NodeField && ln.Name == "ddp.msn" {
 			want = i
 		}
 	}
@@ -372,7 +373,7 @@ func TestHexFollowsTree(t *testing.T) {
 	s.key(tcell.KeyLeft)
 	// One octet before the MSN is the QN's last octet.
 	r, _ := s.u.tree.GetSelection()
-	if f := d.Lines[s.u.treeLine(r)].Field; f == nil || f.Name != "ddp.qn" {
+	if ln := d.Lines[s.u.treeLine(r)]; ln.Kind != render.NodeField || ln.Name != "ddp.qn" {
 		t.Fatalf("hex left of the MSN selects %q", d.Lines[s.u.treeLine(r)].Text)
 	}
 	// Folded away, the field unfolds when the hex selects it.
@@ -386,7 +387,7 @@ func TestHexFollowsTree(t *testing.T) {
 	s.key(tcell.KeyRight)
 	s.key(tcell.KeyLeft)
 	r, _ = s.u.tree.GetSelection()
-	if f := d.Lines[s.u.treeLine(r)].Field; s.u.fold["DDP"] || f == nil || !strings.HasPrefix(f.Name, "ddp.") {
+	if ln := d.Lines[s.u.treeLine(r)]; s.u.fold["DDP"] || ln.Kind != render.NodeField || !strings.HasPrefix(ln.Name, "ddp.") {
 		t.Fatalf("hex on the MSN: fold %v, line %q", s.u.fold, d.Lines[s.u.treeLine(r)].Text)
 	}
 }

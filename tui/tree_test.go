@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/iwkit/iwkit/render"
 )
 
 // TestFold: which lines show with which folds, and what unfolds.
@@ -11,7 +13,12 @@ func TestFold(t *testing.T) {
 	var d Detail
 	section := ""
 	for _, name := range []string{"mpa.ulpdu_length", "mpa.private_data", "mpa.v2.ird", "mpa.v2.ord", "ddp.tagged", "ddp.msn", "nvme.cid", "nvme.sgl.key"} {
-		d.Lines = appendSectioned(d.Lines, &section, Line{Depth: strings.Count(name, "."), Text: name + " = 1"})
+		if sec, _, _ := strings.Cut(name, "."); sec != section {
+			section = sec
+			n := render.Node{Kind: render.NodeSection, Name: sec}
+			d.Lines = append(d.Lines, Line{Node: n, Text: string(n.AppendText(nil))})
+		}
+		d.Lines = append(d.Lines, Line{Node: render.Node{Kind: render.NodeField, Depth: strings.Count(name, "."), Name: name}, Text: name + " = 1"})
 	}
 	d.Lines = append(d.Lines, Line{Text: "error x: y"})
 	keys := func(v []int) string {

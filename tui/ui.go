@@ -9,6 +9,8 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
+	"github.com/iwkit/iwkit/render"
 	"github.com/rivo/tview"
 )
 
@@ -74,6 +76,20 @@ func setTheme() {
 	tview.Styles.GraphicsColor = tcell.ColorDefault
 	tview.Styles.InverseTextColor = tcell.ColorDefault
 	tview.Styles.ContrastSecondaryTextColor = tcell.ColorDefault
+}
+
+// nodeColor colours a detail line by its node: by severity (a finding, a
+// bad CRC, a decode error), then a link to another frame.
+func nodeColor(n *render.Node) tcell.Color {
+	switch {
+	case n.HasSev && n.Sev == finding.Error:
+		return tcell.ColorRed
+	case n.HasSev && n.Sev == finding.Warning:
+		return tcell.ColorOlive
+	case n.Frame > 0:
+		return tcell.ColorTeal
+	}
+	return tcell.ColorDefault
 }
 
 // rowColor colours a row: a Terminate magenta (as the legend says: its
@@ -411,14 +427,7 @@ func (u *UI) drawTree(sel int) {
 		}
 		text := strings.Repeat("  ", ln.Depth) + mark + ln.Text
 		c := tview.NewTableCell(tview.Escape(text)).SetExpansion(1)
-		if ln.Frame > 0 {
-			c.SetTextColor(tcell.ColorTeal)
-		}
-		if strings.HasPrefix(ln.Text, "error") || strings.HasPrefix(ln.Text, "CRC BAD") || strings.HasPrefix(ln.Text, "decode error") {
-			c.SetTextColor(tcell.ColorRed)
-		} else if strings.HasPrefix(ln.Text, "warning") {
-			c.SetTextColor(tcell.ColorOlive)
-		}
+		c.SetTextColor(nodeColor(&ln.Node))
 		u.tree.SetCell(k, 0, c)
 		if i <= sel {
 			row = k
@@ -478,10 +487,7 @@ func (u *UI) lineSelected(i int) {
 	} else {
 		u.hex.hiLen = 0
 	}
-	u.desc = ln.Desc
-	if ln.Field != nil {
-		u.desc = ln.Field.Desc
-	}
+	u.desc = ln.Desc()
 	u.status.SetText(u.statusText())
 }
 

@@ -6,15 +6,12 @@ import (
 	"io"
 	"net/netip"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 	"unsafe"
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/pcap"
-	"github.com/iwkit/iwkit/render"
 	"github.com/iwkit/iwkit/ulp"
 )
 
@@ -207,11 +204,11 @@ type ulpKey struct {
 	last int
 }
 
-// ulpCache holds the ULP trees of one connection from frame from on,
+// ulpCache holds the ULP messages of one connection from frame from on,
 // decoded by one replay.
 type ulpCache struct {
 	conn, from, to int
-	trees          map[ulpKey][]Line
+	msgs           map[ulpKey]*ulp.Message
 	err            error // the replay failed: for the whole connection
 }
 
@@ -233,24 +230,25 @@ func (ix *Index) ulpBefore(i, n int) int {
 	return int(refs[max(k-n, 0)].row)
 }
 
-// ulpLines returns the ULP tree of row i (r, connection c), from the cache
-// or from a replay of the connection's frames up to it and a window on.
+// ulpMessage returns the ULP message row i (r, connection c) completes,
+// from the cache or from a replay of the connection's frames up to it
+// and a window on; or, when there is none to show, a note saying why.
 // With l.async set (the screen's event loop runs), the replay runs on its
-// own goroutine and the tree says so until it is done.
-func (l *loader) ulpLines(c *ConnInfo, i int, r *Row) []Line {
+// own goroutine and the note says so until it is done.
+func (l *loader) ulpMessage(c *ConnInfo, i int, r *Row) (*ulp.Message, string) {
 	if uc := l.ulp; uc != nil && uc.conn == c.ID && uc.from <= int(r.Last) && int(r.Last) <= uc.to {
 		if uc.err != nil {
-			return []Line{{Text: "storage protocol not decoded again: " + uc.err.Error()}}
+			return nil, "storage protocol not decoded again: " + uc.err.Error()
 		}
-		return uc.trees[ulpKey{r.Dir, r.Seq, int(r.Last)}]
+		return uc.msgs[ulpKey{r.Dir, r.Seq, int(r.Last)}], ""
 	}
 	if l.run == nil {
-		return nil
+		return nil, ""
 	}
 	from := int(min(r.Last, l.ix.Row(l.ix.ulpBefore(i, ulpWindow/4)).Last))
 	if l.async == nil {
 		l.ulp = l.replay(c, from)
-		return l.ulpLines(c, i, r)
+		return l.ulpMessage(c, i, r)
 	}
 	if !l.replaying {
 		l.replaying = true
@@ -259,17 +257,17 @@ func (l *loader) ulpLines(c *ConnInfo, i int, r *Row) []Line {
 			l.async(func() { l.ulp, l.replaying = uc, false })
 		}()
 	}
-	return []Line{{Text: fmt.Sprintf("storage protocol: reading connection %d again up to frame %d ...", c.ID, r.Last)}}
+	return nil, fmt.Sprintf("storage protocol: reading connection %d again up to frame %d ...", c.ID, r.Last)
 }
 
 // replay runs the pipeline over connection c's frames (to the last PDU
-// indexed) and keeps the ULP
-// trees of the messages from frame from on, ulpWindow of them. It reads
+// indexed) and keeps the ULP messages from frame from on, ulpWindow of
+// them. It reads
 // only the index and the store (it may run on its own goroutine).
 func (l *loader) replay(c *ConnInfo, from int) *ulpCache {
-	g := &ulpGrab{from: from, trees: map[ulpKey][]Line{}}
+	g := &ulpGrab{from: from, msgs: map[ulpKey]*ulp.Message{}}
 	src := &connSource{st: l.ix.store, n: c.First - 1, upto: min(c.Last, l.ix.store.frames()), a: c.Addr[0], b: c.Addr[1], g: g}
-	uc := &ulpCache{conn: c.ID, from: from, to: src.upto, trees: g.trees}
+	uc := &ulpCache{conn: c.ID, from: from, to: src.upto, msgs: g.msgs}
 	if err := l.run(src, g); err != nil && err != errEnough {
 		uc.from, uc.to, uc.err = 0, 1<<62, err
 	} else if g.full {
@@ -280,46 +278,34 @@ func (l *loader) replay(c *ConnInfo, from int) *ulpCache {
 
 var errEnough = fmt.Errorf("enough")
 
-// ulpGrab is the consumer of a replay: it keeps the trees of the messages
+// ulpGrab is the consumer of a replay: it keeps a copy of the messages
 // completed from frame from on.
 type ulpGrab struct {
-	from  int
-	trees map[ulpKey][]Line
-	full  bool
-	last  int
-	b     []byte
+	from int
+	msgs map[ulpKey]*ulp.Message
+	full bool
+	last int
 }
 
 func (g *ulpGrab) Record(r *analyze.Record) {
 	if r.Kind != analyze.KindPDU || r.ULP == nil || r.LastFrame < g.from || g.full {
 		return
 	}
-	g.b = render.AppendULPTree(g.b[:0], r.ULP, false)
-	g.trees[ulpKey{uint8(r.Dir), r.Seq, r.LastFrame}] = treeLines(g.b)
+	g.msgs[ulpKey{uint8(r.Dir), r.Seq, r.LastFrame}] = keepMessage(r.ULP)
 	g.last = r.LastFrame
-	g.full = len(g.trees) >= ulpWindow
+	g.full = len(g.msgs) >= ulpWindow
 }
 
-// treeLines turns iwdump's -V lines ("    name = value  (description)")
-// into tree lines; a line naming the command's request frame goes there.
-func treeLines(b []byte) []Line {
-	var out []Line
-	for _, s := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
-		t := strings.TrimLeft(s, " ")
-		ln := Line{Depth: (len(s) - len(t)) / 4}
-		if eq := strings.Index(t, " = "); eq >= 0 {
-			if d := strings.Index(t[eq:], "  ("); d >= 0 {
-				ln.Desc = strings.TrimSuffix(t[eq+d+3:], ")")
-				t = t[:eq+d]
-			}
-			if t[:eq] == "ulp.request_frame" {
-				ln.Frame, _ = strconv.Atoi(t[eq+3:])
-			}
+// keepMessage copies what the tree shows of a message, which is valid only
+// during the record's call: its fields, and the octets they alias.
+func keepMessage(m *ulp.Message) *ulp.Message {
+	k := &ulp.Message{Proto: m.Proto, F: append([]ulp.FV(nil), m.F...)}
+	for i := range k.F {
+		if v := &k.F[i].V; v.B != nil {
+			v.B = append([]byte(nil), v.B...)
 		}
-		ln.Text = t
-		out = append(out, ln)
 	}
-	return out
+	return k
 }
 
 // connSource yields the stored frames after n of one connection (the TCP

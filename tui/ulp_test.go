@@ -1,109 +1,10 @@
 package tui
 
 import (
-	"bufio"
-	"io"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
-
-	"github.com/iwkit/iwkit/analyze"
-	"github.com/iwkit/iwkit/render"
 )
-
-// vTrees runs the pipeline over a capture and keeps, per PDU, the ULP
-// part of iwdump -V's tree (render's, the one iwdump prints).
-type vTrees struct{ trees map[ulpKey]string }
-
-func (v *vTrees) Record(r *analyze.Record) {
-	if r.Kind == analyze.KindPDU && r.ULP != nil {
-		v.trees[ulpKey{uint8(r.Dir), r.Seq, r.LastFrame}] = string(render.AppendULPTree(nil, r.ULP, false))
-	}
-}
-
-// TestULPDetailIsIwdumpV: on the real Linux captures (NVMe-oF, iSER, SMB
-// Direct, NFS over RDMA) and the generated ones, the rows that complete a
-// storage-protocol message are the PDUs iwdump -V gives a ULP tree, and
-// the detail tree of each shows that tree's fields, names and values
-// (decoded again from the file by replaying the connection), in order.
-func TestULPDetailIsIwdumpV(t *testing.T) {
-	// A small window: the replays' edges fall inside these captures.
-	defer func(w int) { ulpWindow = w }(ulpWindow)
-	ulpWindow = 16
-	paths, _ := filepath.Glob("../testdata/ulp/*.pcap")
-	if len(paths) < 10 {
-		t.Fatalf("%d ULP captures", len(paths))
-	}
-	for _, path := range paths {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			in, _, err := analyze.OpenFiles([]string{path})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := &vTrees{trees: map[ulpKey]string{}}
-			if _, err := analyze.Run(in, analyze.Config{Workers: 1}, bufio.NewWriter(io.Discard), func(int, *analyze.Out) analyze.Consumer { return want }); err != nil {
-				t.Fatal(err)
-			}
-			in.Close()
-			if len(want.trees) == 0 {
-				t.Fatal("iwdump decodes no ULP message here")
-			}
-			s, err := Open(Config{File: path})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			s.Wait()
-			l := &loader{ix: s.Ix, run: s.rerun}
-			got := 0
-			// Backwards, then forwards: through the replay's window and
-			// past its edges both ways.
-			for pass := 0; pass < 2; pass++ {
-				for k := 0; k < s.Ix.Len(); k++ {
-					i := k
-					if pass == 0 {
-						i = s.Ix.Len() - 1 - k
-					}
-					r := s.Ix.Row(i)
-					w, ok := want.trees[ulpKey{r.Dir, r.Seq, int(r.Last)}]
-					if r.Kind == RowFinding || ok != s.Ix.HasULP(i) {
-						if r.Kind != RowFinding {
-							t.Fatalf("row %d (frame %d): ULP bit %v, iwdump -V tree %v", i, r.Last, s.Ix.HasULP(i), ok)
-						}
-						continue
-					}
-					if !ok {
-						continue
-					}
-					var b strings.Builder
-					d := l.Load(i)
-					for _, ln := range d.Lines {
-						// The protocol lines light up the message's octets.
-						if ln.Depth == 0 && ln.Text == "ULP" && (ln.Len == 0 || ln.Off+ln.Len > len(d.Wire)) {
-							t.Fatalf("row %d: ULP line spans %d+%d of %d", i, ln.Off, ln.Len, len(d.Wire))
-						}
-					}
-					for _, ln := range d.Lines {
-						if ln.Depth > 0 && (strings.Contains(ln.Text, " = ") && ln.Field == nil) {
-							b.WriteString(strings.Repeat("    ", ln.Depth) + ln.Text + "  (" + ln.Desc + ")\n")
-						}
-					}
-					if b.String() != w {
-						t.Fatalf("row %d (frame %d): ULP lines\n%s\niwdump -V\n%s", i, r.Last, b.String(), w)
-					}
-					got++
-				}
-			}
-			if got != 2*len(want.trees) {
-				t.Fatalf("%d ULP trees shown, iwdump -V has %d (twice)", got, len(want.trees))
-			}
-			if c := s.Ix.Conns(); len(c) == 0 || c[len(c)-1].Proto == "" {
-				t.Fatalf("connection protocol not noted: %+v", c)
-			}
-		})
-	}
-}
 
 // TestULPFilter: the display filter "nvme" (as tshark's) shows exactly the
 // rows that complete an NVMe-oF message, with their summaries.

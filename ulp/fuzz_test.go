@@ -67,7 +67,7 @@ func fuzzConn(t *testing.T, proto ulp.Proto, data []byte, i2r bool) {
 		if len(m.Summary) == 0 {
 			t.Fatalf("message without a summary: %+v", m.F)
 		}
-		j := m.AppendJSON([]byte("{\"x\":1"), false, render.AppendJSONString)
+		j := render.AppendULPJSON([]byte("{\"x\":1"), m, false)
 		j = append(j, '}')
 		if !json.Valid(j) {
 			t.Fatalf("invalid JSON: %s", j)

@@ -68,7 +68,7 @@ func (c *collector) Record(r *analyze.Record) {
 			c.frames = append(c.frames, r.Frame)
 			m := map[string]string{}
 			var b []byte
-			b = r.ULP.AppendJSON(b, false, render.AppendJSONString)
+			b = render.AppendULPJSON(b, r.ULP, false)
 			m["json"] = string(b)
 			c.fields = append(c.fields, m)
 		}
