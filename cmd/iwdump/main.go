@@ -19,6 +19,7 @@ import (
 	"github.com/iwkit/iwkit/capture"
 	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/internal/exitcode"
+	"github.com/iwkit/iwkit/iograph"
 	"github.com/iwkit/iwkit/render"
 )
 
@@ -180,7 +181,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o.print.Format == "fields" {
 		cfg.Workers = 1 // a line gathers every PDU of its frame
 	}
-	var shardPlots []*plots
+	var shardPlots []*iograph.Collector
 	var fp *render.FieldsPrinter
 	if o.print.Format == "fields" {
 		var match func(*analyze.Record) bool
@@ -201,8 +202,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if o.plot == "" {
 			return p
 		}
-		pc := &plotConsumer{Printer: p, plots: &plots{}}
-		shardPlots = append(shardPlots, pc.plots)
+		pc := &plotConsumer{Printer: p, c: &iograph.Collector{}}
+		shardPlots = append(shardPlots, pc.c)
 		return pc
 	})
 	prog.finish()
@@ -222,7 +223,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		render.WriteStat(w, rep, live, s)
 	}
 	if o.plot != "" {
-		if err := mergePlots(shardPlots).write(o.plot); err != nil {
+		if err := writePlot(iograph.Merge(shardPlots), o.plot); err != nil {
 			fmt.Fprintf(stderr, "iwdump: --plot: %v\n", err)
 			return exitError
 		}
