@@ -35,12 +35,12 @@ func TestCaptureFlagsAsIwdump(t *testing.T) {
 		}
 		return p
 	}
-	exprFile := write("expr.txt", "# iWARP on the rping port\ntcp # any TCP\n  and port 7174\n")
-	progOut, err := exec.Command(iwdump, "-ddd", "tcp port 7174").Output()
+	exprFile := write("expr.txt", "# iWARP on the rping port\ntcp # any TCP\n  and port 7170\n")
+	progOut, err := exec.Command(iwdump, "-ddd", "tcp port 7170").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	progFile := write("prog.bpf", "# tcpdump -ddd 'tcp port 7174'\n"+string(progOut))
+	progFile := write("prog.bpf", "# tcpdump -ddd 'tcp port 7170'\n"+string(progOut))
 	badProg := write("bad.bpf", "3\n6 0 0 1\n")
 	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
@@ -74,15 +74,15 @@ func TestCaptureFlagsAsIwdump(t *testing.T) {
 		// Good.
 		{[]string{"-r", file}, exitcode.OK},
 		{[]string{"-r", file, "-r", file2}, exitcode.OK},
-		{[]string{"-r", file, "tcp port 7174"}, exitcode.OK},
+		{[]string{"-r", file, "tcp port 7170"}, exitcode.OK},
 		{[]string{"-r", file, "-F", exprFile}, exitcode.OK},
 		{[]string{"-r", file, "-F", progFile}, exitcode.OK},
-		{[]string{"-r", file, "--decode-as", "7174", "--decode-as", "4420=nvme"}, exitcode.OK},
-		{[]string{"-ddd", "tcp port 7174"}, exitcode.OK},
+		{[]string{"-r", file, "--decode-as", "7170", "--decode-as", "4420=nvme"}, exitcode.OK},
+		{[]string{"-ddd", "tcp port 7170"}, exitcode.OK},
 		{[]string{"-d", "-F", exprFile}, exitcode.OK},
 		{[]string{"-ddd", "-F", progFile}, exitcode.OK},
-		{[]string{"-i", "lo", "-ddd", "tcp port 7174"}, exitcode.OK},  // the kernel's form
-		{[]string{"-i", "any", "-ddd", "tcp port 7174"}, exitcode.OK}, // user space, cooked frames
+		{[]string{"-i", "lo", "-ddd", "tcp port 7170"}, exitcode.OK},  // the kernel's form
+		{[]string{"-i", "any", "-ddd", "tcp port 7170"}, exitcode.OK}, // user space, cooked frames
 	}
 	for _, c := range cases {
 		cmd := exec.Command(iwdump, append([]string{"-q"}, c.args...)...)
@@ -126,8 +126,8 @@ func TestCaptureFlagsAsIwdump(t *testing.T) {
 	}
 
 	// The options iwtui opens with are the ones given.
-	cfg, _, code, done := parse([]string{"--decode-as", "7174", "--decode-as", "4420=nvme", "-r", file, "-r", file2, "tcp"}, devnull, os.Stderr)
-	if done || code != exitcode.OK || !reflect.DeepEqual(cfg.Files, []string{file, file2}) || !reflect.DeepEqual(cfg.Ports, []uint16{7174, 4420}) ||
+	cfg, _, code, done := parse([]string{"--decode-as", "7170", "--decode-as", "4420=nvme", "-r", file, "-r", file2, "tcp"}, devnull, os.Stderr)
+	if done || code != exitcode.OK || !reflect.DeepEqual(cfg.Files, []string{file, file2}) || !reflect.DeepEqual(cfg.Ports, []uint16{7170, 4420}) ||
 		cfg.DecodeAs[4420] != ulp.NVMe || cfg.CaptureFilter == nil || cfg.Live != nil {
 		t.Errorf("parse: %+v code %d done %v", cfg, code, done)
 	}
