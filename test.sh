@@ -58,4 +58,4 @@ go test -count=1 -timeout 25m "$@" ./...
 # load: 166 s of CPU, about 7 minutes of wall clock at load 12 (the tests
 # mostly wait on sockets).
 echo "== go test -race"
-go test -race -short -count=1 -timeout 25m "$@" ./pcap ./pcap/bpf ./endpoint/... ./analyze ./render ./replay ./tui ./cmd/iwdump
+go test -race -short -count=1 -timeout 25m "$@" ./pcap ./pcap/bpf ./capture ./endpoint/... ./analyze ./render ./replay ./tui ./cmd/iwdump

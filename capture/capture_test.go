@@ -188,14 +188,18 @@ func TestLiveLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	frames := make(chan pcap.Packet, 64)
 	defer func() {
+		// Live's contract: Close once Next has returned. Stop ends the
+		// capture; the reader returns once it has drained it.
 		src.Capture().Stop()
-		src.Close()
+		for range frames {
+		}
 		src.Finish()
+		src.Close()
 	}()
 	drop.send(t, "not this one")
 	keep.send(t, "this one")
-	frames := make(chan pcap.Packet, 64)
 	go func() {
 		defer close(frames)
 		var f pcap.Frame
