@@ -74,7 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return nil
 	})
 	fs.StringVar(&o.plot, "plot", "", "draw an I/O graph and the read-latency distribution to `FILE` (.svg or .png)")
-	fs.StringVar(&o.failOn, "fail-on", "", "exit with status 2 when a finding of `SEVERITY` (error, warning, note) or worse was raised")
+	fs.StringVar(&o.failOn, "fail-on", "", "exit with status 4 when a finding of `SEVERITY` (error, warning, note) or worse was raised")
 	fs.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto (large files, stderr a terminal), always, never")
 	fs.IntVar(&o.workers, "workers", 0, "reassemble and decode on `N` goroutines, flows sharded by their addresses (0: one per core for files of 64 MiB or more; 1 otherwise); the output does not depend on N")
 	fs.StringVar(&o.print.TimeFormat, "t", "r", "time `format` of text lines: r (seconds since the first frame), a (time of day, UTC), ad (date and time, UTC), e (seconds since the epoch)")
