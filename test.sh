@@ -50,10 +50,12 @@ fi
 echo "== go test"
 go test -count=1 -timeout 25m "$@" ./...
 # The race detector over the packages that run goroutines against each
-# other: live capture (pcap), the endpoint and its servers, the pipeline
-# (live source, the flow-sharded engine), replay, the TUI's indexer, iwdump. -short leaves out the siw VM run,
+# other: live capture (pcap), the capture filter shared by several passes
+# (pcap/bpf), the endpoint and its servers, the pipeline (live source, the
+# flow-sharded engine), render's shared JSON plans, replay, the TUI's
+# indexer, iwdump. -short leaves out the siw VM run,
 # which the pass above made. Measured on the 2-core test machine under
 # load: 166 s of CPU, about 7 minutes of wall clock at load 12 (the tests
 # mostly wait on sockets).
 echo "== go test -race"
-go test -race -short -count=1 -timeout 25m "$@" ./pcap ./endpoint/... ./analyze ./replay ./tui ./cmd/iwdump
+go test -race -short -count=1 -timeout 25m "$@" ./pcap ./pcap/bpf ./capture ./endpoint/... ./analyze ./render ./replay ./tui ./cmd/iwdump

@@ -23,7 +23,10 @@
 // package render turns records into iwdump's text and NDJSON.
 //
 // Rules: analyze does the wiring and nothing else. It draws no screen and
-// formats no output (render does); the stages below it keep their own
+// formats no records (render does); the words it writes are the messages
+// of the findings it raises (gaps, resyncs, inferred parameters) and, for
+// a live capture, what goes to LiveConfig.Stderr: lag reports, -w errors
+// and tcpdump's end-of-capture summary. The stages below it keep their own
 // rules (decode imports nothing of ours and does no I/O; reassembly knows
 // no RDMA state; track does no I/O).
 package analyze

@@ -49,6 +49,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/iwkit/iwkit/internal/writev"
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
 	"github.com/iwkit/iwkit/track"
@@ -422,7 +423,7 @@ func (s *shard) step(c *chunk, i int) {
 // numbers.
 type outMerger struct {
 	w       *bufio.Writer
-	vw      *vecWriter           // Config.Direct: writes are queued, then go to vw
+	vw      *writev.Writer       // Config.Direct: writes are queued, then go to vw
 	queued  [][]byte             // what the chunk at hand writes, in order
 	digits  []byte               // the connection numbers queued holds
 	iwarp   map[[2]uint64]uint64 // {shard, shard's number} -> global number
@@ -522,7 +523,7 @@ func (m *outMerger) flush() {
 	if m.w.Buffered() > 0 {
 		m.w.Flush()
 	}
-	rest, err := m.vw.write(m.queued)
+	rest, err := m.vw.Write(m.queued)
 	if err != nil { // w reports it, as it would have
 		m.vw = nil
 		for _, b := range rest {
@@ -695,7 +696,7 @@ func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer fun
 	merge := make(chan *chunk, inFlight)
 	m := &outMerger{w: w, iwarp: map[[2]uint64]uint64{}, pending: map[[2]uint64]uint64{}, nums: make([]numCache, n)}
 	if cfg.Direct != nil {
-		m.vw = newVecWriter(cfg.Direct)
+		m.vw = writev.New(cfg.Direct)
 	}
 	merged := make(chan struct{})
 	go func() {

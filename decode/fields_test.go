@@ -2,6 +2,7 @@ package decode
 
 import (
 	"encoding/hex"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -77,14 +78,40 @@ func TestFieldTableShape(t *testing.T) {
 	}
 }
 
-// TestFieldTableDoc prints the table (go test ./decode -run TestFieldTableDoc -v).
+// TestFieldTableDoc checks that every row of the field table documents its
+// field: a unique lower-case name (dotted by protocol), a kind, a description, and where
+// it sits on the wire (derived fields at no offset; a field at an offset
+// with its size, or the mask of its bits). With -v it prints the table
+// (go test ./decode -run TestFieldTableDoc -v).
 func TestFieldTableDoc(t *testing.T) {
+	name := regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$`) // "data" too, as in tshark
+	seen := map[string]bool{}
 	for _, f := range Fields() {
 		where := f.Base.String()
 		if f.Offset >= 0 {
 			where += " +" + itoa(f.Offset)
 		}
 		t.Logf("%-28s %-6s %-18s %s", f.Name, f.Kind, where, f.Desc)
+		switch {
+		case !name.MatchString(f.Name):
+			t.Errorf("%q: not a lower-case field name", f.Name)
+		case seen[f.Name]:
+			t.Errorf("%s: named twice", f.Name)
+		case f.Kind.String() == "":
+			t.Errorf("%s: no kind", f.Name)
+		case strings.TrimSpace(f.Desc) == "":
+			t.Errorf("%s: no description", f.Name)
+		case f.Base == 0 && f.Offset >= 0:
+			t.Errorf("%s: derived, yet at offset %d", f.Name, f.Offset)
+		case f.Offset >= 0 && f.Size == 0 && f.Mask == 0:
+			t.Errorf("%s: at offset %d with neither a size nor a mask", f.Name, f.Offset)
+		case f.Mask != 0 && f.Kind != KindUint && f.Kind != KindBool && f.Kind != KindEnum:
+			t.Errorf("%s: a mask on a %s field", f.Name, f.Kind)
+		}
+		seen[f.Name] = true
+	}
+	if len(seen) < 50 {
+		t.Errorf("only %d fields", len(seen))
 	}
 }
 

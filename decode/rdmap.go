@@ -132,7 +132,7 @@ type RDMAPControl struct {
 // ParseRDMAPControl splits the RDMAP control octet into RV, Rsv and Opcode.
 func ParseRDMAPControl(c uint8) RDMAPControl {
 	return RDMAPControl{
-		RV:     c >> 6,
+		RV:     (c & RDMAPRVMask) >> 6,
 		Rsv:    (c & RDMAPRsvMask) >> 4,
 		Opcode: Opcode(c & RDMAPOpMask),
 	}
@@ -140,7 +140,7 @@ func ParseRDMAPControl(c uint8) RDMAPControl {
 
 // Octet builds the RDMAP control octet.
 func (c RDMAPControl) Octet() uint8 {
-	return c.RV<<6 | (c.Rsv<<4)&RDMAPRsvMask | uint8(c.Opcode)&RDMAPOpMask
+	return (c.RV<<6)&RDMAPRVMask | (c.Rsv<<4)&RDMAPRsvMask | uint8(c.Opcode)&RDMAPOpMask
 }
 
 // PreIETF reports RDMA Version 00b (RDMA Consortium RDMAP, RFC 5040 §4.1).

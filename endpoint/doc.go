@@ -32,7 +32,8 @@
 // counts; the QP follows the verbs state machine (Idle, RTS, Closing,
 // Terminate, Error).
 //
-// The endpoint keeps its own state; it uses decode/ for the wire codecs and
-// pcap/ to write its own traffic as a capture (Config.Capture), nothing else
-// of iwkit.
+// The endpoint keeps its own state; of iwkit it uses decode/ for the wire
+// codecs, and, to write its own traffic as a capture (Config.Capture),
+// internal/frame to build the Ethernet, IP and TCP headers around it and
+// pcap/ to write the file: nothing else.
 package endpoint

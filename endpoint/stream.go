@@ -181,15 +181,6 @@ func (s *stream) nextFPDU(f *fpdu) (boundary bool, err error) {
 	return false, nil
 }
 
-// writeRaw writes octets outside Full Operation (MPA frames).
-func (s *stream) writeRaw(b []byte) error {
-	if s.tap != nil {
-		s.tap.sent(b)
-	}
-	_, err := s.c.Write(b)
-	return err
-}
-
 // txBatch gathers FPDUs for one writev: header and trailer octets live in
 // arena chunks that are never reallocated while the batch is built, payload
 // octets are referenced in place (registered memory).

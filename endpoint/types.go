@@ -127,8 +127,6 @@ func (o Opcode) String() string {
 	return o.string7306()
 }
 
-func (o Opcode) isSend() bool { return o <= OpSendSEInv }
-
 // isRead is an RDMA Read, with or without Invalidate Local STag.
 func (o Opcode) isRead() bool { return o == OpRead || o == OpReadInv }
 

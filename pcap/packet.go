@@ -7,6 +7,7 @@ import (
 	"net/netip"
 
 	"github.com/gopacket/gopacket/layers"
+	"github.com/iwkit/iwkit/internal/frame"
 )
 
 // TCP flag bits (RFC 9293 §3.1).
@@ -63,7 +64,6 @@ const (
 	etherVLAN  = 0x8100
 	etherQinQ  = 0x88A8
 	etherQinQ2 = 0x9100
-	protoTCP   = 6
 )
 
 // DecodeTCP parses link, network and TCP headers of one frame into p. It
@@ -78,7 +78,7 @@ func DecodeTCP(lt layers.LinkType, data []byte, p *Packet) error {
 		if len(data) < 14 {
 			return short("ethernet", 14, len(data))
 		}
-		ethType = binary.BigEndian.Uint16(data[12:])
+		ethType = frame.Ethernet(data).Type()
 		data = data[14:]
 		for ethType == etherVLAN || ethType == etherQinQ || ethType == etherQinQ2 {
 			if len(data) < 4 {
@@ -140,20 +140,19 @@ func decodeIPv4(b []byte, p *Packet) error {
 	if len(b) < 20 {
 		return short("ipv4", 20, len(b))
 	}
-	ihl := int(b[0]&0x0F) * 4
-	if ihl < 20 {
+	ip := frame.IPv4(b)
+	ihl := ip.HeaderLen()
+	if ihl < frame.IPv4MinLen {
 		return &DecodeError{Layer: "ipv4", Reason: fmt.Sprintf("header length %d < 20", ihl)}
 	}
 	if len(b) < ihl {
 		return short("ipv4", ihl, len(b))
 	}
-	total := int(binary.BigEndian.Uint16(b[2:]))
-	frag := binary.BigEndian.Uint16(b[6:])
-	if b[9] != protoTCP || frag&0x1FFF != 0 {
+	total := int(ip.TotalLength())
+	if ip.Protocol() != frame.ProtocolTCP || ip.FragmentOffset() != 0 {
 		return ErrNotTCP // not TCP, or a non-first fragment
 	}
-	p.Src = netip.AddrFrom4([4]byte(b[12:16]))
-	p.Dst = netip.AddrFrom4([4]byte(b[16:20]))
+	p.Src, p.Dst = ip.Src(), ip.Dst()
 	// total 0 happens with TSO on the capturing host: take what is there.
 	if total == 0 {
 		total = len(b)
@@ -182,10 +181,9 @@ func decodeIPv6(b []byte, p *Packet) error {
 	if len(b) < 40 {
 		return short("ipv6", 40, len(b))
 	}
-	plen := int(binary.BigEndian.Uint16(b[4:]))
-	next := b[6]
-	p.Src = netip.AddrFrom16([16]byte(b[8:24]))
-	p.Dst = netip.AddrFrom16([16]byte(b[24:40]))
+	ip := frame.IPv6(b)
+	plen, next := int(ip.PayloadLength()), ip.NextHeader()
+	p.Src, p.Dst = ip.Src(), ip.Dst()
 	if plen == 0 { // jumbogram or TSO: take what is there
 		plen = len(b) - 40
 	}
@@ -196,7 +194,7 @@ func decodeIPv6(b []byte, p *Packet) error {
 	rest := b[40:end]
 	for {
 		switch next {
-		case protoTCP:
+		case frame.ProtocolTCP:
 			return decodeTCP(rest, plen, p)
 		case ip6HopByHop, ip6Routing, ip6DestOpts, ip6Mobility:
 			if len(rest) < 8 {
@@ -225,13 +223,11 @@ func decodeTCP(b []byte, segLen int, p *Packet) error {
 	if len(b) < 20 {
 		return short("tcp", 20, len(b))
 	}
-	p.SrcPort = binary.BigEndian.Uint16(b[0:])
-	p.DstPort = binary.BigEndian.Uint16(b[2:])
-	p.Seq = binary.BigEndian.Uint32(b[4:])
-	p.Ack = binary.BigEndian.Uint32(b[8:])
-	off := int(b[12]>>4) * 4
-	p.Flags = b[13]
-	p.Window = binary.BigEndian.Uint16(b[14:])
+	t := frame.TCP(b)
+	p.SrcPort, p.DstPort = t.SrcPort(), t.DstPort()
+	p.Seq, p.Ack = t.Seq(), t.Ack()
+	off := t.DataOffset()
+	p.Flags, p.Window = t.Flags(), t.Window()
 	if off < 20 {
 		return &DecodeError{Layer: "tcp", Reason: fmt.Sprintf("data offset %d < 20", off)}
 	}

@@ -1,7 +1,19 @@
-// Package pcap reads and writes capture files (pcapng through gopacket's
-// pcapgo; classic pcap read by our own zero-copy reader, held to pcapgo's
-// by tests) and takes frames apart down to their TCP segment. It knows
-// nothing of iWARP.
+// Package pcap is where frames come from and go to, knowing nothing of
+// iWARP:
+//   - capture files: classic pcap read by our own zero-copy reader (held to
+//     gopacket's pcapgo by tests), pcapng through pcapgo, either plain or
+//     gzip-compressed (reader.go, classic.go); written by writer.go, and
+//     with tcpdump's -C/-G/-W rotation by RotatingWriter (rotate.go);
+//   - live capture in pure Go (no cgo, no libpcap): an AF_PACKET
+//     TPACKET_V3 ring per interface, a plain socket on "any", the capture
+//     filter attached in the kernel (live*.go), and the chunks that carry
+//     captured frames to the decoder without a copy (Chunk, ChunkPool);
+//   - a frame index for random access to a file (IndexedReader,
+//     RandomReader: index.go), which iwtui reads frames back by;
+//   - taking a frame apart down to its TCP segment (DecodeTCP: packet.go,
+//     over internal/frame's header views).
+//
+// The capture filter compiler is its own package, pcap/bpf.
 package pcap
 
 import (

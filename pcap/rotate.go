@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
+	"github.com/iwkit/iwkit/internal/writev"
 )
 
 // RotateOptions configure a RotatingWriter. The rotation follows tcpdump's
@@ -389,7 +390,7 @@ func (p *ChunkPool) put(c *Chunk) {
 // A write error is returned by a later call.
 type asyncWriter struct {
 	w       io.WriteCloser
-	file    *os.File // w as a file, for writev; nil: written piece by piece
+	vw      *writev.Writer // w as a file, for writev; nil: written piece by piece
 	pool    *ChunkPool
 	cur     *Chunk
 	full    chan *Chunk
@@ -414,7 +415,7 @@ const (
 )
 
 func newAsyncWriter(w io.WriteCloser, file *os.File, pool *ChunkPool) *asyncWriter {
-	a := &asyncWriter{w: w, file: file, pool: pool, full: make(chan *Chunk, asyncChunks), done: make(chan struct{})}
+	a := &asyncWriter{w: w, vw: writev.New(file), pool: pool, full: make(chan *Chunk, asyncChunks), done: make(chan struct{})}
 	a.cur = pool.Get(true)
 	go a.loop()
 	return a
@@ -454,12 +455,11 @@ func (a *asyncWriter) error() error {
 }
 
 // writev writes segs in order, to the file in as few system calls as it
-// can (writevFile, where the system has writev).
+// can (package writev, where the system has writev(2)).
 func (a *asyncWriter) writev(segs [][]byte) error {
-	if a.file != nil {
-		if done, err := writevFile(a.file, segs); done {
-			return err
-		}
+	if a.vw != nil {
+		_, err := a.vw.Write(segs)
+		return err
 	}
 	for _, b := range segs {
 		if _, err := a.w.Write(b); err != nil {

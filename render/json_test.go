@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -104,25 +105,45 @@ func FuzzJSONFast(f *testing.F) {
 }
 
 // Printers of several shards encode at once; with -race this checks the
-// plan cache, starting empty so that the goroutines add plans together.
+// plan cache, starting empty so that the goroutines add plans together;
+// each writes what one goroutine alone writes.
 func TestJSONFieldsConcurrent(t *testing.T) {
 	pdus := readPDUs(t, generatedCapture(t, "mixed", gen.Params{Count: 2, Seed: 3}))
+	// What one goroutine writes for each PDU, numeric and named.
+	var want [2][]string
+	for n := range 2 {
+		for i := range pdus {
+			want[n] = append(want[n], string(AppendJSONFields(nil, &pdus[i], n == 1)))
+		}
+	}
 	saved := jsonPlans.Load()
-	jsonPlans.Store(nil)
+	jsonPlans.Store(nil) // the plans are built again, by the goroutines at once
 	defer jsonPlans.Store(saved)
 	var wg sync.WaitGroup
+	errs := make(chan string, 4)
 	for g := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var b []byte
 			for i := range pdus {
-				p := &pdus[(i+g*7)%len(pdus)]
-				b = AppendJSONFields(b[:0], p, g%2 == 1)
+				j := (i + g*7) % len(pdus)
+				b = AppendJSONFields(b[:0], &pdus[j], g%2 == 1)
+				if string(b) != want[g%2][j] {
+					errs <- fmt.Sprintf("goroutine %d, PDU %d: %s, want %s", g, j, b, want[g%2][j])
+					return
+				}
 			}
 		}()
 	}
 	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if len(pdus) < 10 || len(want[0][0]) < 10 {
+		t.Fatalf("%d PDUs, the first written as %q", len(pdus), want[0][0])
+	}
 }
 
 // Every group of the specialized encoder names fields the table has.

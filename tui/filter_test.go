@@ -217,7 +217,7 @@ func TestCaptureFilterOnFile(t *testing.T) {
 	analyze.Run(analyze.Filtered(in, ff, analyze.Tee{}), analyze.Config{Workers: 1}, bufio.NewWriter(io.Discard), func(int, *analyze.Out) analyze.Consumer { return m })
 	in.Close()
 
-	s, err := Open(Config{File: path, CaptureExpr: capture})
+	s, err := Open(Config{File: path, CaptureFilter: ff}) // the same compiled filter, shared
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,3 @@
-// Package tui is iwtui, the terminal inspector: the model (index of a
-// capture, lazy decoding, filters, view state, the key table) in plain Go,
-// and the widgets (tview over tcell v2) in the view files (view*.go).
 package tui
 
 import (

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -12,18 +13,22 @@ import (
 	"github.com/iwkit/iwkit/filter"
 	"github.com/iwkit/iwkit/pcap"
 	pcapbpf "github.com/iwkit/iwkit/pcap/bpf"
-	"golang.org/x/net/bpf"
+	"github.com/iwkit/iwkit/ulp"
 )
 
-// Config says what a Session opens.
+// Config says what a Session opens: what package capture's options name
+// (iwtui takes the same capture input flags as iwdump).
 type Config struct {
-	File  string   // a capture file (pcap/pcapng, plain or gzip)
-	Ports []uint16 // taken for iWARP (iwdump --decode-as)
-	// Files: a capture filter over the frames, an expression or a BPF
-	// program (tcpdump -ddd). Each pass over the frames compiles its own.
-	CaptureExpr    string
-	CaptureProgram []bpf.RawInstruction
-	Live           *analyze.LiveConfig // a live capture instead of File
+	File string // a capture file (pcap/pcapng, plain or gzip)
+	// Files are several, merged in time order (read once into the spill
+	// file); File, when set, is the first of them.
+	Files    []string
+	Ports    []uint16             // taken for iWARP (--decode-as PORT)
+	DecodeAs map[uint16]ulp.Proto // --decode-as PORT=proto
+	// CaptureFilter filters the frames of files (nil: none). Compiled once
+	// (capture.Options.FileFilter), it serves every pass over the frames.
+	CaptureFilter *pcapbpf.Filter
+	Live          *analyze.LiveConfig // a live capture instead of files
 }
 
 // Session is an open capture: its index, being built, and what reads it.
@@ -36,9 +41,6 @@ type Session struct {
 	cancel atomic.Bool
 	paused atomic.Bool
 	done   chan struct{}
-	// OnRows, when set, is called (on the indexing goroutine) after new
-	// rows were added, at most once per batch of frames.
-	OnRows func()
 
 	fmu sync.Mutex
 	flt *FilterRun                // the display filter being applied or applied
@@ -96,25 +98,29 @@ func (fr *FilterRun) Status() (int, bool, error) {
 
 var errCancelled = errors.New("cancelled")
 
-// captureFilter compiles the capture filter of a file (nil: none).
-func (s *Session) captureFilter() (*pcapbpf.Filter, error) {
-	switch {
-	case s.cfg.Live != nil:
-		return nil, nil // the kernel applies it
-	case s.cfg.CaptureProgram != nil:
-		return pcapbpf.NewProgramFilter(s.cfg.CaptureProgram)
-	case s.cfg.CaptureExpr != "":
-		return pcapbpf.NewFilter(s.cfg.CaptureExpr)
+// captureFilter is the capture filter of files (nil: none; live, the
+// capture applies it).
+func (s *Session) captureFilter() *pcapbpf.Filter {
+	if s.cfg.Live != nil {
+		return nil
 	}
-	return nil, nil
+	return s.cfg.CaptureFilter
 }
 
 // Open opens a capture and starts indexing it on its own goroutine.
 func Open(cfg Config) (*Session, error) {
-	s := &Session{Name: cfg.File, done: make(chan struct{})}
+	files := cfg.Files
+	if cfg.File != "" {
+		files = append([]string{cfg.File}, files...)
+	}
+	s := &Session{Name: strings.Join(files, " + "), done: make(chan struct{})}
 	var st *store
 	var src analyze.Source
 	var total int64
+	ir, ierr := (*pcap.IndexedReader)(nil), pcap.ErrNotSeekable
+	if cfg.Live == nil && len(files) == 1 {
+		ir, ierr = pcap.OpenIndexed(files[0])
+	}
 	if cfg.Live != nil {
 		var err error
 		if st, err = newSpill(); err != nil {
@@ -129,9 +135,9 @@ func Open(cfg Config) (*Session, error) {
 		s.live = live
 		s.Name = lc.Iface
 		src = &spillSource{src: live, s: st}
-	} else if ir, err := pcap.OpenIndexed(cfg.File); err == nil {
+	} else if ierr == nil {
 		// Its own handle: the source's closes when indexing ends.
-		fh, err := os.Open(cfg.File)
+		fh, err := os.Open(files[0])
 		if err != nil {
 			ir.Close()
 			return nil, err
@@ -144,12 +150,13 @@ func Open(cfg Config) (*Session, error) {
 		}
 		st = &store{rr: rr, file: fh}
 		src = &indexedSource{r: ir, s: st}
-		if total, err = fileSize(cfg.File); err != nil {
+		if total, err = fileSize(files[0]); err != nil {
 			ir.Close()
 			return nil, err
 		}
-	} else if errors.Is(err, pcap.ErrNotSeekable) {
-		in, t, err := analyze.OpenFiles([]string{cfg.File})
+	} else if errors.Is(ierr, pcap.ErrNotSeekable) {
+		// A pipe, a gzip file or several files: read once, spilled.
+		in, t, err := analyze.OpenFiles(files)
 		if err != nil {
 			return nil, err
 		}
@@ -160,19 +167,13 @@ func Open(cfg Config) (*Session, error) {
 		}
 		src = &spillSource{src: in, s: st}
 	} else {
-		return nil, err
+		return nil, ierr
 	}
 	s.cfg = cfg
 	if cfg.Live == nil {
-		st.sources = []string{cfg.File}
+		st.sources = files
 	}
-	ff, err := s.captureFilter()
-	if err != nil {
-		st.close()
-		src.Close()
-		return nil, err
-	}
-	src = analyze.Filtered(src, ff, analyze.Tee{})
+	src = analyze.Filtered(src, s.captureFilter(), analyze.Tee{})
 	s.src = src
 	s.Ix = newIndex(st, total)
 	s.idx = &indexer{ix: s.Ix, s: s}
@@ -220,9 +221,6 @@ func (s *Session) build(cfg Config) {
 		}
 	}
 	ix.mu.Unlock()
-	if s.OnRows != nil {
-		s.OnRows()
-	}
 }
 
 // Wait waits until the index is complete.
@@ -309,9 +307,6 @@ func (s *Session) pass(fr *FilterRun) {
 		fr.Done = true
 		fr.mu.Unlock()
 		fr.gen.Add(1)
-		if s.OnRows != nil {
-			s.OnRows()
-		}
 	}()
 	m := &matcher{fr: fr, s: s}
 	if err := s.rerun(&storeSource{st: s.Ix.store, upto: fr.upto}, m); err != nil && err != errCancelled {
@@ -323,18 +318,14 @@ func (s *Session) pass(fr *FilterRun) {
 // index ran it: through the same capture filter, with the same settings,
 // so the same frames give the same records in the same order.
 func (s *Session) rerun(src analyze.Source, c analyze.Consumer) error {
-	ff, err := s.captureFilter()
-	if err != nil {
-		return err
-	}
 	w := bufio.NewWriter(io.Discard)
-	_, err = analyze.Run(analyze.Filtered(src, ff, analyze.Tee{}), s.runConfig(), w, func(int, *analyze.Out) analyze.Consumer { return c })
+	_, err := analyze.Run(analyze.Filtered(src, s.captureFilter(), analyze.Tee{}), s.runConfig(), w, func(int, *analyze.Out) analyze.Consumer { return c })
 	return err
 }
 
 // runConfig is the pipeline's configuration for every pass.
 func (s *Session) runConfig() analyze.Config {
-	return analyze.Config{Ports: s.cfg.Ports, Workers: 1}
+	return analyze.Config{Ports: s.cfg.Ports, DecodeAs: s.cfg.DecodeAs, Workers: 1}
 }
 
 // matcher numbers the rows of a filter pass as the indexer does.

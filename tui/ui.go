@@ -255,7 +255,6 @@ func New(s *Session) *UI {
 // Run shows the screen until the user quits.
 func (u *UI) Run() error {
 	go u.ticker()
-	u.S.OnRows = nil
 	// From here on a storage-protocol replay runs off the event loop;
 	// when it is done the detail is shown again with its tree.
 	u.loader.async = func(f func()) {

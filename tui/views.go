@@ -10,6 +10,7 @@ import (
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/filter"
 	"github.com/iwkit/iwkit/finding"
+	"github.com/iwkit/iwkit/iograph"
 	"github.com/iwkit/iwkit/track"
 	"github.com/rivo/tview"
 )
@@ -345,33 +346,40 @@ func (g *ioGraph) nextConn() {
 }
 
 // Buckets counts PDUs, ULPDU octets and error findings of connection conn
-// (0: all) in n intervals of the capture; it returns them and the
-// interval length.
+// (0: all) in n intervals of the capture (package iograph bins them, as
+// for iwdump --plot); it returns them and the interval length.
 func (ix *Index) Buckets(n, conn int) (pdus, octets, errs []int, step time.Duration) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	pdus, octets, errs = make([]int, n), make([]int, n), make([]int, n)
 	var end int64
 	for i := 0; i < ix.rows.Len(); i++ {
 		end = max(end, ix.rows.At(i).Rel)
 	}
-	step = time.Duration(end/int64(n) + 1)
+	step = time.Duration(end/int64(n) + 1) // every row within n intervals
+	b := iograph.New(3, n, step)
 	for i := 0; i < ix.rows.Len(); i++ {
 		r := ix.rows.At(i)
 		if conn != 0 && int(r.Conn) != conn {
 			continue
 		}
-		b := min(int(r.Rel/int64(step)), n-1)
+		at := time.Duration(r.Rel)
 		if r.Kind == RowFinding {
 			if r.Sev == 3 {
-				errs[b]++
+				b.Add(2, at, 1)
 			}
 			continue
 		}
-		pdus[b]++
-		octets[b] += int(r.ULen)
+		b.Add(0, at, 1)
+		b.Add(1, at, float64(r.ULen))
 	}
-	return
+	ints := func(s []float64) []int {
+		v := make([]int, n)
+		for i := range v {
+			v[i] = int(s[i])
+		}
+		return v
+	}
+	return ints(b.Padded(0, n)), ints(b.Padded(1, n)), ints(b.Padded(2, n)), step
 }
 
 var blocks = []rune(" ▁▂▃▄▅▆▇█")

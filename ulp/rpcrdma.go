@@ -412,7 +412,7 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 		}
 	case prog == 100003 && vers == 4 && proc == 1:
 		procName = "COMPOUND"
-		ops, minor, main := c.nfs4Walk(&x, rpc)
+		ops, minor, main := c.walk(nfs4Compound, &x, rpc)
 		m.u(fNFSMinor, uint64(minor))
 		m.s(fNFSOps, ops)
 		name = "NFSv4 " + main
@@ -429,7 +429,7 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 		name = "NFSv4 callback CB_NULL"
 		if proc == 1 {
 			procName = "CB_COMPOUND"
-			ops, minor, main := cbWalk(&x)
+			ops, minor, main := c.walk(cbCompound, &x, rpc)
 			m.u(fNFSMinor, uint64(minor))
 			m.s(fNFSOps, ops)
 			name = "NFSv4 callback " + main
@@ -483,27 +483,55 @@ var cbOps = map[uint32]string{3: "CB_GETATTR", 4: "CB_RECALL", 5: "CB_LAYOUTRECA
 	8: "CB_RECALL_ANY", 9: "CB_RECALLABLE_OBJ_AVAIL", 10: "CB_RECALL_SLOT", 11: "CB_SEQUENCE", 12: "CB_WANTS_CANCELLED",
 	13: "CB_NOTIFY_LOCK", 14: "CB_NOTIFY_DEVICEID", 15: "CB_OFFLOAD", 10044: "CB_ILLEGAL"}
 
-// cbWalk walks a CB_COMPOUND's arguments (RFC 8881 §20.2): the tag, the
-// minor version, the callback ident, then the operations. Only
-// CB_SEQUENCE's arguments are skipped (it comes first); the walk stops
-// with "…" at any other op that is not the last. It returns the op list,
-// the minor version and the op naming the call.
-func cbWalk(x *xdr) (string, uint32, string) {
+// compound is what differs between walking an NFSv4 COMPOUND (RFC 8881
+// §16.2, ulp-reference.md §4.6) and a callback CB_COMPOUND (§20.2): the
+// header, the operation names, which operations' arguments are known, and
+// which operations do not name the call.
+type compound struct {
+	proc  string // names a call none of whose operations does
+	ident bool   // a callback_ident follows the minor version (CB_COMPOUND)
+	ops   map[uint32]string
+	// quiet operations do not name the call (SEQUENCE, the filehandle
+	// operations); with quietNames a call of quiet operations only is
+	// named by its first (a bare CB_SEQUENCE).
+	quiet      map[string]bool
+	quietNames bool
+	// args skips an operation's arguments; false when they are unknown:
+	// the walk stops there.
+	args func(c *Conn, x *xdr, op uint32, rpc []byte) bool
+}
+
+var (
+	nfs4Compound = &compound{proc: "COMPOUND", ops: nfs4Ops, args: (*Conn).nfs4Args,
+		quiet: map[string]bool{"SEQUENCE": true, "PUTFH": true, "PUTROOTFH": true, "PUTPUBFH": true, "SAVEFH": true, "RESTOREFH": true}}
+	// Of a CB_COMPOUND only CB_SEQUENCE's arguments are skipped (it comes
+	// first); the walk stops at any other operation.
+	cbCompound = &compound{proc: "CB_COMPOUND", ident: true, ops: cbOps, args: cbArgs,
+		quiet: map[string]bool{"CB_SEQUENCE": true}, quietNames: true}
+)
+
+// walk walks the arguments of a COMPOUND call of kind k: the tag, the
+// minor version (and the callback ident), then the operations. It returns
+// the operation list ("…" after the last it could walk past), the minor
+// version and the operation naming the call.
+func (c *Conn) walk(k *compound, x *xdr, rpc []byte) (string, uint32, string) {
 	x.opaque() // tag
 	minor := x.u32()
-	x.u32() // callback_ident
+	if k.ident {
+		x.u32() // callback_ident
+	}
 	n := x.u32()
 	if !x.ok || n > 256 {
-		return "…", minor, "CB_COMPOUND"
+		return "…", minor, k.proc
 	}
 	var sb strings.Builder
-	main := ""
+	main, first := "", ""
 	for i := 0; i < int(n) && x.ok; i++ {
 		op := x.u32()
 		if !x.ok {
 			break
 		}
-		name, ok := cbOps[op]
+		name, ok := k.ops[op]
 		if !ok {
 			name = strconv.FormatUint(uint64(op), 10)
 		}
@@ -511,73 +539,42 @@ func cbWalk(x *xdr) (string, uint32, string) {
 			sb.WriteByte(' ')
 		}
 		sb.WriteString(name)
-		if main == "" || main == "CB_SEQUENCE" {
+		if first == "" {
+			first = name
+		}
+		if main == "" && !k.quiet[name] {
 			main = name
 		}
-		if op != 11 {
+		if !k.args(c, x, op, rpc) {
 			if i+1 < int(n) {
 				sb.WriteString(" …")
 			}
 			break
 		}
-		// CB_SEQUENCE4args: sessionid (16), sequenceid, slotid,
-		// highest_slotid, cachethis, referring_call_lists<>
-		x.skip(16 + 4*4)
-		lists := x.u32()
-		for j := uint32(0); j < lists && j < 64 && x.ok; j++ {
-			x.skip(16)
-			x.skip(int(min(x.u32(), 1024)) * 8)
-		}
 	}
-	if main == "" {
-		main = "CB_COMPOUND"
+	switch {
+	case main != "":
+	case k.quietNames && first != "":
+		main = first
+	default:
+		main = k.proc
 	}
 	return sb.String(), minor, main
 }
 
-// nfs4Walk walks the operations of an NFSv4 COMPOUND call (ulp-reference.md
-// §4.6). It returns the op list, the minor version and the op naming the
-// call.
-func (c *Conn) nfs4Walk(x *xdr, rpc []byte) (string, uint32, string) {
-	x.opaque() // tag
-	minor := x.u32()
-	n := x.u32()
-	if !x.ok || n > 256 {
-		return "…", minor, "COMPOUND"
+// cbArgs skips CB_SEQUENCE4args (RFC 8881 §20.9): sessionid (16),
+// sequenceid, slotid, highest_slotid, cachethis, referring_call_lists<>.
+func cbArgs(_ *Conn, x *xdr, op uint32, _ []byte) bool {
+	if op != 11 {
+		return false
 	}
-	var sb strings.Builder
-	main := ""
-	for i := 0; i < int(n) && x.ok; i++ {
-		op := x.u32()
-		if !x.ok {
-			break
-		}
-		name, ok := nfs4Ops[op]
-		if !ok {
-			name = strconv.FormatUint(uint64(op), 10)
-		}
-		if i > 0 {
-			sb.WriteByte(' ')
-		}
-		sb.WriteString(name)
-		switch name {
-		case "SEQUENCE", "PUTFH", "PUTROOTFH", "PUTPUBFH", "SAVEFH", "RESTOREFH":
-		default:
-			if main == "" {
-				main = name
-			}
-		}
-		if !c.nfs4Args(x, op, rpc) {
-			if i+1 < int(n) {
-				sb.WriteString(" …")
-			}
-			break
-		}
+	x.skip(16 + 4*4)
+	lists := x.u32()
+	for j := uint32(0); j < lists && j < 64 && x.ok; j++ {
+		x.skip(16)
+		x.skip(int(min(x.u32(), 1024)) * 8)
 	}
-	if main == "" {
-		main = "COMPOUND"
-	}
-	return sb.String(), minor, main
+	return true
 }
 
 // readChunkAt says whether a read chunk's data belongs at RPC offset pos:

@@ -81,7 +81,7 @@ func TestBadInput(t *testing.T) {
 	}
 	// Usage errors.
 	for _, args := range [][]string{{}, {"-r"}, {"-r", "x", "-T", "xml"}, {"-r", "x", "--fail-on", "fatal"}, {"-r", "x", "-Y", "ddp.nope"}, {"-r", "x", "-z", "nope"}, {"-r", "x", "--plot", "a.gif"}} {
-		if code, _, errs := runArgs(t, args...); code != exitError || errs == "" {
+		if code, _, errs := runArgs(t, args...); code != exitUsage || errs == "" {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errs)
 		}
 	}

@@ -10,7 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/iwkit/iwkit/capture"
 	"github.com/iwkit/iwkit/export"
+	"github.com/iwkit/iwkit/finding"
 )
 
 // exportOptions are --export, --each and --jobs.
@@ -33,19 +35,20 @@ func runExport(o *options, args []string, stdout, stderr io.Writer) int {
 	x := &o.export
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "iwdump: "+format+"\n", a...)
-		return exitError
+		return exitUsage
 	}
+	sev, sevOK := finding.ParseSeverity(o.failOn)
 	switch {
-	case o.live.iface != "":
+	case o.in.Iface != "":
 		return fail("--export reads files (-r), not -i")
-	case o.display != "" || len(o.stats) > 0 || o.plot != "" || o.live.write != "" || o.print.Format != "text":
+	case o.display != "" || len(o.stats) > 0 || o.plot != "" || o.w.write != "" || o.print.Format != "text":
 		return fail("--export takes no -Y, -z, --plot, -w or -T")
 	case x.jobs < 0:
 		return fail("--jobs takes a positive number, not %d", x.jobs)
-	case o.failOn != "" && severityRank(o.failOn) < 0:
+	case o.failOn != "" && !sevOK:
 		return fail("--fail-on takes error, warning or note, not %q", o.failOn)
 	}
-	files := o.files
+	files := o.in.Files
 	var sets []export.Set
 	if x.each {
 		files = append(files, args...)
@@ -76,7 +79,7 @@ func runExport(o *options, args []string, stdout, stderr io.Writer) int {
 	prog := newProgress(stderr, o.progress, total)
 	var read atomic.Int64
 	var progMu sync.Mutex
-	cfg := export.Config{Dir: x.dir, Ports: o.ports, Count: o.count, Progress: func(n int) {
+	cfg := export.Config{Dir: x.dir, Ports: o.in.Ports, Count: o.count, Progress: func(n int) {
 		// Called from every job: gather, and let one update the bar.
 		if read.Add(int64(n)) >= 1<<20 {
 			if v := read.Swap(0); v > 0 {
@@ -93,7 +96,7 @@ func runExport(o *options, args []string, stdout, stderr io.Writer) int {
 	code := exitOK
 	results := export.ExportEach(sets, cfg, jobs, func(r export.Result) {
 		if r.Err != nil {
-			fmt.Fprintf(stderr, "iwdump: %s: %v\n", r.Set.Capture, filterMessage(r.Err))
+			fmt.Fprintf(stderr, "iwdump: %s: %v\n", r.Set.Capture, capture.Message("iwdump", r.Err))
 		}
 		if r.Report == nil {
 			return
@@ -113,22 +116,8 @@ func runExport(o *options, args []string, stdout, stderr io.Writer) int {
 			worst = max(worst, r.Report.Worst)
 		}
 	}
-	if code == exitOK && o.failOn != "" && worst >= severityRank(o.failOn) {
+	if code == exitOK && sevOK && worst >= int(sev) {
 		return exitFindings
 	}
 	return code
-}
-
-// severityRank orders the severities as analyze.Report.Worst does: note
-// 0, warning 1, error 2; -1 for anything else.
-func severityRank(s string) int {
-	switch s {
-	case "note":
-		return 0
-	case "warning":
-		return 1
-	case "error":
-		return 2
-	}
-	return -1
 }

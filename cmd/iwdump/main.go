@@ -5,6 +5,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,28 +13,28 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/iwkit/iwkit/analyze"
+	"github.com/iwkit/iwkit/capture"
 	"github.com/iwkit/iwkit/finding"
+	"github.com/iwkit/iwkit/internal/exitcode"
+	"github.com/iwkit/iwkit/iograph"
 	"github.com/iwkit/iwkit/render"
-	"github.com/iwkit/iwkit/ulp"
 )
 
-// Exit codes are a contract (README).
+// Exit codes are a contract (README "Exit status"), the same in every command.
 const (
-	exitOK       = 0 // the input was read to its end
-	exitError    = 1 // usage, I/O error or damaged input
-	exitFindings = 2 // --fail-on: a finding of that severity or worse was raised
+	exitOK       = exitcode.OK       // the input was read to its end
+	exitError    = exitcode.Failure  // I/O error, damaged input, capture error
+	exitUsage    = exitcode.Usage    // bad flags, arguments or filters
+	exitFindings = exitcode.Findings // --fail-on: a finding of that severity or worse was raised
 )
 
 type options struct {
-	files    []string
+	in       capture.Options // -r, -i, -F, the capture filter, --decode-as, -s -p -B (package capture)
 	count    int
 	display  string
-	ports    []uint16
-	decodeAs map[uint16]ulp.Proto // --decode-as PORT=proto
 	stats    []string
 	plot     string
 	failOn   string
@@ -41,7 +42,7 @@ type options struct {
 	workers  int
 	limits   limitOptions // --max-flows, --reassembly-mem, --keep-conns, --mem-limit
 	print    render.Options
-	live     liveOptions          // -i, capture filter, -w and their flags (live.go)
+	w        writeOptions         // -w and its flags (live.go)
 	fields   render.FieldsOptions // -T fields: -e, -E
 	glossary string               // -G fields
 	export   exportOptions        // --export, --each, --jobs (export.go)
@@ -56,35 +57,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var o options
 	o.fields = render.DefaultFieldsOptions()
-	fs.Func("r", "read frames from `FILE` (pcap or pcapng, may be gzip-compressed; - for stdin); repeat to merge several files in time order", func(v string) error {
-		o.files = append(o.files, v)
-		return nil
-	})
+	o.in.Register(fs, capture.All)
 	fs.IntVar(&o.count, "c", 0, "stop after `N` frames")
 	fs.BoolVar(&o.print.Verbose, "V", false, "print the full field tree of every PDU")
 	fs.BoolVar(&o.print.Hex, "x", false, "print the PDU's octets in hex")
 	fs.BoolVar(&o.print.Numeric, "n", false, "print named values (opcodes, Terminate causes, ...) as numbers")
 	fs.BoolVar(&o.print.Quiet, "q", false, "print no PDUs or findings, only the -z tables")
 	fs.StringVar(&o.display, "Y", "", "display only PDUs and findings matching the display `filter`, e.g. 'rdmap.opcode == \"RDMA Read Request\" && rdmap.sink_stag == 0x1234'")
-	fs.Func("decode-as", "treat TCP `PORT` as iWARP even where content detection hesitates; PORT=nvme|iser|smbd|rpcrdma also forces that storage protocol on it (repeatable)", func(v string) error {
-		v, proto, hasProto := strings.Cut(v, "=")
-		p, err := strconv.ParseUint(v, 10, 16)
-		if err != nil {
-			return fmt.Errorf("bad port %q", v)
-		}
-		o.ports = append(o.ports, uint16(p))
-		if hasProto { // the storage protocol (package ulp)
-			up, ok := ulp.ParseProto(proto)
-			if !ok {
-				return fmt.Errorf("unknown protocol %q (want one of %s)", proto, strings.Join(ulp.Protos(), ", "))
-			}
-			if o.decodeAs == nil {
-				o.decodeAs = map[uint16]ulp.Proto{}
-			}
-			o.decodeAs[uint16(p)] = up
-		}
-		return nil
-	})
 	fs.Func("z", "print statistics `STAT` at the end: conv, ops, findings, latency; storage protocols: nvme, iscsi, smb2, rpc (repeatable)", func(v string) error {
 		for _, s := range strings.Split(v, ",") {
 			if !render.ValidStat(s) {
@@ -95,7 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return nil
 	})
 	fs.StringVar(&o.plot, "plot", "", "draw an I/O graph and the read-latency distribution to `FILE` (.svg or .png)")
-	fs.StringVar(&o.failOn, "fail-on", "", "exit with status 2 when a finding of `SEVERITY` (error, warning, note) or worse was raised")
+	fs.StringVar(&o.failOn, "fail-on", "", "exit with status 4 when a finding of `SEVERITY` (error, warning, note) or worse was raised")
 	fs.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto (large files, stderr a terminal), always, never")
 	fs.IntVar(&o.workers, "workers", 0, "reassemble and decode on `N` goroutines, flows sharded by their addresses (0: one per core for files of 64 MiB or more; 1 otherwise); the output does not depend on N")
 	fs.StringVar(&o.print.TimeFormat, "t", "r", "time `format` of text lines: r (seconds since the first frame), a (time of day, UTC), ad (date and time, UTC), e (seconds since the epoch)")
@@ -109,7 +88,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.limits.reasmMiB, "reassembly-mem", analyze.DefaultMemoryBudget>>20, "MiB of reassembly buffers (out-of-order data, FPDUs across segments, resync windows), all workers together")
 	fs.IntVar(&o.limits.keepConns, "keep-conns", analyze.DefaultKeepConns, "ended connections whose addresses and statistics the -z tables keep")
 	fs.IntVar(&o.limits.memLimitMiB, "mem-limit", 64, "soft limit in MiB on the Go heap (runtime/debug.SetMemoryLimit; 0: none; the GOMEMLIMIT variable, when set, wins)")
-	liveFlags(fs, &o)   // live.go
+	writeFlags(fs, &o)  // live.go
 	exportFlags(fs, &o) // export.go
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: iwdump {-r FILE [-r FILE]... | -i IFACE [-w FILE]} [-c N] [-n] [-q] [-V] [-x] [-t r|a|ad|e] [-Y FILTER] [-T text|json] [-z STAT] [--plot FILE] [--fail-on SEVERITY] [--workers N]\n")
@@ -121,7 +100,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to `FILE` (for performance work)")
 	if err := fs.Parse(args); err != nil {
-		return exitError
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -136,7 +118,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	usage := func(msg string) int {
 		fmt.Fprintf(stderr, "iwdump: %s\n", msg)
 		fs.Usage()
-		return exitError
+		return exitUsage
 	}
 	if o.glossary != "" {
 		render.WriteGlossary(stdout)
@@ -145,13 +127,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o.export.dir != "" {
 		return runExport(&o, fs.Args(), stdout, stderr) // export.go
 	}
-	// The arguments after the flags are a capture filter (live.go).
-	if code, done := liveSetup(&o, fs.Args(), stdout, stderr); done {
-		return code
+	// The arguments after the flags are a capture filter (package capture).
+	if done, err := o.in.Finish(fs.Args(), stdout); err != nil || done {
+		return fail(stderr, err)
+	}
+	if err := o.w.check(&o); err != nil {
+		return fail(stderr, &capture.UsageError{Msg: err.Error()})
+	}
+	if o.w.write == "-" {
+		o.print.Quiet = true // standard output carries the capture file
 	}
 	switch {
-	case len(o.files) == 0 && o.live.iface == "":
-		return usage("no input: give -r FILE or -i IFACE")
 	case o.print.Format != "text" && o.print.Format != "json" && o.print.Format != "fields":
 		return usage(fmt.Sprintf("unknown output format %q", o.print.Format))
 	case o.failOn != "" && !validSeverity(o.failOn):
@@ -171,7 +157,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		f, err := analyze.CompileFilter(o.display)
 		if err != nil {
 			fmt.Fprintf(stderr, "iwdump: -Y: %v\n", err)
-			return exitError
+			return exitUsage
 		}
 		o.print.Filter = f
 	}
@@ -179,24 +165,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer w.Flush()
 	src, total, err := openInput(&o, w, stderr) // files or -i, capture filter, -w (live.go)
 	if err != nil {
-		fmt.Fprintf(stderr, "iwdump: %v\n", err)
-		return exitError
+		return fail(stderr, err)
 	}
 	defer src.Close()
 	prog := newProgress(stderr, o.progress, total)
-	cfg := analyze.Config{Ports: o.ports, Count: o.count, Workers: o.workers, InputSize: total, Progress: prog.add, DecodeAs: o.decodeAs,
+	cfg := analyze.Config{Ports: o.in.Ports, Count: o.count, Workers: o.workers, InputSize: total, Progress: prog.add, DecodeAs: o.in.DecodeAs,
 		MaxFlows: o.limits.maxFlows, MemoryBudget: int64(o.limits.reasmMiB) << 20, KeepConns: o.limits.keepConns}
-	o.limits.apply(o.live.iface == "")
+	o.limits.apply(o.in.Iface == "")
 	if f, ok := stdout.(*os.File); ok {
 		cfg.Direct = f // the shards' output goes to it where it lies (writev)
 	}
-	if o.live.iface != "" {
+	if o.in.Iface != "" {
 		cfg.Workers = 1 // frames come as they are captured: no chunks to shard
 	}
 	if o.print.Format == "fields" {
 		cfg.Workers = 1 // a line gathers every PDU of its frame
 	}
-	var shardPlots []*plots
+	var shardPlots []*iograph.Collector
 	var fp *render.FieldsPrinter
 	if o.print.Format == "fields" {
 		var match func(*analyze.Record) bool
@@ -206,7 +191,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		var err error
 		if fp, err = render.NewFieldsPrinter(w, o.fields, o.print.Numeric, match); err != nil {
 			fmt.Fprintf(stderr, "iwdump: %v\n", err)
-			return exitError
+			return exitUsage
 		}
 	}
 	rep, derr := analyze.Run(src, cfg, w, func(_ int, out *analyze.Out) analyze.Consumer {
@@ -217,8 +202,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if o.plot == "" {
 			return p
 		}
-		pc := &plotConsumer{Printer: p, plots: &plots{}}
-		shardPlots = append(shardPlots, pc.plots)
+		pc := &plotConsumer{Printer: p, c: &iograph.Collector{}}
+		shardPlots = append(shardPlots, pc.c)
 		return pc
 	})
 	prog.finish()
@@ -228,7 +213,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if derr != nil {
 		// Everything before the damage is printed first.
 		w.Flush()
-		fmt.Fprintf(stderr, "iwdump: %s\n", filterMessage(derr))
+		fmt.Fprintf(stderr, "iwdump: %s\n", capture.Message("iwdump", derr))
 	}
 	live := ""
 	if l, ok := src.(*analyze.Live); ok {
@@ -238,7 +223,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		render.WriteStat(w, rep, live, s)
 	}
 	if o.plot != "" {
-		if err := mergePlots(shardPlots).write(o.plot); err != nil {
+		if err := writePlot(iograph.Merge(shardPlots), o.plot); err != nil {
 			fmt.Fprintf(stderr, "iwdump: --plot: %v\n", err)
 			return exitError
 		}
@@ -250,6 +235,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitFindings
 	}
 	return exitOK
+}
+
+// fail reports err (nil: nothing to report, exit 0) and gives its exit
+// status: usage mistakes 2, anything else 1.
+func fail(stderr io.Writer, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "iwdump: %s\n", capture.Message("iwdump", err))
+	if capture.IsUsage(err) {
+		return exitUsage
+	}
+	return exitError
 }
 
 func validSeverity(s string) bool {

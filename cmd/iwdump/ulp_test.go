@@ -18,7 +18,7 @@ func TestDecodeAsULP(t *testing.T) {
 	}
 	out.Reset()
 	errb.Reset()
-	if code := run([]string{"-r", "../../testdata/ulp/gen_nvme.pcap", "--decode-as", "4420=fcp"}, &out, &errb); code != exitError || !strings.Contains(errb.String(), "unknown protocol") {
+	if code := run([]string{"-r", "../../testdata/ulp/gen_nvme.pcap", "--decode-as", "4420=fcp"}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "unknown protocol") {
 		t.Errorf("--decode-as 4420=fcp: exit %d, %s", code, errb.String())
 	}
 }

@@ -19,13 +19,16 @@ import (
 	"golang.org/x/term"
 
 	"github.com/iwkit/iwkit/gen"
+	"github.com/iwkit/iwkit/internal/exitcode"
 	"github.com/iwkit/iwkit/pcap"
 )
 
-// Exit codes: 0 success (and -h), 1 any error.
+// Exit codes (README "Exit status", the same in every command): 0
+// success (and -h), 1 an error, 2 a usage mistake.
 const (
-	exitOK    = 0
-	exitError = 1
+	exitOK    = exitcode.OK
+	exitError = exitcode.Failure
+	exitUsage = exitcode.Usage
 )
 
 func main() {
@@ -135,17 +138,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		for _, b := range gen.Builtins() {
 			fmt.Fprintf(stderr, "  %-16s %s\n", b[0], b[1])
 		}
-		fmt.Fprint(stderr, "\nexit status: 0 success, 1 error\n")
+		fmt.Fprint(stderr, "\nexit status: 0 success, 1 error, 2 usage\n")
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
-		return exitError
+		return exitUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "iwgen: unexpected argument %q\n", fs.Arg(0))
-		return exitError
+		return exitUsage
 	}
 	if o.list {
 		for _, b := range gen.Builtins() {
@@ -156,7 +159,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	sc, err := scenario(&o)
 	if err != nil {
 		fmt.Fprintf(stderr, "iwgen: %v\n", err)
-		return exitError
+		if o.file != "" {
+			return exitError // the scenario file: unreadable or damaged
+		}
+		return exitUsage // the flags
 	}
 	switch o.print {
 	case "":
@@ -174,11 +180,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	default:
 		fmt.Fprintf(stderr, "iwgen: -print %q: want yaml or json\n", o.print)
-		return exitError
+		return exitUsage
 	}
 	if o.out == "" {
 		fmt.Fprintln(stderr, "iwgen: -w FILE is required (try -h)")
-		return exitError
+		return exitUsage
 	}
 	st, elapsed, err := generate(sc, &o, stdout, stderr)
 	if err != nil {

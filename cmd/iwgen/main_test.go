@@ -37,12 +37,18 @@ func TestHelpAndErrors(t *testing.T) {
 		{"-bogus"},
 		{"-s", "nope", "-w", filepath.Join(t.TempDir(), "x.pcap")},
 		{"-s", "rping"}, // no -w
-		{"-scenario", "/nonexistent.yaml", "-w", "x.pcap"},
-		{"-s", "rping", "-w", "/nonexistent/dir/x.pcap"},
 		{"-s", "rping", "-packing", "sideways", "-w", "x.pcap"},
 		{"-s", "rping", "-drop", "2", "-w", "x.pcap"},
 		{"-s", "rping", "-print", "xml"},
 		{"extra"},
+	} {
+		if code, _, _ := runIwgen(t, args...); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
+		}
+	}
+	for _, args := range [][]string{
+		{"-scenario", "/nonexistent.yaml", "-w", "x.pcap"},
+		{"-s", "rping", "-w", "/nonexistent/dir/x.pcap"},
 	} {
 		if code, _, _ := runIwgen(t, args...); code != exitError {
 			t.Errorf("%v: exit %d, want %d", args, code, exitError)

@@ -26,6 +26,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iwkit/iwkit/capture"
+	"github.com/iwkit/iwkit/internal/exitcode"
 	"github.com/iwkit/iwkit/replay"
 )
 
@@ -94,6 +96,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&assume, "assume", "", "stateful: MPA parameters of connections without a captured handshake: crc,markers,rev=N,ird=N,ord=N")
 	fs.BoolVar(&asJSON, "json", false, "stateful: the report as JSON objects, one per difference, the summary last")
 	fs.Float64Var(&timeout, "timeout", 10, "stateful: wait at most this many `seconds` for each thing the peer should do")
+	var in capture.Options
+	in.Register(fs, capture.Read) // -r FILE, or FILE after the flags
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: iwreplay -i IFACE [--pps N | --mbps N | --multiplier X | --topspeed] [--loop N] [--limit N] [--duration S] [--preload] [--stats S] FILE")
 		fmt.Fprintln(fs.Output(), "       iwreplay --connect HOST:PORT | --listen [ADDR:]PORT [--conn N] [--assume LIST] [--multiplier X | --topspeed] [--timeout S] [--json] FILE")
@@ -101,21 +105,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return exitcode.OK
 		}
-		return 2
+		return exitcode.Usage
+	}
+	if len(in.Files) == 0 {
+		in.Files = fs.Args()
+	} else if fs.NArg() > 0 {
+		in.Files = nil // both -r and FILE: the usage below
+	}
+	if _, err := in.Finish(nil, stdout); err != nil || len(in.Files) != 1 {
+		fs.Usage()
+		return exitcode.Usage
 	}
 	if connect != "" || listen != "" {
-		return stateful(fs, stdout, stderr, statefulArgs{connect: connect, listen: listen, conn: conn, assume: assume,
+		return stateful(stdout, stderr, statefulArgs{file: in.Files[0], connect: connect, listen: listen, conn: conn, assume: assume,
 			json: asJSON, timeout: timeout, iface: iface, o: o, limit: limit, dur: dur, stats: stats})
 	}
-	if iface == "" || fs.NArg() != 1 {
+	if iface == "" {
 		fs.Usage()
-		return 2
+		return exitcode.Usage
 	}
 	if o.Loop <= 0 {
 		fmt.Fprintln(stderr, "iwreplay: --loop must be at least 1")
-		return 2
+		return exitcode.Usage
 	}
 	o.Limit = limit
 	o.Duration = time.Duration(dur * float64(time.Second))
@@ -127,48 +140,45 @@ func run(args []string, stdout, stderr io.Writer) int {
 	o.Stop = ctx.Done()
 	if _, err := replay.NewPacer(o); err != nil {
 		fmt.Fprintln(stderr, "iwreplay:", err)
-		return 2
+		return exitcode.Usage
 	}
 	sink, err := replay.OpenInterface(iface)
 	if err != nil {
 		fmt.Fprintln(stderr, "iwreplay:", err)
-		return 1
+		return exitcode.Failure
 	}
 	defer sink.Close()
-	st, err := replay.File(fs.Arg(0), sink, o)
+	st, err := replay.File(in.Files[0], sink, o)
 	st.Report(stdout)
 	if err != nil {
 		fmt.Fprintln(stderr, "iwreplay:", err)
-		return 1
+		return exitcode.Failure
 	}
 	if st.Failed > 0 {
-		return 1
+		return exitcode.Failure
 	}
-	return 0
+	return exitcode.OK
 }
 
 type statefulArgs struct {
-	connect, listen, assume, iface string
-	conn                           int
-	json                           bool
-	timeout, dur                   float64
-	o                              replay.Options
-	limit                          uint64
-	stats                          int
+	file, connect, listen, assume, iface string
+	conn                                 int
+	json                                 bool
+	timeout, dur                         float64
+	o                                    replay.Options
+	limit                                uint64
+	stats                                int
 }
 
 // stateful wires --connect/--listen to replay.Stateful.
-func stateful(fs *flag.FlagSet, stdout, stderr io.Writer, a statefulArgs) int {
+func stateful(stdout, stderr io.Writer, a statefulArgs) int {
 	usage := func(msg string) int {
 		fmt.Fprintln(stderr, "iwreplay:", msg)
-		return 2
+		return exitcode.Usage
 	}
 	switch {
 	case a.connect != "" && a.listen != "":
 		return usage("give --connect or --listen, not both")
-	case fs.NArg() != 1:
-		fs.Usage()
-		return 2
 	case a.iface != "" || a.o.PPS > 0 || a.o.Mbps > 0 || a.o.Loop != 1 || a.limit > 0 || a.dur > 0 || a.o.Preload || a.stats > 0:
 		return usage("-i, --pps, --mbps, --loop, --limit, --duration, --preload and --stats are for stateless replay, not with --connect/--listen")
 	case a.o.Topspeed && a.o.Multiplier > 0 && a.o.Multiplier != 1:
@@ -192,10 +202,10 @@ func stateful(fs *flag.FlagSet, stdout, stderr io.Writer, a statefulArgs) int {
 		}
 		o.Ready = func(addr net.Addr) { fmt.Fprintf(stderr, "iwreplay: listening on %v\n", addr) }
 	}
-	s, err := replay.LoadScript(fs.Arg(0), a.conn, as)
+	s, err := replay.LoadScript(a.file, a.conn, as)
 	if err != nil {
 		fmt.Fprintln(stderr, "iwreplay:", err)
-		return 1
+		return exitcode.Failure
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -205,10 +215,10 @@ func stateful(fs *flag.FlagSet, stdout, stderr io.Writer, a statefulArgs) int {
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "iwreplay:", err)
-		return 1
+		return exitcode.Failure
 	}
 	if len(res.Differences) > 0 {
-		return 1
+		return exitcode.Failure
 	}
-	return 0
+	return exitcode.OK
 }

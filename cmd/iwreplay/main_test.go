@@ -18,6 +18,11 @@ func TestUsage(t *testing.T) {
 		{[]string{"-i", "lo", "--pps", "10", "--mbps", "1", "x.pcap"}, 2, "at most one of"},
 		{[]string{"-i", "lo", "--loop", "0", "x.pcap"}, 2, "--loop"},
 		{[]string{"-i", "no-such-iface0", "x.pcap"}, 1, "no-such-iface0"},
+		// The capture input is package capture's -r, or FILE after the flags.
+		{[]string{"-i", "no-such-iface0", "-r", "x.pcap"}, 1, "no-such-iface0"},
+		{[]string{"-i", "lo", "-r", "x.pcap", "y.pcap"}, 2, "usage:"},
+		{[]string{"-i", "lo", "-r", "x.pcap", "-r", "y.pcap"}, 2, "usage:"},
+		{[]string{"--connect", "127.0.0.1:1", "-r", "/no/such.pcap"}, 1, "no such file"},
 	} {
 		var out, errb bytes.Buffer
 		if rc := run(c.args, &out, &errb); rc != c.rc || !strings.Contains(errb.String(), c.msg) {

@@ -367,10 +367,14 @@ func TestCLI(t *testing.T) {
 			t.Errorf("prompt lacks %q:\n%s", want, p)
 		}
 	}
-	for _, args := range [][]string{{}, {t.TempDir(), "SELECT 1"}, {dir, "SELEC"}, {"-o", "xml", dir, "SELECT 1"}} {
+	for _, c := range []struct {
+		args []string
+		code int
+	}{{nil, exitUsage}, {[]string{"-o", "xml", dir, "SELECT 1"}, exitUsage}, {[]string{dir, "SELECT", "1"}, exitUsage},
+		{[]string{t.TempDir(), "SELECT 1"}, exitError}, {[]string{dir, "SELEC"}, exitError}} {
 		var stdout, stderr bytes.Buffer
-		if code := run(args, strings.NewReader(""), &stdout, &stderr); code != exitError {
-			t.Errorf("%v: exit %d", args, code)
+		if code := run(c.args, strings.NewReader(""), &stdout, &stderr); code != c.code {
+			t.Errorf("%v: exit %d, want %d", c.args, code, c.code)
 		}
 	}
 }

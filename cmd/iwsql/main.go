@@ -32,13 +32,16 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/iwkit/iwkit/export"
+	"github.com/iwkit/iwkit/internal/exitcode"
 	"github.com/iwkit/iwkit/render"
 )
 
-// Exit codes: 0 done, 1 usage, I/O or SQL error.
+// Exit codes (README "Exit status", the same in every command): 0 done,
+// 1 an I/O or SQL error, 2 a usage mistake.
 const (
-	exitOK    = 0
-	exitError = 1
+	exitOK    = exitcode.OK
+	exitError = exitcode.Failure
+	exitUsage = exitcode.Usage
 )
 
 func main() {
@@ -59,14 +62,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return exitError
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
 	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "iwsql: "+format+"\n", a...)
 		return exitError
 	}
 	if *format != "text" && *format != "csv" && *format != "json" {
-		return fail("-o takes text, csv or json, not %q", *format)
+		fmt.Fprintf(stderr, "iwsql: -o takes text, csv or json, not %q\n", *format)
+		return exitUsage
 	}
 	rest := fs.Args()
 	var dir string
@@ -89,7 +96,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		dir = tmp
 	case len(rest) == 0:
 		fs.Usage()
-		return exitError
+		return exitUsage
 	default:
 		dir, rest = rest[0], rest[1:]
 		if !export.IsExport(dir) {
@@ -97,7 +104,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	if len(rest) > 1 {
-		return fail("give the query as one argument (quote it)")
+		fmt.Fprintln(stderr, "iwsql: give the query as one argument (quote it)")
+		return exitUsage
 	}
 	db, err := sql.Open("duckdb", "")
 	if err != nil {

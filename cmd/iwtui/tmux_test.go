@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/iwkit/iwkit/gen"
+	"github.com/iwkit/iwkit/internal/exitcode"
 	"github.com/iwkit/iwkit/internal/testenv"
 	"github.com/iwkit/iwkit/pcap"
 )
@@ -213,8 +214,8 @@ func TestNotATerminal(t *testing.T) {
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitNotATerm {
-		t.Fatalf("exit %v, want %d", err, exitNotATerm)
+	if !errors.As(err, &ee) || ee.ExitCode() != exitcode.NotATerminal {
+		t.Fatalf("exit %v, want %d", err, exitcode.NotATerminal)
 	}
 	if !strings.Contains(stderr.String(), "not a terminal") || !strings.Contains(stderr.String(), "iwdump") {
 		t.Fatalf("message %q", stderr.String())
@@ -234,14 +235,14 @@ func TestExitCodes(t *testing.T) {
 		code int
 		say  string
 	}{
-		{nil, exitUsage, "no input"},
-		{[]string{"-Y", "rdmap.opcode ==", capture}, exitUsage, "column 16"},
-		{[]string{capture, "tcp", "port"}, exitUsage, "capture filter"},
-		{[]string{"--nosuchflag", capture}, exitUsage, "nosuchflag"},
-		{[]string{filepath.Join(dir, "missing.pcap")}, exitError, "no such file"},
-		{[]string{junk}, exitError, "not a pcap"},
-		{[]string{capture}, exitNotATerm, "iwdump"},
-		{[]string{"-Y", "finding", capture, "tcp port 4791"}, exitNotATerm, "not a terminal"},
+		{nil, exitcode.Usage, "no input"},
+		{[]string{"-Y", "rdmap.opcode ==", capture}, exitcode.Usage, "column 16"},
+		{[]string{capture, "tcp", "port"}, exitcode.Usage, "syntax error"},
+		{[]string{"--nosuchflag", capture}, exitcode.Usage, "nosuchflag"},
+		{[]string{filepath.Join(dir, "missing.pcap")}, exitcode.Failure, "no such file"},
+		{[]string{junk}, exitcode.Failure, "not a pcap"},
+		{[]string{capture}, exitcode.NotATerminal, "iwdump"},
+		{[]string{"-Y", "finding", capture, "tcp port 4791"}, exitcode.NotATerminal, "not a terminal"},
 	}
 	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {

@@ -1,6 +1,8 @@
-// Package frame builds the Ethernet frames that carry TCP over IPv4 or
-// IPv6, for the traffic generator (gen) and the endpoint's capture of its
-// own traffic: one place for the header layouts and the Internet checksum.
+// Package frame is the one place for the layouts of the Ethernet, IPv4,
+// IPv6 and TCP headers and the Internet checksum: it builds the frames the
+// traffic generator (gen) and the endpoint's capture of its own traffic
+// write, and pcap.DecodeTCP reads captured headers through the same
+// accessors.
 //
 // Headers are views over []byte in the style of gVisor's
 // pkg/tcpip/header: Ethernet, IPv4, IPv6 and TCP are slices with

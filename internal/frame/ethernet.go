@@ -15,12 +15,6 @@ const (
 // Ethernet is a view of an Ethernet II header.
 type Ethernet []byte
 
-// Dst is the destination MAC address.
-func (e Ethernet) Dst() (m [6]byte) { copy(m[:], e[0:6]); return }
-
-// Src is the source MAC address.
-func (e Ethernet) Src() (m [6]byte) { copy(m[:], e[6:12]); return }
-
 // Type is the EtherType (or the TPID of a VLAN tag that follows).
 func (e Ethernet) Type() uint16 { return binary.BigEndian.Uint16(e[12:]) }
 

@@ -47,7 +47,7 @@ func (b IPv4) SetTotalLength(v uint16) { binary.BigEndian.PutUint16(b[2:], v) }
 func (b IPv4) ID() uint16              { return binary.BigEndian.Uint16(b[4:]) }
 func (b IPv4) SetID(v uint16)          { binary.BigEndian.PutUint16(b[4:], v) }
 func (b IPv4) DontFrag() bool          { return b[6]&0x40 != 0 }
-func (b IPv4) TTL() uint8              { return b[8] }
+func (b IPv4) FragmentOffset() uint16  { return binary.BigEndian.Uint16(b[6:]) & 0x1fff }
 func (b IPv4) Protocol() uint8         { return b[9] }
 func (b IPv4) Checksum() uint16        { return binary.BigEndian.Uint16(b[10:]) }
 func (b IPv4) SetChecksum(v uint16)    { binary.BigEndian.PutUint16(b[10:], v) }
@@ -90,7 +90,6 @@ func (b IPv6) Encode(f *IPv6Fields) {
 func (b IPv6) PayloadLength() uint16     { return binary.BigEndian.Uint16(b[4:]) }
 func (b IPv6) SetPayloadLength(v uint16) { binary.BigEndian.PutUint16(b[4:], v) }
 func (b IPv6) NextHeader() uint8         { return b[6] }
-func (b IPv6) HopLimit() uint8           { return b[7] }
 func (b IPv6) Src() netip.Addr           { return netip.AddrFrom16([16]byte(b[8:24])) }
 func (b IPv6) Dst() netip.Addr           { return netip.AddrFrom16([16]byte(b[24:40])) }
 

@@ -2,6 +2,8 @@ package bpf
 
 import (
 	"errors"
+	"sync"
+	"sync/atomic"
 
 	"github.com/gopacket/gopacket/layers"
 	"golang.org/x/net/bpf"
@@ -11,17 +13,30 @@ import (
 // file: the same classic BPF program the kernel would run, executed by
 // golang.org/x/net/bpf's VM. An expression is compiled for each link type
 // met (a pcapng file may mix them); a program (-F) applies as it is.
+//
+// A Filter is safe for concurrent use: compiled once, it serves every pass
+// over the frames (iwtui filters while it indexes). The compiled programs
+// are an immutable map replaced whole when a new link type is met, so
+// Match reads it without a lock.
 type Filter struct {
 	expr string
 	prog []bpf.RawInstruction
-	vms  map[layers.LinkType]*bpf.VM
-	errs map[layers.LinkType]error
+	mu   sync.Mutex // serialises compiling for a new link type
+	vms  atomic.Pointer[map[layers.LinkType]compiled]
+}
+
+// compiled is an expression compiled for one link type: its VM, or why it
+// cannot run there.
+type compiled struct {
+	vm  *bpf.VM
+	err error
 }
 
 // NewFilter compiles expr (for Ethernet first, so that a syntax error
 // shows before any frame is read).
 func NewFilter(expr string) (*Filter, error) {
-	ff := &Filter{expr: expr, vms: map[layers.LinkType]*bpf.VM{}, errs: map[layers.LinkType]error{}}
+	ff := &Filter{expr: expr}
+	ff.vms.Store(&map[layers.LinkType]compiled{})
 	if _, err := ff.vm(layers.LinkTypeEthernet); err != nil {
 		var fe *Error
 		if !errors.As(err, &fe) || fe.Pos >= 0 || !fe.Unsupported {
@@ -45,7 +60,9 @@ func NewProgramFilter(prog []bpf.RawInstruction) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{prog: prog, vms: map[layers.LinkType]*bpf.VM{0: vm}}, nil
+	ff := &Filter{prog: prog}
+	ff.vms.Store(&map[layers.LinkType]compiled{0: {vm: vm}})
+	return ff, nil
 }
 
 // NewVM readies prog for golang.org/x/net/bpf's user-space VM.
@@ -59,25 +76,29 @@ func NewVM(prog []bpf.RawInstruction) (*bpf.VM, error) {
 
 func (ff *Filter) vm(lt layers.LinkType) (*bpf.VM, error) {
 	if ff.prog != nil {
-		return ff.vms[0], nil
+		lt = 0
 	}
-	if vm, ok := ff.vms[lt]; ok {
-		return vm, nil
+	if c, ok := (*ff.vms.Load())[lt]; ok {
+		return c.vm, c.err
 	}
-	if err, ok := ff.errs[lt]; ok {
-		return nil, err
+	ff.mu.Lock()
+	defer ff.mu.Unlock()
+	old := *ff.vms.Load()
+	if c, ok := old[lt]; ok { // compiled while this one waited
+		return c.vm, c.err
 	}
 	prog, err := Compile(ff.expr, lt, Options{})
 	var vm *bpf.VM
 	if err == nil {
 		vm, err = NewVM(prog)
 	}
-	if err != nil {
-		ff.errs[lt] = err
-		return nil, err
+	m := make(map[layers.LinkType]compiled, len(old)+1)
+	for k, v := range old {
+		m[k] = v
 	}
-	ff.vms[lt] = vm
-	return vm, nil
+	m[lt] = compiled{vm, err}
+	ff.vms.Store(&m)
+	return vm, err
 }
 
 // Match reports whether the filter keeps frame, a frame of link type lt.
