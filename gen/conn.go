@@ -235,6 +235,11 @@ func (c *conn) buildMPAFrames() {
 		req.PrivateData = m.RequestData
 		rep.PrivateData = m.ReplyData
 	}
+	if e := m.ERDMA; e != nil {
+		req.ERDMA, rep.ERDMA = true, true
+		req.ERDMAExt = decode.MPAERDMAExt{Cookie: e.Cookie, Bits: uint32(e.CC) & decode.MPAERDMACCMask}
+		rep.ERDMAExt = decode.MPAERDMAExt{Cookie: e.ReplyCookie, Bits: uint32(e.ReplyCC) & decode.MPAERDMACCMask}
+	}
 	c.request = req.Append(nil)
 	c.reply = rep.Append(nil)
 }
@@ -283,6 +288,9 @@ func (c *conn) open() error {
 	cl.appendUnit(c.request)
 	if err := cl.flush(); err != nil {
 		return err
+	}
+	if c.cfg.MPA.ERDMA != nil && c.g.track {
+		c.g.addFinding(cl, finding.MPARevERDMA, cl.lastDataFrame, 0, cl.isn+1, 0, "MPA Request Rev 129: Alibaba erdma's extension after PD_Length")
 	}
 	sv.appendUnit(c.reply)
 	if err := sv.flush(); err != nil {

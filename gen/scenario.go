@@ -15,6 +15,8 @@ import (
 	"unicode"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/iwkit/iwkit/decode"
 )
 
 // Scenario describes the traffic to generate. The zero value of every field
@@ -140,6 +142,11 @@ type MPA struct {
 	// Direct and Chelsio T4 use instead of the RFC 6581 block (not an RFC
 	// format).
 	Rev1IRDORD bool `json:"rev1_ird_ord,omitempty" yaml:"rev1_ird_ord,omitempty"`
+	// ERDMA makes both frames Alibaba erdma's (Linux erdma_cm.c): Rev 129
+	// (MPA_REVISION_EXT_1) with the 8-octet extension after PD_Length,
+	// which PD_Length does not count. It overrides Rev and excludes the
+	// RFC 6581 block, the Rev 1 IRD/ORD pair and RTRs.
+	ERDMA *ERDMA `json:"erdma,omitempty" yaml:"erdma,omitempty"`
 	// RTR selects the peer-to-peer model (A=1, RFC 6581 §9.2) and the
 	// ready-to-receive message the Initiator sends first: "write"
 	// (zero-length RDMA Write), "read" (zero-length RDMA Read, answered by
@@ -149,6 +156,16 @@ type MPA struct {
 	// Reject makes the Responder reject (R=1 in the Reply): no FPDU
 	// follows and the Ops are not run.
 	Reject bool `json:"reject,omitempty" yaml:"reject,omitempty"`
+}
+
+// ERDMA is the content of erdma's extension (struct erdma_mpa_ext) in
+// the Request and in the Reply: the QP's iWARP cookie and its
+// congestion-control algorithm (bits 3:0 of the bits word, 0-15).
+type ERDMA struct {
+	Cookie      uint32 `json:"cookie,omitempty" yaml:"cookie,omitempty"`
+	CC          uint8  `json:"cc,omitempty" yaml:"cc,omitempty"`
+	ReplyCookie uint32 `json:"reply_cookie,omitempty" yaml:"reply_cookie,omitempty"`
+	ReplyCC     uint8  `json:"reply_cc,omitempty" yaml:"reply_cc,omitempty"`
 }
 
 // Operation names for Op.Op.
@@ -604,6 +621,14 @@ func (c *Connection) validate() error {
 	default:
 		return fmt.Errorf("mpa rtr %q: want write, read or send", m.RTR)
 	}
+	if e := m.ERDMA; e != nil {
+		if e.CC > 15 || e.ReplyCC > 15 {
+			return fmt.Errorf("mpa erdma cc above 15 (a 4-bit field)")
+		}
+		if m.RTR != "" || m.Rev1IRDORD || (m.Enhanced != nil && *m.Enhanced) {
+			return fmt.Errorf("mpa erdma excludes rtr, rev1_ird_ord and enhanced")
+		}
+	}
 	if m.RTR != "" && !c.enhanced() {
 		return fmt.Errorf("mpa rtr needs the RFC 6581 block (rev 2, enhanced)")
 	}
@@ -651,6 +676,9 @@ func (m *MPA) irdOrd() (ird, ord, rird, rord uint16) {
 }
 
 func (c *Connection) rev() int {
+	if c.MPA.ERDMA != nil {
+		return decode.MPARevERDMA
+	}
 	if c.MPA.Rev == nil {
 		return 1
 	}
@@ -661,7 +689,7 @@ func (c *Connection) enhanced() bool {
 	if c.MPA.Enhanced != nil {
 		return *c.MPA.Enhanced
 	}
-	return c.rev() >= 2
+	return c.rev() >= 2 && c.MPA.ERDMA == nil
 }
 
 func (im *Impairment) validate(sc *Scenario) error {
