@@ -312,10 +312,14 @@ var fieldTable = []Field{
 	fld("mpa.r", KindBool, false, BaseMPAFrame, 16, 0, MPAFlagR, "R: in a Reply, the Responder rejects the connection", cMPA, func(p *PDU) Value { return vBool(p.MPA.Reject) }),
 	fld("mpa.s", KindBool, false, BaseMPAFrame, 16, 0, MPAFlagS, "S (RFC 6581 enhanced): Private Data starts with the IRD/ORD block", cMPA, func(p *PDU) Value { return vBool(p.MPA.Enhanced) }),
 	fld("mpa.res", KindUint, true, BaseMPAFrame, 16, 0, 0x0F, "reserved flag bits (0x08 is siw's GSO experiment)", cMPA, func(p *PDU) Value { return vUint(p.MPA.Res) }),
-	fld("mpa.rev", KindUint, false, BaseMPAFrame, 17, 1, 0, "MPA revision: 0 RDMA Consortium, 1 RFC 5044, 2 RFC 6581, 129 Alibaba erdma (not an RFC value)", cMPA, func(p *PDU) Value { return vUint(p.MPA.Rev) }),
+	fld("mpa.rev", KindUint, false, BaseMPAFrame, 17, 1, 0, "MPA revision: 0 RDMA Consortium, 1 RFC 5044, 2 RFC 6581", cMPA, func(p *PDU) Value { return vUint(p.MPA.Rev) }),
 	fld("mpa.pre_ietf", KindBool, false, BaseNone, -1, 0, 0, "Rev 0: pre-IETF RDMA Consortium MPA", cMPA, func(p *PDU) Value { return vBool(p.MPA.PreIETF) }),
 	fld("mpa.pd_length", KindUint, false, BaseMPAFrame, 18, 2, 0, "octets of Private Data, at most 512", cMPA, func(p *PDU) Value { return vUint(p.MPA.PDLength) }),
-	fld("mpa.private_data", KindBytes, false, BaseMPAFrame, 20, -1, 0, "Private Data, including the RFC 6581 block (after erdma's extension with Rev 129)", cMPA, func(p *PDU) Value { return Value{Kind: KindBytes, B: p.MPA.PrivateData} }),
+	// Alibaba erdma's extension after PD_Length (Linux erdma_cm.h, struct erdma_mpa_ext; Rev 129).
+	fld("mpa.erdma.cookie", KindUint, true, BaseMPAFrame, 20, 4, 0, "erdma (Rev 129) extension: the sender QP's iWARP cookie", cERDMA, func(p *PDU) Value { return vUint(p.MPA.ERDMAExt.Cookie) }),
+	fld("mpa.erdma.bits", KindUint, true, BaseMPAFrame, 24, 4, 0, "erdma (Rev 129) extension: the bits word (congestion control in bits 3:0)", cERDMA, func(p *PDU) Value { return vUint(p.MPA.ERDMAExt.Bits) }),
+	fld("mpa.erdma.cc", KindUint, false, BaseMPAFrame, 24, 4, MPAERDMACCMask, "erdma (Rev 129) extension: congestion-control algorithm of the sender's QP; peers that differ fall back to a compromise", cERDMA, func(p *PDU) Value { return vUint(p.MPA.ERDMAExt.CC()) }),
+	fld("mpa.private_data", KindBytes, false, BaseMPAFrame, 20, -1, 0, "Private Data, including the RFC 6581 block", cMPA, func(p *PDU) Value { return Value{Kind: KindBytes, B: p.MPA.PrivateData} }),
 	fld("mpa.v2.p2p", KindBool, false, BaseMPAFrame, 20, 0, 0x80, "A: peer-to-peer connection model (an RTR follows)", cV2, func(p *PDU) Value { return vBool(p.MPA.V2.PeerToPeer) }),
 	fld("mpa.v2.send_rtr", KindBool, false, BaseMPAFrame, 20, 0, 0x40, "B: zero-length Send RTR", cV2, func(p *PDU) Value { return vBool(p.MPA.V2.ZeroLenSendRTR) }),
 	fld("mpa.v2.ird", KindUint, false, BaseMPAFrame, 20, 2, 0x3FFF, "IRD of the frame's sender (0x3FFF: no negotiation)", cV2, func(p *PDU) Value { return vUint(p.MPA.V2.IRD) }),
@@ -324,10 +328,6 @@ var fieldTable = []Field{
 	fld("mpa.v2.ord", KindUint, false, BaseMPAFrame, 22, 2, 0x3FFF, "ORD of the frame's sender (0x3FFF: no negotiation)", cV2, func(p *PDU) Value { return vUint(p.MPA.V2.ORD) }),
 	fld("mpa.rev1.ird", KindUint, false, BaseMPAFrame, 20, 4, 0, "IRD of the Rev 1 IRD/ORD Private Data variant (MS-SMBD, Chelsio T4)", cRev1, func(p *PDU) Value { return vUint(p.MPA.Rev1IRD) }),
 	fld("mpa.rev1.ord", KindUint, false, BaseMPAFrame, 24, 4, 0, "ORD of the Rev 1 IRD/ORD Private Data variant", cRev1, func(p *PDU) Value { return vUint(p.MPA.Rev1ORD) }),
-	// Alibaba erdma's extension after PD_Length (Linux erdma_cm.h, struct erdma_mpa_ext; Rev 129).
-	fld("mpa.erdma.cookie", KindUint, true, BaseMPAFrame, 20, 4, 0, "erdma (Rev 129) extension: the sender QP's iWARP cookie", cERDMA, func(p *PDU) Value { return vUint(p.MPA.ERDMAExt.Cookie) }),
-	fld("mpa.erdma.bits", KindUint, true, BaseMPAFrame, 24, 4, 0, "erdma (Rev 129) extension: the bits word (congestion control in bits 3:0)", cERDMA, func(p *PDU) Value { return vUint(p.MPA.ERDMAExt.Bits) }),
-	fld("mpa.erdma.cc", KindUint, false, BaseMPAFrame, 24, 4, MPAERDMACCMask, "erdma (Rev 129) extension: congestion-control algorithm of the sender's QP; peers that differ fall back to a compromise", cERDMA, func(p *PDU) Value { return vUint(p.MPA.ERDMAExt.CC()) }),
 
 	// FPDU framing (RFC 5044 §4).
 	fld("mpa.ulpdu_length", KindUint, false, BaseFPDU, 0, 2, 0, "ULPDU_Length: octets of the DDP segment (no PAD, CRC or markers)", cFPDU, func(p *PDU) Value { return vUint(p.FPDU.ULPDULength) }),
