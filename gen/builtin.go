@@ -31,6 +31,7 @@ var builtins = map[string]builtin{
 	"mixed":           {"every operation in both directions (Sends, Send with SE/Invalidate, Write, Write+Immediate, Read, Immediate Data, FetchAdd, CmpSwap), MPA v2 peer-to-peer with a Write RTR", mixed},
 	"every-terminate": {"one connection per Terminate cause of decode.TermCauses(): the client sends the message to blame (with the fault, where the wire can show it), the server Terminates with the headers RFC 5040 §7.1 prescribes", everyTerminate},
 	"erdma":           {"Alibaba erdma (Linux erdma_cm.c): MPA Rev 129 frames with the 8-octet cookie/congestion-control extension PD_Length does not count, no markers, CRC off; Sends both ways, RDMA Writes and Reads", erdma},
+	"cxgb4-fallback":  {"Chelsio cxgb4's MPA v2 to v1 fallback (c4iw_reconnect): per connection pair, an MPA v2 Request the Responder resets (an RFC 5044-only peer), then the Initiator's MPA v1 reconnect from the next port, with Sends and RDMA Writes", cxgb4Fallback},
 	"hostile":         {"every impairment: header faults (wrong MSN/QN/DV/RV, MO out of order, unknown STag, long Read Response, bad CRC) on connection 0, TCP faults (drop, reorder, duplicate, retransmit, snaplen) on 1, a mid-stream start on 2", hostile},
 }
 
@@ -346,6 +347,28 @@ func erdma(p Params) *Scenario {
 		}
 		c.Ops = append(c.Ops, Op{Op: OpNameWrite, Size: size}, Op{Op: OpNameRead, Size: size})
 		sc.Connections = append(sc.Connections, c)
+	}
+	return sc
+}
+
+// cxgb4Fallback is Linux cxgb4's answer to a peer that aborts an MPA v2
+// attempt: it reconnects to the same peer with MPA v1
+// (c4iw_reconnect, retry_with_mpa_v1).
+func cxgb4Fallback(p Params) *Scenario {
+	sc := &Scenario{}
+	count := or(p.Count, 4)
+	for ci := range or(p.Conns, 1) {
+		client := fmt.Sprintf("10.0.4.%d", 1+ci)
+		v2 := len(sc.Connections)
+		sc.Connections = append(sc.Connections,
+			Connection{Client: fmt.Sprintf("%s:%d", client, 40000), Server: "10.0.4.200:4791",
+				MPA: MPA{Rev: ptr(2), CRC: true, ResetRequest: true}},
+			Connection{Client: fmt.Sprintf("%s:%d", client, 40001), Server: "10.0.4.200:4791", After: ptr(v2),
+				MPA: MPA{Rev: ptr(1), CRC: true}})
+		c := &sc.Connections[len(sc.Connections)-1]
+		for range count {
+			c.Ops = append(c.Ops, Op{Op: OpNameSend, Size: 128}, Op{Op: OpNameWrite, Size: 4096})
+		}
 	}
 	return sc
 }

@@ -255,6 +255,10 @@ func (c *conn) step() (bool, error) {
 		if c.cfg.MPA.Reject {
 			c.stage = stageClose
 		}
+		if c.cfg.MPA.ResetRequest {
+			c.stage = stageDone // the Responder's RST ended it
+			return true, nil
+		}
 	case stageOps:
 		more, err := c.nextOp()
 		if err != nil {
@@ -291,6 +295,23 @@ func (c *conn) open() error {
 	}
 	if c.cfg.MPA.ERDMA != nil && c.g.track {
 		c.g.addFinding(cl, finding.MPARevERDMA, cl.lastDataFrame, 0, cl.isn+1, 0, "MPA Request Rev 129: Alibaba erdma's extension after PD_Length")
+	}
+	if c.g.track {
+		if v2 := c.fallbackFrom(); v2 != nil {
+			c.g.addFinding(cl, finding.MPAV1Fallback, cl.lastDataFrame, 0, cl.isn+1, 0, fmt.Sprintf("MPA v1 retry of the MPA v2 attempt of connection %d", v2.idx))
+		}
+	}
+	if c.cfg.MPA.ResetRequest {
+		// An RFC 5044-only Responder cannot parse a Rev 2 Request and
+		// resets (RFC 6581 §10; what makes cxgb4 retry with v1).
+		frame, err := sv.control(flagRST|flagACK, sv.cut)
+		if err != nil {
+			return err
+		}
+		if c.g.track {
+			c.g.addFinding(sv, finding.MPAResetInSetup, frame, 0, sv.cut, 0, "the Responder reset the connection after the MPA Request")
+		}
+		return nil
 	}
 	sv.appendUnit(c.reply)
 	if err := sv.flush(); err != nil {
@@ -711,4 +732,24 @@ func (c *conn) terminate(h *half, op *Op) (decode.Terminate, int) {
 		t.TermRDMA = b.read
 	}
 	return t, b.ordinal
+}
+
+// fallbackFrom returns the connection whose reset MPA v2 attempt this one
+// retries with MPA v1: the one it comes After, from the same client host to
+// the same server, that reset its Rev 2 Request (nil if none).
+func (c *conn) fallbackFrom() *conn {
+	a := c.cfg.After
+	if a == nil || c.enhanced || c.rev != 1 {
+		return nil
+	}
+	v2 := c.g.conns[*a]
+	if !v2.cfg.MPA.ResetRequest || !v2.enhanced {
+		return nil
+	}
+	a1, e1 := netip.ParseAddrPort(v2.truth.Client)
+	a2, e2 := netip.ParseAddrPort(c.truth.Client)
+	if e1 != nil || e2 != nil || a1.Addr() != a2.Addr() || v2.truth.Server != c.truth.Server {
+		return nil
+	}
+	return v2
 }

@@ -81,6 +81,9 @@ type Connection struct {
 	TSClock    int  `json:"ts_clock,omitempty" yaml:"ts_clock,omitempty"`
 	// MPA is the MPA startup negotiation.
 	MPA MPA `json:"mpa" yaml:"mpa"`
+	// After, when set, holds this connection back until connection After
+	// (an index into Connections, an earlier one) has closed: a reconnect.
+	After *int `json:"after,omitempty" yaml:"after,omitempty"`
 	// Packing says how FPDUs go into TCP segments: "one" (default: every
 	// FPDU starts a segment and a segment holds one FPDU, as RNICs and siw
 	// send), "pack" (as many whole FPDUs per segment as fit), or "stream"
@@ -153,6 +156,13 @@ type MPA struct {
 	// a zero-length Read Response) or "send" (zero-length Send). Empty:
 	// client-server model, no RTR. Needs the enhanced block.
 	RTR string `json:"rtr,omitempty" yaml:"rtr,omitempty"`
+	// ResetRequest makes the Responder reset the connection right after
+	// the Request instead of replying, as an RFC 5044-only peer does to a
+	// Rev 2 Request it cannot parse (RFC 6581 §10): the Ops are not run.
+	// A later connection (After) from the same client host to the same
+	// server with Rev 1 is the Initiator's MPA v1 retry (Linux cxgb4
+	// c4iw_reconnect).
+	ResetRequest bool `json:"reset_request,omitempty" yaml:"reset_request,omitempty"`
 	// Reject makes the Responder reject (R=1 in the Reply): no FPDU
 	// follows and the Ops are not run.
 	Reject bool `json:"reject,omitempty" yaml:"reject,omitempty"`
@@ -553,6 +563,9 @@ func (sc *Scenario) Validate() error {
 	for i := range sc.Connections {
 		if err := sc.Connections[i].validate(); err != nil {
 			return fmt.Errorf("connection %d: %w", i, err)
+		}
+		if a := sc.Connections[i].After; a != nil && (*a < 0 || *a >= i) {
+			return fmt.Errorf("connection %d: after %d is not an earlier connection", i, *a)
 		}
 	}
 	for i, im := range sc.Impairments {

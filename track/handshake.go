@@ -22,8 +22,11 @@ func (c *conn) handshake(at *At, f *decode.MPAFrame) {
 			c.finding(finding.MPAFrameUnexpected, dir, at, st.reqFrame, "a second MPA Request (the Initiator already sent one or FPDUs): the MPA exchange happens once per connection (RFC 5044 §7.1)")
 			return
 		}
-		st.sawReq, st.reqFrame = true, at.Frame
+		st.sawReq, st.reqFrame, st.reqTime = true, at.Frame, at.Time
 		st.req = frameInfoOf(f)
+		if f.Rev == 1 && !f.HasV2 {
+			c.v1Request(at)
+		}
 	} else {
 		if dir != R2I {
 			c.finding(finding.MPAKeyInvalid, dir, at, st.reqFrame, "the Initiator sent a frame with the Reply key %q where the Request key %q belongs (RFC 5044 §7.1.1)", decode.MPAKeyRep, decode.MPAKeyReq)

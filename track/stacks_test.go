@@ -2,10 +2,12 @@ package track
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/finding"
+	"github.com/iwkit/iwkit/gen"
 )
 
 // TestERDMADriverCapture reads the capture written octet by octet from the
@@ -40,5 +42,53 @@ func TestERDMADriverCapture(t *testing.T) {
 		for _, f := range fs {
 			t.Log(f.String())
 		}
+	}
+}
+
+// TestResetReportedOnce: a reset is reported once, from the side that sent
+// it (main at 731012f reported it from both sides).
+func TestResetReportedOnce(t *testing.T) {
+	sc := &gen.Scenario{Connections: []gen.Connection{{Close: "rst", Ops: []gen.Op{{Op: gen.OpNameSend, Size: 64}}}}}
+	_, fs, _, _ := runGen(t, sc)
+	n := 0
+	for _, f := range fs {
+		if f.Code == finding.MPALLPClosed {
+			n++
+			if f.Dir != I2R {
+				t.Errorf("RST reported from the %s, the client sent it: %s", f.Dir.Sender(), f.String())
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("RST reported %d times, want once", n)
+	}
+}
+
+// TestV1FallbackLinked: cxgb4's MPA v2 → v1 reconnect, as gen writes it,
+// is linked: per pair one mpa.reset_in_setup from the Responder and one
+// mpa.v1_fallback on the v1 connection, naming the v2 attempt's frames.
+func TestV1FallbackLinked(t *testing.T) {
+	sc, err := gen.Builtin("cxgb4-fallback", gen.Params{Count: 2, Conns: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, fs, _, _ := runGen(t, sc)
+	resets, falls := 0, 0
+	for _, f := range fs {
+		switch f.Code {
+		case finding.MPAResetInSetup:
+			resets++
+			if f.Dir != R2I || len(f.Frames) != 2 {
+				t.Errorf("reset in setup: %s", f.String())
+			}
+		case finding.MPAV1Fallback:
+			falls++
+			if len(f.Frames) != 2 || f.Frames[1] >= f.Frames[0] || !strings.Contains(f.Message, "fallback cost") {
+				t.Errorf("fallback: %s", f.String())
+			}
+		}
+	}
+	if resets != 3 || falls != 3 {
+		t.Errorf("%d resets in setup, %d fallbacks; want 3 and 3", resets, falls)
 	}
 }
