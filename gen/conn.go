@@ -15,6 +15,7 @@ const (
 	packOne = iota
 	packPack
 	packStream
+	packSplit // packOne, each unit cut at Connection.Split
 )
 
 // Connection stages.
@@ -92,6 +93,9 @@ func newConn(g *generator, idx int, cfg *Connection) (*conn, error) {
 	case "stream":
 		c.packing = packStream
 	}
+	if len(cfg.Split) > 0 {
+		c.packing = packSplit
+	}
 	client := cfg.Client
 	if client == "" {
 		client = fmt.Sprintf("10.0.%d.%d:%d", 1+idx/250, 1+idx%250, 40000+idx%20000)
@@ -159,7 +163,7 @@ func newConn(g *generator, idx int, cfg *Connection) (*conn, error) {
 			markers: markers[d], crc: c.crc, crcSwap: c.crc && m.CRCByteSwapped, emss: emss, dv: dv, rv: rv,
 			tsBase: g.rng.Uint32(), reqID: 1}
 		h.tmpl = newTemplate(src, dst, cfg.VLAN, cfg.Timestamps, uint16(g.rng.Uint32()))
-		h.nxt, h.cut = isn[d]+1, isn[d]+1
+		h.nxt, h.cut, h.unitStart = isn[d]+1, isn[d]+1, isn[d]+1
 		h.mulpdu = decode.MULPDU(emss, h.markers)
 		if cfg.MaxULPDU > 0 {
 			h.mulpdu = cfg.MaxULPDU

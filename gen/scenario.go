@@ -90,6 +90,13 @@ type Connection struct {
 	// (the octet stream is cut at EMSS regardless of FPDU boundaries). An
 	// FPDU larger than EMSS is split over segments in every mode.
 	Packing string `json:"packing,omitempty" yaml:"packing,omitempty"`
+	// Split cuts every unit (MPA frame, FPDU) into several TCP segments at
+	// these octet offsets within it, ascending, as Marvell qed firmware
+	// sends FPDUs (RFC 5044 §4.1 leaves segmentation to TCP; a receiver
+	// must reassemble, even a 1-octet split of ULPDU_Length). It replaces
+	// Packing (each unit starts a segment); offsets past a unit's end do
+	// nothing to it.
+	Split []int `json:"split,omitempty" yaml:"split,omitempty"`
 	// MaxULPDU overrides MULPDU, the largest DDP segment: below it packs
 	// more FPDUs per segment, above EMSS it makes FPDUs larger than a
 	// segment (as siw's GSO mode does). 0: MULPDU.
@@ -616,6 +623,11 @@ func (c *Connection) validate() error {
 	case "", "one", "pack", "stream":
 	default:
 		return fmt.Errorf("packing %q: want one, pack or stream", c.Packing)
+	}
+	for i, p := range c.Split {
+		if p <= 0 || p > 1<<20 || (i > 0 && p <= c.Split[i-1]) || i >= 64 {
+			return fmt.Errorf("split %v: at most 64 ascending offsets in 1..2^20", c.Split)
+		}
 	}
 	switch c.Close {
 	case "", "fin", "rst", "none":

@@ -92,3 +92,54 @@ func TestV1FallbackLinked(t *testing.T) {
 		t.Errorf("%d resets in setup, %d fallbacks; want 3 and 3", resets, falls)
 	}
 }
+
+// TestSplitFPDUsEverywhere: FPDUs split over TCP segments as Marvell qed
+// firmware sends them, at every octet offset (offset 1 splits
+// ULPDU_Length), with markers and CRC, are framed with no finding but the
+// FINs, every message decoded. The MPA frames are split at the same offset.
+func TestSplitFPDUsEverywhere(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   gen.Op
+		mpa  gen.MPA
+	}{
+		// A 124-octet FPDU (18-octet DDP/RDMAP header, 100 octets, CRC),
+		// markers toward the Responder.
+		{"send", gen.Op{Op: gen.OpNameSend, Size: 100}, gen.MPA{Rev: ptrTo(2), CRC: true, MarkersI2R: true}},
+		// A full-size FPDU (MULPDU of a 1460-octet MSS), no markers.
+		{"write", gen.Op{Op: gen.OpNameWrite, Size: 1400}, gen.MPA{Rev: ptrTo(1), CRC: true}},
+	} {
+		fpdu := 0
+		for k := 1; fpdu == 0 || k < fpdu; k++ {
+			sc := &gen.Scenario{Connections: []gen.Connection{{Split: []int{k}, MPA: tc.mpa,
+				Ops: []gen.Op{tc.op, tc.op, {Op: gen.OpNameSend, Dir: "r2i", Size: 100}}}}}
+			tr, fs, truth, _ := runGen(t, sc)
+			if fpdu == 0 {
+				fpdu = int(truth.FPDUs[0].End - truth.FPDUs[0].Seq)
+			}
+			for _, f := range fs {
+				if f.Code != finding.MPALLPClosed {
+					t.Errorf("%s split at %d: %s", tc.name, k, f.String())
+				}
+			}
+			st := tr.Stats()
+			var msgs uint64
+			for d := range st.Dir {
+				for _, m := range st.Dir[d].Messages {
+					msgs += m
+				}
+			}
+			if msgs != 3 || st.Dir[0].Skips+st.Dir[1].Skips != 0 {
+				t.Errorf("%s split at %d: %d messages (want 3), %d skips", tc.name, k, msgs, st.Dir[0].Skips+st.Dir[1].Skips)
+			}
+			if t.Failed() {
+				return
+			}
+		}
+		if fpdu < 100 {
+			t.Errorf("%s: FPDU of %d octets", tc.name, fpdu)
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
