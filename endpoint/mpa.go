@@ -33,7 +33,7 @@ type Config struct {
 	// with the Request's revision. 129 speaks Alibaba erdma's MPA (Linux
 	// erdma_cm.c, MPA_REVISION_EXT_1, not an RFC revision): frames carry
 	// the 8-octet extension ERDMA after PD_Length, no IRD/ORD block; a
-	// Responder with Rev 129 also accepts Rev 129 Requests.
+	// Responder with Rev 129 takes Rev 129 Requests only, as erdma does.
 	Rev int
 	// ERDMA is the extension our Rev 129 frames carry: the QP's cookie
 	// and congestion-control algorithm (bits 3:0 of Bits).
@@ -645,13 +645,16 @@ func AcceptConn(ctx context.Context, c net.Conn, cfg *Config) (*ConnRequest, err
 		c.Close()
 		return nil, err
 	}
+	if cfg.rev() == decode.MPARevERDMA && !f.ERDMA {
+		// erdma_recv_mpa_rr takes Rev 129 only (-EPROTO, the socket is
+		// released without a Reply).
+		c.Close()
+		return nil, &MPAError{Reason: fmt.Sprintf("MPA Request Rev %d refused: an erdma Responder takes Rev 129 only", f.Rev)}
+	}
 	if cfg.RefuseV2 && f.HasV2 {
 		// An RFC 5044-only peer cannot parse Rev 2: it resets (RFC 6581
 		// §10), and an Initiator may retry with Rev 1.
-		if tc, ok := c.(*net.TCPConn); ok {
-			tc.SetLinger(0)
-		}
-		c.Close()
+		(&ConnRequest{c: c}).Reset()
 		return nil, &MPAError{Reason: "MPA v2 Request refused with a reset (RefuseV2)"}
 	}
 	raw = append([]byte(nil), raw...)
@@ -717,6 +720,16 @@ func (r *ConnRequest) Reject(privateData []byte) error {
 
 // Close drops the request without a Reply.
 func (r *ConnRequest) Close() error { return r.c.Close() }
+
+// Reset drops the request with a TCP reset and no Reply, as an RFC
+// 5044-only Responder answers a Rev 2 Request it cannot parse (RFC 6581
+// §10); an Initiator such as Linux cxgb4 then retries with Rev 1.
+func (r *ConnRequest) Reset() error {
+	if tc, ok := r.c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	return r.c.Close()
+}
 
 // Accept answers with a Reply carrying privateData (nil: the Listener's
 // Config.PrivateData) and moves qp (Idle, receives posted) to RTS. The
