@@ -143,3 +143,29 @@ func TestSplitFPDUsEverywhere(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestIRDORDMismatchNamed: an Initiator that announced ORD 4 and kept it
+// after the Responder's IRD 1 overruns it; the finding names the Reply that
+// announced the IRD and the mismatch.
+func TestIRDORDMismatchNamed(t *testing.T) {
+	s := newScen(t, Limits{})
+	q, r := mpaReq(2), mpaRep(2)
+	r.V2.IRD = 1
+	s.mpa(I2R, q)
+	s.mpa(R2I, r) // frame 2
+	s.seg(I2R, rreq(1, 1, 0, 8, 2, 0))
+	s.seg(I2R, rreq(2, 1, 8, 8, 2, 8))
+	s.finish()
+	n := 0
+	for _, f := range s.fs {
+		if f.Code == finding.RDMAPIRDExceeded {
+			n++
+			if len(f.Frames) != 2 || f.Frames[1] != 2 || !strings.Contains(f.Message, "ORD 4") || !strings.Contains(f.Message, "mismatch") {
+				t.Errorf("%s", f.String())
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d rdmap.ird_exceeded findings, want 1", n)
+	}
+}
