@@ -133,6 +133,7 @@ func hasOp(p *PDU, o ...Opcode) bool {
 func isTerm(p *PDU) bool     { return hasOp(p, OpTerminate) }
 func hasV2(p *PDU) bool      { return p.IsMPAFrame && p.MPA.HasV2 }
 func hasRev1(p *PDU) bool    { return p.IsMPAFrame && p.MPA.Rev1IRDORD }
+func hasERDMA(p *PDU) bool   { return p.IsMPAFrame && p.MPA.ERDMA }
 func termDDP(p *PDU) bool    { return isTerm(p) && p.Seg.Terminate.HasDDP }
 func termTagged(p *PDU) bool { return termDDP(p) && p.Seg.Terminate.TermDDP.Tagged }
 func termUntag(p *PDU) bool  { return termDDP(p) && !p.Seg.Terminate.TermDDP.Tagged }
@@ -149,6 +150,7 @@ const (
 	cMPA cond = iota
 	cV2
 	cRev1
+	cERDMA
 	cFPDU
 	cDDP
 	cTagged
@@ -169,7 +171,7 @@ const (
 )
 
 var condFuncs = [numConds]func(p *PDU) bool{
-	cMPA: isMPA, cV2: hasV2, cRev1: hasRev1, cFPDU: isFPDU, cDDP: hasDDP, cTagged: tagged, cUntagged: untagged,
+	cMPA: isMPA, cV2: hasV2, cRev1: hasRev1, cERDMA: hasERDMA, cFPDU: isFPDU, cDDP: hasDDP, cTagged: tagged, cUntagged: untagged,
 	cSegOK:     func(p *PDU) bool { return hasDDP(p) && p.SegErr == nil },
 	cSendInv:   func(p *PDU) bool { return hasOp(p, OpSendInv, OpSendSEInv) },
 	cReadReq:   func(p *PDU) bool { return hasOp(p, OpReadRequest) },
@@ -194,6 +196,9 @@ func Present(p *PDU) Mask {
 		}
 		if p.MPA.Rev1IRDORD {
 			m |= 1 << cRev1
+		}
+		if p.MPA.ERDMA {
+			m |= 1 << cERDMA
 		}
 		return m
 	}
@@ -310,6 +315,10 @@ var fieldTable = []Field{
 	fld("mpa.rev", KindUint, false, BaseMPAFrame, 17, 1, 0, "MPA revision: 0 RDMA Consortium, 1 RFC 5044, 2 RFC 6581", cMPA, func(p *PDU) Value { return vUint(p.MPA.Rev) }),
 	fld("mpa.pre_ietf", KindBool, false, BaseNone, -1, 0, 0, "Rev 0: pre-IETF RDMA Consortium MPA", cMPA, func(p *PDU) Value { return vBool(p.MPA.PreIETF) }),
 	fld("mpa.pd_length", KindUint, false, BaseMPAFrame, 18, 2, 0, "octets of Private Data, at most 512", cMPA, func(p *PDU) Value { return vUint(p.MPA.PDLength) }),
+	// Alibaba erdma's extension after PD_Length (Linux erdma_cm.h, struct erdma_mpa_ext; Rev 129).
+	fld("mpa.erdma.cookie", KindUint, true, BaseMPAFrame, 20, 4, 0, "erdma (Rev 129) extension: the sender QP's iWARP cookie", cERDMA, func(p *PDU) Value { return vUint(p.MPA.ERDMAExt.Cookie) }),
+	fld("mpa.erdma.bits", KindUint, true, BaseMPAFrame, 24, 4, 0, "erdma (Rev 129) extension: the bits word (congestion control in bits 3:0)", cERDMA, func(p *PDU) Value { return vUint(p.MPA.ERDMAExt.Bits) }),
+	fld("mpa.erdma.cc", KindUint, false, BaseMPAFrame, 24, 4, MPAERDMACCMask, "erdma (Rev 129) extension: congestion-control algorithm of the sender's QP; peers that differ fall back to a compromise", cERDMA, func(p *PDU) Value { return vUint(p.MPA.ERDMAExt.CC()) }),
 	fld("mpa.private_data", KindBytes, false, BaseMPAFrame, 20, -1, 0, "Private Data, including the RFC 6581 block", cMPA, func(p *PDU) Value { return Value{Kind: KindBytes, B: p.MPA.PrivateData} }),
 	fld("mpa.v2.p2p", KindBool, false, BaseMPAFrame, 20, 0, 0x80, "A: peer-to-peer connection model (an RTR follows)", cV2, func(p *PDU) Value { return vBool(p.MPA.V2.PeerToPeer) }),
 	fld("mpa.v2.send_rtr", KindBool, false, BaseMPAFrame, 20, 0, 0x40, "B: zero-length Send RTR", cV2, func(p *PDU) Value { return vBool(p.MPA.V2.ZeroLenSendRTR) }),

@@ -60,6 +60,8 @@ func FuzzMPAFrame(f *testing.F) {
 		mpaRepHex + "58 02 0008 8001 8001 01020304", // siw GSO, RTR Write
 		mpaReqHex + "40 01 0201",                    // PD_Length 513
 		mpaReqHex + "40 01",                         // truncated
+		erdmaReqHex,                                 // Alibaba erdma, Rev 129 with its extension
+		mpaRepHex + "10 81 0004 00000001",           // erdma, S set, extension cut
 		"0012 4143 00000000 00000000 00000001 00000000 0000 00000000",
 	} {
 		f.Add(fuzzHex(s))
@@ -87,7 +89,7 @@ func FuzzMPAFrame(f *testing.F) {
 			fuzzErrOK(t, n, err, len(data))
 			return
 		}
-		if n > len(data) || n != 20+int(fr.PDLength) || fr.PDLength > decode.MPAMaxPDLength {
+		if n > len(data) || n != 20+decode.MPAExtLen(fr.Rev)+int(fr.PDLength) || fr.PDLength > decode.MPAMaxPDLength {
 			t.Fatalf("n=%d len=%d PDLength=%d", n, len(data), fr.PDLength)
 		}
 		reply, ok := decode.IsMPAKey(data)

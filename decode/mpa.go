@@ -43,6 +43,19 @@ const (
 	// mpaRev1IRDORDLen is the size of the Rev 1 IRD/ORD variant block.
 	mpaRev1IRDORDLen = 8
 
+	// MPARevERDMA is Alibaba erdma's revision (MPA_REVISION_EXT_1 in
+	// Linux drivers/infiniband/hw/erdma/erdma_cm.h): not an RFC value. Its
+	// Request and Reply carry the 8-octet MPAERDMAExt between PD_Length and
+	// the Private Data; PD_Length does not count it.
+	MPARevERDMA = 129
+	// MPAERDMAExtLen is the size of erdma's extension (struct
+	// erdma_mpa_ext: __be32 cookie, __be32 bits).
+	MPAERDMAExtLen = 8
+	// MPAERDMACCMask is the congestion-control choice in the extension's
+	// bits word (MPA_EXT_FLAG_CC, cpu_to_be32(0x0000000f): bits 3:0 of
+	// the big-endian word).
+	MPAERDMACCMask = 0x0000000F
+
 	mpaV2IRDORDMask = 0x3FFF
 	mpaV2A          = 0x8000 // IRD word
 	mpaV2B          = 0x4000 // IRD word
@@ -60,7 +73,8 @@ var mpaKeyCommon = []byte(MPAKeyReq[:9])
 //	Key(16) | M C R S Res(4) | Rev(8) | PD_Length(16) | Private Data
 //
 // The frame is sent as plain TCP stream data before Full Operation Phase: no
-// ULPDU_Length, no markers, no CRC.
+// ULPDU_Length, no markers, no CRC. Alibaba erdma's Rev 129 frame puts an
+// 8-octet extension between PD_Length and the Private Data (see ERDMA).
 //
 // PrivateData always holds the whole Private Data as on the wire, the RFC 6581
 // block or the Rev 1 IRD/ORD block included. When HasV2 is set, Append writes
@@ -97,6 +111,45 @@ type MPAFrame struct {
 	Rev1IRD, Rev1ORD uint32
 	// PreIETF is Rev == 0: the RDMA Consortium MPA (RFC 5044 App. C).
 	PreIETF bool
+	// ERDMA is Rev == MPARevERDMA: Alibaba erdma's frame, whose 8-octet
+	// extension ERDMAExt sits between PD_Length and the Private Data
+	// (PrivateData does not include it).
+	ERDMA    bool
+	ERDMAExt MPAERDMAExt
+}
+
+// MPAERDMAExt is Alibaba erdma's MPA extension (struct erdma_mpa_ext in
+// Linux erdma_cm.h), sent in network order right after PD_Length of a
+// Rev 129 Request or Reply:
+//
+//	Cookie(32) | Bits(32): CC in bits 3:0
+//
+// The driver fills Cookie from the QP's iWARP cookie and CC from the QP's
+// congestion-control algorithm; a peer whose CC differs falls back to a
+// compromise algorithm (erdma_accept, erdma_proc_mpareply).
+type MPAERDMAExt struct {
+	Cookie uint32
+	Bits   uint32
+}
+
+// CC is the congestion-control choice (MPA_EXT_FLAG_CC).
+func (e MPAERDMAExt) CC() uint8 { return uint8(e.Bits & MPAERDMACCMask) }
+
+// MPAExtLen is the number of octets a frame of revision rev carries
+// between PD_Length and the Private Data that PD_Length does not count:
+// MPAERDMAExtLen for erdma's Rev 129, else 0.
+func MPAExtLen(rev uint8) int {
+	if rev == MPARevERDMA {
+		return MPAERDMAExtLen
+	}
+	return 0
+}
+
+// MPAFrameLen returns the length of the MPA Request/Reply frame whose fixed
+// part hdr holds (at least MPAFrameHdrLen octets): 20 + erdma's extension
+// (Rev 129) + PD_Length. It does not check the key or PD_Length.
+func MPAFrameLen(hdr []byte) int {
+	return MPAFrameHdrLen + MPAExtLen(hdr[17]) + int(binary.BigEndian.Uint16(hdr[18:]))
 }
 
 // MPAv2 is the RFC 6581 enhanced connection establishment block, sent in
@@ -189,12 +242,20 @@ func ParseMPAFrame(b []byte, f *MPAFrame) (n int, err error) {
 	if pdl > MPAMaxPDLength {
 		return 0, malformed("mpa", "mpa.pd_length", "Private Data longer than 512 octets")
 	}
-	n = MPAFrameHdrLen + int(pdl)
+	flags, rev := b[16], b[17]
+	ext := MPAExtLen(rev)
+	n = MPAFrameHdrLen + ext + int(pdl)
+	if len(b) < MPAFrameHdrLen+ext {
+		field := "mpa.erdma.bits"
+		if len(b) < MPAFrameHdrLen+4 {
+			field = "mpa.erdma.cookie"
+		}
+		return 0, truncated("mpa", field, n, len(b))
+	}
 	if len(b) < n {
 		return 0, truncated("mpa", "mpa.private_data", n, len(b))
 	}
-	flags, rev := b[16], b[17]
-	pd := b[MPAFrameHdrLen:n:n]
+	pd := b[MPAFrameHdrLen+ext : n : n]
 	*f = MPAFrame{
 		Reply:       reply,
 		Flags:       flags,
@@ -208,7 +269,13 @@ func ParseMPAFrame(b []byte, f *MPAFrame) (n int, err error) {
 		PrivateData: pd,
 		PreIETF:     rev == 0,
 	}
-	if f.Enhanced && rev >= 2 && pdl >= MPAv2Len {
+	if ext > 0 {
+		f.ERDMA = true
+		f.ERDMAExt = MPAERDMAExt{Cookie: binary.BigEndian.Uint32(b[20:]), Bits: binary.BigEndian.Uint32(b[24:])}
+	}
+	// erdma's Rev 129 carries no RFC 6581 block even with S set: its
+	// Private Data is the ULP's (erdma_cm.c never sets S).
+	if f.Enhanced && rev >= 2 && !f.ERDMA && pdl >= MPAv2Len {
 		f.V2, _ = ParseMPAv2(pd) // cannot fail: len(pd) >= 4
 		f.HasV2 = true
 	}
@@ -243,7 +310,9 @@ func (f *MPAFrame) ULPPrivateData() []byte {
 // ignored); Rev; PD_Length; and the Private Data. With HasV2 the Private Data
 // is V2's block followed by ULPPrivateData (PD_Length = 4 + its length); with
 // Rev1IRDORD it is Rev1IRD, Rev1ORD (u32 each, network order) followed by
-// ULPPrivateData; otherwise PrivateData as is. PD_Length is written as the
+// ULPPrivateData; otherwise PrivateData as is. With ERDMA (give Rev 129
+// too) erdma's extension goes between PD_Length and the Private Data and
+// PD_Length does not count it. PD_Length is written as the
 // length actually appended, so a frame above 512 octets can be generated on
 // purpose; the caller keeps it below 65536.
 func (f *MPAFrame) Append(b []byte) []byte {
@@ -274,6 +343,10 @@ func (f *MPAFrame) Append(b []byte) []byte {
 		pdl += mpaRev1IRDORDLen
 	}
 	b = append(b, flags, f.Rev, byte(pdl>>8), byte(pdl))
+	if f.ERDMA {
+		b = binary.BigEndian.AppendUint32(b, f.ERDMAExt.Cookie)
+		b = binary.BigEndian.AppendUint32(b, f.ERDMAExt.Bits)
+	}
 	switch {
 	case f.HasV2:
 		b = f.V2.Append(b)

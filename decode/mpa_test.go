@@ -256,8 +256,10 @@ func TestParseMPAFrameTruncated(t *testing.T) {
 	for _, h := range []string{
 		mpaReqHex + "40 01 0005 0102030405",
 		mpaRepHex + "50 02 0008 8001 4002 aabbccdd",
+		erdmaReqHex, // erdma's extension (Rev 129) before the Private Data
 	} {
 		wire := fpHex(t, h)
+		ext := decode.MPAExtLen(wire[17])
 		for k := 0; k < len(wire); k++ {
 			var want string
 			switch {
@@ -269,6 +271,10 @@ func TestParseMPAFrameTruncated(t *testing.T) {
 				want = "mpa.rev"
 			case k < 20:
 				want = "mpa.pd_length"
+			case k < 20+ext/2:
+				want = "mpa.erdma.cookie"
+			case k < 20+ext:
+				want = "mpa.erdma.bits"
 			default:
 				want = "mpa.private_data"
 			}

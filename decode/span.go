@@ -39,6 +39,7 @@ func (f *Field) Span(p *PDU) (off, n int, ok bool) {
 		switch f.Name {
 		case "mpa.private_data":
 			n = len(p.MPA.PrivateData)
+			off += MPAExtLen(p.MPA.Rev) // erdma's extension comes first
 		case "rdmap.term.ddp_header":
 			n = len(p.Seg.Terminate.TermDDPRaw)
 		default:

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/iwkit/iwkit/decode"
@@ -29,8 +30,23 @@ func (r RTRSet) String() string { return rtrSetString(uint8(r)) }
 type Config struct {
 	// Rev is the MPA revision of our frame: 1 (RFC 5044) or 2 (RFC 6581,
 	// enhanced: IRD/ORD and peer-to-peer). 0 means 2. A Responder answers
-	// with the Request's revision.
+	// with the Request's revision. 129 speaks Alibaba erdma's MPA (Linux
+	// erdma_cm.c, MPA_REVISION_EXT_1, not an RFC revision): frames carry
+	// the 8-octet extension ERDMA after PD_Length, no IRD/ORD block; a
+	// Responder with Rev 129 takes Rev 129 Requests only, as erdma does.
 	Rev int
+	// ERDMA is the extension our Rev 129 frames carry: the QP's cookie
+	// and congestion-control algorithm (bits 3:0 of Bits).
+	ERDMA decode.MPAERDMAExt
+	// FallbackV1, on an Initiator that Dials with Rev 2: when the
+	// Responder resets or closes the connection instead of replying (an
+	// RFC 5044-only peer, RFC 6581 §10), Dial connects again with Rev 1,
+	// as Linux cxgb4 does (c4iw_reconnect). Params.FellBackV1 says so.
+	FallbackV1 bool
+	// RefuseV2, on a Responder, resets the connection on a Rev 2 Request
+	// instead of replying, as an RFC 5044-only peer does; a Rev 1 retry is
+	// accepted. It makes a target for an Initiator's fallback.
+	RefuseV2 bool
 	// CRC asks for MPA CRCs. CRCs are used in both directions when either
 	// frame asks (RFC 5044 §7.1.1), so they are used when the peer asks
 	// even if CRC is false.
@@ -107,6 +123,16 @@ type Params struct {
 	PeerPrivateData []byte
 	MULPDU          int
 	Request, Reply  []byte // the two frames as on the wire
+	// ERDMA: the frames were Alibaba erdma's Rev 129; PeerERDMA is the
+	// peer's extension (its cookie and congestion control).
+	ERDMA     bool
+	PeerERDMA decode.MPAERDMAExt
+	// FellBackV1: the Rev 2 attempt was reset or closed by the Responder
+	// and this connection is Dial's Rev 1 retry (Config.FallbackV1);
+	// FallbackCost is the time from the first attempt to the retry's
+	// Reply.
+	FellBackV1   bool
+	FallbackCost time.Duration
 }
 
 // MPAError is a failed MPA exchange. When the failure happened after the
@@ -114,6 +140,8 @@ type Params struct {
 type MPAError struct {
 	Reason string
 	Term   *TermInfo
+	// ERDMA: the peer's frame was Alibaba erdma's Rev 129.
+	ERDMA bool
 }
 
 func (e *MPAError) Error() string {
@@ -197,9 +225,10 @@ func deadline(ctx context.Context, c net.Conn, d time.Duration) func() {
 }
 
 // readFrame reads one MPA Request or Reply frame, exactly its octets.
-func readFrame(c net.Conn, tap *flowTap, reply bool) (decode.MPAFrame, []byte, error) {
+// erdma allows Alibaba erdma's Rev 129 (with its 8-octet extension).
+func readFrame(c net.Conn, tap *flowTap, reply, erdma bool) (decode.MPAFrame, []byte, error) {
 	var f decode.MPAFrame
-	hdr := make([]byte, decode.MPAFrameHdrLen, decode.MPAFrameHdrLen+decode.MPAMaxPDLength)
+	hdr := make([]byte, decode.MPAFrameHdrLen, decode.MPAFrameHdrLen+decode.MPAERDMAExtLen+decode.MPAMaxPDLength)
 	n, err := io.ReadFull(c, hdr)
 	if tap != nil && n > 0 {
 		tap.recv(hdr[:n])
@@ -217,7 +246,7 @@ func readFrame(c net.Conn, tap *flowTap, reply bool) (decode.MPAFrame, []byte, e
 		// MPA-04 (RFC 5044 §7.1.1).
 		return f, hdr, &MPAError{Reason: fmt.Sprintf("PD_Length %d > 512", pdl)}
 	}
-	b := hdr[:decode.MPAFrameHdrLen+pdl]
+	b := hdr[:decode.MPAFrameLen(hdr)] // erdma's extension comes before the Private Data
 	n, err = io.ReadFull(c, b[decode.MPAFrameHdrLen:])
 	if tap != nil && n > 0 {
 		tap.recv(b[decode.MPAFrameHdrLen : decode.MPAFrameHdrLen+n])
@@ -228,8 +257,12 @@ func readFrame(c net.Conn, tap *flowTap, reply bool) (decode.MPAFrame, []byte, e
 	if _, err := decode.ParseMPAFrame(b, &f); err != nil {
 		return f, b, &MPAError{Reason: err.Error()}
 	}
-	// MPA-02: we work with Rev 1 and 2 (RFC 5044 §7.1.1, RFC 6581 §6).
-	if f.Rev != 1 && f.Rev != 2 {
+	// MPA-02: we work with Rev 1 and 2 (RFC 5044 §7.1.1, RFC 6581 §6), and
+	// with erdma's 129 when configured.
+	if f.ERDMA && !erdma {
+		return f, b, &MPAError{Reason: fmt.Sprintf("MPA Rev 129: the peer speaks Alibaba erdma's MPA (an 8-octet extension after PD_Length, cookie 0x%08x, congestion control %d), not an RFC revision; configure Rev 129 to talk to it", f.ERDMAExt.Cookie, f.ERDMAExt.CC()), ERDMA: true}
+	}
+	if f.Rev != 1 && f.Rev != 2 && !f.ERDMA {
 		return f, b, &MPAError{Reason: fmt.Sprintf("MPA Rev %d not supported", f.Rev)}
 	}
 	// MPA-09: S needs Rev >= 2 and the 4-octet block (RFC 6581 §6).
@@ -256,12 +289,37 @@ func Dial(ctx context.Context, network, addr string, qp *QP, cfg *Config) (*Conn
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	conn, err := Connect(ctx, c, qp, cfg)
+	if err != nil && cfg != nil && cfg.FallbackV1 && cfg.rev() == 2 && aborted(err) && qp.State() == StateIdle {
+		// The Responder reset or closed on our Rev 2 Request: an RFC
+		// 5044-only peer (RFC 6581 §10). Retry with Rev 1 from a new
+		// connection, as Linux cxgb4 does (c4iw_reconnect).
+		v1 := *cfg
+		v1.Rev, v1.PeerToPeer = 1, false
+		if c, err = d.DialContext(ctx, network, addr); err != nil {
+			return nil, err
+		}
+		if conn, err = Connect(ctx, c, qp, &v1); err == nil {
+			conn.p.FellBackV1, conn.p.FallbackCost = true, time.Since(start)
+		}
+	}
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
 	return conn, nil
+}
+
+// aborted: err is the connection reset or closed while the MPA Reply was
+// awaited (not a Reply that rejected, not a bad frame).
+func aborted(err error) bool {
+	var me *MPAError
+	var re *RejectError
+	if errors.As(err, &me) || errors.As(err, &re) {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // Connect runs the Initiator's side of the MPA exchange on an established
@@ -291,11 +349,15 @@ func Connect(ctx context.Context, c net.Conn, qp *QP, cfg *Config) (conn *Conn, 
 	}
 	ird, ord := qp.IRDORD()
 	rev := cfg.rev()
-	if rev != 1 && rev != 2 {
+	erdma := rev == decode.MPARevERDMA
+	if rev != 1 && rev != 2 && !erdma {
 		return nil, fmt.Errorf("%w: MPA Rev %d", ErrInvalidWR, rev)
 	}
-	req := decode.MPAFrame{Markers: cfg.Markers, CRC: cfg.CRC, Rev: rev, PrivateData: cfg.PrivateData}
-	if rev >= 2 {
+	req := decode.MPAFrame{Markers: cfg.Markers, CRC: cfg.CRC, Rev: rev, PrivateData: cfg.PrivateData, ERDMA: erdma, ERDMAExt: cfg.ERDMA}
+	if erdma && cfg.PeerToPeer {
+		return nil, fmt.Errorf("%w: peer-to-peer needs MPA Rev 2", ErrInvalidWR)
+	}
+	if rev == 2 {
 		req.Enhanced, req.HasV2 = true, true
 		req.V2 = decode.MPAv2{PeerToPeer: cfg.PeerToPeer, IRD: v2Clamp(ird), ORD: v2Clamp(ord)}
 		if cfg.PeerToPeer {
@@ -318,13 +380,18 @@ func Connect(ctx context.Context, c net.Conn, qp *QP, cfg *Config) (conn *Conn, 
 	if _, err := c.Write(reqb); err != nil {
 		return nil, err
 	}
-	rep, repb, err := readFrame(c, tap, true)
+	rep, repb, err := readFrame(c, tap, true, erdma)
 	if err != nil {
 		return nil, err
 	}
+	// erdma answers a Rev 129 Request in kind (erdma_accept).
+	if erdma != rep.ERDMA {
+		return nil, &MPAError{Reason: fmt.Sprintf("MPA Request Rev %d answered by a Reply of Rev %d", rev, rep.Rev), ERDMA: rep.ERDMA}
+	}
 	p := Params{Initiator: true, Rev: rev, PeerRev: rep.Rev, PeerIRD: -1, PeerORD: -1,
 		Request: reqb, Reply: append([]byte(nil), repb...),
-		PeerPrivateData: append([]byte(nil), rep.ULPPrivateData()...)}
+		PeerPrivateData: append([]byte(nil), rep.ULPPrivateData()...),
+		ERDMA:           erdma, PeerERDMA: rep.ERDMAExt}
 	if rep.HasV2 {
 		p.PeerIRD, p.PeerORD = int(rep.V2.IRD), int(rep.V2.ORD)
 	}
@@ -573,10 +640,22 @@ func AcceptConn(ctx context.Context, c net.Conn, cfg *Config) (*ConnRequest, err
 	if cfg.Capture != nil {
 		tap = cfg.Capture.newFlow(c, false)
 	}
-	f, raw, err := readFrame(c, tap, false)
+	f, raw, err := readFrame(c, tap, false, cfg.rev() == decode.MPARevERDMA)
 	if err != nil {
 		c.Close()
 		return nil, err
+	}
+	if cfg.rev() == decode.MPARevERDMA && !f.ERDMA {
+		// erdma_recv_mpa_rr takes Rev 129 only (-EPROTO, the socket is
+		// released without a Reply).
+		c.Close()
+		return nil, &MPAError{Reason: fmt.Sprintf("MPA Request Rev %d refused: an erdma Responder takes Rev 129 only", f.Rev)}
+	}
+	if cfg.RefuseV2 && f.HasV2 {
+		// An RFC 5044-only peer cannot parse Rev 2: it resets (RFC 6581
+		// §10), and an Initiator may retry with Rev 1.
+		(&ConnRequest{c: c}).Reset()
+		return nil, &MPAError{Reason: "MPA v2 Request refused with a reset (RefuseV2)"}
 	}
 	raw = append([]byte(nil), raw...)
 	decode.ParseMPAFrame(raw, &f) // re-alias into our copy
@@ -605,7 +684,8 @@ func AcceptConn(ctx context.Context, c net.Conn, cfg *Config) (*ConnRequest, err
 func (r *ConnRequest) RemoteAddr() net.Addr { return r.c.RemoteAddr() }
 
 func (r *ConnRequest) reply(reject bool, ird, ord int, rtrs RTRSet, pd []byte, markers bool) ([]byte, error) {
-	rep := decode.MPAFrame{Reply: true, Reject: reject, Markers: markers, CRC: r.cfg.CRC || r.req.CRC, Rev: r.req.Rev, PrivateData: pd}
+	rep := decode.MPAFrame{Reply: true, Reject: reject, Markers: markers, CRC: r.cfg.CRC || r.req.CRC, Rev: r.req.Rev, PrivateData: pd,
+		ERDMA: r.req.ERDMA, ERDMAExt: r.cfg.ERDMA}
 	if r.req.HasV2 {
 		rep.Enhanced, rep.HasV2 = true, true
 		rep.V2 = decode.MPAv2{PeerToPeer: r.req.V2.PeerToPeer, IRD: uint16(ird), ORD: uint16(ord),
@@ -640,6 +720,16 @@ func (r *ConnRequest) Reject(privateData []byte) error {
 
 // Close drops the request without a Reply.
 func (r *ConnRequest) Close() error { return r.c.Close() }
+
+// Reset drops the request with a TCP reset and no Reply, as an RFC
+// 5044-only Responder answers a Rev 2 Request it cannot parse (RFC 6581
+// §10); an Initiator such as Linux cxgb4 then retries with Rev 1.
+func (r *ConnRequest) Reset() error {
+	if tc, ok := r.c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	return r.c.Close()
+}
 
 // Accept answers with a Reply carrying privateData (nil: the Listener's
 // Config.PrivateData) and moves qp (Idle, receives posted) to RTS. The
@@ -692,7 +782,8 @@ func (r *ConnRequest) Accept(qp *QP, privateData []byte) (*Conn, error) {
 	p := Params{Rev: r.req.Rev, PeerRev: r.req.Rev, Enhanced: r.req.HasV2, CRC: r.cfg.CRC || r.req.CRC,
 		MarkersTx: r.req.Markers, MarkersRx: r.cfg.Markers, PeerToPeer: r.PeerToPeer,
 		IRD: ird, ORD: ord, PeerIRD: r.PeerIRD, PeerORD: r.PeerORD,
-		PeerPrivateData: r.PrivateData, Request: r.raw, Reply: repb}
+		PeerPrivateData: r.PrivateData, Request: r.raw, Reply: repb,
+		ERDMA: r.req.ERDMA, PeerERDMA: r.req.ERDMAExt}
 	p.MULPDU = mulpdu(r.c, r.cfg.MULPDU, p.MarkersTx)
 	s := newStream(r.c, r.tap, nil)
 	s.crc, s.txMarkers, s.rxMarkers, s.mulpdu = p.CRC, p.MarkersTx, p.MarkersRx, p.MULPDU

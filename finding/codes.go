@@ -41,6 +41,7 @@ const (
 	MPAKeyInvalid           // MPA-01: wrong key for the frame's role, or an unparseable key
 	MPARevUnknown           // MPA-02: Rev > 2
 	MPARev0                 // MPA-02: Rev 0, RDMA Consortium era
+	MPARevERDMA             // MPA-02: Rev 129, Alibaba erdma's extension after PD_Length
 	MPARequestRejectBit     // MPA-03: R set in a Request
 	MPAPDLengthInvalid      // MPA-04: PD_Length > 512 or not matching the data
 	MPAResBits              // MPA-05: reserved flag bits set
@@ -70,6 +71,8 @@ const (
 	MPAULPDUExceedsMULPDU   // MPA-21: ULPDU_Length above MULPDU (when the MSS is known)
 	MPALLPClosed            // MPA-22: TCP FIN or RST
 	MPASiwTerminateEncoding // RD-20 with reference §5.1: Terminate in siw's bit-field encoding
+	MPAResetInSetup         // MPA-22: a RST before the MPA exchange completed
+	MPAV1Fallback           // RFC 6581 §10: an aborted MPA v2 attempt retried as v1 by the same peers
 
 	// DDP (track/, RFC 5041).
 	DDPDVInvalid           // DDP-01 (+ draft-differences §7): DV not 1 (or 0 in the RDMAC era), or changing
@@ -108,6 +111,7 @@ const (
 	RDMAPTerminateRepeat         // RD-18: a second Terminate in one direction
 	RDMAPTermAfterTerminate      // RD-19: a Terminate answering a Terminate
 	RDMAPTerminate               // RD-20, RD-21, RD-25, MPA-23: a Terminate, decoded in context
+	RDMAPNoReceivePosted         // RD-20: a Send arrived with no receive posted (Terminate DDP 0x1/0x01)
 	RDMAPTerminateMalformed      // RD-20: undefined cause, wrong length, headers that do not belong
 	RDMAPTerminateV00Code        // RD-20 (draft-differences §5): V00-style LLP code
 	RDMAPTerminateBlameUnmatched // RD-21: the copied header matches no segment sent
@@ -196,6 +200,7 @@ var infos = [numCodes]Info{
 	MPAKeyInvalid:           {Name: "mpa.key_invalid", Severity: Error, Stage: StageTrack, Checks: []string{"MPA-01"}, Summary: "MPA frame key wrong for its role or unreadable"},
 	MPARevUnknown:           {Name: "mpa.rev_unknown", Severity: Warning, Stage: StageTrack, Checks: []string{"MPA-02"}, Summary: "MPA Rev above 2"},
 	MPARev0:                 {Name: "mpa.rev0", Severity: Note, Stage: StageTrack, Checks: []string{"MPA-02"}, Summary: "MPA Rev 0 (RDMA Consortium era)"},
+	MPARevERDMA:             {Name: "mpa.rev_erdma", Severity: Note, Stage: StageTrack, Checks: []string{"MPA-02"}, Ref: "Linux erdma_cm.h", Summary: "MPA Rev 129, Alibaba erdma (not an RFC revision): 8-octet cookie/CC extension after PD_Length"},
 	MPARequestRejectBit:     {Name: "mpa.request_reject_bit", Severity: Warning, Stage: StageTrack, Checks: []string{"MPA-03"}, Summary: "R set in an MPA Request"},
 	MPAPDLengthInvalid:      {Name: "mpa.pd_length_invalid", Severity: Error, Stage: StageTrack, Checks: []string{"MPA-04"}, Summary: "PD_Length above 512 or not matching the data"},
 	MPAResBits:              {Name: "mpa.res_bits", Severity: Warning, Stage: StageTrack, Checks: []string{"MPA-05"}, Summary: "reserved MPA flag bits set"},
@@ -225,6 +230,8 @@ var infos = [numCodes]Info{
 	MPAULPDUExceedsMULPDU:   {Name: "mpa.ulpdu_exceeds_mulpdu", Severity: Warning, Stage: StageTrack, Checks: []string{"MPA-21"}, Summary: "ULPDU longer than the MULPDU of the path"},
 	MPALLPClosed:            {Name: "mpa.llp_closed", Severity: Note, Stage: StageTrack, Checks: []string{"MPA-22"}, Summary: "TCP connection closed (FIN or RST)"},
 	MPASiwTerminateEncoding: {Name: "mpa.siw_terminate_encoding", Severity: Note, Stage: StageTrack, Checks: []string{"RD-20"}, Ref: "reference §5.1", Summary: "Terminate control word in Linux siw's encoding, or ambiguous"},
+	MPAResetInSetup:         {Name: "mpa.reset_in_setup", Severity: Error, Stage: StageTrack, Checks: []string{"MPA-22"}, Summary: "a peer reset the connection before the MPA exchange completed (the other side's connect fails)"},
+	MPAV1Fallback:           {Name: "mpa.v1_fallback", Severity: Note, Stage: StageTrack, Ref: "RFC 6581 §10, Linux cxgb4 c4iw_reconnect", Summary: "an MPA v2 attempt aborted and the same peers reconnected with MPA v1 (the message gives the time lost)"},
 
 	DDPDVInvalid:           {Name: "ddp.dv_invalid", Severity: Error, Stage: StageTrack, Checks: []string{"DDP-01"}, Summary: "DDP Version invalid for the connection or changing", Fatal: true},
 	DDPRsvdNonzero:         {Name: "ddp.rsvd_nonzero", Severity: Warning, Stage: StageTrack, Checks: []string{"DDP-02"}, Summary: "DDP control Rsvd bits set"},
@@ -261,6 +268,7 @@ var infos = [numCodes]Info{
 	RDMAPTerminateRepeat:         {Name: "rdmap.terminate_repeat", Severity: Error, Stage: StageTrack, Checks: []string{"RD-18"}, Summary: "more than one Terminate in a direction"},
 	RDMAPTermAfterTerminate:      {Name: "rdmap.term_after_terminate", Severity: Warning, Stage: StageTrack, Checks: []string{"RD-19"}, Summary: "Terminate answered by a Terminate"},
 	RDMAPTerminate:               {Name: "rdmap.terminate", Severity: Error, Stage: StageTrack, Checks: []string{"RD-20", "RD-21", "RD-25", "MPA-23"}, Summary: "Terminate: the peer reports an error"},
+	RDMAPNoReceivePosted:         {Name: "rdmap.no_receive_posted", Severity: Error, Stage: StageTrack, Checks: []string{"RD-20"}, Summary: "Send arrived with no receive posted: the receiver Terminated (no buffer available), the Send fails"},
 	RDMAPTerminateMalformed:      {Name: "rdmap.terminate_malformed", Severity: Error, Stage: StageTrack, Checks: []string{"RD-20"}, Summary: "Terminate malformed"},
 	RDMAPTerminateV00Code:        {Name: "rdmap.terminate_v00_code", Severity: Note, Stage: StageTrack, Checks: []string{"RD-20"}, Ref: "draft-differences §5", Summary: "Terminate code as the 2003 verbs draft wrote LLP errors"},
 	RDMAPTerminateBlameUnmatched: {Name: "rdmap.terminate_blame_unmatched", Severity: Warning, Stage: StageTrack, Checks: []string{"RD-21"}, Summary: "Terminate blames a segment that was not sent"},

@@ -30,6 +30,8 @@ var builtins = map[string]builtin{
 	"read-heavy":      {"RDMA Reads of Size (default 16KiB) with a Send every 8 reads, CRC on, markers toward the responder", readHeavy},
 	"mixed":           {"every operation in both directions (Sends, Send with SE/Invalidate, Write, Write+Immediate, Read, Immediate Data, FetchAdd, CmpSwap), MPA v2 peer-to-peer with a Write RTR", mixed},
 	"every-terminate": {"one connection per Terminate cause of decode.TermCauses(): the client sends the message to blame (with the fault, where the wire can show it), the server Terminates with the headers RFC 5040 §7.1 prescribes", everyTerminate},
+	"erdma":           {"Alibaba erdma (Linux erdma_cm.c): MPA Rev 129 frames with the 8-octet cookie/congestion-control extension PD_Length does not count, no markers, CRC off; Sends both ways, RDMA Writes and Reads", erdma},
+	"cxgb4-fallback":  {"Chelsio cxgb4's MPA v2 to v1 fallback (c4iw_reconnect): per connection pair, an MPA v2 Request the Responder resets (an RFC 5044-only peer), then the Initiator's MPA v1 reconnect from the next port, with Sends and RDMA Writes", cxgb4Fallback},
 	"hostile":         {"every impairment: header faults (wrong MSN/QN/DV/RV, MO out of order, unknown STag, long Read Response, bad CRC) on connection 0, TCP faults (drop, reorder, duplicate, retransmit, snaplen) on 1, a mid-stream start on 2", hostile},
 }
 
@@ -318,6 +320,55 @@ func hostile(p Params) *Scenario {
 		{Kind: ImpSnaplen, Conn: 1, Segment: 28, Value: v(200)},
 		{Kind: ImpDrop, Conn: 1, Dir: "r2i", Segment: 3},
 		{Kind: ImpMidstream, Conn: 2, Value: v(7)},
+	}
+	return sc
+}
+
+// erdma is an erdma connection as erdma_connect and erdma_accept set it
+// up: both frames Rev 129 with the extension (the QP's cookie and its
+// congestion-control algorithm; the Reply's CC differs here, which makes
+// both QPs fall back to the compromise algorithm), no markers, no CRC
+// (the driver rejects both), then ordinary RDMAP traffic.
+func erdma(p Params) *Scenario {
+	sc := &Scenario{}
+	size := Size(p.Size)
+	if size <= 0 {
+		size = 4096
+	}
+	count := or(p.Count, 5)
+	for ci := range or(p.Conns, 1) {
+		c := Connection{
+			Timestamps: true,
+			MPA: MPA{ERDMA: &ERDMA{Cookie: 0x1000 + uint32(ci), CC: 1, ReplyCookie: 0x2000 + uint32(ci), ReplyCC: 2},
+				RequestData: Data("erdma-req"), ReplyData: Data("erdma-rep")},
+		}
+		for range count {
+			c.Ops = append(c.Ops, Op{Op: OpNameSend, Size: 64}, Op{Op: OpNameSend, Dir: "r2i", Size: 64})
+		}
+		c.Ops = append(c.Ops, Op{Op: OpNameWrite, Size: size}, Op{Op: OpNameRead, Size: size})
+		sc.Connections = append(sc.Connections, c)
+	}
+	return sc
+}
+
+// cxgb4Fallback is Linux cxgb4's answer to a peer that aborts an MPA v2
+// attempt: it reconnects to the same peer with MPA v1
+// (c4iw_reconnect, retry_with_mpa_v1).
+func cxgb4Fallback(p Params) *Scenario {
+	sc := &Scenario{}
+	count := or(p.Count, 4)
+	for ci := range or(p.Conns, 1) {
+		client := fmt.Sprintf("10.0.4.%d", 1+ci)
+		v2 := len(sc.Connections)
+		sc.Connections = append(sc.Connections,
+			Connection{Client: fmt.Sprintf("%s:%d", client, 40000), Server: "10.0.4.200:4791",
+				MPA: MPA{Rev: ptr(2), CRC: true, ResetRequest: true}},
+			Connection{Client: fmt.Sprintf("%s:%d", client, 40001), Server: "10.0.4.200:4791", After: ptr(v2),
+				MPA: MPA{Rev: ptr(1), CRC: true}})
+		c := &sc.Connections[len(sc.Connections)-1]
+		for range count {
+			c.Ops = append(c.Ops, Op{Op: OpNameSend, Size: 128}, Op{Op: OpNameWrite, Size: 4096})
+		}
 	}
 	return sc
 }

@@ -15,6 +15,7 @@ const (
 	packOne = iota
 	packPack
 	packStream
+	packSplit // packOne, each unit cut at Connection.Split
 )
 
 // Connection stages.
@@ -92,6 +93,9 @@ func newConn(g *generator, idx int, cfg *Connection) (*conn, error) {
 	case "stream":
 		c.packing = packStream
 	}
+	if len(cfg.Split) > 0 {
+		c.packing = packSplit
+	}
 	client := cfg.Client
 	if client == "" {
 		client = fmt.Sprintf("10.0.%d.%d:%d", 1+idx/250, 1+idx%250, 40000+idx%20000)
@@ -159,7 +163,7 @@ func newConn(g *generator, idx int, cfg *Connection) (*conn, error) {
 			markers: markers[d], crc: c.crc, crcSwap: c.crc && m.CRCByteSwapped, emss: emss, dv: dv, rv: rv,
 			tsBase: g.rng.Uint32(), reqID: 1}
 		h.tmpl = newTemplate(src, dst, cfg.VLAN, cfg.Timestamps, uint16(g.rng.Uint32()))
-		h.nxt, h.cut = isn[d]+1, isn[d]+1
+		h.nxt, h.cut, h.unitStart = isn[d]+1, isn[d]+1, isn[d]+1
 		h.mulpdu = decode.MULPDU(emss, h.markers)
 		if cfg.MaxULPDU > 0 {
 			h.mulpdu = cfg.MaxULPDU
@@ -235,6 +239,11 @@ func (c *conn) buildMPAFrames() {
 		req.PrivateData = m.RequestData
 		rep.PrivateData = m.ReplyData
 	}
+	if e := m.ERDMA; e != nil {
+		req.ERDMA, rep.ERDMA = true, true
+		req.ERDMAExt = decode.MPAERDMAExt{Cookie: e.Cookie, Bits: uint32(e.CC) & decode.MPAERDMACCMask}
+		rep.ERDMAExt = decode.MPAERDMAExt{Cookie: e.ReplyCookie, Bits: uint32(e.ReplyCC) & decode.MPAERDMACCMask}
+	}
 	c.request = req.Append(nil)
 	c.reply = rep.Append(nil)
 }
@@ -249,6 +258,10 @@ func (c *conn) step() (bool, error) {
 		c.stage = stageOps
 		if c.cfg.MPA.Reject {
 			c.stage = stageClose
+		}
+		if c.cfg.MPA.ResetRequest {
+			c.stage = stageDone // the Responder's RST ended it
+			return true, nil
 		}
 	case stageOps:
 		more, err := c.nextOp()
@@ -283,6 +296,26 @@ func (c *conn) open() error {
 	cl.appendUnit(c.request)
 	if err := cl.flush(); err != nil {
 		return err
+	}
+	if c.cfg.MPA.ERDMA != nil && c.g.track {
+		c.g.addFinding(cl, finding.MPARevERDMA, cl.lastDataFrame, 0, cl.isn+1, 0, "MPA Request Rev 129: Alibaba erdma's extension after PD_Length")
+	}
+	if c.g.track {
+		if v2 := c.fallbackFrom(); v2 != nil {
+			c.g.addFinding(cl, finding.MPAV1Fallback, cl.lastDataFrame, 0, cl.isn+1, 0, fmt.Sprintf("MPA v1 retry of the MPA v2 attempt of connection %d", v2.idx))
+		}
+	}
+	if c.cfg.MPA.ResetRequest {
+		// An RFC 5044-only Responder cannot parse a Rev 2 Request and
+		// resets (RFC 6581 §10; what makes cxgb4 retry with v1).
+		frame, err := sv.control(flagRST|flagACK, sv.cut)
+		if err != nil {
+			return err
+		}
+		if c.g.track {
+			c.g.addFinding(sv, finding.MPAResetInSetup, frame, 0, sv.cut, 0, "the Responder reset the connection after the MPA Request")
+		}
+		return nil
 	}
 	sv.appendUnit(c.reply)
 	if err := sv.flush(); err != nil {
@@ -703,4 +736,24 @@ func (c *conn) terminate(h *half, op *Op) (decode.Terminate, int) {
 		t.TermRDMA = b.read
 	}
 	return t, b.ordinal
+}
+
+// fallbackFrom returns the connection whose reset MPA v2 attempt this one
+// retries with MPA v1: the one it comes After, from the same client host to
+// the same server, that reset its Rev 2 Request (nil if none).
+func (c *conn) fallbackFrom() *conn {
+	a := c.cfg.After
+	if a == nil || c.enhanced || c.rev != 1 {
+		return nil
+	}
+	v2 := c.g.conns[*a]
+	if !v2.cfg.MPA.ResetRequest || !v2.enhanced {
+		return nil
+	}
+	a1, e1 := netip.ParseAddrPort(v2.truth.Client)
+	a2, e2 := netip.ParseAddrPort(c.truth.Client)
+	if e1 != nil || e2 != nil || a1.Addr() != a2.Addr() || v2.truth.Server != c.truth.Server {
+		return nil
+	}
+	return v2
 }

@@ -217,6 +217,11 @@ func (g *generator) loop() error {
 	for len(active) > 0 {
 		n := 0
 		for _, c := range active {
+			if a := c.cfg.After; a != nil && g.conns[*a].stage != stageDone {
+				active[n] = c // a reconnect waits for the connection before it
+				n++
+				continue
+			}
 			done, err := c.step()
 			if err != nil {
 				return err

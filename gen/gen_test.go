@@ -481,7 +481,7 @@ func TestTerminateHeaders(t *testing.T) {
 	fault := map[[3]uint8]finding.Code{
 		{0, 1, 0}: finding.RDMAPSTagZero, {0, 1, 4}: finding.RDMAPReadTOWrap, {0, 2, 5}: finding.RDMAPRVInvalid,
 		{1, 1, 0}: finding.DDPSTagZero, {1, 1, 3}: finding.DDPTOWrap, {1, 1, 4}: finding.DDPDVInvalid,
-		{1, 2, 1}: finding.DDPQNInvalid, {1, 2, 3}: finding.DDPMSNGap, {1, 2, 4}: finding.DDPMOGap, {1, 2, 6}: finding.DDPDVInvalid,
+		{1, 2, 1}: finding.DDPQNInvalid, {1, 2, 2}: finding.RDMAPNoReceivePosted, {1, 2, 3}: finding.DDPMSNGap, {1, 2, 4}: finding.DDPMOGap, {1, 2, 6}: finding.DDPDVInvalid,
 	}
 	for i, tc := range causes {
 		want := fault[[3]uint8{tc.Layer, tc.EType, tc.Code}]

@@ -27,6 +27,8 @@ type half struct {
 	off      int
 	units    []uint32 // ends of the units (frames, FPDUs) not yet wholly cut
 	unitHead int
+	// unitStart is where units[unitHead] starts (Connection.Split).
+	unitStart uint32
 
 	// MPA framing of this direction.
 	markers     bool
@@ -160,12 +162,27 @@ func (h *half) pump(final bool) error {
 			if n < h.emss && !final {
 				return nil
 			}
+		case packSplit:
+			end := h.units[h.unitHead]
+			n = min(int(end-h.cut), h.emss, h.splitRun())
 		}
 		if err := h.sendOriginal(n); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// splitRun is how many octets of the unit being cut go before its next
+// split point (Connection.Split; a large number past the last one).
+func (h *half) splitRun() int {
+	at := int(h.cut - h.unitStart) // octets of the unit already cut
+	for _, p := range h.c.cfg.Split {
+		if p > at {
+			return p - at
+		}
+	}
+	return 1 << 30
 }
 
 // sendOriginal cuts the next n pending octets into a segment and sends it
@@ -177,6 +194,7 @@ func (h *half) sendOriginal(n int) error {
 	h.off += n
 	h.cut += uint32(n)
 	for h.unitHead < len(h.units) && int32(h.units[h.unitHead]-h.cut) <= 0 {
+		h.unitStart = h.units[h.unitHead]
 		h.unitHead++
 	}
 	if h.unitHead == len(h.units) {

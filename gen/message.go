@@ -426,6 +426,11 @@ func (h *half) appendFPDU(seg *decode.Segment, m *message, finds []pendingFindin
 		if seg.RDMAP.Opcode == decode.OpTerminate && !seg.DDP.Tagged {
 			fs.finds = append(fs.finds, Finding{Code: finding.RDMAPTerminate, Severity: finding.RDMAPTerminate.Severity(), Conn: c.idx, Dir: h.name, FPDU: ord, Seq: pos,
 				Message: "Terminate: " + seg.Terminate.Cause().String()})
+			if tc := seg.Terminate.Cause(); tc.Layer == decode.TermLayerDDP && tc.EType == 2 && tc.Code == 0x02 {
+				// No buffer available: the receiver had no receive posted.
+				fs.finds = append(fs.finds, Finding{Code: finding.RDMAPNoReceivePosted, Severity: finding.RDMAPNoReceivePosted.Severity(), Conn: c.idx, Dir: h.name, FPDU: ord, Seq: pos,
+					Message: "Terminate for a Send with no receive posted"})
+			}
 		}
 		h.fpdus.push(fs)
 	}

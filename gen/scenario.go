@@ -15,6 +15,8 @@ import (
 	"unicode"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/iwkit/iwkit/decode"
 )
 
 // Scenario describes the traffic to generate. The zero value of every field
@@ -79,12 +81,22 @@ type Connection struct {
 	TSClock    int  `json:"ts_clock,omitempty" yaml:"ts_clock,omitempty"`
 	// MPA is the MPA startup negotiation.
 	MPA MPA `json:"mpa" yaml:"mpa"`
+	// After, when set, holds this connection back until connection After
+	// (an index into Connections, an earlier one) has closed: a reconnect.
+	After *int `json:"after,omitempty" yaml:"after,omitempty"`
 	// Packing says how FPDUs go into TCP segments: "one" (default: every
 	// FPDU starts a segment and a segment holds one FPDU, as RNICs and siw
 	// send), "pack" (as many whole FPDUs per segment as fit), or "stream"
 	// (the octet stream is cut at EMSS regardless of FPDU boundaries). An
 	// FPDU larger than EMSS is split over segments in every mode.
 	Packing string `json:"packing,omitempty" yaml:"packing,omitempty"`
+	// Split cuts every unit (MPA frame, FPDU) into several TCP segments at
+	// these octet offsets within it, ascending, as Marvell qed firmware
+	// sends FPDUs (RFC 5044 §4.1 leaves segmentation to TCP; a receiver
+	// must reassemble, even a 1-octet split of ULPDU_Length). It replaces
+	// Packing (each unit starts a segment); offsets past a unit's end do
+	// nothing to it.
+	Split []int `json:"split,omitempty" yaml:"split,omitempty"`
 	// MaxULPDU overrides MULPDU, the largest DDP segment: below it packs
 	// more FPDUs per segment, above EMSS it makes FPDUs larger than a
 	// segment (as siw's GSO mode does). 0: MULPDU.
@@ -140,15 +152,37 @@ type MPA struct {
 	// Direct and Chelsio T4 use instead of the RFC 6581 block (not an RFC
 	// format).
 	Rev1IRDORD bool `json:"rev1_ird_ord,omitempty" yaml:"rev1_ird_ord,omitempty"`
+	// ERDMA makes both frames Alibaba erdma's (Linux erdma_cm.c): Rev 129
+	// (MPA_REVISION_EXT_1) with the 8-octet extension after PD_Length,
+	// which PD_Length does not count. It overrides Rev and excludes the
+	// RFC 6581 block, the Rev 1 IRD/ORD pair and RTRs.
+	ERDMA *ERDMA `json:"erdma,omitempty" yaml:"erdma,omitempty"`
 	// RTR selects the peer-to-peer model (A=1, RFC 6581 §9.2) and the
 	// ready-to-receive message the Initiator sends first: "write"
 	// (zero-length RDMA Write), "read" (zero-length RDMA Read, answered by
 	// a zero-length Read Response) or "send" (zero-length Send). Empty:
 	// client-server model, no RTR. Needs the enhanced block.
 	RTR string `json:"rtr,omitempty" yaml:"rtr,omitempty"`
+	// ResetRequest makes the Responder reset the connection right after
+	// the Request instead of replying, as an RFC 5044-only peer does to a
+	// Rev 2 Request it cannot parse (RFC 6581 §10): the Ops are not run.
+	// A later connection (After) from the same client host to the same
+	// server with Rev 1 is the Initiator's MPA v1 retry (Linux cxgb4
+	// c4iw_reconnect).
+	ResetRequest bool `json:"reset_request,omitempty" yaml:"reset_request,omitempty"`
 	// Reject makes the Responder reject (R=1 in the Reply): no FPDU
 	// follows and the Ops are not run.
 	Reject bool `json:"reject,omitempty" yaml:"reject,omitempty"`
+}
+
+// ERDMA is the content of erdma's extension (struct erdma_mpa_ext) in
+// the Request and in the Reply: the QP's iWARP cookie and its
+// congestion-control algorithm (bits 3:0 of the bits word, 0-15).
+type ERDMA struct {
+	Cookie      uint32 `json:"cookie,omitempty" yaml:"cookie,omitempty"`
+	CC          uint8  `json:"cc,omitempty" yaml:"cc,omitempty"`
+	ReplyCookie uint32 `json:"reply_cookie,omitempty" yaml:"reply_cookie,omitempty"`
+	ReplyCC     uint8  `json:"reply_cc,omitempty" yaml:"reply_cc,omitempty"`
 }
 
 // Operation names for Op.Op.
@@ -537,6 +571,9 @@ func (sc *Scenario) Validate() error {
 		if err := sc.Connections[i].validate(); err != nil {
 			return fmt.Errorf("connection %d: %w", i, err)
 		}
+		if a := sc.Connections[i].After; a != nil && (*a < 0 || *a >= i) {
+			return fmt.Errorf("connection %d: after %d is not an earlier connection", i, *a)
+		}
 	}
 	for i, im := range sc.Impairments {
 		if err := im.validate(sc); err != nil {
@@ -587,6 +624,11 @@ func (c *Connection) validate() error {
 	default:
 		return fmt.Errorf("packing %q: want one, pack or stream", c.Packing)
 	}
+	for i, p := range c.Split {
+		if p <= 0 || p > 1<<20 || (i > 0 && p <= c.Split[i-1]) || i >= 64 {
+			return fmt.Errorf("split %v: at most 64 ascending offsets in 1..2^20", c.Split)
+		}
+	}
 	switch c.Close {
 	case "", "fin", "rst", "none":
 	default:
@@ -603,6 +645,14 @@ func (c *Connection) validate() error {
 	case "", "write", "read", "send":
 	default:
 		return fmt.Errorf("mpa rtr %q: want write, read or send", m.RTR)
+	}
+	if e := m.ERDMA; e != nil {
+		if e.CC > 15 || e.ReplyCC > 15 {
+			return fmt.Errorf("mpa erdma cc above 15 (a 4-bit field)")
+		}
+		if m.RTR != "" || m.Rev1IRDORD || (m.Enhanced != nil && *m.Enhanced) {
+			return fmt.Errorf("mpa erdma excludes rtr, rev1_ird_ord and enhanced")
+		}
 	}
 	if m.RTR != "" && !c.enhanced() {
 		return fmt.Errorf("mpa rtr needs the RFC 6581 block (rev 2, enhanced)")
@@ -651,6 +701,9 @@ func (m *MPA) irdOrd() (ird, ord, rird, rord uint16) {
 }
 
 func (c *Connection) rev() int {
+	if c.MPA.ERDMA != nil {
+		return decode.MPARevERDMA
+	}
 	if c.MPA.Rev == nil {
 		return 1
 	}
@@ -661,7 +714,7 @@ func (c *Connection) enhanced() bool {
 	if c.MPA.Enhanced != nil {
 		return *c.MPA.Enhanced
 	}
-	return c.rev() >= 2
+	return c.rev() >= 2 && c.MPA.ERDMA == nil
 }
 
 func (im *Impairment) validate(sc *Scenario) error {

@@ -337,6 +337,9 @@ type CloseEvent struct {
 	Reason CloseReason
 	Frame  int // frame that closed it (0 for idle expiry and Flush)
 	Time   time.Time
+	// Dir, for CloseRST, is the direction whose segment carried the RST:
+	// the side that reset sent it, the other only received it.
+	Dir Dir
 }
 
 // Handler receives the assembler's events, in stream order per direction.

@@ -746,7 +746,10 @@ func (f *framer) frameProgress(frame int) {
 		f.replayFrom(0)
 		return
 	}
-	n := decode.MPAFrameHdrLen + pdl
+	// Alibaba erdma's Rev 129 carries 8 octets PD_Length does not count
+	// (decode.MPAExtLen): framing by PD_Length alone would start the
+	// first FPDU inside the Private Data.
+	n := decode.MPAFrameLen(f.acc)
 	if len(f.acc) < n {
 		return
 	}

@@ -626,6 +626,9 @@ func (fl *flow) close(reason CloseReason, frame int) {
 	}
 	if fl.c.IWARP {
 		a.evClose = CloseEvent{Reason: reason, Frame: frame, Time: fl.c.LastTime}
+		if reason == CloseRST && fl.s[DirBA].rst && !fl.s[DirAB].rst {
+			a.evClose.Dir = DirBA
+		}
 		a.h.Closed(&fl.c, &a.evClose)
 	}
 	if a.cfg.Ended != nil {

@@ -96,6 +96,31 @@ func (c *conn) close(at *At, kind CloseKind) {
 		c.st.Closed = "FIN"
 	}
 	c.finding(finding.MPALLPClosed, dir, at, 0, "%s from the %s: MPA reports 'TCP connection closed, terminated or lost' (0x2/0x0/0x01) to DDP (RFC 5044 §8)", kind, dir.Sender())
+	if kind == CloseRST && c.hs.sawReq && !c.hs.sawRep {
+		c.resetInSetup(at, dir)
+	}
+}
+
+// resetInSetup: dir reset the connection after the MPA Request and before
+// the Reply. The Initiator's connect fails (rdma_cm reports
+// RDMA_CM_EVENT_REJECTED or _UNREACHABLE, rping "connect error"). A
+// Responder that resets an enhanced (Rev 2) Request is typically an RFC 5044
+// one that cannot parse it (RFC 6581 §10): the Initiator may retry with MPA
+// v1, which fallback.go links.
+func (c *conn) resetInSetup(at *At, dir Dir) {
+	st := &c.hs
+	why := "the Initiator gave up waiting for the Reply (an MPA timer, or the application closed)"
+	if dir == R2I {
+		why = "the Responder refused the Request without a rejecting Reply (RFC 5044 §7.1.2 wants a Reply with R=1)"
+		if st.req.hasV2 {
+			why = "the Responder refused the MPA v2 (RFC 6581) Request without a Reply, as an RFC 5044-only peer does (RFC 6581 §10): an Initiator may retry with MPA v1"
+		}
+	}
+	c.finding(finding.MPAResetInSetup, dir, at, st.reqFrame, "the %s reset the connection %v after the MPA Request (frame %d) and before any Reply: %s; the Initiator's connect fails",
+		dir.Sender(), at.Time.Sub(st.reqTime), st.reqFrame, why)
+	if st.req.hasV2 && c.hasPeers {
+		c.t.abortedV2(c, at)
+	}
 }
 
 // finalize ends a connection: open messages end incomplete, requests never

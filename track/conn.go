@@ -15,11 +15,14 @@ type conn struct {
 	t  *Tracker
 	id int
 
-	hs      handshake
-	d       [2]dirState
-	reads   [2]readQueue   // indexed by the requester's direction
-	atomics [2]atomicQueue // indexed by the requester's direction
-	qn1Next [2]uint64      // combined QN 1 request order (RFC 7306 §5.4)
+	hs handshake
+	// peers: the Initiator host and the Responder listener (Peers).
+	peers    peerKey
+	hasPeers bool
+	d        [2]dirState
+	reads    [2]readQueue   // indexed by the requester's direction
+	atomics  [2]atomicQueue // indexed by the requester's direction
+	qn1Next  [2]uint64      // combined QN 1 request order (RFC 7306 §5.4)
 	// lastFrame is the latest frame of the connection the tracker was told
 	// of (events of the two directions can come out of frame order).
 	lastFrame int
@@ -55,6 +58,7 @@ type handshake struct {
 	sawReq, sawRep     bool
 	req, rep           frameInfo
 	reqFrame, repFrame int
+	reqTime            time.Time
 	repEnd             uint32
 	repHasSeq          bool
 	enhanced           bool    // both frames carry the RFC 6581 block

@@ -43,6 +43,10 @@ func (f Feed) PDU(c *reassembly.Conn, e *reassembly.PDUEvent) {
 	a.HasAck, a.Ack = e.HasAck, e.Ack
 	a.Missing = e.Missing // a partial FPDU: the tracker sizes it by ULPDU_Length
 	if e.PDU.IsMPAFrame {
+		if !e.PDU.MPA.Reply {
+			// The Request's sender is the Initiator (fallback.go).
+			f.T.Peers(int(c.ID), c.Addr[e.Dir], c.Addr[e.Dir.Other()])
+		}
 		f.T.Handshake(a, &e.PDU.MPA)
 	} else {
 		f.T.PDU(a, &e.PDU)
@@ -87,8 +91,14 @@ func (f Feed) Closed(c *reassembly.Conn, e *reassembly.CloseEvent) {
 	default:
 		return
 	}
-	// The assembler reports the connection's end, not which side closed
-	// first: tell the tracker both directions ended.
+	if kind == CloseRST {
+		// A reset is one side's act (RFC 793 §3.4): report it from the
+		// side whose segment carried it, once.
+		f.T.Close(at(c, e.Dir, e.Frame, e.Frame, e.Time), kind)
+		return
+	}
+	// The assembler reports the connection's end after both FINs: tell
+	// the tracker both directions ended.
 	for d := reassembly.DirAB; d <= reassembly.DirBA; d++ {
 		f.T.Close(at(c, d, e.Frame, e.Frame, e.Time), kind)
 	}

@@ -22,8 +22,11 @@ func (c *conn) handshake(at *At, f *decode.MPAFrame) {
 			c.finding(finding.MPAFrameUnexpected, dir, at, st.reqFrame, "a second MPA Request (the Initiator already sent one or FPDUs): the MPA exchange happens once per connection (RFC 5044 §7.1)")
 			return
 		}
-		st.sawReq, st.reqFrame = true, at.Frame
+		st.sawReq, st.reqFrame, st.reqTime = true, at.Frame, at.Time
 		st.req = frameInfoOf(f)
+		if f.Rev == 1 && !f.HasV2 {
+			c.v1Request(at)
+		}
 	} else {
 		if dir != R2I {
 			c.finding(finding.MPAKeyInvalid, dir, at, st.reqFrame, "the Initiator sent a frame with the Reply key %q where the Request key %q belongs (RFC 5044 §7.1.1)", decode.MPAKeyRep, decode.MPAKeyReq)
@@ -74,6 +77,13 @@ func frameName(f *decode.MPAFrame) string {
 func (c *conn) checkFrame(at *At, dir Dir, f *decode.MPAFrame) {
 	name := frameName(f)
 	switch {
+	case f.ERDMA:
+		// Alibaba erdma (Linux erdma_cm.c) sends Rev 129 and refuses
+		// every other revision; it is a named variant, not an unknown
+		// one: one note per connection.
+		if c.once(NoDir, finding.MPARevERDMA) {
+			c.finding(finding.MPARevERDMA, dir, at, 0, "MPA %s Rev 129: Alibaba erdma's MPA_REVISION_EXT_1, not an RFC revision; an 8-octet extension (cookie 0x%08x, congestion control %d) follows PD_Length, which does not count it; RFC 5044 peers close the connection (§7.1.1)", name, f.ERDMAExt.Cookie, f.ERDMAExt.CC())
+		}
 	case f.Rev > 2:
 		c.finding(finding.MPARevUnknown, dir, at, 0, "MPA %s Rev %d: RFC 5044 senders use 1, RFC 6581 uses 2; a receiver that cannot work with it closes the connection (RFC 5044 §7.1.1)", name, f.Rev)
 	case f.Rev == 0 && c.once(NoDir, finding.MPARev0):

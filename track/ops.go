@@ -1,6 +1,8 @@
 package track
 
 import (
+	"fmt"
+
 	"time"
 
 	"github.com/iwkit/iwkit/decode"
@@ -373,7 +375,18 @@ func (c *conn) readRequest(at *At, p *decode.PDU, dir Dir) {
 		q.popDone()
 	}
 	if lim := c.hs.readLimit[dir]; lim >= 0 && out > lim && !q.respUncertain {
-		c.finding(finding.RDMAPIRDExceeded, dir, at, 0, "%d Read Requests outstanding from the %s, but the responder's IRD is %d (RFC 6581 §9.1, RFC 5040 §6.1; V00 'too many RDMA Read Requests' 0x1/0x2/0x03)", out, dir.Sender(), lim)
+		// Name the frame that announced the limit, and the sender's own
+		// ORD when it did not lower it to the peer's IRD: the IRD/ORD
+		// mismatch behind the overrun.
+		src, mine := c.hs.repFrame, &c.hs.req
+		if dir == R2I {
+			src, mine = c.hs.reqFrame, &c.hs.rep
+		}
+		why := ""
+		if mine.hasV2 && mine.v2.ORD != decode.MPAv2NoNegotiation && int(mine.v2.ORD) > lim {
+			why = fmt.Sprintf("; its own MPA frame announced ORD %d, above that IRD, and it did not lower it (an IRD/ORD mismatch)", mine.v2.ORD)
+		}
+		c.finding(finding.RDMAPIRDExceeded, dir, at, src, "%d Read Requests outstanding from the %s, but the responder's IRD is %d (announced in the MPA frame of frame %d)%s: the responder Terminates (0x1/0x2/0x03) or stalls (RFC 6581 §9.1, RFC 5040 §6.1)", out, dir.Sender(), lim, src, why)
 	}
 }
 

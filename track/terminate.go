@@ -140,6 +140,7 @@ func (c *conn) terminate(at *At, p *decode.PDU, dir Dir) {
 	}
 	b.WriteString("; outstanding operations become indeterminate (RFC 5040 §6.2.1)")
 	c.finding(finding.RDMAPTerminate, dir, at, rep.BlamedFrame, "%s", b.String())
+	c.noReceive(at, dir, cause, rep)
 	if c.t.cfg.OnTerminate != nil {
 		c.t.cfg.OnTerminate(rep)
 	}
@@ -379,4 +380,22 @@ func judge(cause decode.TermCause, t *decode.Terminate, e *histEntry) (Verdict, 
 		return VerdictConsistent, "the capture shows an error in it: " + e.flagged.String()
 	}
 	return VerdictPlausible, "the cause depends on state a capture cannot show"
+}
+
+// noReceive says in plain words what a DDP "Invalid MSN - no buffer
+// available" Terminate (RFC 5041 §7.2, untagged buffer error 0x02) almost
+// always means: the receiver had no receive posted when a Send arrived
+// (Linux siw terminates so on an empty receive queue). The sender's Send,
+// and everything after it, completes in error (rping and perftest report a
+// failed work completion), and the connection is over.
+func (c *conn) noReceive(at *At, dir Dir, cause decode.TermCause, rep *TerminateReport) {
+	if cause.Layer != decode.TermLayerDDP || cause.EType != 2 || cause.Code != 0x02 {
+		return
+	}
+	send := "a Send"
+	if rep.BlamedFrame != 0 && rep.BlamedOpcode.QN() == decode.QNSend {
+		send = fmt.Sprintf("the %s of frame %d", rep.BlamedOpcode, rep.BlamedFrame)
+	}
+	c.finding(finding.RDMAPNoReceivePosted, dir, at, rep.BlamedFrame, "no receive posted: the %s had no receive buffer for %s from the %s, so it Terminated (DDP untagged buffer error, Invalid MSN - no buffer available, RFC 5041 §7.2); the sender's Send completes in error and the connection ends. The receiving application must post receives (ibv_post_recv) before its peer sends",
+		dir.Sender(), send, (dir ^ 1).Sender())
 }

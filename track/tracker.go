@@ -189,6 +189,8 @@ type Tracker struct {
 	msg Message
 	op  Operation
 	tr  TerminateReport
+
+	fallback fallbacks // aborted MPA v2 attempts (fallback.go)
 }
 
 // New returns a Tracker.

@@ -2,6 +2,7 @@ package ulp
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/iwkit/iwkit/decode"
@@ -72,7 +73,69 @@ var (
 	fNVMeSCT     = def("nvme.sct", decode.KindUint, false, "CQE status code type: 0 generic, 1 command specific, 2 media, 3 path")
 	fNVMeSC      = def("nvme.sc", decode.KindUint, true, "CQE status code")
 	fNVMeDNR     = def("nvme.dnr", decode.KindBool, false, "CQE do not retry")
+	// The discovery log page (LID 0x70), moved by RDMA Write into the
+	// host's buffer and decoded with the Get Log Page's completion. The
+	// per-entry fields list one value per entry, comma-separated, in
+	// entry order (a field appears once per message).
+	fNVMeDiscNumrec = def("nvme.discovery.numrec", decode.KindUint, false, "discovery log page: number of records (NUMREC)")
+	fNVMeDiscTrtype = def("nvme.discovery.trtype", decode.KindString, false, "discovery log entries: transport types (rdma, fc, tcp, loop), one per entry")
+	fNVMeDiscAdrfam = def("nvme.discovery.adrfam", decode.KindString, false, "discovery log entries: address families (ipv4, ipv6, ib, fc)")
+	fNVMeDiscSubtyp = def("nvme.discovery.subtype", decode.KindString, false, "discovery log entries: referral, nvm subsystem, current discovery subsystem")
+	fNVMeDiscTraddr = def("nvme.discovery.traddr", decode.KindString, false, "discovery log entries: transport addresses")
+	fNVMeDiscSvcid  = def("nvme.discovery.trsvcid", decode.KindString, false, "discovery log entries: transport service ids (TCP ports)")
+	fNVMeDiscSubnqn = def("nvme.discovery.subnqn", decode.KindString, false, "discovery log entries: subsystem NQNs")
+	fNVMeDiscPrtype = def("nvme.discovery.rdma_prtype", decode.KindString, false, "discovery log entries: RDMA provider type from the TSAS (not specified, infiniband, roce, rocev2, iwarp; - for a non-RDMA entry)")
 )
+
+// The discovery log page (NVMe Base §5.16.1.23, ulp-reference.md §1.4):
+// a 1024-octet header (GENCTR, NUMREC, RECFMT), then 1024-octet entries.
+// nvmeDiscoveryMax bounds what is collected (the header and 15 entries).
+const nvmeDiscoveryMax = 16 << 10
+
+var (
+	nvmeTrtypeNames = map[uint8]string{1: "rdma", 2: "fc", 3: "tcp", 0xFE: "loop"}
+	nvmeAdrfamNames = map[uint8]string{1: "ipv4", 2: "ipv6", 3: "ib", 4: "fc"}
+	nvmeSubtypNames = map[uint8]string{1: "referral", 2: "nvm subsystem", 3: "current discovery subsystem"}
+	nvmePrtypeNames = map[uint8]string{1: "not specified", 2: "infiniband", 3: "roce", 4: "rocev2", 5: "iwarp"}
+)
+
+// nvmeLogData gathers the octets an RDMA Write places into a discovery
+// Get Log Page's buffer, in order from its start (aux2: the SGL address).
+func nvmeLogData(t *task, s *decode.Segment, missing int) {
+	if off := s.DDP.TO - t.aux2; missing == 0 && off == uint64(len(t.data)) && len(t.data) < t.wantData {
+		t.data = append(t.data, s.Payload[:min(len(s.Payload), t.wantData-len(t.data))]...)
+	}
+}
+
+// nvmeDiscovery decodes the discovery log page in d into m: NUMREC, then
+// each entry whole in d (at most NUMREC), one list value per entry.
+func nvmeDiscovery(d []byte, m *Message) {
+	n := le64(d[8:])
+	m.u(fNVMeDiscNumrec, n)
+	m.sumU("discovery records", n)
+	var l [7][]string
+	for i := uint64(0); i < n && len(d) >= int(1024*(i+2)); i++ {
+		e := d[1024*(i+1) : 1024*(i+2)]
+		tr := nameOr(nvmeTrtypeNames, e[0])
+		addr, svc := strings.TrimRight(cstr(e[512:768]), " "), strings.TrimRight(cstr(e[32:64]), " ")
+		nqn, pr := cstr(e[256:512]), "-"
+		m.sum(" [", tr)
+		if e[0] == 1 { // RDMA: the TSAS names the provider (octet 1; iWARP is 5)
+			pr = nameOr(nvmePrtypeNames, e[769])
+			m.sum("/", pr)
+		}
+		m.sum(" ", addr, ":", svc, " ", nqn, "]")
+		for k, v := range []string{tr, nameOr(nvmeAdrfamNames, e[1]), nameOr(nvmeSubtypNames, e[2]), addr, svc, nqn, pr} {
+			l[k] = append(l[k], v)
+		}
+	}
+	if len(l[0]) == 0 {
+		return
+	}
+	for k, id := range []FieldID{fNVMeDiscTrtype, fNVMeDiscAdrfam, fNVMeDiscSubtyp, fNVMeDiscTraddr, fNVMeDiscSvcid, fNVMeDiscSubnqn, fNVMeDiscPrtype} {
+		m.s(id, strings.Join(l[k], ","))
+	}
+}
 
 var nvmeTypeNames = []string{"cm_request", "cm_accept", "cm_reject", "command", "response", "connect_data"}
 
@@ -384,6 +447,7 @@ func (c *Conn) nvmeSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 			lid := b[40]
 			numd := uint64(le16(b[42:])) | uint64(le16(b[44:]))<<16
 			m.e(fNVMeLID, uint64(lid), nameOr(nvmeLIDNames, lid))
+			t.aux = uint64(lid) // the completion decodes a discovery log page
 			m.u(fNVMeNUMD, numd+1)
 			m.sum(" ", nameOr(nvmeLIDNames, lid))
 		case 0x09, 0x0A:
@@ -411,6 +475,10 @@ func (c *Conn) nvmeSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 			t.cmd.Expected = l
 			if opc == 0x7F && fctype == 0x01 && dirBits&1 != 0 && l >= 1024 {
 				t.wantData = 1024 // the admin Connect data, fetched by RDMA Read
+			}
+			if opc == 0x02 && st.haveQID && st.qid == 0 && t.aux == 0x70 && l >= 2048 {
+				// The discovery log page, placed by RDMA Write.
+				t.wantData, t.aux2 = int(min(l, nvmeDiscoveryMax)), addr
 			}
 		}
 	case sglID == 0x01:
@@ -591,6 +659,11 @@ func (c *Conn) nvmeResponse(at At, a *sendAsm, b []byte, m *Message) bool {
 		v := uint64(dw0) | uint64(dw1)<<32
 		m.u(fNVMePropVal, v)
 		m.sumX("value", v)
+	case t.opc == 0x02 && t.aux == 0x70 && t.wantData > 0:
+		if ok && len(t.data) >= 1024 {
+			nvmeDiscovery(t.data, m)
+		}
+		t.data, t.wantData = nil, 0
 	}
 	if ok && t.cmd.Expected > 0 && t.cmd.Moved > 0 && t.cmd.Moved != t.cmd.Expected {
 		c.finding(at, false, CodeMovedMismatch, "NVMe %s cid %d: %d octets moved by RDMA, the SGL said %d; short transfers are not legal in NVMe (ulp-reference.md §6.2)", t.cmd.Name, cid, t.cmd.Moved, t.cmd.Expected)

@@ -654,6 +654,9 @@ func (c *Conn) rdmaWrite(at At, i2r bool, s *decode.Segment, missing int) {
 	}
 	u.used = true
 	u.t.cmd.Moved += uint64(len(s.Payload) + missing) // what the wire moved, captured or not
+	if u.t.wantData > 0 && c.proto == NVMe {
+		nvmeLogData(u.t, s, missing) // a discovery log page
+	}
 	if s.DDP.Last {
 		u.t.cmd.Writes++
 	}

@@ -42,7 +42,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		crc     = fs.Bool("crc", false, "ask for MPA CRCs (needed by the mpa-crc cases)")
 		markers = fs.Bool("markers", false, "ask the peer for MPA markers")
 		p2p     = fs.Bool("p2p", false, "RFC 6581 peer-to-peer model (needed by mpa-rtr-missing)")
-		rev     = fs.Int("mpa-rev", 2, "MPA revision of our frame: 1 or 2")
+		rev     = fs.Int("mpa-rev", 2, "MPA revision of our frame: 1, 2, or 129 (Alibaba erdma's non-RFC MPA)")
 		size    = fs.Int("size", 64, "rping buffer size to advertise (at most the target's rping -S)")
 		timeout = fs.Duration("timeout", 5*time.Second, "wait at most this long for each case's reaction")
 		delay   = fs.Duration("start-delay", 0, "wait this long after each MPA exchange before the first FPDU")

@@ -31,6 +31,8 @@ var goldenCaptures = []string{
 	"siw/rping.pcap", "siw/crc_rping.pcap", "siw/p2p_rping.pcap", "siw/v1_rping.pcap",
 	"siw/term_read_badstag.pcap", "siw/term_send_norecv.pcap", "siw/term_write_oob.pcap",
 	"siw/mtu1500gso_ib_write_bw_32768.pcap", "siw/mtu1500_ib_send_bw_32768.pcap",
+	// Written octet by octet from the Linux erdma driver's structures (issue 28).
+	"stacks/erdma_driver.pcap",
 }
 
 func TestGolden(t *testing.T) {

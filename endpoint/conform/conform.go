@@ -167,6 +167,9 @@ type Case struct {
 	needSTag bool
 	// run commits the fault; it returns a reason to skip, if any.
 	run func(c *conn) (skip string, err error)
+	// mpa, when set, runs a case that drives the MPA exchange itself
+	// (stacks.go) instead of open and run.
+	mpa func(ctx context.Context, o *Options, ln *endpoint.Listener) (got, verdict, reason string)
 }
 
 // conn is one case's connection and what it learned.
@@ -331,7 +334,7 @@ func Cases() []Case {
 			expect: term(2, 0, 0x07), run: func(c *conn) (string, error) {
 				return "", c.post(c.advert(1)) // the fault was injected before connecting
 			}},
-	}, atomicCases()...)
+	}, append(atomicCases(), stackCases()...)...)
 }
 
 // Run runs the suite, calling emit with each row as it completes.
@@ -381,6 +384,10 @@ func selected(id string, only []string) bool {
 
 func runCase(ctx context.Context, o *Options, ln *endpoint.Listener, tc Case) (row Row) {
 	row = Row{ID: tc.ID, Clause: tc.Clause, Sent: tc.Sent, Expected: tc.expect.String()}
+	if tc.mpa != nil {
+		row.Got, row.Verdict, row.Reason = tc.mpa(ctx, o, ln)
+		return row
+	}
 	cfg := o.Config
 	if tc.ID == "mpa-rtr-missing" && !cfg.PeerToPeer {
 		row.Verdict, row.Reason = Skip, "peer-to-peer not selected (use --p2p)"
