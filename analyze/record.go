@@ -111,6 +111,14 @@ type Record struct {
 	Cmd *ulp.Command
 }
 
+// ConnID is the number of the record's connection, -1 when it has none.
+func (r *Record) ConnID() int {
+	if r.Conn == nil {
+		return -1
+	}
+	return int(r.Conn.ID)
+}
+
 // Finding is what a KindFinding record reports.
 type Finding struct {
 	Severity finding.Severity // the code's, or the tracker's for this instance

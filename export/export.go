@@ -587,11 +587,7 @@ func (e *Exporter) connections(rep *analyze.Report) {
 				w.u64(x)
 			}
 		}
-		var nf uint64
-		for _, n := range cs.Findings {
-			nf += uint64(n)
-		}
-		w.u64(nf)
+		w.u64(rep.Findings.Conn(cs.Conn)) // the pipeline's count: the findings table's rows of the connection
 		w.strOrNull(ci.closed)
 		w.frameOrNull(ci.closeFrame)
 		e.emit(Connections, w)

@@ -3,7 +3,6 @@ package render
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -38,6 +37,9 @@ type report struct {
 	all   track.Stats
 	asm   reassembly.Stats
 	live  string // capture statistics line of a live capture, if any
+	// findings are the pipeline's counts of the findings it handed out
+	// (every stage's): -z conv and -z findings both read them.
+	findings *finding.Tally
 }
 
 // WriteStat writes the statistics table stat (one of StatNames) of what a
@@ -48,7 +50,7 @@ func WriteStat(w io.Writer, rep *analyze.Report, live, stat string) {
 		writeULPStat(w, rep.ULP, p)
 		return
 	}
-	r := &report{conns: rep.Conns, cs: rep.ConnStats, all: rep.Stats, asm: rep.Asm, live: live}
+	r := &report{conns: rep.Conns, cs: rep.ConnStats, all: rep.Stats, asm: rep.Asm, live: live, findings: rep.Findings}
 	r.write(w, stat)
 }
 
@@ -89,10 +91,7 @@ func (r *report) write(w io.Writer, stat string) {
 		fmt.Fprintln(tw, "conn\tinitiator\tresponder\tera\tCRC\tFPDUs i2r\toctets i2r\tFPDUs r2i\toctets r2i\tgaps\tCRC bad\tfindings\tclosed\t")
 		for _, c := range r.cs {
 			a, b := r.addrs(c.Conn)
-			var nf uint64
-			for _, n := range c.Findings {
-				nf += uint64(n)
-			}
+			nf := r.findings.Conn(c.Conn)
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", c.Conn, a, b, c.Era.Name(), c.Era.CRC,
 				c.Dir[0].FPDUs, c.Dir[0].ULPDUOctets, c.Dir[1].FPDUs, c.Dir[1].ULPDUOctets,
 				c.Dir[0].Gaps+c.Dir[1].Gaps, c.Dir[0].CRCBad+c.Dir[1].CRCBad, nf, orDash(c.Closed))
@@ -120,19 +119,9 @@ func (r *report) write(w io.Writer, stat string) {
 	case "findings":
 		fmt.Fprintln(w, "Findings by code")
 		fmt.Fprintln(tw, "severity\tcode\tcount\tchecks\tsummary\t")
-		type row struct {
-			info finding.Info
-			n    uint64
-		}
-		var rows []row
-		for _, info := range finding.All() {
-			if n := r.all.Findings[info.Code]; n > 0 {
-				rows = append(rows, row{info, n})
-			}
-		}
-		sort.SliceStable(rows, func(i, j int) bool { return rows[i].info.Severity > rows[j].info.Severity })
-		for _, x := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t\n", x.info.Severity, x.info.Name, x.n, x.info.ChecksText(), x.info.Summary)
+		for _, x := range r.findings.Codes() {
+			info := x.Code.Info()
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t\n", info.Severity, info.Name, x.N, info.ChecksText(), info.Summary)
 		}
 		a := r.asm
 		fmt.Fprintf(tw, "\treassembly: gaps\t%d\t%d octets\t\t\n", a.Gaps, a.GapBytes)

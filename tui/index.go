@@ -107,7 +107,6 @@ type ConnInfo struct {
 	Octets    [2]uint64 // ULPDU octets
 	CRCBad    [2]uint64
 	Markers   [2]uint64
-	Findings  uint64
 	Stats     *track.ConnStats // at the end of the capture
 	Proto     string           // the storage protocol decoded (ulp.Proto), "" if none
 }
@@ -161,6 +160,7 @@ type Index struct {
 	total    int64        // octets in the input (0: unknown)
 	frames   int
 	worst    uint8
+	tally    finding.Tally // findings counted while indexing; FindingCounts
 
 	store *store
 }
@@ -423,9 +423,6 @@ func (x *indexer) finding(r *analyze.Record) {
 	if r.Conn != nil {
 		f.Conn, f.Dir = int(r.Conn.ID), uint8(r.Dir)
 		row.Conn, row.Dir = uint32(r.Conn.ID), uint8(r.Dir)
-		if c := ix.conns[f.Conn]; c != nil {
-			c.Findings++
-		}
 		// Colour the PDU the finding is about.
 		for i := ix.rows.Len() - 1; i >= 0 && i >= ix.rows.Len()-256; i-- {
 			p := ix.rows.At(i)
@@ -435,6 +432,7 @@ func (x *indexer) finding(r *analyze.Record) {
 			}
 		}
 	}
+	ix.tally.Add(r.ConnID(), r.Finding.Code) // the pipeline's rule (Report.Findings): FindingCounts
 	ix.findings = append(ix.findings, f)
 	ix.rows.Append(row)
 }

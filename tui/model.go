@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 )
 
 // Follow restricts the list to one connection, or one queue of it.
@@ -233,6 +234,19 @@ func (l *List) AddHistory(expr string) {
 var columns = []string{"No.", "Time", "Conn", "Dir", "Summary"}
 
 // Cell returns the text of column c of index row i (r).
+// FindingCounts are the counts of the findings by code and connection:
+// the pipeline's (analyze.Report.Findings, as iwdump -z and the export
+// show them) once the capture is indexed, the same count of the findings
+// indexed so far before. The caller must not modify it.
+func (ix *Index) FindingCounts() *finding.Tally {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.report != nil && ix.report.Findings != nil {
+		return ix.report.Findings
+	}
+	return ix.tally.Clone() // the indexer goes on adding to ix.tally
+}
+
 func (ix *Index) Cell(i int, r *Row, c int) string {
 	switch c {
 	case 0:
