@@ -394,7 +394,7 @@ func (e *Exporter) operation(r *analyze.Record) {
 	w.frameOrNull(op.ResponseLastFrame)
 	w.time(op.Start)
 	w.timeOrNull(op.End)
-	if op.ResponseLastFrame > 0 && (isRead || isAtomic) {
+	if op.HasLatency() {
 		w.i64(int64(op.Latency))
 	} else {
 		w.null()

@@ -10,6 +10,7 @@ import (
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/finding"
+	"github.com/iwkit/iwkit/percentile"
 	"github.com/iwkit/iwkit/reassembly"
 	"github.com/iwkit/iwkit/track"
 )
@@ -53,6 +54,10 @@ func WriteStat(w io.Writer, rep *analyze.Report, live, stat string) {
 	r := &report{conns: rep.Conns, cs: rep.ConnStats, all: rep.Stats, asm: rep.Asm, live: live, findings: rep.Findings}
 	r.write(w, stat)
 }
+
+// Duration is a duration as the -z tables print it: "-" for none, else
+// ns, µs with one decimal, ms with two or s with three.
+func Duration(d time.Duration) string { return dur(d) }
 
 func dur(d time.Duration) string {
 	if d == 0 {
@@ -132,18 +137,40 @@ func (r *report) write(w io.Writer, stat string) {
 	case "latency":
 		fmt.Fprintln(w, "RDMA Read latency (Read Request to the Read Response's last segment)")
 		fmt.Fprintln(tw, "conn\treads\tmin\tmean\tp50\tp90\tp99\tp99.9\tmax\t")
-		for _, c := range r.cs {
-			l := c.ReadLatency
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Conn, l.Count, dur(l.Min), dur(l.Mean), dur(l.P50), dur(l.P90), dur(l.P99), dur(l.P999), dur(l.Max))
+		approx := false
+		row := func(name string, l *track.Latency) {
+			p := func(d time.Duration) string { return pctl(d, l.Approx) }
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, l.Count, dur(l.Min), dur(l.Mean), p(l.P50), p(l.P90), p(l.P99), p(l.P999), dur(l.Max))
+			approx = approx || l.Approx
 		}
-		l := r.all.ReadLatency
-		fmt.Fprintf(tw, "all\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", l.Count, dur(l.Min), dur(l.Mean), dur(l.P50), dur(l.P90), dur(l.P99), dur(l.P999), dur(l.Max))
+		for _, c := range r.cs {
+			row(fmt.Sprint(c.Conn), &c.ReadLatency)
+		}
+		row("all", &r.all.ReadLatency)
+		tw.Flush()
+		approxNote(w, approx)
 	}
 	tw.Flush()
 	if stat == "conv" && r.live != "" {
 		fmt.Fprintln(w, r.live)
 	}
 	fmt.Fprintln(w, line)
+}
+
+// pctl is a percentile cell: "~" before one from a histogram.
+func pctl(d time.Duration, approx bool) string {
+	if approx {
+		return "~" + dur(d)
+	}
+	return dur(d)
+}
+
+// approxNote says what "~" means, under a table that has one.
+func approxNote(w io.Writer, approx bool) {
+	if approx {
+		fmt.Fprintf(w, "~: more than %d samples, from an HdrHistogram of %d significant digits: within %.1f%% of the nearest-rank value\n",
+			percentile.Budget, percentile.Digits, percentile.RelError*100)
+	}
 }
 
 func orDash(s string) string {
