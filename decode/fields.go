@@ -68,6 +68,18 @@ func (f *Field) Get(p *PDU) (Value, bool) {
 	return f.val(p), true
 }
 
+// JSONHex reports whether JSON writes the field's values as strings of
+// 0x-hex ("0xff1c000000001000") rather than numbers: the 64-bit fields
+// shown in hex (Tagged Offsets, addresses, atomic operands). A JSON
+// number past 2^53 is rounded by every reader that takes numbers as IEEE
+// doubles (JavaScript, jq 1.6); a string is not. The text is the field's
+// display form (AppendValue).
+func (f *Field) JSONHex() bool { return WideHex(f.Kind, f.Hex, f.Size) }
+
+// WideHex is the JSONHex rule for a field of kind k, shown in hex or not,
+// size octets wide on the wire (the ULP field table's fields use it too).
+func WideHex(k FieldKind, hex bool, size int) bool { return k == KindUint && hex && size == 8 }
+
 // AppendValue appends v as text in the field's display form: decimal or
 // 0x-hex numbers, enum names, quoted strings not, bytes as hex.
 func (f *Field) AppendValue(b []byte, v Value) []byte {

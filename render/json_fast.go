@@ -174,6 +174,15 @@ func putBool(b []byte, n int, x bool) int {
 	return n + 5
 }
 
+// putHex64 writes a 64-bit field shown in hex as JSON writes it
+// (decode.Field.JSONHex): a string "0x…", at most 20 octets.
+func putHex64(b []byte, n int, x uint64) int {
+	b[n], b[n+1], b[n+2] = '"', '0', 'x'
+	n += 3 + len(digits.AppendHex(b[n+3:n+3], x))
+	b[n] = '"'
+	return n + 1
+}
+
 // putHex writes x as a JSON string of hex digits.
 func putHex(b []byte, n int, x []byte) int {
 	b[n] = '"'
@@ -271,7 +280,7 @@ func fastTagged(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
 	n = putChunk(b, n, &keys[0])
 	n = digits.Put(b, n, uint64(p.Seg.DDP.STag))
 	n = putChunk(b, n, &keys[1])
-	return digits.Put(b, n, p.Seg.DDP.TO)
+	return putHex64(b, n, p.Seg.DDP.TO)
 }
 
 func fastUntagged(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
@@ -317,13 +326,13 @@ func fastReadReq(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
 	n = putChunk(b, n, &keys[0])
 	n = digits.Put(b, n, uint64(r.SinkSTag))
 	n = putChunk(b, n, &keys[1])
-	n = digits.Put(b, n, r.SinkTO)
+	n = putHex64(b, n, r.SinkTO)
 	n = putChunk(b, n, &keys[2])
 	n = digits.Put(b, n, uint64(r.Size))
 	n = putChunk(b, n, &keys[3])
 	n = digits.Put(b, n, uint64(r.SrcSTag))
 	n = putChunk(b, n, &keys[4])
-	return digits.Put(b, n, r.SrcTO)
+	return putHex64(b, n, r.SrcTO)
 }
 
 func fastImmData(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
@@ -341,15 +350,15 @@ func fastAtomicReq(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric boo
 	n = putChunk(b, n, &keys[2])
 	n = digits.Put(b, n, uint64(r.RemoteSTag))
 	n = putChunk(b, n, &keys[3])
-	n = digits.Put(b, n, r.RemoteTO)
+	n = putHex64(b, n, r.RemoteTO)
 	n = putChunk(b, n, &keys[4])
-	n = digits.Put(b, n, r.AddSwapData)
+	n = putHex64(b, n, r.AddSwapData)
 	n = putChunk(b, n, &keys[5])
-	n = digits.Put(b, n, r.AddSwapMask)
+	n = putHex64(b, n, r.AddSwapMask)
 	n = putChunk(b, n, &keys[6])
-	n = digits.Put(b, n, r.CompareData)
+	n = putHex64(b, n, r.CompareData)
 	n = putChunk(b, n, &keys[7])
-	return digits.Put(b, n, r.CompareMask)
+	return putHex64(b, n, r.CompareMask)
 }
 
 func fastAtomicResp(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
@@ -358,7 +367,7 @@ func fastAtomicResp(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) in
 	n = putChunk(b, n, &keys[0])
 	n = digits.Put(b, n, uint64(r.OrigRequestID))
 	n = putChunk(b, n, &keys[1])
-	return digits.Put(b, n, r.OrigValue)
+	return putHex64(b, n, r.OrigValue)
 }
 
 func fastRDMAPTail(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {

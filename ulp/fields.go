@@ -344,6 +344,11 @@ func appendJSONValue(b []byte, f *Field, v decode.Value, numeric bool, str func(
 		}
 		return append(b, "false"...)
 	case decode.KindUint:
+		if decode.WideHex(f.Kind, f.Hex, f.Size) { // "0x…": no reader rounds it
+			b = append(b, '"')
+			b = f.AppendValue(b, v)
+			return append(b, '"')
+		}
 		return strconv.AppendUint(b, v.U, 10)
 	case decode.KindEnum:
 		if numeric {
