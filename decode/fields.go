@@ -114,6 +114,11 @@ func vUint[T uint8 | uint16 | uint32 | uint64 | int](x T) Value {
 func isMPA(p *PDU) bool  { return p.IsMPAFrame }
 func isFPDU(p *PDU) bool { return !p.IsMPAFrame }
 
+// crcJudged: an FPDU whose CRC the receiver computed, CRCs being in use.
+func crcJudged(p *PDU) bool {
+	return !p.IsMPAFrame && (p.CRCStatus == CRCGood || p.CRCStatus == CRCBad)
+}
+
 // hasDDP: the ULPDU is long enough for the DDP header its T bit announces,
 // so ParseSegment filled p.Seg.DDP even if a later header failed.
 func hasDDP(p *PDU) bool {
@@ -162,6 +167,7 @@ const (
 	cV2
 	cRev1
 	cFPDU
+	cCRC // an FPDU whose CRC was computed and judged
 	cDDP
 	cTagged
 	cUntagged
@@ -181,7 +187,7 @@ const (
 )
 
 var condFuncs = [numConds]func(p *PDU) bool{
-	cMPA: isMPA, cV2: hasV2, cRev1: hasRev1, cFPDU: isFPDU, cDDP: hasDDP, cTagged: tagged, cUntagged: untagged,
+	cMPA: isMPA, cV2: hasV2, cRev1: hasRev1, cFPDU: isFPDU, cCRC: crcJudged, cDDP: hasDDP, cTagged: tagged, cUntagged: untagged,
 	cSegOK:     func(p *PDU) bool { return hasDDP(p) && p.SegErr == nil },
 	cSendInv:   func(p *PDU) bool { return hasOp(p, OpSendInv, OpSendSEInv) },
 	cReadReq:   func(p *PDU) bool { return hasOp(p, OpReadRequest) },
@@ -210,6 +216,9 @@ func Present(p *PDU) Mask {
 		return m
 	}
 	m := Mask(1 << cFPDU)
+	if crcJudged(p) {
+		m |= 1 << cCRC
+	}
 	if !hasDDP(p) {
 		return m
 	}
@@ -336,7 +345,9 @@ var fieldTable = []Field{
 	fld("mpa.ulpdu_length", KindUint, false, BaseFPDU, 0, 2, 0, "ULPDU_Length: octets of the DDP segment (no PAD, CRC or markers)", cFPDU, func(p *PDU) Value { return vUint(p.FPDU.ULPDULength) }),
 	fld("mpa.pad", KindBytes, false, BaseFPDU, -1, -1, 0, "PAD octets (0-3) that make the FPDU a multiple of 4", cFPDU, func(p *PDU) Value { return Value{Kind: KindBytes, B: p.FPDU.Pad} }),
 	fld("mpa.crc", KindUint, true, BaseFPDU, -1, 4, 0, "CRC field as on the wire (CRC32c, least significant octet first)", cFPDU, func(p *PDU) Value { return vUint(p.FPDU.CRC) }),
-	fld("mpa.crc_computed", KindUint, true, BaseNone, -1, 4, 0, "CRC32c computed over the FPDU, markers and PAD included", cFPDU, func(p *PDU) Value { return vUint(p.ComputedCRC) }),
+	// Only where CRCs are in use (mpa.crc_status good or bad): otherwise
+	// a receiver computes none (RFC 5044 §7.1.1), and no face shows one.
+	fld("mpa.crc_computed", KindUint, true, BaseNone, -1, 4, 0, "CRC32c computed over the FPDU, markers and PAD included", cCRC, func(p *PDU) Value { return vUint(p.ComputedCRC) }),
 	fld("mpa.crc_status", KindEnum, false, BaseNone, -1, 0, 0, `"good", "bad", "unchecked" (CRC not negotiated) or "unknown"`, cFPDU,
 		func(p *PDU) Value { return Value{Kind: KindEnum, U: uint64(p.CRCStatus), S: p.CRCStatus.String()} }),
 	fld("mpa.markers", KindUint, false, BaseNone, -1, 0, 0, "number of markers inside the FPDU", cFPDU, func(p *PDU) Value { return vUint(len(p.Markers)) }),

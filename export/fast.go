@@ -21,11 +21,15 @@ type pduGroup struct {
 }
 
 var pduGroups = resolvePDUGroups([]pduGroup{
-	{names: []string{"mpa.ulpdu_length", "mpa.pad", "mpa.crc", "mpa.crc_computed", "mpa.crc_status", "mpa.markers"}, write: func(w *row, p *decode.PDU) {
+	{names: []string{"mpa.ulpdu_length", "mpa.pad", "mpa.crc"}, write: func(w *row, p *decode.PDU) {
 		w.u32(uint32(p.FPDU.ULPDULength))
 		w.bytes(p.FPDU.Pad)
 		w.u32(p.FPDU.CRC)
+	}},
+	{names: []string{"mpa.crc_computed"}, write: func(w *row, p *decode.PDU) {
 		w.u32(p.ComputedCRC)
+	}},
+	{names: []string{"mpa.crc_status", "mpa.markers"}, write: func(w *row, p *decode.PDU) {
 		w.str(p.CRCStatus.String())
 		w.u32(uint32(len(p.Markers)))
 	}},

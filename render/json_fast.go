@@ -32,7 +32,9 @@ type fastGroup struct {
 // fastGroups are in field-table order. MPA Request/Reply frames and
 // Terminates (a few per connection) are left to the generic walk.
 var fastGroups = resolveFastGroups([]fastGroup{
-	{names: []string{"mpa.ulpdu_length", "mpa.pad", "mpa.crc", "mpa.crc_computed", "mpa.crc_status", "mpa.markers"}, write: fastFPDU},
+	{names: []string{"mpa.ulpdu_length", "mpa.pad", "mpa.crc"}, write: fastFPDU},
+	{names: []string{"mpa.crc_computed"}, write: fastCRCComputed},
+	{names: []string{"mpa.crc_status", "mpa.markers"}, write: fastCRCStatus},
 	{names: []string{"ddp.tagged", "ddp.last", "ddp.rsvd", "ddp.dv"}, write: fastDDP},
 	{names: []string{"ddp.stag", "ddp.to"}, write: fastTagged},
 	{names: []string{"ddp.rsvdulp", "ddp.qn", "ddp.msn", "ddp.mo"}, write: fastUntagged},
@@ -236,29 +238,30 @@ var (
 
 // Group writers, one per fastGroups entry, values in the order of names.
 
-func fastFPDU(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric bool) int {
-	_ = keys[5]
+func fastFPDU(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
+	_ = keys[2]
 	n = putChunk(b, n, &keys[0])
 	n = digits.Put(b, n, uint64(p.FPDU.ULPDULength))
 	n = putChunk(b, n, &keys[1])
 	n = putHex(b, n, p.FPDU.Pad)
 	n = putChunk(b, n, &keys[2])
-	crc := n
-	n = digits.Put(b, n, uint64(p.FPDU.CRC))
-	crcEnd := n
-	n = putChunk(b, n, &keys[3])
-	if p.ComputedCRC == p.FPDU.CRC { // the common case: the same digits again
-		n += copy(b[n:n+10], b[crc:crcEnd])
-	} else {
-		n = digits.Put(b, n, uint64(p.ComputedCRC))
-	}
-	n = putChunk(b, n, &keys[4])
+	return digits.Put(b, n, uint64(p.FPDU.CRC))
+}
+
+func fastCRCComputed(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
+	n = putChunk(b, n, &keys[0])
+	return digits.Put(b, n, uint64(p.ComputedCRC))
+}
+
+func fastCRCStatus(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric bool) int {
+	_ = keys[1]
+	n = putChunk(b, n, &keys[0])
 	if c := nameChunk(crcStatusNames, uint64(p.CRCStatus), numeric); c != nil {
 		n = putChunk(b, n, c)
 	} else {
 		n = putEnum(b, n, uint64(p.CRCStatus), p.CRCStatus.String(), numeric)
 	}
-	n = putChunk(b, n, &keys[5])
+	n = putChunk(b, n, &keys[1])
 	return digits.Put(b, n, uint64(len(p.Markers)))
 }
 
