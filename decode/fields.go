@@ -364,7 +364,7 @@ var fieldTable = []Field{
 	fld("ddp.msn", KindUint, false, BaseSegment, 10, 4, 0, "Message Sequence Number (first message on a queue: 1)", cUntagged, func(p *PDU) Value { return vUint(p.Seg.DDP.MSN) }),
 	fld("ddp.mo", KindUint, false, BaseSegment, 14, 4, 0, "Message Offset of the segment's first payload octet", cUntagged, func(p *PDU) Value { return vUint(p.Seg.DDP.MO) }),
 	fld("ddp.payload_length", KindUint, false, BaseNone, -1, 0, 0, "ULP payload octets after the DDP and RDMAP headers", cSegOK,
-		func(p *PDU) Value { return vUint(len(p.Seg.Payload)) }),
+		func(p *PDU) Value { n, _ := p.PayloadLen(); return vUint(n) }),
 
 	// RDMAP (RFC 5040 §4, RFC 7306).
 	fld("rdmap.rv", KindUint, false, BaseSegment, 1, 0, 0xC0, "RDMAP version: 1 RFC 5040, 0 pre-IETF", cDDP, func(p *PDU) Value { return vUint(p.Seg.RDMAP.RV) }),

@@ -53,7 +53,7 @@ type Row struct {
 	Seq, End    uint32
 	Conn        uint32
 	Aux         uint32 // FPDU: STag (tagged) or MSN; finding: its index in Index.findings
-	ULen        uint16 // ULPDU_Length (MPA frame: Private Data length)
+	ULen        uint16 // FPDU: payload octets (decode.PDU.PayloadLen), or ULPDU_Length with FlagSegErr; MPA frame: Private Data length
 	Kind        uint8
 	Dir         uint8 // reassembly.Dir
 	Op          uint8 // RDMAP opcode; finding: severity rank
@@ -364,7 +364,10 @@ func (x *indexer) pdu(r *analyze.Record) {
 		}
 	} else {
 		row.Kind = RowFPDU
-		row.ULen = p.FPDU.ULPDULength
+		row.ULen = p.FPDU.ULPDULength // FlagSegErr: shown as ulpdu_length
+		if n, ok := p.PayloadLen(); ok {
+			row.ULen = uint16(n) // "len", as iwdump's summary
+		}
 		switch p.CRCStatus {
 		case decode.CRCGood:
 			row.Flags |= FlagCRCGood

@@ -329,7 +329,11 @@ func (ix *Index) appendRowSummary(b []byte, r *Row) []byte {
 			b = append(b, " L"...)
 		}
 	}
-	b = append(b, " len "...)
+	if r.Flags&FlagSegErr != 0 {
+		b = append(b, " ulpdu_length "...)
+	} else {
+		b = append(b, " len "...) // the payload, as iwdump's summary says it
+	}
 	b = strconv.AppendUint(b, uint64(r.ULen), 10)
 	switch {
 	case r.Flags&FlagCRCBad != 0:

@@ -330,7 +330,7 @@ func (g *ioGraph) nextConn() {
 	g.conn = next
 }
 
-// Buckets counts PDUs, ULPDU octets and error findings of connection conn
+// Buckets counts PDUs, payload octets and error findings of connection conn
 // (0: all) in n intervals of the capture; it returns them and the
 // interval length.
 func (ix *Index) Buckets(n, conn int) (pdus, octets, errs []int, step time.Duration) {
@@ -355,7 +355,9 @@ func (ix *Index) Buckets(n, conn int) (pdus, octets, errs []int, step time.Durat
 			continue
 		}
 		pdus[b]++
-		octets[b] += int(r.ULen)
+		if r.Kind == RowFPDU && r.Flags&FlagSegErr == 0 {
+			octets[b] += int(r.ULen) // payload octets, as iwdump --plot counts them
+		}
 	}
 	return
 }
@@ -365,7 +367,7 @@ var blocks = []rune(" ▁▂▃▄▅▆▇█")
 func (g *ioGraph) Draw(screen tcell.Screen) {
 	unit, of := "PDUs", "all connections"
 	if g.octets {
-		unit = "ULPDU octets"
+		unit = "payload octets"
 	}
 	if g.conn != 0 {
 		of = fmt.Sprintf("connection %d", g.conn)
