@@ -25,4 +25,3 @@ func TestAppendID(t *testing.T) {
 		}
 	}
 }
-
