@@ -29,25 +29,27 @@ type fastGroup struct {
 	write  fastWriter
 }
 
-// fastGroups are in field-table order. MPA Request/Reply frames and
-// Terminates (a few per connection) are left to the generic walk.
-var fastGroups = resolveFastGroups([]fastGroup{
-	{names: []string{"mpa.ulpdu_length", "mpa.pad", "mpa.crc"}, write: fastFPDU},
-	{names: []string{"mpa.crc_computed"}, write: fastCRCComputed},
-	{names: []string{"mpa.crc_status", "mpa.markers"}, write: fastCRCStatus},
-	{names: []string{"ddp.tagged", "ddp.last", "ddp.rsvd", "ddp.dv"}, write: fastDDP},
-	{names: []string{"ddp.stag", "ddp.to"}, write: fastTagged},
-	{names: []string{"ddp.rsvdulp", "ddp.qn", "ddp.msn", "ddp.mo"}, write: fastUntagged},
-	{names: []string{"ddp.payload_length"}, write: fastPayloadLen},
-	{names: []string{"rdmap.rv", "rdmap.rsv", "rdmap.opcode"}, write: fastRDMAP},
-	{names: []string{"rdmap.inval_stag"}, write: fastInvalSTag},
-	{names: []string{"rdmap.sink_stag", "rdmap.sink_to", "rdmap.read_size", "rdmap.src_stag", "rdmap.src_to"}, write: fastReadReq},
-	{names: []string{"rdmap.imm_data"}, write: fastImmData},
-	{names: []string{"rdmap.atomic.opcode", "rdmap.atomic.request_id", "rdmap.atomic.remote_stag", "rdmap.atomic.remote_to",
-		"rdmap.atomic.add_swap_data", "rdmap.atomic.add_swap_mask", "rdmap.atomic.compare_data", "rdmap.atomic.compare_mask"}, write: fastAtomicReq},
-	{names: []string{"rdmap.atomic.orig_request_id", "rdmap.atomic.orig_value"}, write: fastAtomicResp},
-	{names: []string{"rdmap.pre_ietf", "rdmap.extension"}, write: fastRDMAPTail},
-})
+// fastGroups are decode.FieldGroups, each with its writer (fastWriters,
+// in the same order). MPA Request/Reply frames and Terminates (a few per
+// connection) are left to the generic walk.
+var fastGroups = resolveFastGroups(withWriters(fastWriters))
+
+// fastWriters write decode.FieldGroups, one a group, in order.
+var fastWriters = []fastWriter{fastFPDU, fastCRCComputed, fastCRCStatus, fastDDP, fastTagged, fastUntagged, fastPayloadLen,
+	fastRDMAP, fastInvalSTag, fastReadReq, fastImmData, fastAtomicReq, fastAtomicResp, fastRDMAPTail}
+
+// withWriters pairs decode.FieldGroups with their writers; a group
+// without one (the lists differ in length: TestJSONFastGroupsResolve)
+// takes the generic walk.
+func withWriters(ws []fastWriter) []fastGroup {
+	var gs []fastGroup
+	for i, names := range decode.FieldGroups {
+		if len(ws) == len(decode.FieldGroups) {
+			gs = append(gs, fastGroup{names: names, write: ws[i]})
+		}
+	}
+	return gs
+}
 
 // resolveFastGroups looks the groups' names up among jsonFields. A name
 // the table no longer has disables its group (its PDUs take the generic

@@ -127,6 +127,9 @@ func TestJSONFieldsConcurrent(t *testing.T) {
 
 // Every group of the specialized encoder names fields the table has.
 func TestJSONFastGroupsResolve(t *testing.T) {
+	if len(fastWriters) != len(decode.FieldGroups) || len(fastGroups) != len(decode.FieldGroups) {
+		t.Fatalf("%d writers for %d groups of decode.FieldGroups", len(fastWriters), len(decode.FieldGroups))
+	}
 	for _, g := range fastGroups {
 		if g.fields == nil {
 			t.Errorf("fast group %v names a field the table does not have", g.names)
