@@ -288,8 +288,7 @@ func (h *handler) report() *Report {
 	// handler: a caller keeping reports (export --each) must not keep every
 	// finished pipeline, its consumer and its reader's buffers alive.
 	u := h.u.stats
-	f := h.findings
-	r := &Report{Conns: h.conns, ConnsDropped: h.dropped, ConnStats: h.t.AllConnStats(), Stats: h.t.Stats(), Worst: h.worst, ULP: &u, Findings: &f}
+	r := &Report{Conns: h.conns, ConnsDropped: h.dropped, ConnStats: h.t.AllConnStats(), Stats: h.t.Stats(), Worst: h.worst, ULP: &u, Findings: h.findings.Clone()}
 	if h.asm != nil {
 		r.Asm = h.asm.Stats()
 	}

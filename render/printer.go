@@ -92,11 +92,8 @@ func (p *Printer) write(b []byte) {
 	p.out.Write(b)
 }
 
-// appendSeconds writes d in seconds with 6 decimals, as
-// strconv.AppendFloat(b, d.Seconds(), 'f', 6, 64) does, in integers: the
-// float path costs ~5% of a run. Exact ties (500 ns past a microsecond)
-// and values the float cannot hold to the nanosecond take the float path,
-// whose rounding they follow.
+// appendSeconds writes d in seconds with 6 decimals (digits.AppendSeconds:
+// strconv.AppendFloat's rounding, in integers).
 func appendSeconds(b []byte, d time.Duration) []byte { return digits.AppendSeconds(b, d) }
 
 // appendMicros appends the 6-digit fraction of a second: ".000123".

@@ -233,7 +233,6 @@ func (l *List) AddHistory(expr string) {
 // Columns of the list.
 var columns = []string{"No.", "Time", "Conn", "Dir", "Summary"}
 
-// Cell returns the text of column c of index row i (r).
 // FindingCounts are the counts of the findings by code and connection:
 // the pipeline's (analyze.Report.Findings, as iwdump -z and the export
 // show them) once the capture is indexed, the same count of the findings
@@ -247,6 +246,7 @@ func (ix *Index) FindingCounts() *finding.Tally {
 	return ix.tally.Clone() // the indexer goes on adding to ix.tally
 }
 
+// Cell returns the text of column c of index row i (r).
 func (ix *Index) Cell(i int, r *Row, c int) string {
 	switch c {
 	case 0:
