@@ -21,9 +21,10 @@ type Tally struct {
 	ConnsDropped uint64
 }
 
-// MaxConns bounds the connections a Tally keeps counts of (each a few
-// dozen octets).
-const MaxConns = 1 << 20
+// MaxConns bounds the connections a Tally keeps counts of: about 150
+// octets each with a few codes, 20 MB at most, above the 100,000
+// connections the analyzer's memory budget holds at once.
+const MaxConns = 1 << 17
 
 // ConnTally is the count of one connection.
 type ConnTally struct {
