@@ -178,6 +178,10 @@ type Report struct {
 	Stats     track.Stats              // the whole capture
 	Asm       reassembly.Stats
 	Worst     int // highest severity of the findings raised, as int(finding.Severity); -1: none
+	// Findings counts every finding handed out as a record (the
+	// reassembly's, the framer's, the tracker's and the ULPs'), by code
+	// and by connection: the one count every face shows.
+	Findings *finding.Tally
 	// ULP is what the storage-protocol layer decoded (-z nvme, ...).
 	ULP *ulp.Stats
 	// ConnsDropped counts the ended connections Conns does not hold
@@ -262,6 +266,7 @@ type handler struct {
 	keep, ended, dropped int
 	finishing            bool
 	worst                int
+	findings             finding.Tally // every KindFinding record emitted
 	rec                  Record
 	u                    ulpState // the storage-protocol layer (ulp.go)
 	// beforeFinding, when set, hears of each tracker finding's connection
@@ -283,7 +288,7 @@ func (h *handler) report() *Report {
 	// handler: a caller keeping reports (export --each) must not keep every
 	// finished pipeline, its consumer and its reader's buffers alive.
 	u := h.u.stats
-	r := &Report{Conns: h.conns, ConnsDropped: h.dropped, ConnStats: h.t.AllConnStats(), Stats: h.t.Stats(), Worst: h.worst, ULP: &u}
+	r := &Report{Conns: h.conns, ConnsDropped: h.dropped, ConnStats: h.t.AllConnStats(), Stats: h.t.Stats(), Worst: h.worst, ULP: &u, Findings: h.findings.Clone()}
 	if h.asm != nil {
 		r.Asm = h.asm.Stats()
 	}
@@ -294,6 +299,7 @@ func (h *handler) report() *Report {
 func (h *handler) emit() {
 	if h.rec.Kind == KindFinding {
 		h.worst = max(h.worst, int(h.rec.Finding.Severity))
+		h.findings.Add(h.rec.ConnID(), h.rec.Finding.Code)
 	}
 	h.c.Record(&h.rec)
 }

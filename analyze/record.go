@@ -7,6 +7,7 @@ import (
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/filter"
 	"github.com/iwkit/iwkit/finding"
+	"github.com/iwkit/iwkit/internal/digits"
 	"github.com/iwkit/iwkit/reassembly"
 	"github.com/iwkit/iwkit/track"
 	"github.com/iwkit/iwkit/ulp"
@@ -111,6 +112,14 @@ type Record struct {
 	Cmd *ulp.Command
 }
 
+// ConnID is the number of the record's connection, -1 when it has none.
+func (r *Record) ConnID() int {
+	if r.Conn == nil {
+		return -1
+	}
+	return int(r.Conn.ID)
+}
+
 // Finding is what a KindFinding record reports.
 type Finding struct {
 	Severity finding.Severity // the code's, or the tracker's for this instance
@@ -121,48 +130,92 @@ type Finding struct {
 	Track *track.Finding
 }
 
-// findingFields are the filter fields of findings.
-var findingFields = map[string]filter.Getter[*Record]{
-	"finding.severity": func(r *Record) (decode.Value, bool) {
+// RecordField is a field of a record rather than of a PDU's octets: where
+// and when it is, and what a finding says. -G fields lists those with a
+// Desc (iwdump -e prints them), display filters (-Y) test them all.
+type RecordField struct {
+	Name string
+	Kind decode.FieldKind
+	Desc string // "" for the finding.* fields, which -e does not print
+	Get  filter.Getter[*Record]
+}
+
+func uintValue(x uint64) decode.Value { return decode.Value{Kind: decode.KindUint, U: x} }
+
+// textValue is a value written as text: times, addresses.
+func textValue(b []byte) decode.Value { return decode.Value{Kind: decode.KindString, S: string(b)} }
+
+func frameOf(r *Record) (decode.Value, bool) { return uintValue(uint64(r.Frame)), true }
+
+func findingOnly(get func(r *Record) decode.Value) filter.Getter[*Record] {
+	return func(r *Record) (decode.Value, bool) {
 		if r.Kind != KindFinding {
 			return decode.Value{}, false
 		}
-		return decode.Value{Kind: decode.KindString, S: r.Finding.Severity.String()}, true
-	},
-	"finding.code": func(r *Record) (decode.Value, bool) {
-		if r.Kind != KindFinding {
+		return get(r), true
+	}
+}
+
+func withConn(get func(r *Record) decode.Value) filter.Getter[*Record] {
+	return func(r *Record) (decode.Value, bool) {
+		if r.Conn == nil {
 			return decode.Value{}, false
 		}
-		return decode.Value{Kind: decode.KindString, S: r.Finding.Code.String()}, true
-	},
-	"finding.message": func(r *Record) (decode.Value, bool) {
-		if r.Kind != KindFinding {
-			return decode.Value{}, false
-		}
-		return decode.Value{Kind: decode.KindString, S: r.Finding.Message}, true
-	},
-	"finding": func(r *Record) (decode.Value, bool) {
-		return decode.Value{Kind: decode.KindBool, U: 1}, r.Kind == KindFinding
-	},
+		return get(r), true
+	}
+}
+
+// RecordFields are the record's fields: NDJSON's top-level keys, tshark's
+// frame.* names for habit's sake, and the finding's. Times are text, as
+// -e prints them (they compare as text).
+var RecordFields = []RecordField{
 	// frame: the frame a PDU or finding is reported at (iwdump -Y 'frame
 	// == N' finds what a query over an export points at).
-	"frame": func(r *Record) (decode.Value, bool) {
-		return decode.Value{Kind: decode.KindUint, U: uint64(r.Frame)}, true
-	},
+	{"frame", decode.KindUint, "number of the frame holding the PDU's last octet", frameOf},
+	{"time", decode.KindString, "seconds since the first frame (6 decimals, as NDJSON)", func(r *Record) (decode.Value, bool) {
+		return textValue(digits.AppendSeconds(nil, r.Rel)), true
+	}},
+	{"conn", decode.KindUint, "connection number", withConn(func(r *Record) decode.Value { return uintValue(r.Conn.ID) })},
+	{"dir", decode.KindString, "i2r (from the MPA initiator) or r2i", withConn(func(r *Record) decode.Value {
+		return decode.Value{Kind: decode.KindString, S: DirName(r.Conn, r.Dir)}
+	})},
+	{"src", decode.KindString, "sender ip:port", withConn(func(r *Record) decode.Value { return textValue(r.Src.AppendTo(nil)) })},
+	{"dst", decode.KindString, "receiver ip:port", withConn(func(r *Record) decode.Value { return textValue(r.Dst.AppendTo(nil)) })},
+	{"missing", decode.KindUint, "octets of the PDU not captured", func(r *Record) (decode.Value, bool) {
+		if r.Kind != KindPDU {
+			return decode.Value{}, false
+		}
+		return uintValue(uint64(r.PDU.Missing)), true
+	}},
+	{"frame.number", decode.KindUint, "as tshark: frame", frameOf},
+	{"frame.time_relative", decode.KindString, "as tshark: seconds since the first frame, 9 decimals", func(r *Record) (decode.Value, bool) {
+		return textValue(digits.AppendNanos(nil, r.Rel)), true
+	}},
+	{"frame.time_epoch", decode.KindString, "as tshark: seconds since the epoch, 9 decimals", func(r *Record) (decode.Value, bool) {
+		return textValue(digits.AppendNanos(nil, time.Duration(r.Time.UnixNano()))), true
+	}},
+	{"finding", decode.KindBool, "", func(r *Record) (decode.Value, bool) {
+		return decode.Value{Kind: decode.KindBool, U: 1}, r.Kind == KindFinding
+	}},
+	{"finding.severity", decode.KindString, "", findingOnly(func(r *Record) decode.Value {
+		return decode.Value{Kind: decode.KindString, S: r.Finding.Severity.String()}
+	})},
+	{"finding.code", decode.KindString, "", findingOnly(func(r *Record) decode.Value {
+		return decode.Value{Kind: decode.KindString, S: r.Finding.Code.String()}
+	})},
+	{"finding.message", decode.KindString, "", findingOnly(func(r *Record) decode.Value {
+		return decode.Value{Kind: decode.KindString, S: r.Finding.Message}
+	})},
 }
 
 // ResolveField serves display filters (package filter) over records: the
-// decode field table for PDUs and the finding.* fields for findings.
+// record's fields (RecordFields), the decode field table for PDUs and the
+// ULP field table for the storage-protocol messages.
 func ResolveField(name string) (filter.Getter[*Record], decode.FieldKind, bool) {
-	if g, ok := findingFields[name]; ok {
-		kind := decode.KindString
-		switch name {
-		case "finding":
-			kind = decode.KindBool
-		case "frame":
-			kind = decode.KindUint
+	for i := range RecordFields {
+		if rf := &RecordFields[i]; rf.Name == name {
+			return rf.Get, rf.Kind, true
 		}
-		return g, kind, true
 	}
 	f, ok := decode.FieldByName(name)
 	if !ok {

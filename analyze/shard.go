@@ -49,6 +49,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/internal/writev"
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
@@ -772,7 +773,7 @@ func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer fun
 
 // report merges the shards' tables under the global connection numbers.
 func (m *outMerger) report(shards []*shard) *Report {
-	r := &Report{Conns: map[int]*reassembly.Conn{}, Worst: -1, ULP: &ulp.Stats{}}
+	r := &Report{Conns: map[int]*reassembly.Conn{}, Worst: -1, ULP: &ulp.Stats{}, Findings: &finding.Tally{}}
 	trackers := make([]*track.Tracker, len(shards))
 	for i, s := range shards {
 		for id, c := range s.h.conns {
@@ -787,6 +788,7 @@ func (m *outMerger) report(shards []*shard) *Report {
 		r.Worst = max(r.Worst, s.h.worst)
 		trackers[i] = s.h.t
 		r.ULP.Merge(&s.h.u.stats)
+		r.Findings.Merge(&s.h.findings, func(id int) int { return int(m.global(i, uint64(id))) })
 	}
 	sort.Slice(r.ConnStats, func(i, j int) bool { return r.ConnStats[i].Conn < r.ConnStats[j].Conn })
 	r.Stats = track.MergedStats(trackers...)

@@ -68,6 +68,18 @@ func (f *Field) Get(p *PDU) (Value, bool) {
 	return f.val(p), true
 }
 
+// JSONHex reports whether JSON writes the field's values as strings of
+// 0x-hex ("0xff1c000000001000") rather than numbers: the 64-bit fields
+// shown in hex (Tagged Offsets, addresses, atomic operands). A JSON
+// number past 2^53 is rounded by every reader that takes numbers as IEEE
+// doubles (JavaScript, jq 1.6); a string is not. The text is the field's
+// display form (AppendValue).
+func (f *Field) JSONHex() bool { return WideHex(f.Kind, f.Hex, f.Size) }
+
+// WideHex is the JSONHex rule for a field of kind k, shown in hex or not,
+// size octets wide on the wire (the ULP field table's fields use it too).
+func WideHex(k FieldKind, hex bool, size int) bool { return k == KindUint && hex && size == 8 }
+
 // AppendValue appends v as text in the field's display form: decimal or
 // 0x-hex numbers, enum names, quoted strings not, bytes as hex.
 func (f *Field) AppendValue(b []byte, v Value) []byte {
@@ -101,6 +113,11 @@ func vUint[T uint8 | uint16 | uint32 | uint64 | int](x T) Value {
 // Presence predicates.
 func isMPA(p *PDU) bool  { return p.IsMPAFrame }
 func isFPDU(p *PDU) bool { return !p.IsMPAFrame }
+
+// crcJudged: an FPDU whose CRC the receiver computed, CRCs being in use.
+func crcJudged(p *PDU) bool {
+	return !p.IsMPAFrame && (p.CRCStatus == CRCGood || p.CRCStatus == CRCBad)
+}
 
 // hasDDP: the ULPDU is long enough for the DDP header its T bit announces,
 // so ParseSegment filled p.Seg.DDP even if a later header failed.
@@ -152,6 +169,7 @@ const (
 	cRev1
 	cERDMA
 	cFPDU
+	cCRC // an FPDU whose CRC was computed and judged
 	cDDP
 	cTagged
 	cUntagged
@@ -171,7 +189,7 @@ const (
 )
 
 var condFuncs = [numConds]func(p *PDU) bool{
-	cMPA: isMPA, cV2: hasV2, cRev1: hasRev1, cERDMA: hasERDMA, cFPDU: isFPDU, cDDP: hasDDP, cTagged: tagged, cUntagged: untagged,
+	cMPA: isMPA, cV2: hasV2, cRev1: hasRev1, cERDMA: hasERDMA, cFPDU: isFPDU, cCRC: crcJudged, cDDP: hasDDP, cTagged: tagged, cUntagged: untagged,
 	cSegOK:     func(p *PDU) bool { return hasDDP(p) && p.SegErr == nil },
 	cSendInv:   func(p *PDU) bool { return hasOp(p, OpSendInv, OpSendSEInv) },
 	cReadReq:   func(p *PDU) bool { return hasOp(p, OpReadRequest) },
@@ -203,6 +221,9 @@ func Present(p *PDU) Mask {
 		return m
 	}
 	m := Mask(1 << cFPDU)
+	if crcJudged(p) {
+		m |= 1 << cCRC
+	}
 	if !hasDDP(p) {
 		return m
 	}
@@ -333,7 +354,9 @@ var fieldTable = []Field{
 	fld("mpa.ulpdu_length", KindUint, false, BaseFPDU, 0, 2, 0, "ULPDU_Length: octets of the DDP segment (no PAD, CRC or markers)", cFPDU, func(p *PDU) Value { return vUint(p.FPDU.ULPDULength) }),
 	fld("mpa.pad", KindBytes, false, BaseFPDU, -1, -1, 0, "PAD octets (0-3) that make the FPDU a multiple of 4", cFPDU, func(p *PDU) Value { return Value{Kind: KindBytes, B: p.FPDU.Pad} }),
 	fld("mpa.crc", KindUint, true, BaseFPDU, -1, 4, 0, "CRC field as on the wire (CRC32c, least significant octet first)", cFPDU, func(p *PDU) Value { return vUint(p.FPDU.CRC) }),
-	fld("mpa.crc_computed", KindUint, true, BaseNone, -1, 4, 0, "CRC32c computed over the FPDU, markers and PAD included", cFPDU, func(p *PDU) Value { return vUint(p.ComputedCRC) }),
+	// Only where CRCs are in use (mpa.crc_status good or bad): otherwise
+	// a receiver computes none (RFC 5044 §7.1.1), and no face shows one.
+	fld("mpa.crc_computed", KindUint, true, BaseNone, -1, 4, 0, "CRC32c computed over the FPDU, markers and PAD included", cCRC, func(p *PDU) Value { return vUint(p.ComputedCRC) }),
 	fld("mpa.crc_status", KindEnum, false, BaseNone, -1, 0, 0, `"good", "bad", "unchecked" (CRC not negotiated) or "unknown"`, cFPDU,
 		func(p *PDU) Value { return Value{Kind: KindEnum, U: uint64(p.CRCStatus), S: p.CRCStatus.String()} }),
 	fld("mpa.markers", KindUint, false, BaseNone, -1, 0, 0, "number of markers inside the FPDU", cFPDU, func(p *PDU) Value { return vUint(len(p.Markers)) }),
@@ -350,7 +373,7 @@ var fieldTable = []Field{
 	fld("ddp.msn", KindUint, false, BaseSegment, 10, 4, 0, "Message Sequence Number (first message on a queue: 1)", cUntagged, func(p *PDU) Value { return vUint(p.Seg.DDP.MSN) }),
 	fld("ddp.mo", KindUint, false, BaseSegment, 14, 4, 0, "Message Offset of the segment's first payload octet", cUntagged, func(p *PDU) Value { return vUint(p.Seg.DDP.MO) }),
 	fld("ddp.payload_length", KindUint, false, BaseNone, -1, 0, 0, "ULP payload octets after the DDP and RDMAP headers", cSegOK,
-		func(p *PDU) Value { return vUint(len(p.Seg.Payload)) }),
+		func(p *PDU) Value { n, _ := p.PayloadLen(); return vUint(n) }),
 
 	// RDMAP (RFC 5040 §4, RFC 7306).
 	fld("rdmap.rv", KindUint, false, BaseSegment, 1, 0, 0xC0, "RDMAP version: 1 RFC 5040, 0 pre-IETF", cDDP, func(p *PDU) Value { return vUint(p.Seg.RDMAP.RV) }),

@@ -77,6 +77,18 @@ type PDU struct {
 	SegErr error
 }
 
+// PayloadLen is the "len" of an FPDU in every face (iwdump's and iwtui's
+// summaries, the ddp.payload_length field): the ULP payload octets after
+// the DDP and RDMAP headers, as tcpdump's "length" and tshark's "Len="
+// count a segment's payload, not its headers. ok is false when there is
+// none to count: an MPA frame, or a segment whose headers do not decode.
+func (p *PDU) PayloadLen() (n int, ok bool) {
+	if p.IsMPAFrame || p.SegErr != nil || len(p.FPDU.ULPDU) == 0 {
+		return 0, false
+	}
+	return len(p.Seg.Payload), true
+}
+
 // DecodeFPDU fills p from a marker-free FPDU at the start of b and reports
 // the octets it used. crc says whether CRCs are in use on the connection.
 // The DDP/RDMAP decode error, if any, is kept in p.SegErr and is not

@@ -170,7 +170,7 @@ func (s *Segment) appendSummary(b []byte, err error, ulpduLen uint16) []byte {
 		}
 		b = d.appendPosition(b)
 		b = append(b, " len "...)
-		b = appendDec(b, uint64(len(s.Payload)))
+		b = appendDec(b, uint64(len(s.Payload))) // PayloadLen
 	}
 	if d.Last {
 		b = append(b, " L"...)

@@ -394,7 +394,7 @@ func (e *Exporter) operation(r *analyze.Record) {
 	w.frameOrNull(op.ResponseLastFrame)
 	w.time(op.Start)
 	w.timeOrNull(op.End)
-	if op.ResponseLastFrame > 0 && (isRead || isAtomic) {
+	if op.HasLatency() {
 		w.i64(int64(op.Latency))
 	} else {
 		w.null()
@@ -587,11 +587,7 @@ func (e *Exporter) connections(rep *analyze.Report) {
 				w.u64(x)
 			}
 		}
-		var nf uint64
-		for _, n := range cs.Findings {
-			nf += uint64(n)
-		}
-		w.u64(nf)
+		w.u64(rep.Findings.Conn(cs.Conn)) // the pipeline's count: the findings table's rows of the connection
 		w.strOrNull(ci.closed)
 		w.frameOrNull(ci.closeFrame)
 		e.emit(Connections, w)

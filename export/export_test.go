@@ -89,6 +89,9 @@ func same(js any, pq any) bool {
 	case bool:
 		return pq == j
 	case string:
+		if p, ok := pq.(uint64); ok { // a 64-bit hex field (decode.Field.JSONHex): "0x…"
+			return j == "0x"+strconv.FormatUint(p, 16)
+		}
 		return pq == j
 	}
 	return false

@@ -20,58 +20,79 @@ type pduGroup struct {
 	write func(w *row, p *decode.PDU)
 }
 
-var pduGroups = resolvePDUGroups([]pduGroup{
-	{names: []string{"mpa.ulpdu_length", "mpa.pad", "mpa.crc", "mpa.crc_computed", "mpa.crc_status", "mpa.markers"}, write: func(w *row, p *decode.PDU) {
+// pduGroups are decode.FieldGroups, each with its writer (pduWriters,
+// in the same order).
+var pduGroups = resolvePDUGroups(withWriters(pduWriters))
+
+// pduWriters write decode.FieldGroups, one a group, in order: one row
+// method per column, of the column's type.
+var pduWriters = []func(w *row, p *decode.PDU){
+	// mpa.ulpdu_length, mpa.pad, mpa.crc
+	func(w *row, p *decode.PDU) {
 		w.u32(uint32(p.FPDU.ULPDULength))
 		w.bytes(p.FPDU.Pad)
 		w.u32(p.FPDU.CRC)
+	},
+	// mpa.crc_computed
+	func(w *row, p *decode.PDU) {
 		w.u32(p.ComputedCRC)
+	},
+	// mpa.crc_status, mpa.markers
+	func(w *row, p *decode.PDU) {
 		w.str(p.CRCStatus.String())
 		w.u32(uint32(len(p.Markers)))
-	}},
-	{names: []string{"ddp.tagged", "ddp.last", "ddp.rsvd", "ddp.dv"}, write: func(w *row, p *decode.PDU) {
+	},
+	// ddp.tagged, ddp.last, ddp.rsvd, ddp.dv
+	func(w *row, p *decode.PDU) {
 		h := &p.Seg.DDP
 		w.bool(h.Tagged)
 		w.bool(h.Last)
 		w.u32(uint32(h.Rsvd))
 		w.u32(uint32(h.DV))
-	}},
-	{names: []string{"ddp.stag", "ddp.to"}, write: func(w *row, p *decode.PDU) {
+	},
+	// ddp.stag, ddp.to
+	func(w *row, p *decode.PDU) {
 		w.u32(p.Seg.DDP.STag)
 		w.u64(p.Seg.DDP.TO)
-	}},
-	{names: []string{"ddp.rsvdulp", "ddp.qn", "ddp.msn", "ddp.mo"}, write: func(w *row, p *decode.PDU) {
+	},
+	// ddp.rsvdulp, ddp.qn, ddp.msn, ddp.mo
+	func(w *row, p *decode.PDU) {
 		h := &p.Seg.DDP
 		w.u32(uint32(h.RsvdULP2))
 		w.u32(h.QN)
 		w.u32(h.MSN)
 		w.u32(h.MO)
-	}},
-	{names: []string{"ddp.payload_length"}, write: func(w *row, p *decode.PDU) {
+	},
+	// ddp.payload_length
+	func(w *row, p *decode.PDU) {
 		w.u32(uint32(len(p.Seg.Payload)))
-	}},
-	{names: []string{"rdmap.rv", "rdmap.rsv", "rdmap.opcode"}, write: func(w *row, p *decode.PDU) {
+	},
+	// rdmap.rv, rdmap.rsv, rdmap.opcode
+	func(w *row, p *decode.PDU) {
 		c := &p.Seg.RDMAP
 		w.u32(uint32(c.RV))
 		w.u32(uint32(c.Rsv))
 		w.str(c.Opcode.String())
-	}},
-	{names: []string{"rdmap.inval_stag"}, write: func(w *row, p *decode.PDU) {
+	},
+	// rdmap.inval_stag
+	func(w *row, p *decode.PDU) {
 		w.u32(p.Seg.InvalidateSTag)
-	}},
-	{names: []string{"rdmap.sink_stag", "rdmap.sink_to", "rdmap.read_size", "rdmap.src_stag", "rdmap.src_to"}, write: func(w *row, p *decode.PDU) {
+	},
+	// rdmap.sink_stag, ...
+	func(w *row, p *decode.PDU) {
 		r := &p.Seg.ReadRequest
 		w.u32(r.SinkSTag)
 		w.u64(r.SinkTO)
 		w.u32(r.Size)
 		w.u32(r.SrcSTag)
 		w.u64(r.SrcTO)
-	}},
-	{names: []string{"rdmap.imm_data"}, write: func(w *row, p *decode.PDU) {
+	},
+	// rdmap.imm_data
+	func(w *row, p *decode.PDU) {
 		w.bytes(p.Seg.ImmData[:])
-	}},
-	{names: []string{"rdmap.atomic.opcode", "rdmap.atomic.request_id", "rdmap.atomic.remote_stag", "rdmap.atomic.remote_to",
-		"rdmap.atomic.add_swap_data", "rdmap.atomic.add_swap_mask", "rdmap.atomic.compare_data", "rdmap.atomic.compare_mask"}, write: func(w *row, p *decode.PDU) {
+	},
+	// rdmap.atomic.opcode, ...
+	func(w *row, p *decode.PDU) {
 		r := &p.Seg.AtomicRequest
 		w.str(r.AOpCode.String())
 		w.u32(r.RequestID)
@@ -81,17 +102,32 @@ var pduGroups = resolvePDUGroups([]pduGroup{
 		w.u64(r.AddSwapMask)
 		w.u64(r.CompareData)
 		w.u64(r.CompareMask)
-	}},
-	{names: []string{"rdmap.atomic.orig_request_id", "rdmap.atomic.orig_value"}, write: func(w *row, p *decode.PDU) {
+	},
+	// rdmap.atomic.orig_request_id, rdmap.atomic.orig_value
+	func(w *row, p *decode.PDU) {
 		r := &p.Seg.AtomicResponse
 		w.u32(r.OrigRequestID)
 		w.u64(r.OrigValue)
-	}},
-	{names: []string{"rdmap.pre_ietf", "rdmap.extension"}, write: func(w *row, p *decode.PDU) {
+	},
+	// rdmap.pre_ietf, rdmap.extension
+	func(w *row, p *decode.PDU) {
 		w.bool(p.Seg.DDP.DV == 0 || p.Seg.RDMAP.RV == 0)
 		w.bool(p.Seg.RDMAP.Opcode.Extension())
-	}},
-})
+	},
+}
+
+// withWriters pairs decode.FieldGroups with their writers; none when the
+// lists differ in length (every PDU takes the generic walk:
+// TestPDUGroupsResolve notices).
+func withWriters(ws []func(w *row, p *decode.PDU)) []pduGroup {
+	var gs []pduGroup
+	for i, names := range decode.FieldGroups {
+		if len(ws) == len(decode.FieldGroups) {
+			gs = append(gs, pduGroup{names: names, write: ws[i]})
+		}
+	}
+	return gs
+}
 
 // resolvePDUGroups finds each group's first field. A group whose names
 // are not consecutive fields of the table is disabled (its PDUs take the

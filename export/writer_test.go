@@ -111,6 +111,9 @@ func TestPageHeader(t *testing.T) {
 // group writing an INT64 into an INT32 column would not fail here but in
 // TestFastMatchesGeneric).
 func TestPDUGroupsResolve(t *testing.T) {
+	if len(pduWriters) != len(decode.FieldGroups) || len(pduGroups) != len(decode.FieldGroups) {
+		t.Fatalf("%d writers for %d groups of decode.FieldGroups", len(pduWriters), len(decode.FieldGroups))
+	}
 	for _, g := range pduGroups {
 		if g.first < 0 {
 			t.Errorf("group %v: not consecutive fields of the table", g.names)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/internal/digits"
 	"github.com/iwkit/iwkit/ulp"
 )
 
@@ -96,24 +97,19 @@ func yesNo(name, val string) (bool, error) {
 	return false, fmt.Errorf("-E %s takes y or n, not %q", name, val)
 }
 
-// recordFields are the fields of a PDU's record rather than its octets:
-// NDJSON's top-level keys, and tshark's frame.* names for habit's sake.
-// All but missing are the frame's: one occurrence a line.
-var recordFields = []struct {
-	name, desc string
-	kind       decode.FieldKind
-}{
-	{"frame", "number of the frame holding the PDU's last octet", decode.KindUint},
-	{"time", "seconds since the first frame (6 decimals, as NDJSON)", decode.KindString},
-	{"conn", "connection number", decode.KindUint},
-	{"dir", "i2r (from the MPA initiator) or r2i", decode.KindString},
-	{"src", "sender ip:port", decode.KindString},
-	{"dst", "receiver ip:port", decode.KindString},
-	{"missing", "octets of the PDU not captured", decode.KindUint},
-	{"frame.number", "as tshark: frame", decode.KindUint},
-	{"frame.time_relative", "as tshark: seconds since the first frame, 9 decimals", decode.KindString},
-	{"frame.time_epoch", "as tshark: seconds since the epoch, 9 decimals", decode.KindString},
-}
+// recordFields are the fields of a PDU's record rather than its octets
+// (analyze.RecordFields with a description): NDJSON's top-level keys, and
+// tshark's frame.* names for habit's sake. All but missing are the
+// frame's: one occurrence a line.
+var recordFields = func() []*analyze.RecordField {
+	var out []*analyze.RecordField
+	for i := range analyze.RecordFields {
+		if rf := &analyze.RecordFields[i]; rf.Desc != "" {
+			out = append(out, rf)
+		}
+	}
+	return out
+}()
 
 // fieldCol is one -e column.
 type fieldCol struct {
@@ -169,7 +165,7 @@ func NewFieldsPrinter(w io.Writer, o FieldsOptions, numeric bool, match func(*an
 	for _, name := range o.Fields {
 		c := fieldCol{rec: -1}
 		for i, rf := range recordFields {
-			if rf.name == name {
+			if rf.Name == name {
 				c.rec = i
 			}
 		}
@@ -216,7 +212,7 @@ func (p *FieldsPrinter) Record(r *analyze.Record) {
 		case c.rec >= 0:
 			// Fields of the frame (all but missing) occur once a line,
 			// as tshark's frame.number.
-			if c.n == 0 || recordFields[c.rec].name == "missing" {
+			if c.n == 0 || recordFields[c.rec].Name == "missing" {
 				c.add(p.appendRecordField(c.next(), c.rec, r))
 			}
 		case c.uf != nil:
@@ -241,7 +237,7 @@ func (p *FieldsPrinter) Record(r *analyze.Record) {
 }
 
 func (p *FieldsPrinter) appendRecordField(b []byte, i int, r *analyze.Record) []byte {
-	switch recordFields[i].name {
+	switch recordFields[i].Name {
 	case "frame", "frame.number":
 		return strconv.AppendInt(b, int64(r.Frame), 10)
 	case "time":
@@ -266,19 +262,7 @@ func (p *FieldsPrinter) appendRecordField(b []byte, i int, r *analyze.Record) []
 
 // appendNanos writes seconds with 9 decimals, as tshark's relative and
 // epoch times.
-func appendNanos(b []byte, d time.Duration) []byte {
-	if d < 0 {
-		b = append(b, '-')
-		d = -d
-	}
-	b = strconv.AppendInt(b, int64(d/time.Second), 10)
-	ns := int64(d % time.Second)
-	b = append(b, '.')
-	for div := int64(1e8); div > 0; div /= 10 {
-		b = append(b, byte('0'+ns/div%10))
-	}
-	return b
-}
+func appendNanos(b []byte, d time.Duration) []byte { return digits.AppendNanos(b, d) }
 
 // appendValue writes a value as tshark does: hex numbers zero-padded to
 // the field's width, booleans 1/0, octets as plain hex; named values by
@@ -398,10 +382,10 @@ func WriteGlossary(w io.Writer) {
 	fmt.Fprintf(w, "P\tiwdump record\tframe\n")
 	for _, rf := range recordFields {
 		base := "BASE_NONE"
-		if rf.kind == decode.KindUint {
+		if rf.Kind == decode.KindUint {
 			base = "BASE_DEC"
 		}
-		fmt.Fprintf(w, "F\t%s\t%s\t%s\tframe\t%s\t0x0\t\n", rf.desc, rf.name, ftType(rf.kind, 0, 0), base)
+		fmt.Fprintf(w, "F\t%s\t%s\t%s\tframe\t%s\t0x0\t\n", rf.Desc, rf.Name, ftType(rf.Kind, 0, 0), base)
 	}
 	seen := map[string]bool{}
 	proto := func(name string) string {

@@ -13,6 +13,11 @@ import (
 // The NDJSON encoding of a PDU's fields: nested objects whose paths are the
 // field table's dotted names (README: "JSON output").
 
+// JSONVersion is the version of the NDJSON schema (README: "JSON output").
+// 2: the 64-bit fields shown in hex (decode.Field.JSONHex: TOs, addresses,
+// atomic operands) are strings "0x…", no longer numbers.
+const JSONVersion = 2
+
 // jsonObj is an object of the nested JSON: "mpa", "rdmap.term", ...
 type jsonObj struct {
 	parent int    // index of the enclosing object; -1 for top level
@@ -196,6 +201,12 @@ func (pl *jsonPlan) appendGeneric(b []byte, pdu *decode.PDU, m decode.Mask, nume
 		case decode.KindBool:
 			b = appendJSONBool(b, v.U != 0)
 		case decode.KindUint:
+			if jf.f.JSONHex() {
+				b = append(b, '"')
+				b = jf.f.AppendValue(b, v)
+				b = append(b, '"')
+				break
+			}
 			b = strconv.AppendUint(b, v.U, 10)
 		case decode.KindEnum: // static names: plain ASCII, nothing to escape
 			b = append(b, '"')

@@ -29,23 +29,27 @@ type fastGroup struct {
 	write  fastWriter
 }
 
-// fastGroups are in field-table order. MPA Request/Reply frames and
-// Terminates (a few per connection) are left to the generic walk.
-var fastGroups = resolveFastGroups([]fastGroup{
-	{names: []string{"mpa.ulpdu_length", "mpa.pad", "mpa.crc", "mpa.crc_computed", "mpa.crc_status", "mpa.markers"}, write: fastFPDU},
-	{names: []string{"ddp.tagged", "ddp.last", "ddp.rsvd", "ddp.dv"}, write: fastDDP},
-	{names: []string{"ddp.stag", "ddp.to"}, write: fastTagged},
-	{names: []string{"ddp.rsvdulp", "ddp.qn", "ddp.msn", "ddp.mo"}, write: fastUntagged},
-	{names: []string{"ddp.payload_length"}, write: fastPayloadLen},
-	{names: []string{"rdmap.rv", "rdmap.rsv", "rdmap.opcode"}, write: fastRDMAP},
-	{names: []string{"rdmap.inval_stag"}, write: fastInvalSTag},
-	{names: []string{"rdmap.sink_stag", "rdmap.sink_to", "rdmap.read_size", "rdmap.src_stag", "rdmap.src_to"}, write: fastReadReq},
-	{names: []string{"rdmap.imm_data"}, write: fastImmData},
-	{names: []string{"rdmap.atomic.opcode", "rdmap.atomic.request_id", "rdmap.atomic.remote_stag", "rdmap.atomic.remote_to",
-		"rdmap.atomic.add_swap_data", "rdmap.atomic.add_swap_mask", "rdmap.atomic.compare_data", "rdmap.atomic.compare_mask"}, write: fastAtomicReq},
-	{names: []string{"rdmap.atomic.orig_request_id", "rdmap.atomic.orig_value"}, write: fastAtomicResp},
-	{names: []string{"rdmap.pre_ietf", "rdmap.extension"}, write: fastRDMAPTail},
-})
+// fastGroups are decode.FieldGroups, each with its writer (fastWriters,
+// in the same order). MPA Request/Reply frames and Terminates (a few per
+// connection) are left to the generic walk.
+var fastGroups = resolveFastGroups(withWriters(fastWriters))
+
+// fastWriters write decode.FieldGroups, one a group, in order.
+var fastWriters = []fastWriter{fastFPDU, fastCRCComputed, fastCRCStatus, fastDDP, fastTagged, fastUntagged, fastPayloadLen,
+	fastRDMAP, fastInvalSTag, fastReadReq, fastImmData, fastAtomicReq, fastAtomicResp, fastRDMAPTail}
+
+// withWriters pairs decode.FieldGroups with their writers; a group
+// without one (the lists differ in length: TestJSONFastGroupsResolve)
+// takes the generic walk.
+func withWriters(ws []fastWriter) []fastGroup {
+	var gs []fastGroup
+	for i, names := range decode.FieldGroups {
+		if len(ws) == len(decode.FieldGroups) {
+			gs = append(gs, fastGroup{names: names, write: ws[i]})
+		}
+	}
+	return gs
+}
 
 // resolveFastGroups looks the groups' names up among jsonFields. A name
 // the table no longer has disables its group (its PDUs take the generic
@@ -174,6 +178,15 @@ func putBool(b []byte, n int, x bool) int {
 	return n + 5
 }
 
+// putHex64 writes a 64-bit field shown in hex as JSON writes it
+// (decode.Field.JSONHex): a string "0x…", at most 20 octets.
+func putHex64(b []byte, n int, x uint64) int {
+	b[n], b[n+1], b[n+2] = '"', '0', 'x'
+	n += 3 + len(digits.AppendHex(b[n+3:n+3], x))
+	b[n] = '"'
+	return n + 1
+}
+
 // putHex writes x as a JSON string of hex digits.
 func putHex(b []byte, n int, x []byte) int {
 	b[n] = '"'
@@ -227,29 +240,30 @@ var (
 
 // Group writers, one per fastGroups entry, values in the order of names.
 
-func fastFPDU(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric bool) int {
-	_ = keys[5]
+func fastFPDU(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
+	_ = keys[2]
 	n = putChunk(b, n, &keys[0])
 	n = digits.Put(b, n, uint64(p.FPDU.ULPDULength))
 	n = putChunk(b, n, &keys[1])
 	n = putHex(b, n, p.FPDU.Pad)
 	n = putChunk(b, n, &keys[2])
-	crc := n
-	n = digits.Put(b, n, uint64(p.FPDU.CRC))
-	crcEnd := n
-	n = putChunk(b, n, &keys[3])
-	if p.ComputedCRC == p.FPDU.CRC { // the common case: the same digits again
-		n += copy(b[n:n+10], b[crc:crcEnd])
-	} else {
-		n = digits.Put(b, n, uint64(p.ComputedCRC))
-	}
-	n = putChunk(b, n, &keys[4])
+	return digits.Put(b, n, uint64(p.FPDU.CRC))
+}
+
+func fastCRCComputed(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
+	n = putChunk(b, n, &keys[0])
+	return digits.Put(b, n, uint64(p.ComputedCRC))
+}
+
+func fastCRCStatus(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric bool) int {
+	_ = keys[1]
+	n = putChunk(b, n, &keys[0])
 	if c := nameChunk(crcStatusNames, uint64(p.CRCStatus), numeric); c != nil {
 		n = putChunk(b, n, c)
 	} else {
 		n = putEnum(b, n, uint64(p.CRCStatus), p.CRCStatus.String(), numeric)
 	}
-	n = putChunk(b, n, &keys[5])
+	n = putChunk(b, n, &keys[1])
 	return digits.Put(b, n, uint64(len(p.Markers)))
 }
 
@@ -271,7 +285,7 @@ func fastTagged(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
 	n = putChunk(b, n, &keys[0])
 	n = digits.Put(b, n, uint64(p.Seg.DDP.STag))
 	n = putChunk(b, n, &keys[1])
-	return digits.Put(b, n, p.Seg.DDP.TO)
+	return putHex64(b, n, p.Seg.DDP.TO)
 }
 
 func fastUntagged(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
@@ -317,13 +331,13 @@ func fastReadReq(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
 	n = putChunk(b, n, &keys[0])
 	n = digits.Put(b, n, uint64(r.SinkSTag))
 	n = putChunk(b, n, &keys[1])
-	n = digits.Put(b, n, r.SinkTO)
+	n = putHex64(b, n, r.SinkTO)
 	n = putChunk(b, n, &keys[2])
 	n = digits.Put(b, n, uint64(r.Size))
 	n = putChunk(b, n, &keys[3])
 	n = digits.Put(b, n, uint64(r.SrcSTag))
 	n = putChunk(b, n, &keys[4])
-	return digits.Put(b, n, r.SrcTO)
+	return putHex64(b, n, r.SrcTO)
 }
 
 func fastImmData(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
@@ -341,15 +355,15 @@ func fastAtomicReq(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric boo
 	n = putChunk(b, n, &keys[2])
 	n = digits.Put(b, n, uint64(r.RemoteSTag))
 	n = putChunk(b, n, &keys[3])
-	n = digits.Put(b, n, r.RemoteTO)
+	n = putHex64(b, n, r.RemoteTO)
 	n = putChunk(b, n, &keys[4])
-	n = digits.Put(b, n, r.AddSwapData)
+	n = putHex64(b, n, r.AddSwapData)
 	n = putChunk(b, n, &keys[5])
-	n = digits.Put(b, n, r.AddSwapMask)
+	n = putHex64(b, n, r.AddSwapMask)
 	n = putChunk(b, n, &keys[6])
-	n = digits.Put(b, n, r.CompareData)
+	n = putHex64(b, n, r.CompareData)
 	n = putChunk(b, n, &keys[7])
-	return digits.Put(b, n, r.CompareMask)
+	return putHex64(b, n, r.CompareMask)
 }
 
 func fastAtomicResp(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
@@ -358,7 +372,7 @@ func fastAtomicResp(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) in
 	n = putChunk(b, n, &keys[0])
 	n = digits.Put(b, n, uint64(r.OrigRequestID))
 	n = putChunk(b, n, &keys[1])
-	return digits.Put(b, n, r.OrigValue)
+	return putHex64(b, n, r.OrigValue)
 }
 
 func fastRDMAPTail(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {

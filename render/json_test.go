@@ -148,6 +148,9 @@ func TestJSONFieldsConcurrent(t *testing.T) {
 
 // Every group of the specialized encoder names fields the table has.
 func TestJSONFastGroupsResolve(t *testing.T) {
+	if len(fastWriters) != len(decode.FieldGroups) || len(fastGroups) != len(decode.FieldGroups) {
+		t.Fatalf("%d writers for %d groups of decode.FieldGroups", len(fastWriters), len(decode.FieldGroups))
+	}
 	for _, g := range fastGroups {
 		if g.fields == nil {
 			t.Errorf("fast group %v names a field the table does not have", g.names)
@@ -234,4 +237,48 @@ func FuzzAppendJSONString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(checkJSONString)
+}
+
+// TestJSONWideHex: on every PDU of the built-in scenarios, each 64-bit
+// field shown in hex is a JSON string "0x…" that reads back as the field's
+// value to the last bit, also past 2^53 where a number would round
+// (JSONVersion 2); every other number stays a number.
+func TestJSONWideHex(t *testing.T) {
+	wide := 0
+	for _, b := range gen.Builtins() {
+		for _, p := range readPDUs(t, generatedCapture(t, b[0], gen.Params{Count: 2, Seed: 11})) {
+			p.Seg.DDP.TO |= 0xff1c000000000000 // past 2^53 in every tagged segment
+			obj := append(AppendJSONFields([]byte(`{"x":0`), &p, false), '}')
+			var doc map[string]any
+			dec := json.NewDecoder(bytes.NewReader(obj))
+			dec.UseNumber()
+			if err := dec.Decode(&doc); err != nil {
+				t.Fatalf("%s: %v", obj, err)
+			}
+			for i := range jsonFields {
+				f := jsonFields[i].f
+				v, ok := f.Get(&p)
+				if !ok || f.Kind != decode.KindUint {
+					continue
+				}
+				var got any = doc
+				for _, k := range strings.Split(f.Name, ".") {
+					got = got.(map[string]any)[k]
+				}
+				if f.JSONHex() {
+					s, isStr := got.(string)
+					x, err := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
+					if !isStr || !strings.HasPrefix(s, "0x") || err != nil || x != v.U {
+						t.Fatalf("%s: %v in JSON, value %#x", f.Name, got, v.U)
+					}
+					wide++
+				} else if _, isNum := got.(json.Number); !isNum {
+					t.Fatalf("%s: %v is not a number", f.Name, got)
+				}
+			}
+		}
+	}
+	if wide < 100 {
+		t.Fatalf("%d wide hex values checked", wide)
+	}
 }

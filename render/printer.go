@@ -91,28 +91,12 @@ func (p *Printer) write(b []byte) {
 	p.out.Write(b)
 }
 
-// appendSeconds writes d in seconds with 6 decimals, as
-// strconv.AppendFloat(b, d.Seconds(), 'f', 6, 64) does, in integers: the
-// float path costs ~5% of a run. Exact ties (500 ns past a microsecond)
-// and values the float cannot hold to the nanosecond take the float path,
-// whose rounding they follow.
-func appendSeconds(b []byte, d time.Duration) []byte {
-	const limit = 1e6 * time.Second
-	us, rem := d/time.Microsecond, d%time.Microsecond
-	if d < 0 || d >= limit || rem == 500 {
-		return strconv.AppendFloat(b, d.Seconds(), 'f', 6, 64)
-	}
-	if rem > 500 {
-		us++
-	}
-	b = digits.Append(b, uint64(us/1e6))
-	return appendMicros(b, int(us%1e6))
-}
+// appendSeconds writes d in seconds with 6 decimals (digits.AppendSeconds:
+// strconv.AppendFloat's rounding, in integers).
+func appendSeconds(b []byte, d time.Duration) []byte { return digits.AppendSeconds(b, d) }
 
 // appendMicros appends the 6-digit fraction of a second: ".000123".
-func appendMicros(b []byte, us int) []byte {
-	return digits.AppendPadded(append(b, '.'), uint32(us), 6)
-}
+func appendMicros(b []byte, us int) []byte { return digits.AppendMicros(b, us) }
 
 // TimeFormats are those of -t, as tshark's: seconds since the first frame,
 // time of day, date and time (both UTC), seconds since the epoch.

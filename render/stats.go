@@ -3,7 +3,6 @@ package render
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/finding"
+	"github.com/iwkit/iwkit/percentile"
 	"github.com/iwkit/iwkit/reassembly"
 	"github.com/iwkit/iwkit/track"
 )
@@ -38,6 +38,9 @@ type report struct {
 	all   track.Stats
 	asm   reassembly.Stats
 	live  string // capture statistics line of a live capture, if any
+	// findings are the pipeline's counts of the findings it handed out
+	// (every stage's): -z conv and -z findings both read them.
+	findings *finding.Tally
 }
 
 // WriteStat writes the statistics table stat (one of StatNames) of what a
@@ -48,9 +51,13 @@ func WriteStat(w io.Writer, rep *analyze.Report, live, stat string) {
 		writeULPStat(w, rep.ULP, p)
 		return
 	}
-	r := &report{conns: rep.Conns, cs: rep.ConnStats, all: rep.Stats, asm: rep.Asm, live: live}
+	r := &report{conns: rep.Conns, cs: rep.ConnStats, all: rep.Stats, asm: rep.Asm, live: live, findings: rep.Findings}
 	r.write(w, stat)
 }
+
+// Duration is a duration as the -z tables print it: "-" for none, else
+// ns, µs with one decimal, ms with two or s with three.
+func Duration(d time.Duration) string { return dur(d) }
 
 func dur(d time.Duration) string {
 	if d == 0 {
@@ -89,10 +96,7 @@ func (r *report) write(w io.Writer, stat string) {
 		fmt.Fprintln(tw, "conn\tinitiator\tresponder\tera\tCRC\tFPDUs i2r\toctets i2r\tFPDUs r2i\toctets r2i\tgaps\tCRC bad\tfindings\tclosed\t")
 		for _, c := range r.cs {
 			a, b := r.addrs(c.Conn)
-			var nf uint64
-			for _, n := range c.Findings {
-				nf += uint64(n)
-			}
+			nf := r.findings.Conn(c.Conn)
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", c.Conn, a, b, c.Era.Name(), c.Era.CRC,
 				c.Dir[0].FPDUs, c.Dir[0].ULPDUOctets, c.Dir[1].FPDUs, c.Dir[1].ULPDUOctets,
 				c.Dir[0].Gaps+c.Dir[1].Gaps, c.Dir[0].CRCBad+c.Dir[1].CRCBad, nf, orDash(c.Closed))
@@ -120,19 +124,9 @@ func (r *report) write(w io.Writer, stat string) {
 	case "findings":
 		fmt.Fprintln(w, "Findings by code")
 		fmt.Fprintln(tw, "severity\tcode\tcount\tchecks\tsummary\t")
-		type row struct {
-			info finding.Info
-			n    uint64
-		}
-		var rows []row
-		for _, info := range finding.All() {
-			if n := r.all.Findings[info.Code]; n > 0 {
-				rows = append(rows, row{info, n})
-			}
-		}
-		sort.SliceStable(rows, func(i, j int) bool { return rows[i].info.Severity > rows[j].info.Severity })
-		for _, x := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t\n", x.info.Severity, x.info.Name, x.n, x.info.ChecksText(), x.info.Summary)
+		for _, x := range r.findings.Codes() {
+			info := x.Code.Info()
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t\n", info.Severity, info.Name, x.N, info.ChecksText(), info.Summary)
 		}
 		a := r.asm
 		fmt.Fprintf(tw, "\treassembly: gaps\t%d\t%d octets\t\t\n", a.Gaps, a.GapBytes)
@@ -143,18 +137,40 @@ func (r *report) write(w io.Writer, stat string) {
 	case "latency":
 		fmt.Fprintln(w, "RDMA Read latency (Read Request to the Read Response's last segment)")
 		fmt.Fprintln(tw, "conn\treads\tmin\tmean\tp50\tp90\tp99\tp99.9\tmax\t")
-		for _, c := range r.cs {
-			l := c.ReadLatency
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Conn, l.Count, dur(l.Min), dur(l.Mean), dur(l.P50), dur(l.P90), dur(l.P99), dur(l.P999), dur(l.Max))
+		approx := false
+		row := func(name string, l *track.Latency) {
+			p := func(d time.Duration) string { return pctl(d, l.Approx) }
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, l.Count, dur(l.Min), dur(l.Mean), p(l.P50), p(l.P90), p(l.P99), p(l.P999), dur(l.Max))
+			approx = approx || l.Approx
 		}
-		l := r.all.ReadLatency
-		fmt.Fprintf(tw, "all\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", l.Count, dur(l.Min), dur(l.Mean), dur(l.P50), dur(l.P90), dur(l.P99), dur(l.P999), dur(l.Max))
+		for _, c := range r.cs {
+			row(fmt.Sprint(c.Conn), &c.ReadLatency)
+		}
+		row("all", &r.all.ReadLatency)
+		tw.Flush()
+		approxNote(w, approx)
 	}
 	tw.Flush()
 	if stat == "conv" && r.live != "" {
 		fmt.Fprintln(w, r.live)
 	}
 	fmt.Fprintln(w, line)
+}
+
+// pctl is a percentile cell: "~" before one from a histogram.
+func pctl(d time.Duration, approx bool) string {
+	if approx {
+		return "~" + dur(d)
+	}
+	return dur(d)
+}
+
+// approxNote says what "~" means, under a table that has one.
+func approxNote(w io.Writer, approx bool) {
+	if approx {
+		fmt.Fprintf(w, "~: more than %d samples, from an HdrHistogram of %d significant digits: within %.1f%% of the nearest-rank value\n",
+			percentile.Budget, percentile.Digits, percentile.RelError*100)
+	}
 }
 
 func orDash(s string) string {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/iwkit/iwkit/ulp"
 )
@@ -29,6 +30,7 @@ func writeULPStat(w io.Writer, s *ulp.Stats, p ulp.Proto) {
 	fmt.Fprintln(w, ulpStatTitles[p])
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "command\tcount\tunanswered\tRDMA octets\tinline octets\tp50\tp90\tp99\tmax\terrors\t")
+	approx := false
 	if s != nil {
 		for _, k := range s.Rows(p) {
 			r := s.ByName[k]
@@ -41,10 +43,13 @@ func writeULPStat(w io.Writer, s *ulp.Stats, p ulp.Proto) {
 			if len(errs) > 0 {
 				e = strings.Join(errs, ",")
 			}
+			a := !r.Latency.Exact()
+			approx = approx || a
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t\n", k.Name, r.Count, r.Unanswered, r.Octets, r.Inline,
-				dur(r.Percentile(0.5)), dur(r.Percentile(0.9)), dur(r.Percentile(0.99)), dur(r.Percentile(1)), e)
+				pctl(r.Percentile(0.5), a), pctl(r.Percentile(0.9), a), pctl(r.Percentile(0.99), a), dur(time.Duration(r.Latency.Max())), e)
 		}
 	}
 	tw.Flush()
+	approxNote(w, approx)
 	fmt.Fprintln(w, line)
 }

@@ -90,6 +90,11 @@ func appendULPJSONValue(b []byte, f *ulp.Field, v decode.Value, numeric bool) []
 		}
 		return append(b, "false"...)
 	case decode.KindUint:
+		if decode.WideHex(f.Kind, f.Hex, f.Size) { // "0x…": no reader rounds it
+			b = append(b, '"')
+			b = f.AppendValue(b, v)
+			return append(b, '"')
+		}
 		return strconv.AppendUint(b, v.U, 10)
 	case decode.KindEnum:
 		if numeric {

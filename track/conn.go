@@ -4,10 +4,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/finding"
+	"github.com/iwkit/iwkit/percentile"
 )
 
 // conn is the state of one connection.
@@ -45,8 +44,7 @@ type conn struct {
 	segFlag    finding.Code // first error raised on the segment being processed
 
 	st        ConnStats
-	lat       *hdrhistogram.Histogram
-	latSum    latSum
+	lat       percentile.Dist // Read latencies
 	codeCount [finding.NumCodes]uint32
 	onceBits  [3][(finding.NumCodes + 63) / 64]uint64
 	finalized bool

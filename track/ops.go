@@ -560,7 +560,9 @@ func (c *conn) opRead(dir Dir, r *readReq, status OpStatus, at *At, m *tmsg) {
 	}
 	if m != nil {
 		o.ResponseFirstFrame, o.ResponseLastFrame, o.End = m.first, m.last, m.end
-		o.Latency = m.end.Sub(r.time)
+		if o.HasLatency() { // the value recordLatency took
+			o.Latency = m.end.Sub(r.time)
+		}
 	}
 	c.t.cfg.OnOperation(o)
 }

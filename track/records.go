@@ -166,8 +166,18 @@ type Operation struct {
 	RequestFrame, LastRequestFrame        int
 	ResponseFirstFrame, ResponseLastFrame int
 	Start, End                            time.Time
-	// Latency is from the request to the response's L segment.
+	// Latency is from the request to the response's L segment, for the
+	// Reads and Atomics whose response was seen whole (HasLatency).
 	Latency time.Duration
+}
+
+// HasLatency reports whether the operation carries a latency: a Read (an
+// RTR's included) or Atomic answered to its response's L segment with no
+// gap in it. The Reads that do are the samples of the read-latency
+// distribution (ConnStats.ReadLatency, iwdump -z latency); the export
+// writes operations.latency_ns for exactly these.
+func (o *Operation) HasLatency() bool {
+	return o.ResponseLastFrame > 0 && o.Status != OpIncomplete && (o.Kind == OpRead || o.Kind == OpRTR || o.Kind == OpAtomic)
 }
 
 // Verdict says whether the capture supports a Terminate's blame.

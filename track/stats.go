@@ -4,10 +4,9 @@ import (
 	"math/bits"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/finding"
+	"github.com/iwkit/iwkit/percentile"
 )
 
 // OpCounts counts RDMA operations by type, for the side that starts them
@@ -131,63 +130,32 @@ func (o *Overflows) add(x *Overflows) {
 	o.OpenMessages += x.OpenMessages
 }
 
-// Latency summarises a latency distribution. Count, Min, Max and Mean are
-// exact; the percentiles come from an HdrHistogram and are within its
-// precision (3 significant digits capture-wide, 2 per connection: 0.1% and
-// 1%), never outside [Min, Max].
+// Latency summarises a latency distribution (package percentile): Count,
+// Min, Max and Mean exact; the percentiles by the nearest rank, exactly
+// while the distribution holds at most percentile.Budget samples, else
+// within percentile.RelError (Approx set), never outside [Min, Max].
 type Latency struct {
 	Count               uint64
 	Min, Max, Mean      time.Duration
 	P50, P90, P99, P999 time.Duration
+	Approx              bool
 }
 
-// latSum keeps the exact side of a latency distribution: the histogram's
-// buckets round Min, Max and Mean to its precision (a single Read of
-// 905.2 µs came out as min 901.1 µs, mean 903.2 µs).
-type latSum struct {
-	n             uint64
-	sum, min, max int64
-}
-
-func (a *latSum) add(v int64) {
-	if a.n == 0 || v < a.min {
-		a.min = v
-	}
-	if v > a.max {
-		a.max = v
-	}
-	a.n++
-	a.sum += v
-}
-
-func (a *latSum) merge(b *latSum) {
-	if b.n == 0 {
-		return
-	}
-	if a.n == 0 || b.min < a.min {
-		a.min = b.min
-	}
-	a.max = max(a.max, b.max)
-	a.n += b.n
-	a.sum += b.sum
-}
-
-func latencyOf(h *hdrhistogram.Histogram, a *latSum) Latency {
-	if h == nil || a.n == 0 {
+func latencyOf(d *percentile.Dist) Latency {
+	if d.Count() == 0 {
 		return Latency{}
 	}
-	q := func(p float64) time.Duration {
-		return time.Duration(min(max(h.ValueAtQuantile(p), a.min), a.max))
-	}
+	q := func(p float64) time.Duration { return time.Duration(d.Quantile(p)) }
 	return Latency{
-		Count: a.n,
-		Min:   time.Duration(a.min),
-		Max:   time.Duration(a.max),
-		Mean:  time.Duration(a.sum / int64(a.n)),
-		P50:   q(50),
-		P90:   q(90),
-		P99:   q(99),
-		P999:  q(99.9),
+		Count:  d.Count(),
+		Min:    time.Duration(d.Min()),
+		Max:    time.Duration(d.Max()),
+		Mean:   time.Duration(d.Mean()),
+		P50:    q(0.5),
+		P90:    q(0.9),
+		P99:    q(0.99),
+		P999:   q(0.999),
+		Approx: !d.Exact(),
 	}
 }
 
@@ -289,7 +257,7 @@ func (t *Tracker) Stats() Stats {
 		FindingsSuppressed: t.suppressed,
 		FindingsDropped:    t.findingsDropped,
 		RetainedDropped:    t.retiredDropped,
-		ReadLatency:        latencyOf(t.latency, &t.latSum),
+		ReadLatency:        latencyOf(&t.latency),
 	}
 	for _, c := range t.conns {
 		s.Dir[0].add(&c.st.Dir[0])
@@ -299,18 +267,13 @@ func (t *Tracker) Stats() Stats {
 	return s
 }
 
-// newLatencyHist makes the capture-wide read-latency histogram: 1 ns to
-// an hour, 3 significant digits.
-func newLatencyHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, int64(time.Hour), 3) }
-
 // MergedStats returns the statistics of several Trackers together, as one
 // Tracker that saw all their connections would give them: a program that
 // shards connections over Trackers (one per goroutine) reports with it.
-// The read latency percentiles come from the merged histograms.
+// The read latency percentiles are those of the merged distributions.
 func MergedStats(ts ...*Tracker) Stats {
 	var s Stats
-	lat := newLatencyHist()
-	var sum latSum
+	var lat percentile.Dist
 	for _, t := range ts {
 		x := t.Stats()
 		s.Conns += x.Conns
@@ -327,10 +290,9 @@ func MergedStats(ts ...*Tracker) Stats {
 		s.FindingsDropped += x.FindingsDropped
 		s.Overflow.add(&x.Overflow)
 		s.RetainedDropped += x.RetainedDropped
-		lat.Merge(t.latency)
-		sum.merge(&t.latSum)
+		lat.Merge(&t.latency)
 	}
-	s.ReadLatency = latencyOf(lat, &sum)
+	s.ReadLatency = latencyOf(&lat)
 	return s
 }
 
@@ -364,26 +326,16 @@ func (c *conn) snapshot() ConnStats {
 	s.Conn = c.id
 	s.Era = c.era()
 	s.Negotiated = c.negotiated()
-	s.ReadLatency = latencyOf(c.lat, &c.latSum)
+	s.ReadLatency = latencyOf(&c.lat)
 	s.STags = c.stags.len()
 	return s
 }
 
+// recordLatency adds a Read's latency to the connection's and the
+// capture's distributions, as the operation's record carries it.
 func (c *conn) recordLatency(d time.Duration) {
-	if d < 0 {
-		return
-	}
-	v := int64(d)
-	if v < 1 {
-		v = 1
-	}
-	if c.lat == nil {
-		c.lat = hdrhistogram.New(1, int64(time.Hour), 2)
-	}
-	_ = c.lat.RecordValue(v)
-	_ = c.t.latency.RecordValue(v)
-	c.latSum.add(v)
-	c.t.latSum.add(v)
+	c.lat.Add(int64(d))
+	c.t.latency.Add(int64(d))
 }
 
 // opIndex maps an opcode to the statistics arrays.

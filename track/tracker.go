@@ -4,10 +4,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/finding"
+	"github.com/iwkit/iwkit/percentile"
 )
 
 // At says where and when a unit (an MPA frame, an FPDU, a gap, a FIN) was
@@ -177,8 +176,7 @@ type Tracker struct {
 	retired        []ConnStats
 	retiredDropped uint64
 	total          aggregate
-	latency        *hdrhistogram.Histogram
-	latSum         latSum
+	latency        percentile.Dist // Read latencies of every connection
 
 	findings        []Finding
 	findingsDropped uint64
@@ -197,7 +195,6 @@ type Tracker struct {
 func New(cfg Config) *Tracker {
 	t := &Tracker{cfg: cfg, lim: cfg.Limits.withDefaults()}
 	t.conns = make(map[int]*conn)
-	t.latency = newLatencyHist()
 	return t
 }
 

@@ -50,7 +50,7 @@ type Row struct {
 	Seq, End    uint32
 	Conn        uint32
 	Aux         uint32 // FPDU: STag (tagged) or MSN; finding: its index in Index.findings
-	ULen        uint16 // ULPDU_Length (MPA frame: Private Data length)
+	ULen        uint16 // FPDU: payload octets (decode.PDU.PayloadLen), or ULPDU_Length with FlagSegErr; MPA frame: Private Data length
 	Kind        uint8
 	Dir         uint8 // reassembly.Dir
 	Op          uint8 // RDMAP opcode; finding: severity rank
@@ -104,7 +104,6 @@ type ConnInfo struct {
 	Octets    [2]uint64 // ULPDU octets
 	CRCBad    [2]uint64
 	Markers   [2]uint64
-	Findings  uint64
 	Stats     *track.ConnStats // at the end of the capture
 	Proto     string           // the storage protocol decoded (ulp.Proto), "" if none
 }
@@ -158,6 +157,7 @@ type Index struct {
 	total    int64        // octets in the input (0: unknown)
 	frames   int
 	worst    uint8
+	tally    finding.Tally // findings counted while indexing; FindingCounts
 
 	store *store
 }
@@ -361,7 +361,10 @@ func (x *indexer) pdu(r *analyze.Record) {
 		}
 	} else {
 		row.Kind = RowFPDU
-		row.ULen = p.FPDU.ULPDULength
+		row.ULen = p.FPDU.ULPDULength // FlagSegErr: shown as ulpdu_length
+		if n, ok := p.PayloadLen(); ok {
+			row.ULen = uint16(n) // "len", as iwdump's summary
+		}
 		switch p.CRCStatus {
 		case decode.CRCGood:
 			row.Flags |= FlagCRCGood
@@ -420,9 +423,6 @@ func (x *indexer) finding(r *analyze.Record) {
 	if r.Conn != nil {
 		f.Conn, f.Dir = int(r.Conn.ID), uint8(r.Dir)
 		row.Conn, row.Dir = uint32(r.Conn.ID), uint8(r.Dir)
-		if c := ix.conns[f.Conn]; c != nil {
-			c.Findings++
-		}
 		// Colour the PDU the finding is about.
 		for i := ix.rows.Len() - 1; i >= 0 && i >= ix.rows.Len()-256; i-- {
 			p := ix.rows.At(i)
@@ -432,6 +432,7 @@ func (x *indexer) finding(r *analyze.Record) {
 			}
 		}
 	}
+	ix.tally.Add(r.ConnID(), r.Finding.Code) // the pipeline's rule (Report.Findings): FindingCounts
 	ix.findings = append(ix.findings, f)
 	ix.rows.Append(row)
 }

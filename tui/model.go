@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 )
 
 // Follow restricts the list to one connection, or one queue of it.
@@ -232,6 +233,19 @@ func (l *List) AddHistory(expr string) {
 // Columns of the list.
 var columns = []string{"No.", "Time", "Conn", "Dir", "Summary"}
 
+// FindingCounts are the counts of the findings by code and connection:
+// the pipeline's (analyze.Report.Findings, as iwdump -z and the export
+// show them) once the capture is indexed, the same count of the findings
+// indexed so far before. The caller must not modify it.
+func (ix *Index) FindingCounts() *finding.Tally {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.report != nil && ix.report.Findings != nil {
+		return ix.report.Findings
+	}
+	return ix.tally.Clone() // the indexer goes on adding to ix.tally
+}
+
 // Cell returns the text of column c of index row i (r).
 func (ix *Index) Cell(i int, r *Row, c int) string {
 	switch c {
@@ -315,7 +329,11 @@ func (ix *Index) appendRowSummary(b []byte, r *Row) []byte {
 			b = append(b, " L"...)
 		}
 	}
-	b = append(b, " len "...)
+	if r.Flags&FlagSegErr != 0 {
+		b = append(b, " ulpdu_length "...)
+	} else {
+		b = append(b, " len "...) // the payload, as iwdump's summary says it
+	}
 	b = strconv.AppendUint(b, uint64(r.ULen), 10)
 	switch {
 	case r.Flags&FlagCRCBad != 0:

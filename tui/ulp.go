@@ -44,7 +44,7 @@ type Cmd struct {
 // Label is the command as the commands view and the STags view name it:
 // protocol, name and task identifier.
 func (c *Cmd) Label() string {
-	return fmt.Sprintf("%s %s id %d", c.Proto, c.Name, c.ID)
+	return fmt.Sprintf("%s %s id %s", c.Proto, c.Name, ulp.AppendID(nil, c.Proto, c.ID)) // the id field's base (ulp owns it)
 }
 
 // Advert is an STag one peer advertised to the other: in a ULP command

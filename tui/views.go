@@ -106,34 +106,19 @@ func (u *UI) fillFindings() {
 	v := u.views["findings"]
 	v.reset("Frame", "Time", "Conn", "Severity", "Code", "Message")
 	fs := u.S.Ix.Findings()
+	counts := u.S.Ix.FindingCounts() // the pipeline's counts, as -z findings
 	// As Wireshark's expert info: first the groups, worst first, each a
 	// count and its first frame; then every finding.
-	type group struct {
-		sev      finding.Severity
-		code     finding.Code
-		n, first int
-	}
-	var groups []*group
-	byCode := map[finding.Code]*group{}
-	counts := map[finding.Severity]int{}
+	first := map[finding.Code]int{}
 	for _, f := range fs {
-		counts[f.Severity]++
-		g := byCode[f.Code]
-		if g == nil {
-			g = &group{sev: f.Severity, code: f.Code, first: f.Frame}
-			byCode[f.Code] = g
-			groups = append(groups, g)
+		if _, ok := first[f.Code]; !ok {
+			first[f.Code] = f.Frame
 		}
-		g.n++
 	}
-	sort.SliceStable(groups, func(i, j int) bool {
-		if a, b := groups[i].sev, groups[j].sev; a != b {
-			return a > b
-		}
-		return groups[i].code.String() < groups[j].code.String()
-	})
+	groups := counts.Codes()
 	for _, g := range groups {
-		v.add(sevColor(g.sev), g.first, 0, fmt.Sprint(g.first), "", "", g.sev.String(), g.code.String(), fmt.Sprintf("%d× (Enter: the first)", g.n))
+		sev := g.Code.Severity()
+		v.add(sevColor(sev), first[g.Code], 0, fmt.Sprint(first[g.Code]), "", "", sev.String(), g.Code.String(), fmt.Sprintf("%d× (Enter: the first)", g.N))
 	}
 	if len(groups) > 0 {
 		v.add(tcell.ColorDefault, 0, 0, "", "", "", "", "", "")
@@ -145,7 +130,7 @@ func (u *UI) fillFindings() {
 		}
 		v.add(sevColor(f.Severity), f.Frame, blame, fmt.Sprint(f.Frame), secs(f.Rel), fmt.Sprint(f.Conn), f.Severity.String(), f.Code.String(), f.Message)
 	}
-	v.t.SetTitle(fmt.Sprintf("%s(%d errors, %d warnings, %d notes) ", viewTitles["findings"], counts[finding.Error], counts[finding.Warning], counts[finding.Note]))
+	v.t.SetTitle(fmt.Sprintf("%s(%d errors, %d warnings, %d notes) ", viewTitles["findings"], counts.Severity(finding.Error), counts.Severity(finding.Warning), counts.Severity(finding.Note)))
 	v.done()
 }
 
@@ -230,6 +215,7 @@ func (u *UI) fillOps() {
 
 func (u *UI) fillConns() {
 	v := u.views["conns"]
+	counts := u.S.Ix.FindingCounts()
 	v.reset("Conn", "Initiator", "Responder", "Dir", "Markers", "CRC", "MPA", "PDUs", "Octets", "CRC bad", "Markers seen", "Findings", "ULP", "Closed")
 	for _, c := range u.S.Ix.Conns() {
 		for d := uint8(0); d < 2; d++ {
@@ -259,7 +245,7 @@ func (u *UI) fillConns() {
 			}
 			v.add(color, first, 0, fmt.Sprint(c.ID), ini, res, c.DirName(d),
 				fmt.Sprintf("%v (%s)", p.Markers, p.MarkersSource), fmt.Sprintf("%v (%s)", p.CRC, p.CRCSource), mpa,
-				fmt.Sprint(c.PDUs[d]), fmt.Sprint(c.Octets[d]), fmt.Sprint(c.CRCBad[d]), fmt.Sprint(c.Markers[d]), fmt.Sprint(c.Findings), c.Proto, c.Closed)
+				fmt.Sprint(c.PDUs[d]), fmt.Sprint(c.Octets[d]), fmt.Sprint(c.CRCBad[d]), fmt.Sprint(c.Markers[d]), fmt.Sprint(counts.Conn(c.ID)), c.Proto, c.Closed)
 		}
 	}
 	v.done()
@@ -345,7 +331,7 @@ func (g *ioGraph) nextConn() {
 	g.conn = next
 }
 
-// Buckets counts PDUs, ULPDU octets and error findings of connection conn
+// Buckets counts PDUs, payload octets and error findings of connection conn
 // (0: all) in n intervals of the capture (package iograph bins them, as
 // for iwdump --plot); it returns them and the interval length.
 func (ix *Index) Buckets(n, conn int) (pdus, octets, errs []int, step time.Duration) {
@@ -370,7 +356,9 @@ func (ix *Index) Buckets(n, conn int) (pdus, octets, errs []int, step time.Durat
 			continue
 		}
 		b.Add(0, at, 1)
-		b.Add(1, at, float64(r.ULen))
+		if r.Kind == RowFPDU && r.Flags&FlagSegErr == 0 {
+			b.Add(1, at, float64(r.ULen)) // payload octets, as iwdump --plot counts them
+		}
 	}
 	ints := func(s []float64) []int {
 		v := make([]int, n)
@@ -387,7 +375,7 @@ var blocks = []rune(" ▁▂▃▄▅▆▇█")
 func (g *ioGraph) Draw(screen tcell.Screen) {
 	unit, of := "PDUs", "all connections"
 	if g.octets {
-		unit = "ULPDU octets"
+		unit = "payload octets"
 	}
 	if g.conn != 0 {
 		of = fmt.Sprintf("connection %d", g.conn)

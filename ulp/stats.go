@@ -3,6 +3,8 @@ package ulp
 import (
 	"sort"
 	"time"
+
+	"github.com/iwkit/iwkit/percentile"
 )
 
 // Stats aggregates commands for the -z nvme / iscsi / smb2 / rpc tables.
@@ -23,11 +25,10 @@ type CmdStats struct {
 	Octets            uint64 // moved by RDMA
 	Inline            uint64
 	Errors            map[string]uint64 // by status name
-	lat               []time.Duration   // kept sorted on demand; capped
-	latN              uint64
+	// Latency is the distribution of the answered commands' latencies
+	// (Command.Latency, ns), as the export's commands.latency_ns holds them.
+	Latency percentile.Dist
 }
-
-const maxLatSamples = 1 << 16
 
 func (s *Stats) add(c *Command) {
 	if s.ByName == nil {
@@ -52,12 +53,7 @@ func (s *Stats) add(c *Command) {
 		}
 		r.Errors[c.Status]++
 	}
-	r.latN++
-	if len(r.lat) < maxLatSamples {
-		r.lat = append(r.lat, c.Latency)
-	} else if i := r.latN % maxLatSamples; true {
-		r.lat[i] = c.Latency // keeps a spread of samples, bounded
-	}
+	r.Latency.Add(int64(c.Latency))
 }
 
 // Merge adds o's rows to s.
@@ -81,8 +77,7 @@ func (s *Stats) Merge(o *Stats) {
 		x.Unanswered += r.Unanswered
 		x.Octets += r.Octets
 		x.Inline += r.Inline
-		x.latN += r.latN
-		x.lat = append(x.lat, r.lat...)
+		x.Latency.Merge(&r.Latency)
 		for e, n := range r.Errors {
 			if x.Errors == nil {
 				x.Errors = map[string]uint64{}
@@ -93,19 +88,9 @@ func (s *Stats) Merge(o *Stats) {
 }
 
 // Percentile returns the latency at quantile q (0..1) of the answered
-// commands, 0 when none.
+// commands by the nearest rank (package percentile), 0 when none.
 func (r *CmdStats) Percentile(q float64) time.Duration {
-	if len(r.lat) == 0 {
-		return 0
-	}
-	if !sort.SliceIsSorted(r.lat, func(i, j int) bool { return r.lat[i] < r.lat[j] }) {
-		sort.Slice(r.lat, func(i, j int) bool { return r.lat[i] < r.lat[j] })
-	}
-	i := int(q*float64(len(r.lat)) + 0.5)
-	if i > 0 {
-		i--
-	}
-	return r.lat[min(i, len(r.lat)-1)]
+	return time.Duration(r.Latency.Quantile(q))
 }
 
 // Rows returns the rows of protocol p, sorted by name.

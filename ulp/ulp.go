@@ -83,7 +83,8 @@ type Command struct {
 	// Name is the command, e.g. "Write", "READ(10)", "NFSv3 READ",
 	// "SMB2 READ".
 	Name string
-	// ID is the task identifier: NVMe CID, iSCSI ITT, SMB2 MessageId, RPC XID.
+	// ID is the task identifier: NVMe CID, iSCSI ITT, SMB2 MessageId, RPC
+	// XID (IDField names its field; AppendID writes it).
 	ID uint64
 	// Status is the response's status, named ("Success", "GOOD",
 	// "STATUS_SUCCESS", "SUCCESS"); OK says whether it is a success.
@@ -838,4 +839,27 @@ func cstr(b []byte) string {
 		n--
 	}
 	return string(b[:n])
+}
+
+// idFields are the fields a command's ID is, by protocol.
+var idFields = [numProtos]FieldID{NVMe: fNVMeCID, ISER: fISCSIITT, SMBD: fSMB2MsgID, RPCRDMA: fRPCXID}
+
+// IDField is the field of the ULP table that a command of protocol p is
+// identified by (nvme.cid, iscsi.itt, smb2.msg_id, rpc.xid); nil for none.
+func IDField(p Proto) *Field {
+	if p <= None || p >= numProtos {
+		return nil
+	}
+	return &fieldTable[idFields[p]]
+}
+
+// AppendID appends the ID of a command of protocol p in its field's
+// display form, as -V, -e and the summaries write it: iSCSI ITTs and RPC
+// XIDs in 0x-hex, NVMe CIDs and SMB2 MessageIds in decimal.
+func AppendID(b []byte, p Proto, id uint64) []byte {
+	f := IDField(p)
+	if f == nil {
+		return strconv.AppendUint(b, id, 10)
+	}
+	return f.AppendValue(b, decode.Value{Kind: decode.KindUint, U: id})
 }

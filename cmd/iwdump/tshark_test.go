@@ -130,6 +130,11 @@ func ours(pdu map[string]any, path string) (uint64, bool) {
 		return 0, true
 	case json.Number:
 		return numberOf(x), true
+	case string: // a 64-bit hex field, "0x…" (JSON schema 2)
+		if h, ok := strings.CutPrefix(x, "0x"); ok {
+			u, err := strconv.ParseUint(h, 16, 64)
+			return u, err == nil
+		}
 	}
 	return 0, false // names: the test runs iwdump with -n
 }

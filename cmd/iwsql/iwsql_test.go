@@ -40,6 +40,13 @@ func committed(t *testing.T) []string {
 // capture shares its name with the siw one: it is named gen_rping.
 func exportAll(t *testing.T) string {
 	t.Helper()
+	dir, _ := exportResults(t)
+	return dir
+}
+
+// exportResults is exportAll with what each export's pipeline reported.
+func exportResults(t *testing.T) (string, []export.Result) {
+	t.Helper()
 	dir := t.TempDir()
 	var sets []export.Set
 	for _, f := range committed(t) {
@@ -49,12 +56,13 @@ func exportAll(t *testing.T) string {
 		}
 		sets = append(sets, export.Set{Capture: name, Files: []string{f}})
 	}
-	for _, r := range export.ExportEach(sets, export.Config{Dir: dir}, 2, nil) {
+	res := export.ExportEach(sets, export.Config{Dir: dir}, 2, nil)
+	for _, r := range res {
 		if r.Err != nil {
 			t.Fatal(r.Err)
 		}
 	}
-	return dir
+	return dir, res
 }
 
 func openDB(t *testing.T, dir string) *sql.DB {
