@@ -39,7 +39,7 @@ func BenchmarkExportNDJSON(b *testing.B) {
 		}
 		w := bufio.NewWriterSize(io.Discard, 64<<10)
 		o := &render.Options{Format: "json"}
-		if _, err := analyze.Run(src, analyze.Config{Workers: 1}, w, func(_ int, out *analyze.Out) analyze.Consumer { return render.New(out, o) }); err != nil {
+		if _, err := analyze.RunOrdered(src, analyze.Config{Workers: 1}, analyze.Output{W: w}, func(_ int, out *analyze.Out) analyze.Consumer { return render.New(out, o) }); err != nil {
 			b.Fatal(err)
 		}
 		w.Flush()

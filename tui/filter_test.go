@@ -1,8 +1,6 @@
 package tui
 
 import (
-	"bufio"
-	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,7 +43,7 @@ func TestFilterRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := &matchCollector{f: f}
-		analyze.Run(src, analyze.Config{Workers: 1}, bufio.NewWriter(io.Discard), func(int, *analyze.Out) analyze.Consumer { return m })
+		analyze.Run(src, analyze.Config{Workers: 1}, m)
 		src.Close()
 		for _, early := range []bool{true, false} {
 			s, err := Open(Config{File: path})
@@ -214,7 +212,7 @@ func TestCaptureFilterOnFile(t *testing.T) {
 	}
 	f, _ := analyze.CompileFilter("finding || ddp.last")
 	m := &matchCollector{f: f}
-	analyze.Run(analyze.Filtered(in, ff, analyze.Tee{}), analyze.Config{Workers: 1}, bufio.NewWriter(io.Discard), func(int, *analyze.Out) analyze.Consumer { return m })
+	analyze.Run(analyze.Filtered(in, ff, analyze.Tee{}), analyze.Config{Workers: 1}, m)
 	in.Close()
 
 	s, err := Open(Config{File: path, CaptureExpr: capture})

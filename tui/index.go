@@ -298,6 +298,10 @@ type indexer struct {
 	ix   *Index
 	s    *Session
 	last int // the frame fed last
+	// boundary: the run is sharded; Frame, called by its merger before
+	// the records of each frame, is where the records of the frames
+	// before are all indexed, and lets a filter in (Session.feed).
+	boundary bool
 }
 
 func sevRank(s finding.Severity) uint8 { return uint8(s) + 1 }
@@ -503,8 +507,14 @@ func containsWord(list, w string) bool {
 	return false
 }
 
-// Frame is called before each frame is fed.
-func (x *indexer) Frame(fr *pcap.Frame) { x.last = fr.Number }
+// Frame is called before each frame's records.
+func (x *indexer) Frame(fr *pcap.Frame) {
+	if x.boundary && x.s != nil {
+		x.s.feed.Unlock()
+		x.s.feed.Lock()
+	}
+	x.last = fr.Number
+}
 
 // live matches a new row against the filter installed.
 func (x *indexer) match(r *analyze.Record, row int) {

@@ -1,9 +1,7 @@
 package tui
 
 import (
-	"bufio"
 	"bytes"
-	"io"
 	"path/filepath"
 	"testing"
 
@@ -55,7 +53,7 @@ func pipeline(t testing.TB, path string) []wantRow {
 	}
 	defer src.Close()
 	c := &collector{}
-	if _, err := analyze.Run(src, analyze.Config{Workers: 1}, bufio.NewWriter(io.Discard), func(int, *analyze.Out) analyze.Consumer { return c }); err != nil {
+	if _, err := analyze.Run(src, analyze.Config{Workers: 1}, c); err != nil {
 		t.Fatal(err)
 	}
 	return c.rows

@@ -1,8 +1,6 @@
 package tui
 
 import (
-	"bufio"
-	"io"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -42,7 +40,7 @@ func TestULPDetailIsIwdumpV(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := &vTrees{trees: map[ulpKey]string{}}
-			if _, err := analyze.Run(in, analyze.Config{Workers: 1}, bufio.NewWriter(io.Discard), func(int, *analyze.Out) analyze.Consumer { return want }); err != nil {
+			if _, err := analyze.Run(in, analyze.Config{Workers: 1}, want); err != nil {
 				t.Fatal(err)
 			}
 			in.Close()

@@ -187,9 +187,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cfg := analyze.Config{Ports: o.ports, Count: o.count, Workers: o.workers, InputSize: total, Progress: prog.add, DecodeAs: o.decodeAs,
 		MaxFlows: o.limits.maxFlows, MemoryBudget: int64(o.limits.reasmMiB) << 20, KeepConns: o.limits.keepConns}
 	o.limits.apply(o.live.iface == "")
-	if f, ok := stdout.(*os.File); ok {
-		cfg.Direct = f // the shards' output goes to it where it lies (writev)
-	}
 	if o.live.iface != "" {
 		cfg.Workers = 1 // frames come as they are captured: no chunks to shard
 	}
@@ -209,7 +206,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return exitError
 		}
 	}
-	rep, derr := analyze.Run(src, cfg, w, func(_ int, out *analyze.Out) analyze.Consumer {
+	out := analyze.Output{W: w}
+	if f, ok := stdout.(*os.File); ok {
+		out.Direct = f // the shards' output goes to it where it lies (writev)
+	}
+	rep, derr := analyze.RunOrdered(src, cfg, out, func(_ int, out *analyze.Out) analyze.Consumer {
 		if fp != nil {
 			return fp
 		}
