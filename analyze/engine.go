@@ -301,7 +301,7 @@ type handler struct {
 	finishing            bool
 	worst                int
 	rec                  Record
-	u                    ulpState // the storage-protocol layer (ulp.go)
+	u                    ulpState         // the storage-protocol layer (ulp.go)
 	stags                []track.STagInfo // Record.STags
 	// beforeFinding, when set, hears of each tracker finding's connection
 	// before it is handed out (shard.go cuts the end of the capture by it).

@@ -110,7 +110,7 @@ type Record struct {
 	ULP *ulp.Message
 	Cmd *ulp.Command
 
-	h     *handler          // raised it: STags asks its tracker
+	h     *handler         // raised it: STags asks its tracker
 	stags []track.STagInfo // STags of a copy (Run with workers)
 }
 

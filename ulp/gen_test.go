@@ -183,7 +183,6 @@ var be = binary.BigEndian
 
 func analyzeConfig() analyze.Config { return analyze.Config{} }
 
-
 // checkClean fails on findings other than mpa.* and allowed, and on
 // summaries missing from the lines; it returns the first command of each
 // name.
