@@ -252,7 +252,7 @@ func listInterfaces(w io.Writer) error {
 // out is flushed while a live capture is idle.
 func openInput(o *options, out *bufio.Writer, stderr io.Writer) (analyze.Source, int64, error) {
 	l := &o.live
-	tee := analyze.Tee{Path: l.write, Rotate: l.rotateOptions(), Stderr: stderr}
+	tee := analyze.Tee{Path: l.write, Rotate: l.rotateOptions(), Warn: warner(stderr)}
 	if l.iface != "" {
 		src, err := startLive(o, tee, out, stderr)
 		if err != nil {
@@ -299,6 +299,11 @@ var (
 	liveHook        func(*pcap.Live)
 )
 
+// warner prints the library's warnings on stderr, as iwdump's.
+func warner(stderr io.Writer) func(string) {
+	return func(msg string) { fmt.Fprintf(stderr, "iwdump: %s\n", msg) }
+}
+
 func startLive(o *options, tee analyze.Tee, out *bufio.Writer, stderr io.Writer) (*analyze.Live, error) {
 	l := &o.live
 	lt, err := pcap.InterfaceLinkType(l.iface)
@@ -313,7 +318,7 @@ func startLive(o *options, tee analyze.Tee, out *bufio.Writer, stderr io.Writer)
 	}
 	src, err := analyze.OpenLive(analyze.LiveConfig{Iface: l.iface, Snaplen: l.snaplen, Promisc: !l.noPromisc,
 		BufferSize: l.bufferKiB << 10, Filter: prog, Tee: tee, Decode: l.write != "-", Count: o.count,
-		Stderr: stderr, Idle: func() { out.Flush() },
+		Warn: warner(stderr), Idle: func() { out.Flush() },
 		QueueFrames: liveQueueFrames, QueueOctets: liveQueueOctets, RingShare: liveRingShare, LagEvery: lagReportEvery, Started: liveHook})
 	if err != nil {
 		return nil, err

@@ -234,6 +234,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	live := ""
 	if l, ok := src.(*analyze.Live); ok {
 		live = l.Finish() // ends a live capture: its statistics
+		fmt.Fprint(stderr, l.Tcpdump())
 	}
 	for _, s := range o.stats {
 		render.WriteStat(w, rep, live, s)

@@ -111,7 +111,7 @@ func run(args []string, stdout *os.File, stderr io.Writer) int {
 			}
 		}
 		cfg.Live = &analyze.LiveConfig{Iface: *iface, Snaplen: *snaplen, Promisc: !*noPromisc, BufferSize: *bufKiB << 10,
-			Filter: prog, Decode: true, Stderr: io.Discard}
+			Filter: prog, Decode: true}
 	} else if prog != nil || expr != "" {
 		cfg.CaptureExpr, cfg.CaptureProgram = expr, prog
 		var err error
