@@ -9,6 +9,7 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 	"github.com/iwkit/iwkit/decode"
+	"github.com/iwkit/iwkit/finding"
 	"github.com/rivo/tview"
 )
 
@@ -72,9 +73,9 @@ func setTheme() {
 // rowColor colours a row: by finding severity first, then by opcode.
 func rowColor(r *Row) tcell.Color {
 	switch {
-	case r.Sev == 3 || r.Flags&FlagCRCBad != 0:
+	case r.Sev == finding.Error.Rank() || r.Flags&FlagCRCBad != 0:
 		return tcell.ColorRed
-	case r.Sev == 2:
+	case r.Sev == finding.Warning.Rank():
 		return tcell.ColorOlive
 	case r.Kind == RowFinding:
 		return tcell.ColorTeal
