@@ -122,7 +122,6 @@ func (o *shardOut) reset() {
 	o.buf, o.ends, o.patches, o.blocks = o.buf[:0], o.ends[:0], o.patches[:0], o.blocks[:0]
 	o.starts, o.opened, o.ended = o.starts[:0], o.opened[:0], o.ended[:0]
 	if o.recs != nil {
-		clear(o.recs) // the copies may be large: let them go
 		o.recs = o.recs[:0]
 		o.keep.reset()
 	}
@@ -435,7 +434,7 @@ type outMerger struct {
 	c       Consumer      // Run: records go to c
 	fc      FrameConsumer // c, when it wants frames
 	w       *bufio.Writer
-	vw      *vecWriter           // Config.Direct: writes are queued, then go to vw
+	vw      *vecWriter           // Output.Direct: writes are queued, then go to vw
 	queued  [][]byte             // what the chunk at hand writes, in order
 	digits  []byte               // the connection numbers queued holds
 	iwarp   map[[2]uint64]uint64 // {shard, shard's number} -> global number
@@ -516,7 +515,7 @@ func (m *outMerger) emit(o *shardOut, shard, from, to int, pi *int) {
 	m.write(o.buf[from:to])
 }
 
-// write writes b, or with Config.Direct queues it (to the last
+// write writes b, or with Output.Direct queues it (to the last
 // buffer there when b follows it in memory: a run of one shard's
 // output).
 func (m *outMerger) write(b []byte) {
