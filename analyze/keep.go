@@ -33,7 +33,7 @@ type keptRecord struct {
 
 func (k *recorder) Record(r *Record) {
 	o := k.out.sink
-	o.recs = append(o.recs, keptRecord{off: len(o.buf), r: o.keep.record(r)})
+	o.recs = append(o.recs, keptRecord{off: len(o.buf), r: o.keep.record(r, o.frames)})
 	o.buf = append(o.buf, 0)
 }
 
@@ -161,8 +161,9 @@ func (k *keeper) reset() {
 	k.stags.reset()
 }
 
-// record returns a deep copy of r.
-func (k *keeper) record(r *Record) *Record {
+// record returns a deep copy of r; octets that lie in frames (the chunk's
+// frame data, which outlives the copy) are not copied.
+func (k *keeper) record(r *Record, frames []byte) *Record {
 	c := keepVal(&k.recs, r)
 	if r.Kind == KindOperation {
 		c.stags, c.h = k.stags.copy(r.STags()), nil
@@ -175,7 +176,7 @@ func (k *keeper) record(r *Record) *Record {
 		}
 	}
 	if r.PDU != nil {
-		c.PDU = k.pdu(r.PDU)
+		c.PDU = k.pdu(r.PDU, frames)
 	}
 	if t := r.Finding.Track; t != nil {
 		c.Finding.Track = keepVal(&k.findings, t)
@@ -200,12 +201,15 @@ func (k *keeper) record(r *Record) *Record {
 	return c
 }
 
-// pdu copies a PDU event: the wire octets once, and every slice of the
-// decoded PDU that lies in them (or in the ULPDU, which a PDU with
-// markers holds apart) rebased onto the copy.
-func (k *keeper) pdu(e *reassembly.PDUEvent) *reassembly.PDUEvent {
+// pdu copies a PDU event: the wire octets once (unless they lie in
+// frames), and every slice of the decoded PDU that lies in them (or in the
+// ULPDU, which a PDU with markers holds apart) rebased onto the copy.
+func (k *keeper) pdu(e *reassembly.PDUEvent, frames []byte) *reassembly.PDUEvent {
 	c := keepVal(&k.pdus, e)
-	wire := k.octets.copy(e.Wire)
+	wire := e.Wire
+	if _, ok := octetsIn(wire, frames); !ok {
+		wire = k.octets.copy(e.Wire)
+	}
 	c.Wire = wire
 	p, q := &e.PDU, &c.PDU
 	q.Markers = k.markers.copy(p.Markers)

@@ -116,6 +116,10 @@ type shardOut struct {
 	// an octet for each), and the copies they point to (keep.go).
 	recs []keptRecord
 	keep keeper
+	// frames is the chunk's frame data (its arena, whole): a PDU that
+	// lies in one segment lies there, and stays there until the merger is
+	// done with the chunk, so its copy need not copy it.
+	frames []byte
 }
 
 func (o *shardOut) reset() {
@@ -361,6 +365,7 @@ func (s *shard) run(in <-chan *chunk, done *sync.WaitGroup) {
 	for c := range in {
 		out := &c.out[s.id]
 		out.reset()
+		out.frames = c.arena[:cap(c.arena)]
 		s.use(out)
 		if !h.seen {
 			h.first, h.seen = c.first, true
