@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/iwkit/iwkit/pcap"
+	"github.com/iwkit/iwkit/track"
 )
 
 // describer writes down everything a record says, through its pointers,
@@ -103,5 +104,66 @@ func TestRunSameForAnyWorkers(t *testing.T) {
 	}
 	if records == 0 || stags == 0 {
 		t.Errorf("%d records, %d STag ledger entries over the committed captures", records, stags)
+	}
+}
+
+// The latest ledger entry operation records hand out for each connection,
+// owner and STag (what iwtui's STags view keeps) is the tracker's own
+// table entry at the end of the capture, for every STag an operation
+// used: one ledger, track's.
+func TestRecordSTagsAreTheTrackersLedger(t *testing.T) {
+	compared := 0
+	for _, name := range captures(t) {
+		src, _, err := OpenFiles([]string{name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		latest := map[[3]uint64]track.STagInfo{}
+		cfg := Config{}
+		rc, lim, keep := cfg.limits(1)
+		h := newHandler(consumerFunc(func(r *Record) {
+			for _, in := range r.STags() {
+				latest[[3]uint64{uint64(r.Op.Conn), uint64(in.Owner), uint64(in.STag)}] = in
+			}
+		}), lim, keep)
+		h.ulpSetup(&cfg)
+		err = h.run(src, &cfg, rc)
+		src.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, got := range latest {
+			var want *track.STagInfo
+			for _, in := range h.t.STags(int(k[0])) {
+				if uint64(in.Owner) == k[1] && uint64(in.STag) == k[2] {
+					want = &in
+				}
+			}
+			if want == nil {
+				continue // the connection was retired: its table is gone
+			}
+			// Invalidated is cleared by a later advertisement, which is no
+			// operation; the rest only an operation changes.
+			got.Invalidated = want.Invalidated
+			if got != *want {
+				t.Errorf("%s: conn %d: records' entry %+v, tracker's %+v", name, k[0], got, *want)
+			}
+			compared++
+		}
+		// And every entry of the tracker's tables came with an operation.
+		conns := map[uint64]bool{}
+		for k := range latest {
+			conns[k[0]] = true
+		}
+		for c := range conns {
+			for _, in := range h.t.STags(int(c)) {
+				if _, ok := latest[[3]uint64{c, uint64(in.Owner), uint64(in.STag)}]; !ok && in.Uses > 0 {
+					t.Errorf("%s: conn %d: tracker's entry %+v came with no operation record", name, c, in)
+				}
+			}
+		}
+	}
+	if compared == 0 {
+		t.Error("no STag ledger entry compared")
 	}
 }
