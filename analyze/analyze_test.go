@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -70,7 +69,7 @@ func runLines(t testing.TB, files []string, workers int) ([]byte, *Report) {
 	defer src.Close()
 	var out bytes.Buffer
 	w := bufio.NewWriter(&out)
-	rep, err := Run(src, Config{Workers: workers}, w, func(_ int, o *Out) Consumer { return &lineConsumer{out: o} })
+	rep, err := RunOrdered(src, Config{Workers: workers}, Output{W: w}, func(_ int, o *Out) Consumer { return &lineConsumer{out: o} })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,33 +131,35 @@ func firstDiff(got, want []byte) string {
 // FirstFrame..LastFrame of its direction, cut to [Seq, End), are its
 // octets on the wire. This is what lets a consumer (the TUI) re-read one
 // PDU later without running the capture again.
+// With workers the records handed out are the shards' copies: they
+// locate the same octets.
 func TestRecordsLocatePDUs(t *testing.T) {
 	for _, name := range captures(t) {
 		frames := readFrames(t, name)
-		src, _, err := OpenFiles([]string{name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		checked := 0
-		_, err = Run(src, Config{Workers: 1}, bufio.NewWriter(io.Discard), func(int, *Out) Consumer {
-			return consumerFunc(func(r *Record) {
+		for _, workers := range []int{1, 2} {
+			src, _, err := OpenFiles([]string{name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked := 0
+			_, err = Run(src, Config{Workers: workers}, consumerFunc(func(r *Record) {
 				if r.Kind != KindPDU || r.PDU.Missing > 0 {
 					return
 				}
 				got := reread(t, frames, r)
 				if !bytes.Equal(got, r.PDU.Wire) {
-					t.Fatalf("%s: PDU at frame %d (frames %d-%d, seq %d-%d): re-read %d octets differ from the %d decoded",
-						name, r.Frame, r.FirstFrame, r.LastFrame, r.Seq, r.End, len(got), len(r.PDU.Wire))
+					t.Fatalf("%s, %d workers: PDU at frame %d (frames %d-%d, seq %d-%d): re-read %d octets differ from the %d decoded",
+						name, workers, r.Frame, r.FirstFrame, r.LastFrame, r.Seq, r.End, len(got), len(r.PDU.Wire))
 				}
 				checked++
-			})
-		})
-		src.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if checked == 0 {
-			t.Errorf("%s: no PDU checked", name)
+			}))
+			src.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if checked == 0 {
+				t.Errorf("%s: no PDU checked", name)
+			}
 		}
 	}
 }

@@ -50,8 +50,10 @@ func cpuTime() time.Duration {
 // with consumers that count PDUs and keep nothing, and reports frames/s
 // by the wall clock and by CPU time (cpu-frames/s: frames per second of
 // the process's CPU time, every goroutine and the GC included) and
-// allocations per frame.
-func runBulk(b *testing.B, data []byte, framesPerOp, workers int) {
+// allocations per frame. With records, one consumer gets every record
+// through Run (the shards' copies, handed out in capture order), else one
+// per shard through RunOrdered.
+func runBulk(b *testing.B, data []byte, framesPerOp, workers int, records bool) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	var ms0, ms1 runtime.MemStats
@@ -64,13 +66,21 @@ func runBulk(b *testing.B, data []byte, framesPerOp, workers int) {
 			b.Fatal(err)
 		}
 		counts := make([]int, workers)
-		_, err = Run(r, Config{Workers: workers}, bufio.NewWriter(io.Discard), func(shard int, _ *Out) Consumer {
-			return consumerFunc(func(r *Record) {
+		if records {
+			_, err = Run(r, Config{Workers: workers}, consumerFunc(func(r *Record) {
 				if r.Kind == KindPDU {
-					counts[shard]++
+					counts[0]++
 				}
+			}))
+		} else {
+			_, err = RunOrdered(r, Config{Workers: workers}, Output{W: bufio.NewWriter(io.Discard)}, func(shard int, _ *Out) Consumer {
+				return consumerFunc(func(r *Record) {
+					if r.Kind == KindPDU {
+						counts[shard]++
+					}
+				})
 			})
-		})
+		}
 		n := 0
 		for _, c := range counts {
 			n += c
@@ -99,7 +109,7 @@ func BenchmarkRun(b *testing.B) {
 	for _, conns := range []int{1, 4} {
 		b.Run(fmt.Sprintf("%dconn", conns), func(b *testing.B) {
 			data, frames := bulkCapture(b, conns, 600)
-			runBulk(b, data, frames, 1)
+			runBulk(b, data, frames, 1, false)
 		})
 	}
 }
@@ -111,6 +121,16 @@ func BenchmarkRun(b *testing.B) {
 func BenchmarkRunWorkers(b *testing.B) {
 	data, frames := bulkCapture(b, 4, 600)
 	for _, w := range []int{1, 2, 4} {
-		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) { runBulk(b, data, frames, w) })
+		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) { runBulk(b, data, frames, w, false) })
+	}
+}
+
+// BenchmarkRunRecords is BenchmarkRunWorkers through Run: one consumer
+// gets every record in capture order, the shards' copies with more than
+// one worker (what the copies and the hand-out cost: cpu-frames/s).
+func BenchmarkRunRecords(b *testing.B) {
+	data, frames := bulkCapture(b, 4, 600)
+	for _, w := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) { runBulk(b, data, frames, w, true) })
 	}
 }

@@ -15,12 +15,20 @@
 // At the end Run returns a Report with the statistics.
 //
 // With Config.Workers > 1 the flow-sharded engine (shard.go) runs behind
-// the same API: shards own the flows that hash to them, and what their
-// consumers write to their Out is merged back in frame order, octet for
-// octet what one worker would write.
+// the same API: shards own the flows that hash to them, keep a copy of
+// each record they raise (keep.go), and a merger hands the copies to the
+// consumer in frame order, with the numbers one worker gives the
+// connections: the consumer sees what it would see with one worker.
 //
-// Front ends (iwdump, iwtui, the export, stateful replay) are consumers;
-// package render turns records into iwdump's text and NDJSON.
+// RunOrdered is the adapter for consumers whose product is octets in
+// capture order (iwdump's text and NDJSON, package render): one consumer
+// per shard formats the records where they lie, in parallel, and what
+// they write is merged back in frame order, octet for octet what one
+// worker would write.
+//
+// Front ends (iwdump, iwtui, the export, stateful replay) are consumers.
+// Warnings of a capture that goes on (a lagging decoder, a -w file that
+// does not close) reach the caller through LiveConfig.Warn and Tee.Warn.
 //
 // Rules: analyze does the wiring and nothing else. It draws no screen and
 // formats no records (render does); the words it writes are the messages

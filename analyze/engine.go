@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/iwkit/iwkit/finding"
+	"github.com/iwkit/iwkit/internal/writev"
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
 	"github.com/iwkit/iwkit/track"
@@ -49,12 +50,6 @@ type Config struct {
 	MaxFlows     int
 	MemoryBudget int64
 	KeepConns    int
-	// Direct, when set, is the file that Run's writer writes to (iwdump's
-	// standard output). With Workers > 1 the merger then writes the
-	// shards' output to it where it lies, a writev(2) per chunk, instead
-	// of copying it into the writer (which it flushes first, so that the
-	// order holds).
-	Direct *os.File
 }
 
 // The defaults of Config's limits.
@@ -87,9 +82,11 @@ func (c *Config) limits(n int) (reassembly.Config, track.Limits, int) {
 // (shard.go), and the chunks in flight bound memory.
 const MaxWorkers = 64
 
-// Workers is the number of shards Run uses for c: Config.Workers, or by
+// Shards is the number of shards Run uses for c: Config.Workers, or by
 // default one per core (runtime.GOMAXPROCS, up to MaxWorkers) for inputs of
 // 64 MiB or more, else 1.
+func (c *Config) Shards() int { return c.workers() }
+
 func (c *Config) workers() int {
 	switch {
 	case c.Workers > 0:
@@ -100,24 +97,23 @@ func (c *Config) workers() int {
 	return 1
 }
 
-// A Consumer takes the records of one shard, in order. With one worker
-// there is one consumer and it sees every record of the capture in order.
-// With Config.Workers > 1 each shard has its own consumer, called on the
-// shard's goroutine with the records of the flows it owns; what a consumer
-// writes to its Out comes out in the order one consumer would have written
-// it (octet for octet), whatever the number of workers.
+// A Consumer takes records. Run hands every record of the capture to one
+// Consumer, in capture order, on one goroutine, whatever the number of
+// workers. RunOrdered makes one per shard instead (see there).
 type Consumer interface {
 	Record(r *Record)
 }
 
-// A FrameConsumer also sees every frame before it is fed to the
-// reassembly (in every shard: each shard sees every frame).
+// A FrameConsumer also sees every frame, in order, before the records
+// of that frame (Run), or, as RunOrdered's consumer, every frame before it
+// is fed to the reassembly (in every shard: each shard sees every frame).
 type FrameConsumer interface {
 	Consumer
 	Frame(fr *pcap.Frame)
 }
 
-// Out is where a consumer writes what must come out in capture order.
+// Out is where a RunOrdered consumer writes what must come out in capture
+// order.
 type Out struct {
 	w    *bufio.Writer
 	sink *shardOut // with Workers > 1: the shard's output for the chunk
@@ -190,24 +186,67 @@ type Report struct {
 }
 
 // Run reads src to its end (or Config.Count frames), passes every frame
-// through the TCP reassembly, the MPA framer, the decoders and the
-// tracker, and hands the records to the consumers that newConsumer makes,
-// one per shard. What the consumers write to their Out goes to w, in
-// order. An error reading src ends the run; everything before it has been
-// handed out, and Run returns the report with the error.
+// through the TCP reassembly, the MPA framer, the decoders, the tracker
+// and the storage-protocol layer, and hands every record to c, in capture
+// order, on one goroutine. An error reading src ends the run; everything
+// before it has been handed out, and Run returns the report with the
+// error.
 //
-// With more than one worker, one goroutine reads and hands out frames in
-// chunks, shards own the flows that hash to them, and a merger writes
-// their output back in frame order (shard.go).
-func Run(src Source, cfg Config, w *bufio.Writer, newConsumer func(shard int, out *Out) Consumer) (*Report, error) {
-	if n := cfg.workers(); n > 1 {
-		return runSharded(src, &cfg, n, w, newConsumer)
+// With more than one worker (Config.Workers, or a large Config.InputSize)
+// one goroutine reads and hands out frames in chunks, shards own the
+// flows that hash to them and keep a copy of each record they raise, and
+// a merger hands the copies to c in frame order (shard.go): c sees the
+// records one worker would hand it, in the same order, with the same
+// connection numbers. What c does runs on the merger's goroutine while the
+// shards go on with the next frames.
+func Run(src Source, cfg Config, c Consumer) (*Report, error) {
+	n := cfg.workers()
+	if n == 1 {
+		return runOne(src, &cfg, c)
 	}
-	out := &Out{w: w}
+	m := newMerger(n)
+	m.c = c
+	m.fc, _ = c.(FrameConsumer)
+	return runSharded(src, &cfg, n, m, func(_ int, out *Out) Consumer { return &recorder{out: out} })
+}
+
+// Output is where RunOrdered writes.
+type Output struct {
+	W *bufio.Writer
+	// Direct, when set, is the file W writes to (iwdump's standard
+	// output). With more than one worker the merger then writes the
+	// shards' output to it where it lies, a writev(2) per chunk, instead
+	// of copying it into W (which it flushes first, so that the order
+	// holds).
+	Direct *os.File
+}
+
+// RunOrdered is Run for consumers whose product is octets in capture
+// order (iwdump's text and NDJSON, package render): newConsumer makes one
+// consumer per shard, called on the shard's goroutine with the records of
+// the flows it owns, and what each writes to its Out comes out to out.W in
+// the order one consumer would have written it, octet for octet, whatever
+// the number of workers. Records are not copied: the shards format them
+// where they lie, in parallel.
+func RunOrdered(src Source, cfg Config, out Output, newConsumer func(shard int, out *Out) Consumer) (*Report, error) {
+	n := cfg.workers()
+	if n == 1 {
+		return runOne(src, &cfg, newConsumer(0, &Out{w: out.W}))
+	}
+	m := newMerger(n)
+	m.w = out.W
+	if out.Direct != nil {
+		m.vw = writev.New(out.Direct)
+	}
+	return runSharded(src, &cfg, n, m, newConsumer)
+}
+
+// runOne is Run on one worker: the records go straight to c.
+func runOne(src Source, cfg *Config, c Consumer) (*Report, error) {
 	rc, lim, keep := cfg.limits(1)
-	h := newHandler(newConsumer(0, out), lim, keep)
-	h.ulpSetup(&cfg)
-	err := h.run(src, &cfg, rc)
+	h := newHandler(c, lim, keep)
+	h.ulpSetup(cfg)
+	err := h.run(src, cfg, rc)
 	return h.report(), err
 }
 
@@ -268,7 +307,8 @@ type handler struct {
 	worst                int
 	findings             finding.Tally // every KindFinding record emitted
 	rec                  Record
-	u                    ulpState // the storage-protocol layer (ulp.go)
+	u                    ulpState         // the storage-protocol layer (ulp.go)
+	stags                []track.STagInfo // Record.STags
 	// beforeFinding, when set, hears of each tracker finding's connection
 	// before it is handed out (shard.go cuts the end of the capture by it).
 	beforeFinding func(conn int)
@@ -323,7 +363,7 @@ func (h *handler) onOperation(op *track.Operation) {
 	}
 	r := h.reset(KindOperation, max(op.ResponseLastFrame, op.LastRequestFrame), t)
 	r.FirstFrame = op.RequestFrame
-	r.Op = op
+	r.Op, r.h = op, h
 	h.onTrackConn(r, op.Conn, op.Dir)
 	h.emit()
 }

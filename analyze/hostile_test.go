@@ -125,7 +125,7 @@ func TestManyConnectionsBounded(t *testing.T) {
 		runtime.GC()
 		// One tally per shard: the shards' consumers run concurrently.
 		tally := make([]int, max(workers, 1))
-		rep, err := Run(src, Config{Workers: workers}, bufio.NewWriter(io.Discard), func(shard int, _ *Out) Consumer {
+		rep, err := RunOrdered(src, Config{Workers: workers}, Output{W: bufio.NewWriter(io.Discard)}, func(shard int, _ *Out) Consumer {
 			return consumerFunc(func(r *Record) {
 				if r.Kind == KindFinding && r.Finding.Code == finding.TCPFlowEvicted {
 					tally[shard]++

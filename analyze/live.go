@@ -31,8 +31,10 @@ import (
 type Tee struct {
 	Path   string             // file name ("-": standard output); "" writes nothing
 	Rotate pcap.RotateOptions // LinkType and Snaplen are set when the tee opens
-	// Stderr hears that the file limit was reached (-W).
-	Stderr io.Writer
+	// Warn, when set, hears that the file limit was reached (-W) or that
+	// closing the file failed. Messages name no program: the caller adds
+	// its own ("iwdump: ").
+	Warn func(msg string)
 }
 
 func (t *Tee) open(lt layers.LinkType, snaplen int) (*pcap.RotatingWriter, error) {
@@ -46,8 +48,8 @@ func (t *Tee) open(lt layers.LinkType, snaplen int) (*pcap.RotatingWriter, error
 }
 
 func (t *Tee) limitReached() {
-	if t.Stderr != nil {
-		fmt.Fprintf(t.Stderr, "iwdump: -w: maximum file limit reached: %d\n", t.Rotate.MaxFiles)
+	if t.Warn != nil {
+		t.Warn(fmt.Sprintf("-w: maximum file limit reached: %d", t.Rotate.MaxFiles))
 	}
 }
 
@@ -113,8 +115,8 @@ func (s *filteredSource) Next(f *pcap.Frame) error {
 func (s *filteredSource) Close() error {
 	var err error
 	if s.w != nil {
-		if err = s.w.Close(); err != nil && s.tee.Stderr != nil {
-			fmt.Fprintf(s.tee.Stderr, "iwdump: -w: %v\n", err)
+		if err = s.w.Close(); err != nil && s.tee.Warn != nil {
+			s.tee.Warn("-w: " + err.Error())
 		}
 	}
 	s.src.Close()
@@ -134,8 +136,10 @@ type LiveConfig struct {
 	Decode bool
 	// Count stops the capture after that many frames (0: no limit).
 	Count int
-	// Stderr hears of lag and gets tcpdump's summary at the end.
-	Stderr io.Writer
+	// Warn, when set, hears that decoding fell behind the capture (at
+	// most once per LagEvery) and that closing the -w file failed.
+	// Messages name no program: the caller adds its own ("iwdump: ").
+	Warn func(msg string)
 	// Idle, when set, is called when the decoder has caught up with the
 	// capture, before it waits: flush output there, so a quiet link shows
 	// what it had.
@@ -201,6 +205,7 @@ type Live struct {
 	err       error         // why the capture loop ended, when not Stop
 	finished  sync.Once
 	summary   string
+	tcpdump   string // Tcpdump
 }
 
 // liveFrame is a captured frame in a ring block or a chunk; hold says the
@@ -233,8 +238,8 @@ func OpenLive(cfg LiveConfig) (*Live, error) {
 	if cfg.LagEvery <= 0 {
 		cfg.LagEvery = time.Second
 	}
-	if cfg.Stderr == nil {
-		cfg.Stderr = io.Discard
+	if cfg.Warn == nil {
+		cfg.Warn = func(string) {}
 	}
 	lc, err := pcap.OpenLive(cfg.Iface, pcap.LiveOptions{Snaplen: cfg.Snaplen, Promisc: cfg.Promisc,
 		BufferSize: cfg.BufferSize, Filter: cfg.Filter})
@@ -435,7 +440,7 @@ func (s *Live) watchLag() {
 				if s.w != nil {
 					where = "; all are in " + s.cfg.Tee.Path
 				}
-				fmt.Fprintf(s.cfg.Stderr, "iwdump: decoding is behind the capture: %d frames not decoded so far%s\n", n, where)
+				s.cfg.Warn(fmt.Sprintf("decoding is behind the capture: %d frames not decoded so far%s", n, where))
 				reported = n
 			}
 		}
@@ -493,8 +498,13 @@ func (s *Live) took(lf *liveFrame) {
 	}
 }
 
+// Tcpdump is tcpdump's summary of the capture, after Finish: frames
+// captured, received by the filter, dropped by the kernel, and those the
+// decoder did not take (lines ending in a newline).
+func (s *Live) Tcpdump() string { return s.tcpdump }
+
 // Finish stops the capture (if it still runs), waits for the loop, closes
-// the tee and the socket, prints tcpdump's summary on Stderr and returns
+// the tee and the socket, keeps tcpdump's summary (Tcpdump) and returns
 // the statistics line for the -z tables. It may be called more than once.
 func (s *Live) Finish() string {
 	s.finished.Do(func() {
@@ -508,7 +518,7 @@ func (s *Live) Finish() string {
 		signal.Stop(s.sig)
 		if s.w != nil {
 			if err := s.w.Close(); err != nil {
-				fmt.Fprintf(s.cfg.Stderr, "iwdump: -w: %v\n", err)
+				s.cfg.Warn("-w: " + err.Error())
 			}
 		}
 		st, err := s.l.Stats()
@@ -525,7 +535,7 @@ func (s *Live) Finish() string {
 			}
 			b.WriteString("\n")
 		}
-		fmt.Fprint(s.cfg.Stderr, b.String())
+		s.tcpdump = b.String()
 		s.summary = fmt.Sprintf("live capture on %s (%s): %d frames captured, %d received by filter, %d dropped by kernel, %d not decoded",
 			s.cfg.Iface, s.l.Method(), st.Captured, st.Received, st.Dropped, s.undecoded.Load())
 		if s.w != nil {

@@ -110,6 +110,24 @@ type Record struct {
 	// when none), Cmd the command of a KindCommand record.
 	ULP *ulp.Message
 	Cmd *ulp.Command
+
+	h     *handler         // raised it: STags asks its tracker
+	stags []track.STagInfo // STags of a copy (Run with workers)
+}
+
+// STags returns, for an operation record, the tracker's STag ledger
+// entries of the STags the operation names (track.Tracker.OpSTags), as
+// they stand after it: keep the latest entry of each connection, owner
+// and STag for the ledger of the capture. Valid during the call only.
+func (r *Record) STags() []track.STagInfo {
+	if r.Kind != KindOperation || r.Op == nil {
+		return nil
+	}
+	if h := r.h; h != nil {
+		h.stags = h.t.OpSTags(r.Op, h.stags[:0])
+		return h.stags
+	}
+	return r.stags
 }
 
 // ConnID is the number of the record's connection, -1 when it has none.

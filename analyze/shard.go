@@ -100,7 +100,9 @@ type endBlock struct {
 	phase      int // end of capture: phaseFlush or phaseFinish
 	key        int64
 	start, end int // in shardOut.buf; end -1 while open
-	p0         int // first patch of the block
+	// p0 is the first patch of the block (RunOrdered) or the first
+	// record kept (Run): a shard has one or the other.
+	p0 int
 }
 
 // shardOut is what one shard printed for one chunk (or at the end).
@@ -112,17 +114,29 @@ type shardOut struct {
 	opened  []connEvent
 	ended   []connEvent
 	blocks  []endBlock // connections expired (in a chunk), or ended (at the end)
+	// Run: the records the shard raised (at offsets of buf, which holds
+	// an octet for each), and the copies they point to (keep.go).
+	recs []keptRecord
+	keep keeper
+	// frames is the chunk's frame data (its arena, whole): a PDU that
+	// lies in one segment lies there, and stays there until the merger is
+	// done with the chunk, so its copy need not copy it.
+	frames []byte
 }
 
 func (o *shardOut) reset() {
 	o.buf, o.ends, o.patches, o.blocks = o.buf[:0], o.ends[:0], o.patches[:0], o.blocks[:0]
 	o.starts, o.opened, o.ended = o.starts[:0], o.opened[:0], o.ended[:0]
+	if o.recs != nil {
+		o.recs = o.recs[:0]
+		o.keep.reset()
+	}
 }
 
 // cut ends the open block and starts one.
 func (o *shardOut) cut(b endBlock) {
 	o.close()
-	b.start, b.end, b.p0 = len(o.buf), -1, len(o.patches)
+	b.start, b.end, b.p0 = len(o.buf), -1, len(o.patches)+len(o.recs)
 	o.blocks = append(o.blocks, b)
 }
 
@@ -353,6 +367,7 @@ func (s *shard) run(in <-chan *chunk, done *sync.WaitGroup) {
 	for c := range in {
 		out := &c.out[s.id]
 		out.reset()
+		out.frames = c.arena[:cap(c.arena)]
 		s.use(out)
 		if !h.seen {
 			h.first, h.seen = c.first, true
@@ -421,10 +436,12 @@ func (s *shard) step(c *chunk, i int) {
 }
 
 // outMerger writes the shards' output in frame order with global connection
-// numbers.
+// numbers (RunOrdered), or hands the records they kept to c (Run).
 type outMerger struct {
+	c       Consumer      // Run: records go to c
+	fc      FrameConsumer // c, when it wants frames
 	w       *bufio.Writer
-	vw      *writev.Writer       // Config.Direct: writes are queued, then go to vw
+	vw      *writev.Writer       // Output.Direct: writes are queued, then go to vw
 	queued  [][]byte             // what the chunk at hand writes, in order
 	digits  []byte               // the connection numbers queued holds
 	iwarp   map[[2]uint64]uint64 // {shard, shard's number} -> global number
@@ -450,6 +467,10 @@ type cursor struct {
 	patch, start, open, end, block, k int // next patch, events, block, step
 }
 
+func newMerger(n int) *outMerger {
+	return &outMerger{iwarp: map[[2]uint64]uint64{}, pending: map[[2]uint64]uint64{}, nums: make([]numCache, n)}
+}
+
 func (m *outMerger) global(shard int, local uint64) uint64 {
 	k := [2]uint64{uint64(shard), local}
 	if g, ok := m.iwarp[k]; ok {
@@ -471,8 +492,15 @@ func (m *outMerger) events(evs []connEvent, s, i int, k *int, apply func(k [2]ui
 func at(evs []connEvent, k, i int) bool { return k < len(evs) && evs[k].frame == i }
 
 // emit writes o.buf[from:to] with the connection numbers patched in,
-// starting at patch *pi.
+// starting at patch *pi. With Run it hands out the records kept there
+// instead, *pi counting them.
 func (m *outMerger) emit(o *shardOut, shard, from, to int, pi *int) {
+	if m.c != nil {
+		for ; *pi < len(o.recs) && o.recs[*pi].off < to; *pi++ {
+			m.hand(o.recs[*pi].r, shard)
+		}
+		return
+	}
 	for *pi < len(o.patches) && o.patches[*pi].off < to {
 		p := o.patches[*pi]
 		m.write(o.buf[from:p.off])
@@ -494,7 +522,7 @@ func (m *outMerger) emit(o *shardOut, shard, from, to int, pi *int) {
 	m.write(o.buf[from:to])
 }
 
-// write writes b, or with Config.Direct queues it (to the last
+// write writes b, or with Output.Direct queues it (to the last
 // buffer there when b follows it in memory: a run of one shard's
 // output).
 func (m *outMerger) write(b []byte) {
@@ -546,7 +574,7 @@ type blockRef struct {
 // each frame, what its owner printed; at a tick, what every shard did.
 func (m *outMerger) chunk(c *chunk) {
 	c.wg.Wait()
-	if c.quiet() {
+	if m.fc == nil && c.quiet() {
 		return
 	}
 	if len(m.cur) != len(c.out) {
@@ -555,6 +583,9 @@ func (m *outMerger) chunk(c *chunk) {
 	clear(m.cur)
 	t := 0
 	for i := range c.frames {
+		if m.fc != nil {
+			m.fc.Frame(&c.frames[i])
+		}
 		if t < len(c.ticks) && int(c.ticks[t]) == i {
 			t++
 			m.tick(c, i)
@@ -680,8 +711,9 @@ func (m *outMerger) end(shards []*shard) {
 // mergerDone, set by tests, sees the merger at the end.
 var mergerDone func(*outMerger)
 
-// runSharded is Run over n shards.
-func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer func(int, *Out) Consumer) (*Report, error) {
+// runSharded is Run and RunOrdered over n shards, m merging what they
+// raise.
+func runSharded(src Source, cfg *Config, n int, m *outMerger, newConsumer func(int, *Out) Consumer) (*Report, error) {
 	shards := make([]*shard, n)
 	ins := make([]chan *chunk, n)
 	var shardsDone sync.WaitGroup
@@ -695,10 +727,6 @@ func runSharded(src Source, cfg *Config, n int, w *bufio.Writer, newConsumer fun
 	}
 	free := make(chan *chunk, inFlight)
 	merge := make(chan *chunk, inFlight)
-	m := &outMerger{w: w, iwarp: map[[2]uint64]uint64{}, pending: map[[2]uint64]uint64{}, nums: make([]numCache, n)}
-	if cfg.Direct != nil {
-		m.vw = writev.New(cfg.Direct)
-	}
 	merged := make(chan struct{})
 	go func() {
 		for c := range merge {

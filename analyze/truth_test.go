@@ -54,7 +54,7 @@ func countRecords(t *testing.T, path string, workers int) (map[finding.Code]int,
 		fpdus int
 	}
 	var tallies []*tally
-	rep, err := Run(src, Config{Workers: workers}, bufio.NewWriter(io.Discard), func(int, *Out) Consumer {
+	rep, err := RunOrdered(src, Config{Workers: workers}, Output{W: bufio.NewWriter(io.Discard)}, func(int, *Out) Consumer {
 		c := &tally{got: map[finding.Code]int{}}
 		tallies = append(tallies, c)
 		return consumerFunc(func(r *Record) {

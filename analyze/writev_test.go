@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// With Config.Direct the merger writes the shards' output to the file
+// With Output.Direct the merger writes the shards' output to the file
 // itself (writev on Linux) and consumers append in place (Out.Buf): the
 // file holds what one worker writes through the writer, after what the
 // writer held before the run and before what it is given after.
@@ -30,7 +30,7 @@ func TestDirectSameAsWriter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = Run(src, Config{Workers: n, Direct: f}, w, func(_ int, o *Out) Consumer { return &lineConsumer{out: o, inPlace: true} })
+			_, err = RunOrdered(src, Config{Workers: n}, Output{W: w, Direct: f}, func(_ int, o *Out) Consumer { return &lineConsumer{out: o, inPlace: true} })
 			src.Close()
 			if err != nil {
 				t.Fatal(err)
@@ -65,7 +65,7 @@ func TestOutBufSameAsCopy(t *testing.T) {
 			}
 			var out bytes.Buffer
 			w := bufio.NewWriterSize(&out, size)
-			_, err = Run(src, Config{Workers: 1}, w, func(_ int, o *Out) Consumer { return &lineConsumer{out: o, inPlace: true} })
+			_, err = RunOrdered(src, Config{Workers: 1}, Output{W: w}, func(_ int, o *Out) Consumer { return &lineConsumer{out: o, inPlace: true} })
 			src.Close()
 			if err != nil {
 				t.Fatal(err)

@@ -2,6 +2,7 @@ package export
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os"
 	"syscall"
@@ -29,6 +30,24 @@ func BenchmarkExport(b *testing.B) {
 	b.ReportMetric(float64(cpuClock()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
 }
 
+// BenchmarkExportWorkers exports the capture on 1 and 2 workers
+// (Config.Workers): the rows are written from the records the sharded
+// pipeline hands out in capture order.
+func BenchmarkExportWorkers(b *testing.B) {
+	file := benchFile(b)
+	for _, w := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
+			cpu := cpuClock()
+			for b.Loop() {
+				if r := Export(Set{Capture: "bench", Files: []string{file}}, Config{Dir: b.TempDir(), Workers: w}); r.Err != nil {
+					b.Fatal(r.Err)
+				}
+			}
+			b.ReportMetric(float64(cpuClock()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
+		})
+	}
+}
+
 func BenchmarkExportNDJSON(b *testing.B) {
 	file := benchFile(b)
 	cpu := cpuClock()
@@ -39,7 +58,7 @@ func BenchmarkExportNDJSON(b *testing.B) {
 		}
 		w := bufio.NewWriterSize(io.Discard, 64<<10)
 		o := &render.Options{Format: "json"}
-		if _, err := analyze.Run(src, analyze.Config{Workers: 1}, w, func(_ int, out *analyze.Out) analyze.Consumer { return render.New(out, o) }); err != nil {
+		if _, err := analyze.RunOrdered(src, analyze.Config{Workers: 1}, analyze.Output{W: w}, func(_ int, out *analyze.Out) analyze.Consumer { return render.New(out, o) }); err != nil {
 			b.Fatal(err)
 		}
 		w.Flush()

@@ -71,8 +71,9 @@ type connInfo struct {
 	closeFrame            int
 }
 
-// Exporter is an analyze.Consumer (with Workers 1) that writes the
-// records of one capture set as Parquet part files. Make it with New,
+// Exporter is an analyze.Consumer (of analyze.Run, any number of
+// workers) that writes the records of one capture set as Parquet part
+// files. Make it with New,
 // run the pipeline, then call Finish with the report (or Abort).
 type Exporter struct {
 	o      Options

@@ -43,7 +43,7 @@ func ndjson(t testing.TB, file string) []map[string]any {
 	var buf bytes.Buffer
 	w := bufio.NewWriter(&buf)
 	o := &render.Options{Format: "json"}
-	if _, err := analyze.Run(src, analyze.Config{Workers: 1}, w, func(_ int, out *analyze.Out) analyze.Consumer { return render.New(out, o) }); err != nil {
+	if _, err := analyze.RunOrdered(src, analyze.Config{Workers: 1}, analyze.Output{W: w}, func(_ int, out *analyze.Out) analyze.Consumer { return render.New(out, o) }); err != nil {
 		t.Fatal(err)
 	}
 	w.Flush()

@@ -1,9 +1,7 @@
 package export
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"sync"
 
 	"github.com/iwkit/iwkit/analyze"
@@ -21,6 +19,9 @@ type Config struct {
 	Dir   string
 	Ports []uint16 // iwdump --decode-as
 	Count int      // stop each set after that many frames (0: all)
+	// Workers shards the pipeline of each set (analyze.Config.Workers;
+	// 0: by the set's size).
+	Workers int
 	// Progress, when set, hears of the octets read, from every job
 	// (called concurrently).
 	Progress func(octets int)
@@ -35,9 +36,10 @@ type Result struct {
 }
 
 // Export runs the pipeline over one capture set and writes its tables.
-// The pipeline runs on one worker: the export's parallelism is across
-// capture sets (ExportEach), whose rows then carry one reassembler's
-// connection numbers with no merging. A damaged file ends the set with
+// The pipeline runs sharded on a large set (analyze.Run picks the workers
+// by its size, Config.Workers overrides), the rows written in capture
+// order from the records it hands out; across capture sets the
+// parallelism is ExportEach's jobs. A damaged file ends the set with
 // an error after what came before it was analyzed; its tables are still
 // committed, like iwdump's output up to the damage.
 func Export(set Set, cfg Config) Result {
@@ -46,7 +48,7 @@ func Export(set Set, cfg Config) Result {
 		res.Err = ErrNoCapture
 		return res
 	}
-	src, _, err := analyze.OpenFiles(set.Files)
+	src, total, err := analyze.OpenFiles(set.Files)
 	if err != nil {
 		res.Err = err
 		return res
@@ -57,9 +59,8 @@ func Export(set Set, cfg Config) Result {
 		res.Err = err
 		return res
 	}
-	acfg := analyze.Config{Ports: cfg.Ports, Count: cfg.Count, Workers: 1, Progress: cfg.Progress}
-	w := bufio.NewWriter(io.Discard) // the export writes nothing in line
-	rep, derr := analyze.Run(src, acfg, w, func(int, *analyze.Out) analyze.Consumer { return e })
+	acfg := analyze.Config{Ports: cfg.Ports, Count: cfg.Count, Workers: cfg.Workers, InputSize: total, Progress: cfg.Progress}
+	rep, derr := analyze.Run(src, acfg, e)
 	res.Report = rep
 	res.Counts, err = e.Finish(rep)
 	switch {
@@ -86,6 +87,9 @@ func ExportEach(sets []Set, cfg Config, jobs int, done func(Result)) []Result {
 		return res
 	}
 	jobs = max(1, min(jobs, len(sets)))
+	if jobs > 1 && cfg.Workers == 0 {
+		cfg.Workers = 1 // the jobs share the cores already
+	}
 	results := make([]Result, len(sets))
 	next := make(chan int)
 	var wg sync.WaitGroup

@@ -62,6 +62,25 @@ func ParseSeverity(name string) (Severity, bool) {
 	return 0, false
 }
 
+// Rank orders "no finding" below every severity, in one octet: the worst
+// of several findings is the largest rank, and a PDU no finding names has
+// RankNone (the TUI's rows keep it this way).
+type Rank uint8
+
+// RankNone is the rank of no finding.
+const RankNone Rank = 0
+
+// Rank is s's rank: RankNone < Note < Warning < Error.
+func (s Severity) Rank() Rank { return Rank(s) + 1 }
+
+// Severity is the severity of rank r; false for RankNone.
+func (r Rank) Severity() (Severity, bool) {
+	if r == RankNone {
+		return 0, false
+	}
+	return Severity(r - 1), true
+}
+
 // Stage is the pipeline stage that raises a code.
 type Stage uint8
 

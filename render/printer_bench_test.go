@@ -44,7 +44,7 @@ func BenchmarkPrinter(b *testing.B) {
 	}
 	var k recordKeeper
 	w := bufio.NewWriterSize(io.Discard, 1<<16)
-	if _, err := analyze.Run(pcapSource{r}, analyze.Config{Workers: 1}, w, func(_ int, out *analyze.Out) analyze.Consumer {
+	if _, err := analyze.RunOrdered(pcapSource{r}, analyze.Config{Workers: 1}, analyze.Output{W: w}, func(_ int, out *analyze.Out) analyze.Consumer {
 		k.out = out
 		return &k
 	}); err != nil {

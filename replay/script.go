@@ -1,11 +1,9 @@
 package replay
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"time"
 
@@ -189,8 +187,7 @@ func LoadScript(file string, conn int, assume *Assume) (*Script, error) {
 	}
 	defer src.Close()
 	b := &scriptBuilder{want: conn, by: map[uint64]*connBuilder{}, s: &Script{}}
-	w := bufio.NewWriter(io.Discard)
-	if _, err := analyze.Run(src, analyze.Config{Workers: 1}, w, func(int, *analyze.Out) analyze.Consumer { return b }); err != nil {
+	if _, err := analyze.Run(src, analyze.Config{Workers: 1}, b); err != nil {
 		return nil, err
 	}
 	if b.err != nil {

@@ -17,10 +17,15 @@ type Feed struct{ T *Tracker }
 // DirOf maps a reassembly direction to the MPA roles: I2R from the MPA
 // Initiator (the Request's sender, RFC 5044 §7.1); before a Request is
 // seen, the TCP client stands in for the initiator.
-func DirOf(c *reassembly.Conn, d reassembly.Dir) Dir {
+func DirOf(c *reassembly.Conn, d reassembly.Dir) Dir { return DirOfInitiator(c.Initiator, d) }
+
+// DirOfInitiator is DirOf for a connection whose MPA Request went in
+// direction initiator (reassembly.Conn.Initiator; -1: not seen, taken as
+// reassembly.DirAB).
+func DirOfInitiator(initiator int8, d reassembly.Dir) Dir {
 	init := reassembly.DirAB
-	if c.Initiator >= 0 {
-		init = reassembly.Dir(c.Initiator)
+	if initiator >= 0 {
+		init = reassembly.Dir(initiator)
 	}
 	if d == init {
 		return I2R

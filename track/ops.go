@@ -203,10 +203,9 @@ func (c *conn) startUntagged(at *At, p *decode.PDU, dir Dir, q *queue) {
 // endUntaggedOp applies the RDMAP rules at the end of an untagged message.
 func (c *conn) endUntaggedOp(at *At, dir Dir, m *umsg, state MsgState) {
 	st := &c.st.Dir[dir]
-	var kind OpKind
-	switch m.op {
-	case decode.OpSend, decode.OpSendSE, decode.OpSendInv, decode.OpSendSEInv:
-		kind = OpSend
+	kind := KindOf(m.op)
+	switch kind {
+	case OpSend:
 		if m.rtr {
 			kind = OpRTR
 			st.Ops.RTRs++
@@ -222,8 +221,7 @@ func (c *conn) endUntaggedOp(at *At, dir Dir, m *umsg, state MsgState) {
 				c.invalidate(at, dir.Other(), m.inv)
 			}
 		}
-	case decode.OpImmData, decode.OpImmDataSE:
-		kind = OpImmediate
+	case OpImmediate:
 		st.Ops.Immediates++
 	default:
 		return

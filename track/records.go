@@ -97,6 +97,29 @@ func (k OpKind) String() string {
 // MarshalText makes an OpKind print as its name in JSON.
 func (k OpKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
+// KindOf is the kind of operation the messages of opcode op make (RFC
+// 5040 §4.1, RFC 7306): a Read Request and its Read Response make a Read,
+// an Atomic Request and its Response an Atomic. A Send or Write that is an
+// MPA RTR (RFC 6581) is reported as OpRTR, which the opcode alone does not
+// tell. 0 for opcodes that make no operation.
+func KindOf(op decode.Opcode) OpKind {
+	switch op {
+	case decode.OpWrite:
+		return OpWrite
+	case decode.OpReadRequest, decode.OpReadResponse:
+		return OpRead
+	case decode.OpSend, decode.OpSendInv, decode.OpSendSE, decode.OpSendSEInv:
+		return OpSend
+	case decode.OpAtomicRequest, decode.OpAtomicResponse:
+		return OpAtomic
+	case decode.OpImmData, decode.OpImmDataSE:
+		return OpImmediate
+	case decode.OpTerminate:
+		return OpTerminate
+	}
+	return 0
+}
+
 // OpStatus is how an operation ended.
 type OpStatus uint8
 

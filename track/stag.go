@@ -3,6 +3,7 @@ package track
 import (
 	"sort"
 
+	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/finding"
 )
 
@@ -210,4 +211,39 @@ func (t *Tracker) STags(conn int) []STagInfo {
 		return out[i].STag < out[j].STag
 	})
 	return out
+}
+
+// OpSTags appends to dst the ledger entries of the STags op names, as
+// they stand now: a Write's sink and a Read's sink (the requester's,
+// RFC 5040 §4.4) and source (the responder's), an Atomic's target
+// (RFC 7306 §4.1), the STag a Send with Invalidate invalidated (RFC 5040
+// §6.2): each an entry of the side whose memory it names. An entry the
+// table no longer holds (evicted), or a use the tracker did not count (a
+// Read answered with no data), is left out. Called as the operation is
+// reported (Config.OnOperation), it gives the entries the operation
+// updated; a front end keeps the latest entry of each connection, owner
+// and STag as the capture's STag ledger.
+func (t *Tracker) OpSTags(op *Operation, dst []STagInfo) []STagInfo {
+	c := t.conns[op.Conn]
+	if c == nil {
+		return dst
+	}
+	add := func(owner Dir, stag uint32) {
+		if e := c.stags.find(stagKey(owner, stag)); e != nil {
+			dst = append(dst, e.info)
+		}
+	}
+	switch op.Kind {
+	case OpWrite:
+		add(op.Dir.Other(), op.STag)
+	case OpRead:
+		add(op.Dir, op.STag)
+		add(op.Dir.Other(), op.SrcSTag)
+	case OpAtomic:
+		add(op.Dir.Other(), op.SrcSTag)
+	}
+	if op.InvalidateSTag != 0 || op.Opcode == decode.OpSendInv || op.Opcode == decode.OpSendSEInv {
+		add(op.Dir.Other(), op.InvalidateSTag)
+	}
+	return dst
 }

@@ -1,8 +1,10 @@
 package tui
 
 import (
+	"fmt"
 	"os"
 	"runtime"
+	"syscall"
 	"testing"
 
 	"github.com/gdamore/tcell/v2"
@@ -36,6 +38,39 @@ func BenchmarkIndex(b *testing.B) {
 	b.ReportMetric(float64(frames)*float64(b.N)/b.Elapsed().Seconds(), "frames/s")
 	b.ReportMetric(float64(bytes)/float64(frames), "index-B/frame")
 	runtime.GC()
+}
+
+// BenchmarkIndexWorkers builds the whole index on 1 and 2 workers
+// (Config.Workers): the sharded pipeline hands the indexer the same
+// records in the same order. Wall time per index and frames/s, with the
+// process's CPU time (cpu-ms/op); BENCHMARKS.md runs it on a 1 M-frame
+// capture (IWTUI_BENCH_FILE, bench/records-workers.sh).
+func BenchmarkIndexWorkers(b *testing.B) {
+	path := benchCapture(b)
+	for _, w := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
+			var frames int
+			cpu := cpuClock()
+			for i := 0; i < b.N; i++ {
+				s, err := Open(Config{File: path, Workers: w})
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.Wait()
+				frames = s.Ix.store.frames()
+				s.Close()
+			}
+			b.ReportMetric(float64(frames)*float64(b.N)/b.Elapsed().Seconds(), "frames/s")
+			b.ReportMetric(float64(cpuClock()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
+		})
+	}
+}
+
+// cpuClock is the process's CPU time (user + system) in nanoseconds.
+func cpuClock() int64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // BenchmarkFirstScreen: from Open to a first screen drawn (200x50, on a

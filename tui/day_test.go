@@ -2,7 +2,6 @@ package tui
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,7 +113,7 @@ func TestQuitDialogFocus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := Open(Config{Live: &analyze.LiveConfig{Iface: "lo", Filter: prog, Decode: true, Stderr: io.Discard}})
+	sess, err := Open(Config{Live: &analyze.LiveConfig{Iface: "lo", Filter: prog, Decode: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

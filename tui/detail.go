@@ -286,9 +286,12 @@ func sortSTags(s []STagUse) {
 		if s[i].Conn != s[j].Conn {
 			return s[i].Conn < s[j].Conn
 		}
-		if s[i].First != s[j].First {
-			return s[i].First < s[j].First
+		if s[i].FirstFrame != s[j].FirstFrame {
+			return s[i].FirstFrame < s[j].FirstFrame
 		}
-		return s[i].STag < s[j].STag
+		if s[i].STag != s[j].STag {
+			return s[i].STag < s[j].STag
+		}
+		return s[i].Owner < s[j].Owner
 	})
 }

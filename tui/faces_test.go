@@ -85,7 +85,7 @@ func TestTreeIsIwdumpV(t *testing.T) {
 			var out bytes.Buffer
 			w := bufio.NewWriter(&out)
 			want := &vLines{w: w, out: &out, trees: map[ulpKey][]string{}}
-			if _, err := analyze.Run(in, analyze.Config{Workers: 1}, w, func(_ int, o *analyze.Out) analyze.Consumer {
+			if _, err := analyze.RunOrdered(in, analyze.Config{Workers: 1}, analyze.Output{W: w}, func(_ int, o *analyze.Out) analyze.Consumer {
 				want.p = render.New(o, &render.Options{Format: "text", Verbose: true, TimeFormat: "r"})
 				return want
 			}); err != nil {

@@ -1,8 +1,6 @@
 package tui
 
 import (
-	"bufio"
-	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,7 +30,8 @@ func (m *matchCollector) Record(r *analyze.Record) {
 // TestFilterRows: a display filter shows exactly the rows whose records
 // iwdump -Y would print, whether applied while the index is being built
 // (installed at a frame boundary, the frames before it passed again) or
-// after.
+// after, on one worker or sharded (the boundary is then the indexer's
+// Frame, called by the merger).
 func TestFilterRows(t *testing.T) {
 	path := genCapture(t, t.TempDir(), "hostile", "hostile.pcap", gen.Params{Seed: 3, Count: 40})
 	for _, expr := range []string{`finding`, `rdmap.opcode == "Send" || finding.severity == "error"`, `ddp.tagged && mpa.crc_status == "bad"`} {
@@ -45,10 +44,14 @@ func TestFilterRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := &matchCollector{f: f}
-		analyze.Run(src, analyze.Config{Workers: 1}, bufio.NewWriter(io.Discard), func(int, *analyze.Out) analyze.Consumer { return m })
+		analyze.Run(src, analyze.Config{Workers: 1}, m)
 		src.Close()
-		for _, early := range []bool{true, false} {
-			s, err := Open(Config{File: path})
+		for _, run := range []struct {
+			early   bool
+			workers int
+		}{{true, 1}, {false, 1}, {true, 2}, {false, 2}} {
+			early := run.early
+			s, err := Open(Config{File: path, Workers: run.workers})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,11 +76,11 @@ func TestFilterRows(t *testing.T) {
 			}
 			s.Close()
 			if len(got) != len(m.want) {
-				t.Fatalf("%s (early %v): %d rows, iwdump -Y %d", expr, early, len(got), len(m.want))
+				t.Fatalf("%s (early %v, %d workers): %d rows, iwdump -Y %d", expr, early, run.workers, len(got), len(m.want))
 			}
 			for i := range got {
 				if got[i] != m.want[i] {
-					t.Fatalf("%s (early %v): row %d is %d, want %d", expr, early, i, got[i], m.want[i])
+					t.Fatalf("%s (early %v, %d workers): row %d is %d, want %d", expr, early, run.workers, i, got[i], m.want[i])
 				}
 			}
 		}
@@ -214,7 +217,7 @@ func TestCaptureFilterOnFile(t *testing.T) {
 	}
 	f, _ := analyze.CompileFilter("finding || ddp.last")
 	m := &matchCollector{f: f}
-	analyze.Run(analyze.Filtered(in, ff, analyze.Tee{}), analyze.Config{Workers: 1}, bufio.NewWriter(io.Discard), func(int, *analyze.Out) analyze.Consumer { return m })
+	analyze.Run(analyze.Filtered(in, ff, analyze.Tee{}), analyze.Config{Workers: 1}, m)
 	in.Close()
 
 	s, err := Open(Config{File: path, CaptureFilter: ff}) // the same compiled filter, shared

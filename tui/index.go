@@ -53,10 +53,10 @@ type Row struct {
 	ULen        uint16 // FPDU: payload octets (decode.PDU.PayloadLen), or ULPDU_Length with FlagSegErr; MPA frame: Private Data length
 	Kind        uint8
 	Dir         uint8 // reassembly.Dir
-	Op          uint8 // RDMAP opcode; finding: severity rank
+	Op          uint8 // RDMAP opcode; finding: its severity's finding.Rank
 	Flags       uint8
 	Queue       uint8
-	Sev         uint8 // worst finding on this PDU: 0 none, 1 note, 2 warning, 3 error
+	Sev         finding.Rank // worst finding on this PDU (finding.RankNone: none)
 }
 
 // Finding is a finding as the index keeps it.
@@ -108,29 +108,20 @@ type ConnInfo struct {
 	Proto     string           // the storage protocol decoded (ulp.Proto), "" if none
 }
 
-// DirName is "i2r" or "r2i" for direction d (reassembly.Dir).
+// DirName is track's name of direction d (reassembly.Dir): "i2r" or
+// "r2i" (track.DirOf).
 func (c *ConnInfo) DirName(d uint8) string {
-	init := uint8(0)
-	if c.Initiator >= 0 {
-		init = uint8(c.Initiator)
-	}
-	if d == init {
-		return "i2r"
-	}
-	return "r2i"
+	return track.DirOfInitiator(c.Initiator, reassembly.Dir(d)).String()
 }
 
-// STagUse is what the capture shows of one STag on one connection.
+// STagUse is the tracker's ledger entry of one STag of one side of a
+// connection (track.STagInfo, as the operations hand it out), with the
+// storage command or rping Send that advertised it, when one did.
 type STagUse struct {
-	Conn        int
-	STag        uint32
-	First, Last int // frames of the first and last use
-	Uses        int
-	Octets      uint64
-	How         string // Write, Read sink, Read source, Atomic...
-	Invalidated int    // frame of the Send with Invalidate, 0 if none
-	Advertised  int    // frame of the advertisement, 0 if none seen
-	AdvBy       string // what advertised it: a ULP command, an rping Send
+	Conn int
+	track.STagInfo
+	Advertised int    // frame of the advertisement, 0 if none seen
+	AdvBy      string // what advertised it: a ULP command, an rping Send
 }
 
 // Index is the capture as iwtui knows it: one Row per PDU and finding,
@@ -144,11 +135,11 @@ type Index struct {
 	ops      []Op
 	conns    map[int]*ConnInfo
 	connIDs  []int
-	stags    map[[2]uint64]*STagUse
-	ulp      ulpText              // rows that complete a ULP message
-	cmds     []Cmd                // ULP commands completed
-	cmdSTags []uint32             // the STags they advertised
-	adverts  map[[2]uint64]Advert // STags advertised, by connection and STag
+	stags    map[[3]uint64]*STagUse // by connection, owner and STag
+	ulp      ulpText                // rows that complete a ULP message
+	cmds     []Cmd                  // ULP commands completed
+	cmdSTags []uint32               // the STags they advertised
+	adverts  map[[2]uint64]Advert   // STags advertised, by connection and STag
 	first    time.Time
 	done     bool
 	err      error
@@ -156,14 +147,14 @@ type Index struct {
 	read     atomic.Int64 // octets read (progress)
 	total    int64        // octets in the input (0: unknown)
 	frames   int
-	worst    uint8
+	worst    finding.Rank
 	tally    finding.Tally // findings counted while indexing; FindingCounts
 
 	store *store
 }
 
 func newIndex(st *store, total int64) *Index {
-	return &Index{conns: map[int]*ConnInfo{}, stags: map[[2]uint64]*STagUse{}, adverts: map[[2]uint64]Advert{}, store: st, total: total}
+	return &Index{conns: map[int]*ConnInfo{}, stags: map[[3]uint64]*STagUse{}, adverts: map[[2]uint64]Advert{}, store: st, total: total}
 }
 
 // Len is the number of rows indexed so far.
@@ -237,17 +228,20 @@ func (ix *Index) STags() []STagUse {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	out := make([]STagUse, 0, len(ix.stags))
+	used := make(map[[2]uint64]bool, len(ix.stags))
 	for k, s := range ix.stags {
 		u := *s
-		if a, ok := ix.adverts[k]; ok {
+		ck := [2]uint64{k[0], k[2]}
+		if a, ok := ix.adverts[ck]; ok {
 			u.Advertised, u.AdvBy = int(a.Frame), ix.advertiser(a)
 		}
+		used[ck] = true
 		out = append(out, u)
 	}
 	// Advertised and never used (an rping Send only counts when used).
 	for k, a := range ix.adverts {
-		if ix.stags[k] == nil && a.Cmd >= 0 {
-			out = append(out, STagUse{Conn: int(k[0]), STag: uint32(k[1]), First: int(a.Frame), Advertised: int(a.Frame), AdvBy: ix.advertiser(a), How: "advertised"})
+		if !used[k] && a.Cmd >= 0 {
+			out = append(out, STagUse{Conn: int(k[0]), STagInfo: track.STagInfo{STag: uint32(k[1]), FirstFrame: int(a.Frame)}, Advertised: int(a.Frame), AdvBy: ix.advertiser(a)})
 		}
 	}
 	sortSTags(out)
@@ -295,9 +289,11 @@ type indexer struct {
 	ix   *Index
 	s    *Session
 	last int // the frame fed last
+	// boundary: the run is sharded; Frame, called by its merger before
+	// the records of each frame, is where the records of the frames
+	// before are all indexed, and lets a filter in (Session.feed).
+	boundary bool
 }
-
-func sevRank(s finding.Severity) uint8 { return uint8(s) + 1 }
 
 func (x *indexer) Record(r *analyze.Record) {
 	ix := x.ix
@@ -416,10 +412,10 @@ func (x *indexer) finding(r *analyze.Record) {
 	if r.Finding.Track != nil {
 		f.Frames = append([]int(nil), r.Finding.Track.Frames...)
 	}
-	sev := sevRank(f.Severity)
+	sev := f.Severity.Rank()
 	ix.worst = max(ix.worst, sev)
 	row := Row{Rel: f.Rel, First: uint32(r.FirstFrame), Last: uint32(r.LastFrame), Seq: r.Seq, End: r.End,
-		Kind: RowFinding, Aux: uint32(len(ix.findings)), Op: sev, Sev: sev, Queue: QueueOther}
+		Kind: RowFinding, Aux: uint32(len(ix.findings)), Op: uint8(sev), Sev: sev, Queue: QueueOther}
 	if r.Conn != nil {
 		f.Conn, f.Dir = int(r.Conn.ID), uint8(r.Dir)
 		row.Conn, row.Dir = uint32(r.Conn.ID), uint8(r.Dir)
@@ -450,59 +446,27 @@ func (x *indexer) op(r *analyze.Record) {
 		op.Rel = int64(r.Rel)
 	}
 	ix.ops = append(ix.ops, op)
-	use := func(stag uint32, how string, octets uint64, frame int) {
-		k := [2]uint64{uint64(o.Conn), uint64(stag)}
+	// The tracker's ledger entries of the STags the operation named, as
+	// they stand after it: the latest is the entry.
+	for _, in := range r.STags() {
+		k := [3]uint64{uint64(o.Conn), uint64(in.Owner), uint64(in.STag)}
 		s := ix.stags[k]
 		if s == nil {
-			s = &STagUse{Conn: o.Conn, STag: stag, First: frame, How: how}
+			s = &STagUse{Conn: o.Conn}
 			ix.stags[k] = s
 		}
-		s.Uses++
-		s.Octets += octets
-		s.Last = max(s.Last, frame)
-		if !containsWord(s.How, how) {
-			s.How += ", " + how
-		}
-	}
-	switch o.Kind {
-	case track.OpWrite:
-		use(o.STag, "write sink", o.Length, o.RequestFrame)
-	case track.OpRead:
-		use(o.STag, "read sink", o.Length, o.RequestFrame)
-		use(o.SrcSTag, "read source", o.Length, o.RequestFrame)
-	case track.OpAtomic:
-		use(o.SrcSTag, "atomic target", 8, o.RequestFrame)
-	}
-	if o.InvalidateSTag != 0 || o.Opcode == decode.OpSendInv || o.Opcode == decode.OpSendSEInv {
-		k := [2]uint64{uint64(o.Conn), uint64(o.InvalidateSTag)}
-		s := ix.stags[k]
-		if s == nil {
-			s = &STagUse{Conn: o.Conn, STag: o.InvalidateSTag, First: o.RequestFrame, How: "invalidated"}
-			ix.stags[k] = s
-		}
-		s.Invalidated = o.RequestFrame
+		s.STagInfo = in
 	}
 }
 
-func containsWord(list, w string) bool {
-	for len(list) > 0 {
-		i := 0
-		for i < len(list) && list[i] != ',' {
-			i++
-		}
-		if list[:i] == w {
-			return true
-		}
-		if i == len(list) {
-			break
-		}
-		list = list[i+2:]
+// Frame is called before each frame's records.
+func (x *indexer) Frame(fr *pcap.Frame) {
+	if x.boundary && x.s != nil {
+		x.s.feed.Unlock()
+		x.s.feed.Lock()
 	}
-	return false
+	x.last = fr.Number
 }
-
-// Frame is called before each frame is fed.
-func (x *indexer) Frame(fr *pcap.Frame) { x.last = fr.Number }
 
 // live matches a new row against the filter installed.
 func (x *indexer) match(r *analyze.Record, row int) {
@@ -515,30 +479,13 @@ func (x *indexer) match(r *analyze.Record, row int) {
 	}
 }
 
-// opKinds maps an opcode to the kind of operation its PDUs belong to.
-func opKind(op decode.Opcode) track.OpKind {
-	switch op {
-	case decode.OpWrite:
-		return track.OpWrite
-	case decode.OpReadRequest, decode.OpReadResponse:
-		return track.OpRead
-	case decode.OpSend, decode.OpSendInv, decode.OpSendSE, decode.OpSendSEInv:
-		return track.OpSend
-	case decode.OpAtomicRequest, decode.OpAtomicResponse:
-		return track.OpAtomic
-	case decode.OpImmData, decode.OpImmDataSE:
-		return track.OpImmediate
-	}
-	return 0
-}
-
 // OpOf returns the operation PDU row r belongs to: one of its connection
 // and kind whose request or response frames hold it (false if none).
 func (ix *Index) OpOf(r *Row) (Op, bool) {
 	if r.Kind != RowFPDU {
 		return Op{}, false
 	}
-	k := opKind(decode.Opcode(r.Op))
+	k := track.KindOf(decode.Opcode(r.Op))
 	if k == 0 {
 		return Op{}, false
 	}

@@ -1,8 +1,6 @@
 package tui
 
 import (
-	"bufio"
-	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -40,7 +38,7 @@ func TestRowLenIsPayload(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := &lenCollector{}
-		if _, err := analyze.Run(src, analyze.Config{Workers: 1}, bufio.NewWriter(io.Discard), func(int, *analyze.Out) analyze.Consumer { return c }); err != nil {
+		if _, err := analyze.Run(src, analyze.Config{Workers: 1}, c); err != nil {
 			t.Fatal(err)
 		}
 		src.Close()

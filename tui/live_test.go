@@ -49,7 +49,7 @@ func TestLiveIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(Config{Live: &analyze.LiveConfig{Iface: "lo", Filter: prog, Decode: true, Stderr: io.Discard}})
+	s, err := Open(Config{Live: &analyze.LiveConfig{Iface: "lo", Filter: prog, Decode: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

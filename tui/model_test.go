@@ -1,10 +1,10 @@
 package tui
 
 import (
-	"bufio"
 	"bytes"
-	"io"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/iwkit/iwkit/analyze"
@@ -55,7 +55,7 @@ func pipeline(t testing.TB, path string) []wantRow {
 	}
 	defer src.Close()
 	c := &collector{}
-	if _, err := analyze.Run(src, analyze.Config{Workers: 1}, bufio.NewWriter(io.Discard), func(int, *analyze.Out) analyze.Consumer { return c }); err != nil {
+	if _, err := analyze.Run(src, analyze.Config{Workers: 1}, c); err != nil {
 		t.Fatal(err)
 	}
 	return c.rows
@@ -128,5 +128,64 @@ func TestIndexAndLazyDecode(t *testing.T) {
 				t.Fatal("no markers decoded")
 			}
 		})
+	}
+}
+
+// TestIndexSameForWorkers: the index built on 2 and 3 workers (the
+// sharded pipeline, its records handed out in capture order) is the one
+// built on one: rows, findings, operations, connections, the STag ledger
+// and the storage commands.
+func TestIndexSameForWorkers(t *testing.T) {
+	dir := t.TempDir()
+	paths := []string{"../testdata/siw/crc_rping.pcap",
+		genCapture(t, dir, "mixed", "mixed.pcap", gen.Params{Seed: 2, Count: 30, Conns: 6}),
+		genCapture(t, dir, "hostile", "hostile.pcap", gen.Params{Seed: 3, Count: 30}),
+	}
+	ulpCaps, _ := filepath.Glob("../testdata/ulp/*.pcap")
+	paths = append(paths, ulpCaps...)
+	type snapshot struct {
+		Rows     []Row
+		Findings []Finding
+		Ops      []Op
+		Conns    []ConnInfo
+		STags    []STagUse
+		Cmds     []Cmd
+	}
+	index := func(path string, workers int) string {
+		s, err := Open(Config{File: path, Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		s.Wait()
+		if _, _, _, err := s.Ix.Progress(); err != nil {
+			t.Fatal(err)
+		}
+		var sn snapshot
+		for i := 0; i < s.Ix.Len(); i++ {
+			sn.Rows = append(sn.Rows, s.Ix.Row(i))
+		}
+		sn.Findings, sn.Ops, sn.Conns, sn.STags, sn.Cmds = s.Ix.Findings(), s.Ix.Ops(), s.Ix.Conns(), s.Ix.STags(), s.Ix.Cmds()
+		for i := range sn.Conns {
+			sn.Conns[i].Stats = nil // a pointer; the report's tables are analyze's to compare
+		}
+		return fmt.Sprintf("%+v", sn)
+	}
+	stags := 0
+	for _, path := range paths {
+		one := index(path, 1)
+		stags += strings.Count(one, "Roles:")
+		for _, w := range []int{2, 3} {
+			if got := index(path, w); got != one {
+				i := 0
+				for i < len(got) && i < len(one) && got[i] == one[i] {
+					i++
+				}
+				t.Fatalf("%s: index on %d workers differs from one worker's at octet %d:\n got  %.300s\n want %.300s", path, w, i, got[max(0, i-100):], one[max(0, i-100):])
+			}
+		}
+	}
+	if stags == 0 {
+		t.Error("no STag ledger entry over the captures")
 	}
 }

@@ -242,7 +242,7 @@ func TestRpingAdvertisement(t *testing.T) {
 	got := s.golden("stags-rping")
 	n := 0
 	for _, st := range s.u.S.Ix.STags() {
-		if st.Uses > 0 && st.Advertised > 0 && st.Advertised < st.First && strings.HasPrefix(st.AdvBy, "rping Send") {
+		if st.Uses > 0 && st.Advertised > 0 && st.Advertised < st.FirstFrame && strings.HasPrefix(st.AdvBy, "rping Send") {
 			n++
 		}
 	}

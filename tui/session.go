@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"bufio"
 	"errors"
 	"io"
 	"os"
@@ -29,6 +28,9 @@ type Config struct {
 	// (capture.Options.FileFilter), it serves every pass over the frames.
 	CaptureFilter *pcapbpf.Filter
 	Live          *analyze.LiveConfig // a live capture instead of files
+	// Workers shards the index of a file (analyze.Config.Workers; 0: by
+	// its size).
+	Workers int
 }
 
 // Session is an open capture: its index, being built, and what reads it.
@@ -185,11 +187,18 @@ func Open(cfg Config) (*Session, error) {
 type cancelSource struct {
 	analyze.Source
 	s *Session
+	// boundary: Next is where the records of the frames before are all
+	// indexed (one worker), and it lets go of the feed while it waits.
+	// Sharded, the indexer's Frame is that place (indexer.boundary).
+	boundary bool
 }
 
 func (c *cancelSource) Next(f *pcap.Frame) error {
 	if c.s.cancel.Load() {
 		return errCancelled
+	}
+	if !c.boundary {
+		return c.Source.Next(f)
 	}
 	c.s.feed.Unlock() // at a frame boundary while waiting
 	err := c.Source.Next(f)
@@ -204,8 +213,9 @@ func (s *Session) build(cfg Config) {
 	ix := s.Ix
 	rc := s.runConfig()
 	rc.Progress = func(n int) { ix.read.Add(int64(n)) }
-	w := bufio.NewWriter(io.Discard)
-	rep, err := analyze.Run(&cancelSource{Source: s.src, s: s}, rc, w, func(int, *analyze.Out) analyze.Consumer { return s.idx })
+	sharded := rc.Shards() > 1
+	s.idx.boundary = sharded
+	rep, err := analyze.Run(&cancelSource{Source: s.src, s: s, boundary: !sharded}, rc, s.idx)
 	s.src.Close()
 	if s.live != nil {
 		s.live.Finish()
@@ -318,14 +328,19 @@ func (s *Session) pass(fr *FilterRun) {
 // index ran it: through the same capture filter, with the same settings,
 // so the same frames give the same records in the same order.
 func (s *Session) rerun(src analyze.Source, c analyze.Consumer) error {
-	w := bufio.NewWriter(io.Discard)
-	_, err := analyze.Run(analyze.Filtered(src, s.captureFilter(), analyze.Tee{}), s.runConfig(), w, func(int, *analyze.Out) analyze.Consumer { return c })
+	_, err := analyze.Run(analyze.Filtered(src, s.captureFilter(), analyze.Tee{}), s.runConfig(), c)
 	return err
 }
 
-// runConfig is the pipeline's configuration for every pass.
+// runConfig is the pipeline's configuration for every pass: sharded for
+// a large file (analyze.Run hands the records out in capture order all
+// the same), one worker for a live capture, whose frames come as they
+// are captured.
 func (s *Session) runConfig() analyze.Config {
-	return analyze.Config{Ports: s.cfg.Ports, DecodeAs: s.cfg.DecodeAs, Workers: 1}
+	if s.live != nil {
+		return analyze.Config{Ports: s.cfg.Ports, DecodeAs: s.cfg.DecodeAs, Workers: 1}
+	}
+	return analyze.Config{Ports: s.cfg.Ports, DecodeAs: s.cfg.DecodeAs, Workers: s.cfg.Workers, InputSize: s.Ix.total}
 }
 
 // matcher numbers the rows of a filter pass as the indexer does.

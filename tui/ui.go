@@ -99,9 +99,9 @@ func rowColor(r *Row) tcell.Color {
 	switch {
 	case r.Kind == RowFPDU && decode.Opcode(r.Op) == decode.OpTerminate:
 		return tcell.ColorPurple
-	case r.Sev == 3 || r.Flags&FlagCRCBad != 0:
+	case r.Sev == finding.Error.Rank() || r.Flags&FlagCRCBad != 0:
 		return tcell.ColorRed
-	case r.Sev == 2:
+	case r.Sev == finding.Warning.Rank():
 		return tcell.ColorOlive
 	case r.Kind == RowFinding:
 		return tcell.ColorTeal

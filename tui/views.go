@@ -253,22 +253,25 @@ func (u *UI) fillConns() {
 
 func (u *UI) fillSTags() {
 	v := u.views["stags"]
-	v.reset("Conn", "STag", "Advertised", "First", "Last", "Uses", "Octets", "Invalidated", "How", "Advertised by")
+	// Owner: the side whose memory the STag names, by the direction it
+	// sends in; Adv and Inv: the frames of the advertisement and of the
+	// Send with Invalidate; Roles: track's words (track.Role).
+	v.reset("Conn", "STag", "Owner", "Adv", "First", "Last", "Uses", "Octets", "Inv", "Roles", "Advertised by")
 	for _, s := range u.S.Ix.STags() {
-		inv, adv, first := "", "", ""
+		inv, adv, first, last, owner := "", "", "", "", ""
 		color := tcell.ColorDefault
-		if s.Invalidated > 0 {
-			inv = fmt.Sprintf("frame %d", s.Invalidated)
+		if s.InvalidatedFrame > 0 {
+			inv = fmt.Sprint(s.InvalidatedFrame)
 			color = tcell.ColorOlive
 		}
 		if s.Advertised > 0 {
-			adv = fmt.Sprintf("frame %d", s.Advertised)
+			adv = fmt.Sprint(s.Advertised)
 		}
-		if s.Uses > 0 {
-			first = fmt.Sprint(s.First)
+		if s.Uses > 0 { // the tracker's entry (else only advertised)
+			first, last, owner = fmt.Sprint(s.FirstFrame), fmt.Sprint(s.LastFrame), s.Owner.String()
 		}
-		v.add(color, s.First, s.Invalidated, fmt.Sprint(s.Conn), fmt.Sprintf("0x%08x", s.STag), adv, first, fmt.Sprint(s.Last),
-			fmt.Sprint(s.Uses), fmt.Sprint(s.Octets), inv, s.How, s.AdvBy)
+		v.add(color, s.FirstFrame, s.InvalidatedFrame, fmt.Sprint(s.Conn), fmt.Sprintf("0x%08x", s.STag), owner, adv, first, last,
+			fmt.Sprint(s.Uses), fmt.Sprint(s.Bytes), inv, s.Roles.String(), s.AdvBy)
 	}
 	v.done()
 }
@@ -350,7 +353,7 @@ func (ix *Index) Buckets(n, conn int) (pdus, octets, errs []int, step time.Durat
 		}
 		at := time.Duration(r.Rel)
 		if r.Kind == RowFinding {
-			if r.Sev == 3 {
+			if r.Sev == finding.Error.Rank() {
 				b.Add(2, at, 1)
 			}
 			continue

@@ -53,7 +53,7 @@ func BenchmarkNVMeIO(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				src, _ := pcap.NewReader(bytes.NewReader(data))
 				c := &countFrames{}
-				if _, err := analyze.Run(src, analyze.Config{NoULP: tc.off}, nilWriter(), func(int, *analyze.Out) analyze.Consumer { return c }); err != nil {
+				if _, err := analyze.Run(src, analyze.Config{NoULP: tc.off}, c); err != nil {
 					b.Fatal(err)
 				}
 				frames = c.n
@@ -89,7 +89,7 @@ func overhead(b *testing.B, data []byte) {
 			src, _ := pcap.NewReader(bytes.NewReader(data))
 			c := &countFrames{}
 			t0 := time.Now()
-			if _, err := analyze.Run(src, analyze.Config{NoULP: off}, nilWriter(), func(int, *analyze.Out) analyze.Consumer { return c }); err != nil {
+			if _, err := analyze.Run(src, analyze.Config{NoULP: off}, c); err != nil {
 				b.Fatal(err)
 			}
 			best[k] = min(best[k], time.Since(t0))

@@ -50,7 +50,7 @@ func runULP(t *testing.T, data []byte) *ulpOnly {
 		t.Fatal(err)
 	}
 	u := &ulpOnly{protos: map[string]int{}}
-	if _, err := analyze.Run(src, analyze.Config{}, nilWriter(), func(int, *analyze.Out) analyze.Consumer { return u }); err != nil {
+	if _, err := analyze.Run(src, analyze.Config{}, u); err != nil {
 		t.Fatal(err)
 	}
 	return u
@@ -126,7 +126,7 @@ func TestDecodeAsWrongGuess(t *testing.T) {
 			src, _ := pcap.NewReader(bytes.NewReader(data))
 			u := &ulpOnly{protos: map[string]int{}}
 			cfg := analyze.Config{DecodeAs: map[uint16]ulp.Proto{ports[capName]: proto}}
-			if _, err := analyze.Run(src, cfg, nilWriter(), func(int, *analyze.Out) analyze.Consumer { return u }); err != nil {
+			if _, err := analyze.Run(src, cfg, u); err != nil {
 				t.Fatal(err)
 			}
 			for _, f := range u.findings {
@@ -207,7 +207,7 @@ func TestDisplayFilters(t *testing.T) {
 		}
 		src, _ := pcap.NewReader(bytes.NewReader(data))
 		c := &filterCount{f: f}
-		if _, err := analyze.Run(src, analyze.Config{}, nilWriter(), func(int, *analyze.Out) analyze.Consumer { return c }); err != nil {
+		if _, err := analyze.Run(src, analyze.Config{}, c); err != nil {
 			t.Fatal(err)
 		}
 		if c.n != want {

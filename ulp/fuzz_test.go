@@ -44,7 +44,7 @@ func addSeeds(f *testing.F, proto ulp.Proto) {
 			f.Fatal(err)
 		}
 		s := &sendSeeds{proto: proto}
-		if _, err := analyze.Run(src, analyze.Config{}, nilWriter(), func(int, *analyze.Out) analyze.Consumer { return s }); err != nil {
+		if _, err := analyze.Run(src, analyze.Config{}, s); err != nil {
 			f.Fatal(err)
 		}
 		for _, p := range s.out {

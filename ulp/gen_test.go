@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"flag"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,8 +86,7 @@ func analyzeBytes(t testing.TB, data []byte, cfg analyze.Config) (*collector, *a
 		t.Fatal(err)
 	}
 	col := &collector{}
-	w := bufio.NewWriter(&bytes.Buffer{})
-	rep, err := analyze.Run(src, cfg, w, func(int, *analyze.Out) analyze.Consumer { return col })
+	rep, err := analyze.Run(src, cfg, col)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +120,7 @@ func goldenOf(t *testing.T, name string, data []byte, stat string, all bool) {
 		}
 		var buf bytes.Buffer
 		w := bufio.NewWriter(&buf)
-		rep, err := analyze.Run(src, analyze.Config{Workers: workers}, w, func(_ int, out *analyze.Out) analyze.Consumer { return render.New(out, &o) })
+		rep, err := analyze.RunOrdered(src, analyze.Config{Workers: workers}, analyze.Output{W: w}, func(_ int, out *analyze.Out) analyze.Consumer { return render.New(out, &o) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,8 +182,6 @@ var le = binary.LittleEndian
 var be = binary.BigEndian
 
 func analyzeConfig() analyze.Config { return analyze.Config{} }
-
-func nilWriter() *bufio.Writer { return bufio.NewWriter(io.Discard) }
 
 // checkClean fails on findings other than mpa.* and allowed, and on
 // summaries missing from the lines; it returns the first command of each

@@ -80,7 +80,7 @@ func TestTsharkDifferential(t *testing.T) {
 		}
 		ours := byFrame{}
 		src, _ := pcap.NewReader(bytes.NewReader(data))
-		if _, err := analyze.Run(src, analyze.Config{}, nilWriter(), func(int, *analyze.Out) analyze.Consumer { return ours }); err != nil {
+		if _, err := analyze.Run(src, analyze.Config{}, ours); err != nil {
 			t.Fatal(err)
 		}
 		args := []string{"-r", file, "-n", "-o", "tcp.try_heuristic_first:TRUE", "-T", "fields", "-E", "occurrence=f", "-E", "separator=/t", "-e", "frame.number"}

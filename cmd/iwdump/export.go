@@ -79,7 +79,7 @@ func runExport(o *options, args []string, stdout, stderr io.Writer) int {
 	prog := newProgress(stderr, o.progress, total)
 	var read atomic.Int64
 	var progMu sync.Mutex
-	cfg := export.Config{Dir: x.dir, Ports: o.in.Ports, Count: o.count, Progress: func(n int) {
+	cfg := export.Config{Dir: x.dir, Ports: o.in.Ports, Count: o.count, Workers: o.workers, Progress: func(n int) {
 		// Called from every job: gather, and let one update the bar.
 		if read.Add(int64(n)) >= 1<<20 {
 			if v := read.Swap(0); v > 0 {

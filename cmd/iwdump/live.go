@@ -76,7 +76,12 @@ func (l *writeOptions) tee(stderr io.Writer) analyze.Tee {
 	if l.rotateSize != "" {
 		ro.FileSize, _ = pcap.ParseFileSize(l.rotateSize)
 	}
-	return analyze.Tee{Path: l.write, Rotate: ro, Stderr: stderr}
+	return analyze.Tee{Path: l.write, Rotate: ro, Warn: warner(stderr)}
+}
+
+// warner prints the library's warnings on stderr, as iwdump's.
+func warner(stderr io.Writer) func(string) {
+	return func(msg string) { fmt.Fprintf(stderr, "iwdump: %s\n", msg) }
 }
 
 // openInput opens what -r or -i names, with the capture filter and -w;
@@ -87,7 +92,7 @@ func openInput(o *options, out *bufio.Writer, stderr io.Writer) (analyze.Source,
 		return o.in.OpenFiles(tee)
 	}
 	lc := o.in.LiveConfig()
-	lc.Tee, lc.Decode, lc.Count, lc.Stderr, lc.Idle = tee, o.w.write != "-", o.count, stderr, func() { out.Flush() }
+	lc.Tee, lc.Decode, lc.Count, lc.Warn, lc.Idle = tee, o.w.write != "-", o.count, warner(stderr), func() { out.Flush() }
 	lc.QueueFrames, lc.QueueOctets, lc.RingShare, lc.LagEvery, lc.Started = liveQueueFrames, liveQueueOctets, liveRingShare, lagReportEvery, liveHook
 	src, err := analyze.OpenLive(lc)
 	if err != nil {

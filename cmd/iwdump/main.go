@@ -172,9 +172,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cfg := analyze.Config{Ports: o.in.Ports, Count: o.count, Workers: o.workers, InputSize: total, Progress: prog.add, DecodeAs: o.in.DecodeAs,
 		MaxFlows: o.limits.maxFlows, MemoryBudget: int64(o.limits.reasmMiB) << 20, KeepConns: o.limits.keepConns}
 	o.limits.apply(o.in.Iface == "")
-	if f, ok := stdout.(*os.File); ok {
-		cfg.Direct = f // the shards' output goes to it where it lies (writev)
-	}
 	if o.in.Iface != "" {
 		cfg.Workers = 1 // frames come as they are captured: no chunks to shard
 	}
@@ -194,7 +191,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	rep, derr := analyze.Run(src, cfg, w, func(_ int, out *analyze.Out) analyze.Consumer {
+	out := analyze.Output{W: w}
+	if f, ok := stdout.(*os.File); ok {
+		out.Direct = f // the shards' output goes to it where it lies (writev)
+	}
+	rep, derr := analyze.RunOrdered(src, cfg, out, func(_ int, out *analyze.Out) analyze.Consumer {
 		if fp != nil {
 			return fp
 		}
@@ -218,6 +219,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	live := ""
 	if l, ok := src.(*analyze.Live); ok {
 		live = l.Finish() // ends a live capture: its statistics
+		fmt.Fprint(stderr, l.Tcpdump())
 	}
 	for _, s := range o.stats {
 		render.WriteStat(w, rep, live, s)

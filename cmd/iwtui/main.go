@@ -64,8 +64,7 @@ func parse(args []string, stdout, stderr io.Writer) (cfg tui.Config, display str
 	}
 	cfg = tui.Config{Files: in.Files, Ports: in.Ports, DecodeAs: in.DecodeAs, CaptureFilter: in.FileFilter()}
 	if in.Iface != "" {
-		lc := in.LiveConfig()
-		lc.Stderr = io.Discard
+		lc := in.LiveConfig() // no Warn: warnings on the terminal would tear the screen
 		cfg.Live = &lc
 	}
 	return cfg, display, exitcode.OK, false

@@ -128,8 +128,8 @@ func TestTmuxULP(t *testing.T) {
 	m.wait(`nvme.opcode = Fabrics`)
 	m.wait(`nvme.fctype = Property Get`)
 	m.keys("t")
-	m.wait(`frame 8 +10 +10 +1 +1024 +frame 13 +read source nvme Connect id 0`)
-	m.keys("q") // back to the list (Esc then q would read as Alt-q)
+	m.wait(`i2r +8 +11 +13 +2 +1024 +13 +read-source,invalidated nvme Connect id 0`) // the tracker's ledger entry
+	m.keys("q")                                                                      // back to the list (Esc then q would read as Alt-q)
 	m.wait(`Packets`)
 	m.quit()
 }

@@ -1,0 +1,169 @@
+package analyze
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/iwkit/iwkit/pcap"
+	"github.com/iwkit/iwkit/track"
+)
+
+// describer writes down everything a record says, through its pointers,
+// and the frames it is shown: two runs that hand out the same records in
+// the same order describe the same.
+type describer struct {
+	b      strings.Builder
+	n      int
+	frames int
+}
+
+func (d *describer) Frame(fr *pcap.Frame) {
+	d.frames++
+	fmt.Fprintf(&d.b, "frame %d %d\n", fr.Number, len(fr.Data))
+}
+
+func (d *describer) Record(r *Record) {
+	d.n++
+	b := &d.b
+	fmt.Fprintf(b, "%s frame %d %d-%d %s rel %d %s>%s dir %d seq %v %d-%d note %q\n", r.Kind, r.Frame, r.FirstFrame, r.LastFrame,
+		r.Time.UTC().Format("15:04:05.000000000"), r.Rel, r.Src, r.Dst, r.Dir, r.HasSeq, r.Seq, r.End, r.Note)
+	if r.Conn != nil {
+		fmt.Fprintf(b, " conn %+v\n", *r.Conn)
+	}
+	if r.PDU != nil {
+		fmt.Fprintf(b, " pdu %+v\n", *r.PDU)
+	}
+	if r.Kind == KindFinding {
+		fmt.Fprintf(b, " finding %s %s %q\n", r.Finding.Severity, r.Finding.Code, r.Finding.Message)
+		if r.Finding.Track != nil {
+			fmt.Fprintf(b, " track %+v\n", *r.Finding.Track)
+		}
+	}
+	if r.Op != nil {
+		fmt.Fprintf(b, " op %+v stags %+v\n", *r.Op, r.STags())
+	}
+	if r.Term != nil {
+		fmt.Fprintf(b, " term %+v\n", *r.Term)
+	}
+	if r.Close != nil {
+		fmt.Fprintf(b, " close %+v\n", *r.Close)
+	}
+	if r.Gap != nil {
+		fmt.Fprintf(b, " gap %+v\n", *r.Gap)
+	}
+	if r.Resync != nil {
+		fmt.Fprintf(b, " resync %+v\n", *r.Resync)
+	}
+	if m := r.ULP; m != nil {
+		fmt.Fprintf(b, " ulp %s %+v %q\n", m.Proto, m.F, m.Summary)
+		if m.Cmd != nil {
+			fmt.Fprintf(b, " ulp cmd %+v\n", *m.Cmd)
+		}
+	}
+	if r.Cmd != nil {
+		fmt.Fprintf(b, " cmd %+v\n", *r.Cmd)
+	}
+}
+
+func describe(t *testing.T, files []string, workers int) (*describer, *Report) {
+	t.Helper()
+	src, _, err := OpenFiles(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	d := &describer{}
+	rep, err := Run(src, Config{Workers: workers}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, rep
+}
+
+// Run hands out the records one worker does, in the same order, with the
+// same connection numbers, and every frame before its records, whatever
+// the number of workers: the shards' copies say all the records they
+// copy (PDU octets and decoded fields, findings with their frames,
+// operations and their STag ledger entries, ULP messages and commands).
+func TestRunSameForAnyWorkers(t *testing.T) {
+	records, stags := 0, 0
+	for _, name := range captures(t) {
+		one, rep := describe(t, []string{name}, 1)
+		records += one.n
+		stags += strings.Count(one.b.String(), "STag:")
+		for _, n := range []int{2, 3} {
+			got, rep2 := describe(t, []string{name}, n)
+			if got.b.String() != one.b.String() {
+				t.Fatalf("%s: %d workers differ from 1:\n%s", name, n, firstDiff([]byte(got.b.String()), []byte(one.b.String())))
+			}
+			if len(rep2.ConnStats) != len(rep.ConnStats) || rep2.Worst != rep.Worst {
+				t.Fatalf("%s: %d workers: report differs", name, n)
+			}
+		}
+	}
+	if records == 0 || stags == 0 {
+		t.Errorf("%d records, %d STag ledger entries over the committed captures", records, stags)
+	}
+}
+
+// The latest ledger entry operation records hand out for each connection,
+// owner and STag (what iwtui's STags view keeps) is the tracker's own
+// table entry at the end of the capture, for every STag an operation
+// used: one ledger, track's.
+func TestRecordSTagsAreTheTrackersLedger(t *testing.T) {
+	compared := 0
+	for _, name := range captures(t) {
+		src, _, err := OpenFiles([]string{name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		latest := map[[3]uint64]track.STagInfo{}
+		cfg := Config{}
+		rc, lim, keep := cfg.limits(1)
+		h := newHandler(consumerFunc(func(r *Record) {
+			for _, in := range r.STags() {
+				latest[[3]uint64{uint64(r.Op.Conn), uint64(in.Owner), uint64(in.STag)}] = in
+			}
+		}), lim, keep)
+		h.ulpSetup(&cfg)
+		err = h.run(src, &cfg, rc)
+		src.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, got := range latest {
+			var want *track.STagInfo
+			for _, in := range h.t.STags(int(k[0])) {
+				if uint64(in.Owner) == k[1] && uint64(in.STag) == k[2] {
+					want = &in
+				}
+			}
+			if want == nil {
+				continue // the connection was retired: its table is gone
+			}
+			// Invalidated is cleared by a later advertisement, which is no
+			// operation; the rest only an operation changes.
+			got.Invalidated = want.Invalidated
+			if got != *want {
+				t.Errorf("%s: conn %d: records' entry %+v, tracker's %+v", name, k[0], got, *want)
+			}
+			compared++
+		}
+		// And every entry of the tracker's tables came with an operation.
+		conns := map[uint64]bool{}
+		for k := range latest {
+			conns[k[0]] = true
+		}
+		for c := range conns {
+			for _, in := range h.t.STags(int(c)) {
+				if _, ok := latest[[3]uint64{c, uint64(in.Owner), uint64(in.STag)}]; !ok && in.Uses > 0 {
+					t.Errorf("%s: conn %d: tracker's entry %+v came with no operation record", name, c, in)
+				}
+			}
+		}
+	}
+	if compared == 0 {
+		t.Error("no STag ledger entry compared")
+	}
+}
