@@ -402,9 +402,14 @@ func (a *app) rpingReport(res rping.Result, err error) int {
 // perftestServer serves perftest clients (ib_write_bw -R HOST), one at a
 // time: one, or every one with --persistent.
 func (a *app) perftestServer(l *endpoint.Listener) int {
+	o := a.options()
+	o.Log = a.stderr
 	for {
-		rc := a.report(perf.ServePerftest(a.ctx, l, a.options()))
-		if !a.f.persistent || a.ctx.Err() != nil {
+		res, err := perf.ServePerftest(a.ctx, l, o)
+		rc := a.report(res, err)
+		// A client's failed run is that client's; only the
+		// listener's own failure ends a persistent server.
+		if !a.f.persistent || a.ctx.Err() != nil || errors.As(err, new(*perf.ListenerError)) {
 			return rc
 		}
 	}

@@ -614,8 +614,14 @@ func Serve(ctx context.Context, ln *endpoint.Listener, o rping.Options, logf fun
 	for {
 		req, err := ln.Accept(ctx)
 		if err != nil {
-			var me *endpoint.MPAError
-			if errors.As(err, &me) {
+			// One connection's failure (closed, silent past the MPA
+			// deadline, a bad Request) is logged; only the listener's
+			// own error ends Serve.
+			var ce *endpoint.ConnError
+			if errors.As(err, &ce) {
+				if logf != nil {
+					logf("%v", err)
+				}
 				continue
 			}
 			if ctx.Err() != nil {

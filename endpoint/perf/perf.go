@@ -19,6 +19,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"sync/atomic"
@@ -100,6 +101,9 @@ type Options struct {
 	// Final marks the last run of a sweep, so that a server that serves
 	// one sweep ends after it. Sweep sets it; a single Run always does.
 	Final bool
+	// Log, for ServePerftest, gets one line per connection passed over
+	// before the client's (closed or silent during the MPA exchange).
+	Log   io.Writer
 	sweep uint64
 }
 
