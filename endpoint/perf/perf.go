@@ -512,6 +512,7 @@ func (p *peer) activeBW(ctx context.Context, o *Options, rem advert, c *clock) (
 	case SendBW:
 		// The passive side credits every Depth receives it reposts.
 		sent, credited := 0, 0
+		last := -1 // the WRID of the signaled Send that ends the run
 		wrs := make([]endpoint.SendWR, 0, o.PostList)
 		for c.more(sent) {
 			for c.more(sent) && sent-credited < o.Depth {
@@ -520,8 +521,12 @@ func (p *peer) activeBW(ctx context.Context, o *Options, rem advert, c *clock) (
 					n = min(n, o.Iters-sent)
 				}
 				wrs = wrs[:0]
-				for i := 0; i < n; i++ {
-					wrs = append(wrs, endpoint.SendWR{Opcode: endpoint.OpSend, SGL: []endpoint.SGE{p.buf.SGE(0, o.Size)}})
+				for i := sent; i < sent+n; i++ {
+					wr := endpoint.SendWR{Opcode: endpoint.OpSend, SGL: []endpoint.SGE{p.buf.SGE(0, o.Size)}}
+					if c.end.IsZero() && !c.forever && i == o.Iters-1 {
+						wr.WRID, wr.Signaled, last = uint64(i), true, i
+					}
+					wrs = append(wrs, wr)
 				}
 				if _, err := p.qp.PostSend(wrs...); err != nil {
 					return s, err
@@ -542,6 +547,31 @@ func (p *peer) activeBW(ctx context.Context, o *Options, rem advert, c *clock) (
 				p.prog.Store(int64(credited))
 			}
 		}
+		// A posted Send is only queued: the clock stops at the last
+		// one's completion, as write_bw's does (a Send Queue's work
+		// requests complete in order). A run that ended on time closes
+		// with a signaled zero-length Send (the passive side keeps
+		// 2×Depth receives, Depth of them beyond the credits).
+		if last < 0 {
+			last = sent
+			if _, err := p.qp.PostSend(endpoint.SendWR{WRID: uint64(last), Opcode: endpoint.OpSend, Signaled: true}); err != nil {
+				return s, err
+			}
+		}
+		for {
+			wc, err := p.next(ctx, p.to)
+			if err != nil {
+				return s, err
+			}
+			if wc.Opcode == endpoint.OpRecv {
+				p.repost(wc)
+				continue
+			}
+			if int(wc.WRID) == last {
+				break
+			}
+		}
+		tl = append(tl, mark{time.Now(), sent})
 		s.Iters = sent
 	}
 	s.Elapsed = time.Since(start)
