@@ -299,6 +299,10 @@ func (a *app) client() int {
 		fmt.Fprintln(a.stderr, "iwperf: --plot draws a size sweep: it needs -a")
 		return 2
 	}
+	if f.perftest && (f.all || f.infinite) {
+		fmt.Fprintln(a.stderr, "iwperf: --perftest runs one size (-s), not -a or --run_infinitely")
+		return 2
+	}
 	if f.infinite {
 		o.Every = 5 * time.Second
 		if f.dur > 0 {
@@ -320,10 +324,6 @@ func (a *app) client() int {
 		return 0
 	}
 	if f.perftest {
-		if f.all || f.infinite {
-			fmt.Fprintln(a.stderr, "iwperf: --perftest runs one size (-s), not -a or --run_infinitely")
-			return 2
-		}
 		return a.report(perf.RunPerftest(a.ctx, a.dialer(), o))
 	}
 	if !f.all {
