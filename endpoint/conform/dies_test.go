@@ -3,8 +3,8 @@ package conform
 import (
 	"bytes"
 	"context"
-	"encoding/xml"
 	"encoding/hex"
+	"encoding/xml"
 	"net"
 	"os"
 	"path/filepath"
