@@ -47,6 +47,7 @@ var perftestFlags = []struct{ short, long string }{
 	{"s", "size"}, {"a", "all"}, {"n", "iters"}, {"D", "duration"}, {"q", "qp"}, {"t", "tx-depth"},
 	{"b", "bidirectional"}, {"p", "port"}, {"l", "post_list"}, {"Q", "cq-mod"},
 	{"", "report_gbits"}, {"", "run_infinitely"}, {"", "out_json"}, {"", "out_json_file"},
+	{"R", "rdma_cm"}, {"d", "ib-dev"}, {"F", "CPU-freq"}, {"x", "gid-index"},
 }
 
 type flags struct {
@@ -65,6 +66,11 @@ type flags struct {
 	seed                                                int64
 	conns                                               int
 	perftest                                            bool
+	// perftest's own flags, accepted so that its command lines run
+	// unchanged, with no effect here.
+	rdmaCM, cpuFreq bool
+	ibDev           string
+	gidIndex        int
 }
 
 func newFlagSet(f *flags, stderr io.Writer) *flag.FlagSet {
@@ -118,6 +124,11 @@ func newFlagSet(f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.validate, "V", false, "rping: verify the data of every ping")
 	fs.BoolVar(&f.verbose, "v", false, "rping: print the data of every ping")
 	fs.BoolVar(&f.perftest, "perftest", false, "speak perftest's own exchange (rdma_cm control QP) with ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat, ib_read_lat, ib_send_lat -R: same -s, -n, -q on both sides")
+	bothB("R", "rdma_cm", &f.rdmaCM, "accepted for perftest's command lines: an iWARP connection always begins with the MPA exchange (--perftest speaks perftest's rdma_cm exchange)")
+	fs.StringVar(&f.ibDev, "d", "", "accepted for perftest's command lines: iwkit's endpoint is the one `device`")
+	fs.StringVar(&f.ibDev, "ib-dev", "", "same as -d")
+	bothB("F", "CPU-freq", &f.cpuFreq, "accepted for perftest's command lines: iwperf has no CPU-frequency warning")
+	both("x", "gid-index", &f.gidIndex, 0, "accepted for perftest's command lines: iWARP has no GID (`index` ignored)")
 	fs.Int64Var(&f.seed, "seed", 0, "stress: random seed (default: from the clock, printed); stress takes -q (connections, default 8), -t (operations in flight, 16), -s (largest message, 65536), -D (seconds, 10), -n (operations per connection)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: iwperf TEST [HOST] [flags]\n"+

@@ -246,3 +246,14 @@ func TestPerftestRefusesInfinite(t *testing.T) {
 		}
 	}
 }
+
+// perftest's own command line runs unchanged: -R, -d, -F and -x are
+// accepted and harmless (issue 31, missing item 4).
+func TestCLIPerftestOwnFlags(t *testing.T) {
+	c, s := cli(t, "write_bw", "--perftest", "-R", "-d", "siw_eth0", "-F", "-x", "0", "-s", "4096", "-n", "100")
+	for _, out := range []string{c, s} {
+		if !regexp.MustCompile(`(?m)^ 4096 +100 `).MatchString(out) {
+			t.Fatalf("output:\n%s", out)
+		}
+	}
+}
