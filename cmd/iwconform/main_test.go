@@ -20,9 +20,11 @@ import (
 
 // The command against an iwkit target: --json rows with a verdict key,
 // exit status 0; an unreachable target is a setup failure per case.
-func TestJSONAgainstIwkit(t *testing.T) {
+// target runs an iwkit rping target (what --serve runs) until the test
+// ends and returns its address.
+func target(t *testing.T) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	ln, err := endpoint.Listen(ctx, "tcp", "127.0.0.1:0", &endpoint.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -32,9 +34,13 @@ func TestJSONAgainstIwkit(t *testing.T) {
 		defer close(done)
 		conform.Serve(ctx, ln, rping.Options{Timeout: 5 * time.Second}, nil)
 	}()
-	defer func() { cancel(); ln.Close(); <-done }()
+	t.Cleanup(func() { cancel(); ln.Close(); <-done })
+	return ln.Addr().String()
+}
+
+func TestJSONAgainstIwkit(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := run([]string{"--json", "--crc", "--start-delay", "1ms", ln.Addr().String()}, &out, &errb)
+	code := run([]string{"--json", "--crc", "--start-delay", "1ms", target(t)}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, out.String(), errb.String())
 	}
@@ -155,22 +161,11 @@ func readJUnit(t *testing.T, path string) jSuites {
 // (pcap, Terminate) in system-out; an error and a not-run case against a
 // dead one (issue 31, missing item 2).
 func TestJUnit(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ln, err := endpoint.Listen(ctx, "tcp", "127.0.0.1:0", &endpoint.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		conform.Serve(ctx, ln, rping.Options{Timeout: 5 * time.Second}, nil)
-	}()
-	defer func() { cancel(); ln.Close(); <-done }()
+	addr := target(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "junit.xml")
 	var out, errb bytes.Buffer
-	if code := run([]string{"--junit", path, "--repeat", "2", "--pcap-dir", dir, "--run", "ddp-qn,mpa-crc-byte-order", ln.Addr().String()}, &out, &errb); code != 0 {
+	if code := run([]string{"--junit", path, "--repeat", "2", "--pcap-dir", dir, "--run", "ddp-qn,mpa-crc-byte-order", addr}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
 	}
 	doc := readJUnit(t, path)

@@ -48,24 +48,25 @@ func (s Summary) String() string {
 // with at most one <failure>, <error> or <skipped>; counts and times
 // (seconds) on both levels. A not-run case is skipped, with the cause.
 type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Time     float64      `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
+	XMLName xml.Name `xml:"testsuites"`
+	Name    string   `xml:"name,attr"`
+	junitCounts
+	Suites []junitSuite `xml:"testsuite"`
 }
 
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     float64     `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Name string `xml:"name,attr"`
+	junitCounts
+	Cases []junitCase `xml:"testcase"`
+}
+
+// junitCounts are the attributes both levels carry.
+type junitCounts struct {
+	Tests    int     `xml:"tests,attr"`
+	Failures int     `xml:"failures,attr"`
+	Errors   int     `xml:"errors,attr"`
+	Skipped  int     `xml:"skipped,attr"`
+	Time     float64 `xml:"time,attr"`
 }
 
 type junitCase struct {
@@ -91,7 +92,7 @@ type junitProblem struct {
 // Terminate octets) goes to <system-out>.
 func WriteJUnit(w io.Writer, suite string, rows []Row) error {
 	s := Summarize(rows)
-	js := junitSuite{Name: suite, Tests: s.Cases, Failures: s.Fail, Errors: s.Error, Skipped: s.Skip + s.NotRun, Time: s.Seconds}
+	js := junitSuite{Name: suite, junitCounts: junitCounts{Tests: s.Cases, Failures: s.Fail, Errors: s.Error, Skipped: s.Skip + s.NotRun, Time: s.Seconds}}
 	for _, r := range rows {
 		name := r.ID
 		if r.Run > 0 {
@@ -121,8 +122,7 @@ func WriteJUnit(w io.Writer, suite string, rows []Row) error {
 		c.SystemOut = strings.Join(out, "\n")
 		js.Cases = append(js.Cases, c)
 	}
-	doc := junitSuites{Name: "iwconform", Tests: js.Tests, Failures: js.Failures, Errors: js.Errors, Skipped: js.Skipped, Time: js.Time,
-		Suites: []junitSuite{js}}
+	doc := junitSuites{Name: "iwconform", junitCounts: js.junitCounts, Suites: []junitSuite{js}}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
