@@ -40,7 +40,7 @@ func TestServeSurvivesRudeClients(t *testing.T) {
 			<-done
 		}
 	}()
-	rep, err := rudepeer.Abuse(ln.Addr().String(), 1000, 5*time.Second)
+	rep, err := rudepeer.Abuse(ln.Addr().String(), 1000, 20*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestServerSurvivesRudeClients(t *testing.T) {
 	defer cancel()
 	cfg := endpoint.Config{Timeout: 300 * time.Millisecond}
 	ts := startServer(t, true, Limits{}, &cfg)
-	rep, err := rudepeer.Abuse(ts.addr, 1000, 5*time.Second)
+	rep, err := rudepeer.Abuse(ts.addr, 1000, 20*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestServePerftestSurvivesRudeClients(t *testing.T) {
 		r, err := ServePerftest(ctx, l, o)
 		sv <- out{r, err}
 	}()
-	if _, err := rudepeer.Abuse(l.Addr().String(), 100, 5*time.Second); err != nil {
+	if _, err := rudepeer.Abuse(l.Addr().String(), 100, 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	cl, err := RunPerftest(ctx, TCPDialer(l.Addr().String()), o)

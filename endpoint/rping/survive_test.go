@@ -53,7 +53,7 @@ func TestServeSurvivesRudeClients(t *testing.T) {
 			<-done
 		}
 	}()
-	rep, err := rudepeer.Abuse(l.Addr().String(), 1000, 5*time.Second)
+	rep, err := rudepeer.Abuse(l.Addr().String(), 1000, 20*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
