@@ -9,9 +9,11 @@
 // read_lat, atomic_lat, rping or stress. The flags keep perftest's letters:
 // -s SIZE, -a, -n ITERS, -D SECONDS, -q QPS, -t TX_DEPTH, -b, -p PORT
 // (18515), --report_gbits, --run_infinitely, -l POST_LIST, -Q CQ_MOD,
-// -A ATOMIC_TYPE, --out_json, --out_json_file FILE; the wire options use
-// iwkit's names. With --perftest, write_bw, read_bw, send_bw, write_lat,
-// read_lat and send_lat speak perftest's own exchange instead, against ib_write_bw -R
+// -A ATOMIC_TYPE, --out_json, --out_json_file FILE (and accepts, with no
+// effect, perftest's -R, -d, -F, -x); the wire options use iwkit's names.
+// A server logs and counts a connection that fails before its MPA Request
+// (a port scan, a silent client) and goes on. With --perftest, write_bw,
+// read_bw, send_bw, write_lat, read_lat and send_lat speak perftest's own exchange instead, against ib_write_bw -R
 // and its kin.
 package main
 
