@@ -18,6 +18,7 @@ package perf
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -586,7 +587,7 @@ func (p *peer) activeBW(ctx context.Context, o *Options, rem advert, c *clock) (
 func (p *peer) passive(ctx context.Context, o *Options, rem advert) (stats, error) {
 	n := 0
 	for {
-		wc, err := p.waitRecv(ctx, 0)
+		wc, err := p.waitActive(ctx)
 		if err != nil {
 			return stats{}, err
 		}
@@ -610,6 +611,26 @@ func (p *peer) passive(ctx context.Context, o *Options, rem advert) (stats, erro
 				return stats{}, err
 			}
 		}
+	}
+}
+
+// waitActive is the passive side's wait for its next receive: as long as
+// the active side sends anything (a write_bw run completes no receive
+// here until its end), and at most the timeout after its last FPDU, so
+// that a client that asked for a run and went silent does not hold its
+// connection, and its share of the server's limits, for ever.
+func (p *peer) waitActive(ctx context.Context) (endpoint.WorkCompletion, error) {
+	seen := p.qp.Counters().RxFPDUs
+	for {
+		wc, err := p.waitRecv(ctx, p.to)
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return wc, err
+		}
+		now := p.qp.Counters().RxFPDUs
+		if now == seen {
+			return wc, fmt.Errorf("perf: nothing from the peer in %v", p.to)
+		}
+		seen = now
 	}
 }
 

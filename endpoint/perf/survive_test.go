@@ -2,6 +2,7 @@ package perf
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -93,5 +94,48 @@ func TestServePerftestSurvivesRudeClients(t *testing.T) {
 	l.Close()
 	if _, err := ServePerftest(ctx, l, o); !errors.As(err, new(*ListenerError)) {
 		t.Fatalf("closed listener: %v, want a *ListenerError", err)
+	}
+}
+
+// A client that asks for a run and then sends nothing gives its
+// connection, and its share of the limits, back after the timeout: with
+// room for one connection, a client after it is served (a silent client
+// used to hold the slot until the server ended).
+func TestServerDropsSilentRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := endpoint.Config{}
+	ctxS, cancelS := context.WithCancel(ctx)
+	defer cancelS()
+	l, err := endpoint.Listen(ctxS, "tcp", "127.0.0.1:0", &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var log syncBuf
+	srv := &Server{Limits: Limits{MaxConns: 1}, Timeout: 300 * time.Millisecond, Log: &log}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctxS, l, true) }()
+	defer func() { cancelS(); l.Close(); <-done }()
+
+	// A valid request, then silence.
+	pd, _ := json.Marshal(request{Magic: magic, Test: WriteBW, Size: 64, Depth: 1, Iters: 10, QPs: 1, Run: 1, Sweep: 1, Final: true})
+	dev := endpoint.OpenDevice(endpoint.DeviceAttr{})
+	cq, _ := dev.CreateCQ(8)
+	qp, _ := dev.AllocPD().CreateQP(endpoint.QPAttr{SendCQ: cq, RecvCQ: cq})
+	silent, err := endpoint.Dial(ctx, "tcp", l.Addr().String(), qp, &endpoint.Config{PrivateData: pd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	for !strings.Contains(log.String(), "nothing from the peer") {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the silent run was never dropped:\n%s", log.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if _, err := Run(ctx, TCPDialer(l.Addr().String()), Options{Test: WriteBW, Size: 4096, Iters: 50, Depth: 4}); err != nil {
+		t.Fatalf("a client after the silent one: %v\n%s", err, log.String())
 	}
 }
