@@ -27,6 +27,7 @@ func TestServerSurvivesRudeClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%+v", rep)
 	select {
 	case err := <-ts.done:
 		t.Fatalf("the server ended: %v\n%s", err, ts.log)

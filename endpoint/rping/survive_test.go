@@ -57,6 +57,7 @@ func TestServeSurvivesRudeClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%+v", rep)
 	select {
 	case err := <-done:
 		ended = true
