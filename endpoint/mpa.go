@@ -566,6 +566,7 @@ func (l *Listener) loop() {
 			r, err := AcceptConn(context.Background(), c, &l.cfg)
 			if err != nil {
 				<-l.sem
+				err = &ConnError{Remote: c.RemoteAddr(), Err: err}
 				l.event(err)
 			}
 			select {
@@ -585,8 +586,11 @@ func (l *Listener) event(err error) {
 	}
 }
 
-// Accept returns the next connection request. An *MPAError (a bad Request,
-// its connection closed) concerns one connection only: the Listener goes on.
+// Accept returns the next connection request. A *ConnError (a connection
+// closed, silent or with a bad Request, wrapping an *MPAError for the last)
+// concerns one connection only: the Listener goes on. Connections whose
+// Request is being read are at most Config.Backlog, each for at most
+// Config.Timeout; beyond the backlog a connection is closed at once.
 func (l *Listener) Accept(ctx context.Context) (*ConnRequest, error) {
 	select {
 	case r := <-l.ch:

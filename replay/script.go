@@ -65,6 +65,10 @@ type Msg struct {
 	// handshake is assumed).
 	Frame, LastFrame int
 	Rel              time.Duration
+	// Opened (MsgConnect) is the capture time of the connection's first
+	// frame (its SYN, or its first segment when the capture began after
+	// it), since the same origin as Rel.
+	Opened time.Duration
 	// Payload is the Send or Write payload, or the Read Response data.
 	Payload []byte
 	// STag and TO: the tagged message's sink, or the Read Request's sink.
@@ -159,6 +163,7 @@ type connBuilder struct {
 	firstF [2]bool       // an FPDU was seen in this direction
 	first  int           // first frame of the connection
 	repRel time.Duration // capture time of the MPA Reply (hasRep)
+	opened time.Duration // capture time of the connection's first frame
 }
 
 type scriptBuilder struct {
@@ -235,7 +240,7 @@ func LoadScript(file string, conn int, assume *Assume) (*Script, error) {
 		}
 		// Rel: when the handshake ended in the capture (its Reply), from
 		// which the replay times the connection's first FPDUs.
-		s.Msgs = append(s.Msgs, Msg{C: cb.c, Side: Initiator, Kind: MsgConnect, Frame: at, LastFrame: at, Rel: cb.repRel})
+		s.Msgs = append(s.Msgs, Msg{C: cb.c, Side: Initiator, Kind: MsgConnect, Frame: at, LastFrame: at, Rel: cb.repRel, Opened: cb.opened})
 	}
 	// In capture order; a connection's handshake before anything in the
 	// frame it is assumed at.
@@ -265,7 +270,7 @@ func (b *scriptBuilder) Record(r *analyze.Record) {
 				b.start = r.Conn.FirstTime
 			}
 			cb := &connBuilder{c: len(b.order), cs: &ConnScript{Conn: n}, first: r.Conn.FirstFrame,
-				untag: [2]map[[2]uint32]*partMsg{{}, {}}}
+				opened: r.Conn.FirstTime.Sub(b.start), untag: [2]map[[2]uint32]*partMsg{{}, {}}}
 			b.by[r.Conn.ID] = cb
 			b.order = append(b.order, cb)
 			b.s.Conns = append(b.s.Conns, cb.cs)

@@ -55,6 +55,9 @@ type Result struct {
 	Params      []endpoint.Params
 	Counters    []endpoint.Counters
 	Duration    time.Duration
+	// Redials is how many times the Initiator dialled again after a
+	// refusal or a reset before the MPA Reply.
+	Redials int
 }
 
 // pconn is one connection of a replay.

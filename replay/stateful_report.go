@@ -60,7 +60,8 @@ func (r *Result) Report(w io.Writer, asJSON bool) {
 			Matched     int     `json:"matched"`
 			Differences int     `json:"differences"`
 			Seconds     float64 `json:"seconds"`
-		}{r.Side.String(), r.Conns, r.Operations, r.Matched, len(r.Differences), r.Duration.Seconds()})
+			Redials     int     `json:"redials"`
+		}{r.Side.String(), r.Conns, r.Operations, r.Matched, len(r.Differences), r.Duration.Seconds(), r.Redials})
 		return
 	}
 	for _, d := range r.Differences {
@@ -70,6 +71,10 @@ func (r *Result) Report(w io.Writer, asJSON bool) {
 	for i, c := range r.Conns {
 		conns[i] = strconv.Itoa(c)
 	}
-	fmt.Fprintf(w, "Replayed the %s of connection %s: %d operations, %d matched, %d differences in %.6f seconds\n",
-		r.Side, strings.Join(conns, ","), r.Operations, r.Matched, len(r.Differences), r.Duration.Seconds())
+	redials := ""
+	if r.Redials > 0 {
+		redials = fmt.Sprintf(" (%d redials)", r.Redials)
+	}
+	fmt.Fprintf(w, "Replayed the %s of connection %s: %d operations, %d matched, %d differences in %.6f seconds%s\n",
+		r.Side, strings.Join(conns, ","), r.Operations, r.Matched, len(r.Differences), r.Duration.Seconds(), redials)
 }

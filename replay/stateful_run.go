@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/iwkit/iwkit/decode"
@@ -87,7 +89,7 @@ func (p *player) handshake(ctx context.Context, c *pconn) bool {
 	i := c.hs
 	if p.me == Initiator {
 		cfg := p.config(c, &hs.Request)
-		conn, err := endpoint.Dial(ctx, "tcp", p.o.Addr, c.qp, cfg)
+		conn, err := p.dial(ctx, c.qp, cfg)
 		var rej *endpoint.RejectError
 		switch {
 		case errors.As(err, &rej):
@@ -167,6 +169,29 @@ func (p *player) handshake(ctx context.Context, c *pconn) bool {
 	return true
 }
 
+// dial dials the Responder, and again, within Timeout, after a refusal or
+// a reset before the MPA Reply: a peer that listens for a connection only
+// once the exchange before it is done (perftest's server for its test
+// connections), or that was restarted, is not a difference.
+func (p *player) dial(ctx context.Context, qp *endpoint.QP, cfg *endpoint.Config) (*endpoint.Conn, error) {
+	end := time.Now().Add(p.o.Timeout)
+	for {
+		conn, err := endpoint.Dial(ctx, "tcp", p.o.Addr, qp, cfg)
+		if err == nil || qp.State() != endpoint.StateIdle || time.Now().After(end) ||
+			!(errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+			return conn, err
+		}
+		p.res.Redials++
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		}
+	}
+}
+
 func (p *player) run(ctx context.Context) error {
 	if p.me == Responder {
 		p.ln = p.o.Listener
@@ -228,6 +253,14 @@ func (p *player) play(ctx context.Context) int {
 			return i
 		}
 		if m.Kind == MsgConnect {
+			// The Initiator dials at the capture's time of the
+			// connection's first frame (its SYN): a peer such as
+			// perftest's server listens for its test connections
+			// only after the exchange before them, and a dial that
+			// comes early is reset.
+			if p.me == Initiator && !p.sleepUntil(ctx, m.Opened, base) {
+				return i
+			}
 			// A connection the capture shows rejected ends there, and
 			// the others go on.
 			if !p.handshake(ctx, p.cs[m.C]) && !p.cs[m.C].cs.HS.Rejected {
@@ -243,17 +276,8 @@ func (p *player) play(ctx context.Context) int {
 			}
 			continue
 		}
-		if !p.o.Topspeed && m.Rel > base {
-			due := p.start.Add(time.Duration(float64(m.Rel-base) / p.o.Multiplier))
-			if d := time.Until(due); d > 0 {
-				t := time.NewTimer(d)
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-					t.Stop()
-					return i
-				}
-			}
+		if !p.sleepUntil(ctx, m.Rel, base) {
+			return i
 		}
 		for _, f := range p.fill[i] {
 			p.fillMem(f)
@@ -263,6 +287,27 @@ func (p *player) play(ctx context.Context) int {
 		}
 	}
 	return len(p.s.Msgs)
+}
+
+// sleepUntil waits until capture time rel is due: rel-base after
+// p.start, scaled by the multiplier (not with Topspeed). It is false when
+// ctx ended first.
+func (p *player) sleepUntil(ctx context.Context, rel, base time.Duration) bool {
+	if p.o.Topspeed || rel <= base {
+		return true
+	}
+	d := time.Until(p.start.Add(time.Duration(float64(rel-base) / p.o.Multiplier)))
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // fillMem puts the data of an own Read Response (f[0]) where the peer's

@@ -6,9 +6,13 @@
 //	iwconform --serve [ADDR:]PORT [flags]    run an iwkit rping target
 //
 // It prints one row per case (id, RFC clause, what was sent, the expected
-// reaction, what came back, verdict) as a table, or with --json one JSON
-// object per line. Exit status: 0 all cases passed or were skipped, 1 a
-// case failed, 2 usage or setup error.
+// reaction, what came back, verdict, seconds) as a table and a summary
+// line, or with --json one JSON object per case and line and a summary
+// object last; --junit FILE also writes JUnit XML for CI. Verdicts: pass,
+// fail, skip, error (the case could not run: no connection), not-run (the
+// target died earlier). Exit status: 0 all cases passed or were skipped,
+// 1 a case failed, 2 usage or setup error, or a case errored or was not
+// run (and none failed).
 package main
 
 import (
@@ -50,12 +54,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		list    = fs.Bool("list", false, "list the cases and exit")
 		verbose = fs.Bool("v", false, "--serve: log each connection")
 		rfc7306 = fs.Bool("rfc7306", false, "the target supports RFC 7306 atomics (the atomic cases check its answers, not its refusal); --serve: the target does")
+		junit   = fs.String("junit", "", "also write the results as JUnit XML to `FILE` (for CI)")
+		repeat  = fs.Int("repeat", 1, "run the selected cases `N` times (an intermittent target); rows carry run")
+		pcapDir = fs.String("pcap-dir", "", "write each case's traffic to `DIR`/ID.pcap (ID-RUN.pcap with --repeat; not with --listen)")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: iwconform [flags] HOST:PORT | iwconform --listen [flags] [ADDR:]PORT | iwconform --serve [ADDR:]PORT\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *repeat < 1 {
+		fmt.Fprintln(stderr, "iwconform: --repeat takes a count of 1 or more")
 		return 2
 	}
 	cfg := endpoint.Config{CRC: *crc, Markers: *markers, PeerToPeer: *p2p, Rev: *rev}
@@ -98,43 +109,73 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *listen && !strings.Contains(addr, ":") {
 		addr = ":" + addr
 	}
-	o := conform.Options{Addr: addr, Listen: *listen, Config: cfg, Size: *size, Timeout: *timeout, StartDelay: *delay, RFC7306: *rfc7306}
+	o := conform.Options{Addr: addr, Listen: *listen, Config: cfg, Size: *size, Timeout: *timeout, StartDelay: *delay, RFC7306: *rfc7306,
+		PcapDir: *pcapDir}
+	if *repeat > 1 {
+		o.Repeat = *repeat
+	}
 	if *only != "" {
 		o.Only = strings.Split(*only, ",")
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	enc := json.NewEncoder(stdout)
 	if !*asJSON {
-		fmt.Fprintln(tw, "ID\tCLAUSE\tSENT\tEXPECTED\tGOT\tVERDICT")
+		fmt.Fprintln(tw, "ID\tCLAUSE\tSENT\tEXPECTED\tGOT\tVERDICT\tSECONDS")
 	}
-	failed := false
 	rows, err := conform.Run(ctx, o, func(r conform.Row) {
-		if r.Verdict == conform.Fail {
-			failed = true
-		}
 		if *asJSON {
 			enc.Encode(r)
 			return
+		}
+		id := r.ID
+		if r.Run > 0 {
+			id = fmt.Sprintf("%s#%d", r.ID, r.Run)
 		}
 		v := r.Verdict
 		if r.Reason != "" {
 			v += " (" + r.Reason + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Clause, r.Sent, r.Expected, r.Got, v)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.3f\n", id, r.Clause, r.Sent, r.Expected, r.Got, v, r.Seconds)
 	})
-	if !*asJSON {
+	sum := conform.Summarize(rows)
+	if *asJSON {
+		enc.Encode(struct {
+			Summary conform.Summary `json:"summary"`
+		}{sum})
+	} else {
 		tw.Flush()
+		fmt.Fprintln(stdout, sum)
+	}
+	if *junit != "" && len(rows) > 0 {
+		if jerr := writeJUnit(*junit, addr, rows); jerr != nil {
+			fmt.Fprintln(stderr, "iwconform:", jerr)
+			return 2
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "iwconform:", err)
 		return 2
 	}
-	if len(rows) == 0 {
+	switch {
+	case len(rows) == 0:
 		fmt.Fprintln(stderr, "iwconform: no case selected")
 		return 2
-	}
-	if failed {
+	case sum.Fail > 0:
 		return 1
+	case sum.Error > 0 || sum.NotRun > 0:
+		return 2
 	}
 	return 0
+}
+
+func writeJUnit(path, target string, rows []conform.Row) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := conform.WriteJUnit(f, "iwconform "+target, rows); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

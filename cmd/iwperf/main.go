@@ -9,9 +9,11 @@
 // read_lat, atomic_lat, rping or stress. The flags keep perftest's letters:
 // -s SIZE, -a, -n ITERS, -D SECONDS, -q QPS, -t TX_DEPTH, -b, -p PORT
 // (18515), --report_gbits, --run_infinitely, -l POST_LIST, -Q CQ_MOD,
-// -A ATOMIC_TYPE, --out_json, --out_json_file FILE; the wire options use
-// iwkit's names. With --perftest, write_bw, read_bw, send_bw, write_lat,
-// read_lat and send_lat speak perftest's own exchange instead, against ib_write_bw -R
+// -A ATOMIC_TYPE, --out_json, --out_json_file FILE (and accepts, with no
+// effect, perftest's -R, -d, -F, -x); the wire options use iwkit's names.
+// A server logs and counts a connection that fails before its MPA Request
+// (a port scan, a silent client) and goes on. With --perftest, write_bw,
+// read_bw, send_bw, write_lat, read_lat and send_lat speak perftest's own exchange instead, against ib_write_bw -R
 // and its kin.
 package main
 
@@ -47,6 +49,7 @@ var perftestFlags = []struct{ short, long string }{
 	{"s", "size"}, {"a", "all"}, {"n", "iters"}, {"D", "duration"}, {"q", "qp"}, {"t", "tx-depth"},
 	{"b", "bidirectional"}, {"p", "port"}, {"l", "post_list"}, {"Q", "cq-mod"},
 	{"", "report_gbits"}, {"", "run_infinitely"}, {"", "out_json"}, {"", "out_json_file"},
+	{"R", "rdma_cm"}, {"d", "ib-dev"}, {"F", "CPU-freq"}, {"x", "gid-index"},
 }
 
 type flags struct {
@@ -65,6 +68,11 @@ type flags struct {
 	seed                                                int64
 	conns                                               int
 	perftest                                            bool
+	// perftest's own flags, accepted so that its command lines run
+	// unchanged, with no effect here.
+	rdmaCM, cpuFreq bool
+	ibDev           string
+	gidIndex        int
 }
 
 func newFlagSet(f *flags, stderr io.Writer) *flag.FlagSet {
@@ -118,6 +126,11 @@ func newFlagSet(f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.validate, "V", false, "rping: verify the data of every ping")
 	fs.BoolVar(&f.verbose, "v", false, "rping: print the data of every ping")
 	fs.BoolVar(&f.perftest, "perftest", false, "speak perftest's own exchange (rdma_cm control QP) with ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat, ib_read_lat, ib_send_lat -R: same -s, -n, -q on both sides")
+	bothB("R", "rdma_cm", &f.rdmaCM, "accepted for perftest's command lines: an iWARP connection always begins with the MPA exchange (--perftest speaks perftest's rdma_cm exchange)")
+	fs.StringVar(&f.ibDev, "d", "", "accepted for perftest's command lines: iwkit's endpoint is the one `device`")
+	fs.StringVar(&f.ibDev, "ib-dev", "", "same as -d")
+	bothB("F", "CPU-freq", &f.cpuFreq, "accepted for perftest's command lines: iwperf has no CPU-frequency warning")
+	both("x", "gid-index", &f.gidIndex, 0, "accepted for perftest's command lines: iWARP has no GID (`index` ignored)")
 	fs.Int64Var(&f.seed, "seed", 0, "stress: random seed (default: from the clock, printed); stress takes -q (connections, default 8), -t (operations in flight, 16), -s (largest message, 65536), -D (seconds, 10), -n (operations per connection)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: iwperf TEST [HOST] [flags]\n"+
@@ -299,6 +312,10 @@ func (a *app) client() int {
 		fmt.Fprintln(a.stderr, "iwperf: --plot draws a size sweep: it needs -a")
 		return 2
 	}
+	if f.perftest && (f.all || f.infinite) {
+		fmt.Fprintln(a.stderr, "iwperf: --perftest runs one size (-s), not -a or --run_infinitely")
+		return 2
+	}
 	if f.infinite {
 		o.Every = 5 * time.Second
 		if f.dur > 0 {
@@ -320,10 +337,6 @@ func (a *app) client() int {
 		return 0
 	}
 	if f.perftest {
-		if f.all || f.infinite {
-			fmt.Fprintln(a.stderr, "iwperf: --perftest runs one size (-s), not -a or --run_infinitely")
-			return 2
-		}
 		return a.report(perf.RunPerftest(a.ctx, a.dialer(), o))
 	}
 	if !f.all {
@@ -402,9 +415,14 @@ func (a *app) rpingReport(res rping.Result, err error) int {
 // perftestServer serves perftest clients (ib_write_bw -R HOST), one at a
 // time: one, or every one with --persistent.
 func (a *app) perftestServer(l *endpoint.Listener) int {
+	o := a.options()
+	o.Log = a.stderr
 	for {
-		rc := a.report(perf.ServePerftest(a.ctx, l, a.options()))
-		if !a.f.persistent || a.ctx.Err() != nil {
+		res, err := perf.ServePerftest(a.ctx, l, o)
+		rc := a.report(res, err)
+		// A client's failed run is that client's; only the
+		// listener's own failure ends a persistent server.
+		if !a.f.persistent || a.ctx.Err() != nil || errors.As(err, new(*perf.ListenerError)) {
 			return rc
 		}
 	}

@@ -233,3 +233,27 @@ func TestCLIPerftest(t *testing.T) {
 		t.Fatalf("--perftest -a: exit %d, want 2 (%s)", rc, errb.String())
 	}
 }
+
+// --perftest with --run_infinitely or -a is a usage error (exit 2) before
+// anything is dialled (issue 31, broken item 4: --run_infinitely ran
+// iwkit's own exchange instead).
+func TestPerftestRefusesInfinite(t *testing.T) {
+	for _, flag := range []string{"--run_infinitely", "-a"} {
+		var out, errb bytes.Buffer
+		rc := run([]string{"write_bw", "127.0.0.1", "--perftest", flag, "-p", "1"}, &out, &errb)
+		if rc != 2 || !strings.Contains(errb.String(), "--perftest runs one size") {
+			t.Errorf("%s: exit %d, stderr %q", flag, rc, errb.String())
+		}
+	}
+}
+
+// perftest's own command line runs unchanged: -R, -d, -F and -x are
+// accepted and harmless (issue 31, missing item 4).
+func TestCLIPerftestOwnFlags(t *testing.T) {
+	c, s := cli(t, "write_bw", "--perftest", "-R", "-d", "siw_eth0", "-F", "-x", "0", "-s", "4096", "-n", "100")
+	for _, out := range []string{c, s} {
+		if !regexp.MustCompile(`(?m)^ 4096 +100 `).MatchString(out) {
+			t.Fatalf("output:\n%s", out)
+		}
+	}
+}

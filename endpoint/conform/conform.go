@@ -16,9 +16,13 @@ package conform
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,11 +33,16 @@ import (
 	"github.com/iwkit/iwkit/endpoint/rping"
 )
 
-// Verdicts.
+// Verdicts. Error is a case that could not be run as scripted (no
+// connection, a post refused): a setup failure, not the target's
+// conformance. NotRun is a case after the target died (Reason says after
+// which case and how it was found dead).
 const (
-	Pass = "pass"
-	Fail = "fail"
-	Skip = "skip"
+	Pass   = "pass"
+	Fail   = "fail"
+	Skip   = "skip"
+	Error  = "error"
+	NotRun = "not-run"
 )
 
 // Options configure a run.
@@ -66,6 +75,12 @@ type Options struct {
 	// (RFC 7306 §1.1). The atomic cases then check the target's answers
 	// instead of its refusal (atomic.go).
 	RFC7306 bool
+	// Repeat runs the selected cases this many times (0: once), for a
+	// target whose failures are intermittent; each row says its Run.
+	Repeat int
+	// PcapDir, when set, gets each case's own traffic as ID.pcap
+	// (ID-RUN.pcap with Repeat), when the suite dials.
+	PcapDir string
 }
 
 // Row is one case's result.
@@ -77,6 +92,15 @@ type Row struct {
 	Got      string `json:"got"`
 	Verdict  string `json:"verdict"`
 	Reason   string `json:"reason,omitempty"`
+	// Run is the pass of Options.Repeat (from 1; 0 without Repeat).
+	Run int `json:"run,omitempty"`
+	// Seconds is how long the case took, its connection included.
+	Seconds float64 `json:"seconds"`
+	// Evidence: the case's own capture (Options.PcapDir) and the
+	// Terminate the target sent, its octets in hex as received (the
+	// control word, DDP Segment Length and the copied headers).
+	Pcap      string `json:"pcap,omitempty"`
+	Terminate string `json:"terminate,omitempty"`
 }
 
 // reaction is what the target did.
@@ -353,21 +377,104 @@ func Run(ctx context.Context, o Options, emit func(Row)) ([]Row, error) {
 		}
 		defer ln.Close()
 	}
-	var rows []Row
+	var cases []Case
 	for _, tc := range Cases() {
-		if !selected(tc.ID, o.Only) {
-			continue
+		if selected(tc.ID, o.Only) {
+			cases = append(cases, tc)
 		}
-		r := runCase(ctx, &o, ln, tc)
-		rows = append(rows, r)
-		if emit != nil {
-			emit(r)
-		}
-		if ctx.Err() != nil {
-			return rows, ctx.Err()
+	}
+	var rows []Row
+	dead := "" // why the target is taken for dead
+	for run := 1; run <= max(o.Repeat, 1); run++ {
+		for _, tc := range cases {
+			var r Row
+			if dead != "" {
+				r = Row{ID: tc.ID, Clause: tc.Clause, Sent: tc.Sent, Expected: tc.expect.String(), Got: "n/a", Verdict: NotRun, Reason: dead}
+			} else {
+				r = runCase(ctx, &o, ln, tc, run)
+				dead = o.checkAlive(ctx, &r)
+			}
+			if o.Repeat > 0 {
+				r.Run = run
+			}
+			rows = append(rows, r)
+			if emit != nil {
+				emit(r)
+			}
+			if ctx.Err() != nil {
+				return rows, ctx.Err()
+			}
 		}
 	}
 	return rows, nil
+}
+
+// checkAlive, after a case when the suite dials, makes a connection of
+// its own (an MPA exchange, then a close): a target that no longer
+// answers died during the case, which then is no pass whatever it saw
+// before (Linux siw's kernel BUG at iwcm.c:969 can come after the
+// reaction the case wanted). It returns why the target is taken for
+// dead, or "". With Listen, where only the target can connect, a case
+// whose connection did not come stops the run.
+func (o *Options) checkAlive(ctx context.Context, r *Row) string {
+	if o.Listen {
+		if r.Verdict == Error && r.Got == "no connection" {
+			return "the target stopped connecting: " + r.Reason
+		}
+		return ""
+	}
+	err := o.probe(ctx)
+	if err == nil || ctx.Err() != nil {
+		return ""
+	}
+	if r.Verdict != Error {
+		r.Verdict = Fail
+		r.Got += "; then the target stopped answering"
+		r.Reason = strings.TrimPrefix(r.Reason+"; ", "; ") + "the target died during this case: " + err.Error()
+		return fmt.Sprintf("the target died during %s: %v", r.ID, err)
+	}
+	return fmt.Sprintf("the target stopped answering at %s: %v", r.ID, err)
+}
+
+// probe connects to the target and closes, a few times within twice the
+// case timeout (a target may take a moment to listen again after a case).
+func (o *Options) probe(ctx context.Context) error {
+	end := time.Now().Add(2 * o.Timeout)
+	for {
+		err := o.probeOnce(ctx)
+		if err == nil || time.Now().After(end) || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(500 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+}
+
+func (o *Options) probeOnce(ctx context.Context) error {
+	dev := endpoint.OpenDevice(endpoint.DeviceAttr{})
+	cq, err := dev.CreateCQ(8)
+	if err != nil {
+		return err
+	}
+	qp, err := dev.AllocPD().CreateQP(endpoint.QPAttr{SendCQ: cq, RecvCQ: cq, SQDepth: 4, RQDepth: 4, IRD: 1, ORD: 1})
+	if err != nil {
+		return err
+	}
+	defer qp.Destroy()
+	cfg := o.Config
+	cfg.Capture = nil
+	cfg.Timeout = o.Timeout
+	cctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	c, err := endpoint.Dial(cctx, "tcp", o.Addr, qp, &cfg)
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }
 
 func selected(id string, only []string) bool {
@@ -382,23 +489,44 @@ func selected(id string, only []string) bool {
 	return false
 }
 
-func runCase(ctx context.Context, o *Options, ln *endpoint.Listener, tc Case) (row Row) {
+func runCase(ctx context.Context, o *Options, ln *endpoint.Listener, tc Case, run int) (row Row) {
 	row = Row{ID: tc.ID, Clause: tc.Clause, Sent: tc.Sent, Expected: tc.expect.String()}
+	start := time.Now()
+	defer func() { row.Seconds = time.Since(start).Seconds() }()
 	if tc.mpa != nil {
 		row.Got, row.Verdict, row.Reason = tc.mpa(ctx, o, ln)
 		return row
 	}
 	cfg := o.Config
+	if o.PcapDir != "" && ln == nil {
+		name := tc.ID
+		if o.Repeat > 0 {
+			name = fmt.Sprintf("%s-%d", tc.ID, run)
+		}
+		path := filepath.Join(o.PcapDir, name+".pcap")
+		capt, closeCap, err := newCaseCapture(path)
+		if err != nil {
+			row.Verdict, row.Reason, row.Got = Error, "capture: "+err.Error(), "n/a"
+			return row
+		}
+		defer closeCap()
+		cfg.Capture, row.Pcap = capt, path
+	}
 	if tc.ID == "mpa-rtr-missing" && !cfg.PeerToPeer {
 		row.Verdict, row.Reason = Skip, "peer-to-peer not selected (use --p2p)"
 		return row
 	}
 	c, err := open(ctx, o, ln, cfg, tc.ID == "mpa-rtr-missing")
 	if err != nil {
-		row.Verdict, row.Reason, row.Got = Fail, "connecting: "+err.Error(), "no connection"
+		row.Verdict, row.Reason, row.Got = Error, "connecting: "+err.Error(), "no connection"
 		return row
 	}
 	defer c.close()
+	defer func() {
+		if ti := c.qp.Terminate(); ti != nil && !ti.Local {
+			row.Terminate = hex.EncodeToString(termOctets(&ti.Header))
+		}
+	}()
 	if tc.needSTag {
 		if err := c.learn(ctx); err != nil {
 			row.Verdict, row.Reason, row.Got = Skip, "no STag learned: "+err.Error(), "n/a"
@@ -411,7 +539,7 @@ func runCase(ctx context.Context, o *Options, ln *endpoint.Listener, tc Case) (r
 		return row
 	}
 	if err != nil {
-		row.Verdict, row.Reason, row.Got = Fail, "posting: "+err.Error(), "n/a"
+		row.Verdict, row.Reason, row.Got = Error, "posting: "+err.Error(), "n/a"
 		return row
 	}
 	re := reaction{kind: "ok"}
@@ -430,6 +558,35 @@ func runCase(ctx context.Context, o *Options, ln *endpoint.Listener, tc Case) (r
 		}
 	}
 	return row
+}
+
+// termOctets is a received Terminate's header as on the wire (RFC 5040
+// §4.8): the control word, the DDP Segment Length and the copied DDP and
+// RDMAP headers, whichever it carried.
+func termOctets(t *decode.Terminate) []byte {
+	b := append([]byte(nil), t.Raw[:]...)
+	if t.HasSegLen {
+		b = binary.BigEndian.AppendUint16(b, t.DDPSegmentLength)
+	}
+	b = append(b, t.TermDDPRaw...)
+	return append(b, t.TermRDMARaw...)
+}
+
+// newCaseCapture starts a pcap file at path; the func flushes and closes it.
+func newCaseCapture(path string) (*endpoint.Capture, func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := endpoint.NewCapture(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return c, func() {
+		c.Flush()
+		f.Close()
+	}, nil
 }
 
 // open makes the case's connection.
@@ -621,8 +778,14 @@ func Serve(ctx context.Context, ln *endpoint.Listener, o rping.Options, logf fun
 	for {
 		req, err := ln.Accept(ctx)
 		if err != nil {
-			var me *endpoint.MPAError
-			if errors.As(err, &me) {
+			// One connection's failure (closed, silent past the MPA
+			// deadline, a bad Request) is logged; only the listener's
+			// own error ends Serve.
+			var ce *endpoint.ConnError
+			if errors.As(err, &ce) {
+				if logf != nil {
+					logf("%v", err)
+				}
 				continue
 			}
 			if ctx.Err() != nil {

@@ -67,7 +67,7 @@ func TestV1RetryAfterAbort(t *testing.T) {
 func runCaseOn(ctx context.Context, t *testing.T, o *Options, ln *endpoint.Listener) Row {
 	for _, tc := range Cases() {
 		if tc.ID == o.Only[0] {
-			return runCase(ctx, o, ln, tc)
+			return runCase(ctx, o, ln, tc, 1)
 		}
 	}
 	t.Fatalf("no case %s", o.Only[0])

@@ -18,7 +18,9 @@ package perf
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"sync/atomic"
@@ -100,6 +102,9 @@ type Options struct {
 	// Final marks the last run of a sweep, so that a server that serves
 	// one sweep ends after it. Sweep sets it; a single Run always does.
 	Final bool
+	// Log, for ServePerftest, gets one line per connection passed over
+	// before the client's (closed or silent during the MPA exchange).
+	Log   io.Writer
 	sweep uint64
 }
 
@@ -508,6 +513,7 @@ func (p *peer) activeBW(ctx context.Context, o *Options, rem advert, c *clock) (
 	case SendBW:
 		// The passive side credits every Depth receives it reposts.
 		sent, credited := 0, 0
+		last := -1 // the WRID of the signaled Send that ends the run
 		wrs := make([]endpoint.SendWR, 0, o.PostList)
 		for c.more(sent) {
 			for c.more(sent) && sent-credited < o.Depth {
@@ -516,8 +522,12 @@ func (p *peer) activeBW(ctx context.Context, o *Options, rem advert, c *clock) (
 					n = min(n, o.Iters-sent)
 				}
 				wrs = wrs[:0]
-				for i := 0; i < n; i++ {
-					wrs = append(wrs, endpoint.SendWR{Opcode: endpoint.OpSend, SGL: []endpoint.SGE{p.buf.SGE(0, o.Size)}})
+				for i := sent; i < sent+n; i++ {
+					wr := endpoint.SendWR{Opcode: endpoint.OpSend, SGL: []endpoint.SGE{p.buf.SGE(0, o.Size)}}
+					if c.end.IsZero() && !c.forever && i == o.Iters-1 {
+						wr.WRID, wr.Signaled, last = uint64(i), true, i
+					}
+					wrs = append(wrs, wr)
 				}
 				if _, err := p.qp.PostSend(wrs...); err != nil {
 					return s, err
@@ -538,6 +548,31 @@ func (p *peer) activeBW(ctx context.Context, o *Options, rem advert, c *clock) (
 				p.prog.Store(int64(credited))
 			}
 		}
+		// A posted Send is only queued: the clock stops at the last
+		// one's completion, as write_bw's does (a Send Queue's work
+		// requests complete in order). A run that ended on time closes
+		// with a signaled zero-length Send (the passive side keeps
+		// 2×Depth receives, Depth of them beyond the credits).
+		if last < 0 {
+			last = sent
+			if _, err := p.qp.PostSend(endpoint.SendWR{WRID: uint64(last), Opcode: endpoint.OpSend, Signaled: true}); err != nil {
+				return s, err
+			}
+		}
+		for {
+			wc, err := p.next(ctx, p.to)
+			if err != nil {
+				return s, err
+			}
+			if wc.Opcode == endpoint.OpRecv {
+				p.repost(wc)
+				continue
+			}
+			if int(wc.WRID) == last {
+				break
+			}
+		}
+		tl = append(tl, mark{time.Now(), sent})
 		s.Iters = sent
 	}
 	s.Elapsed = time.Since(start)
@@ -552,7 +587,7 @@ func (p *peer) activeBW(ctx context.Context, o *Options, rem advert, c *clock) (
 func (p *peer) passive(ctx context.Context, o *Options, rem advert) (stats, error) {
 	n := 0
 	for {
-		wc, err := p.waitRecv(ctx, 0)
+		wc, err := p.waitActive(ctx)
 		if err != nil {
 			return stats{}, err
 		}
@@ -576,6 +611,26 @@ func (p *peer) passive(ctx context.Context, o *Options, rem advert) (stats, erro
 				return stats{}, err
 			}
 		}
+	}
+}
+
+// waitActive is the passive side's wait for its next receive: as long as
+// the active side sends anything (a write_bw run completes no receive
+// here until its end), and at most the timeout after its last FPDU, so
+// that a client that asked for a run and went silent does not hold its
+// connection, and its share of the server's limits, for ever.
+func (p *peer) waitActive(ctx context.Context) (endpoint.WorkCompletion, error) {
+	seen := p.qp.Counters().RxFPDUs
+	for {
+		wc, err := p.waitRecv(ctx, p.to)
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return wc, err
+		}
+		now := p.qp.Counters().RxFPDUs
+		if now == seen {
+			return wc, fmt.Errorf("perf: nothing from the peer in %v", p.to)
+		}
+		seen = now
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -267,7 +268,7 @@ func ServePerftest(ctx context.Context, l *endpoint.Listener, o Options) (Result
 	}
 	defer r.close()
 	o = r.o
-	req, err := l.Accept(ctx)
+	req, err := acceptClient(ctx, l, o.Log)
 	if err != nil {
 		return r.res, err
 	}
@@ -377,4 +378,31 @@ func (p *peer) echo(ctx context.Context, n int) error {
 		}
 	}
 	return nil
+}
+
+// ListenerError is the listener's own failure (closed, its socket
+// failed, ctx ended): a server cannot go on after it.
+type ListenerError struct{ Err error }
+
+func (e *ListenerError) Error() string { return "perf: listening: " + e.Err.Error() }
+func (e *ListenerError) Unwrap() error { return e.Err }
+
+// acceptClient waits for a client's first connection, passing over the
+// connections that fail before their MPA Request (a port scan, a silent
+// one past the MPA deadline, a bad Request), each logged to log.
+func acceptClient(ctx context.Context, l *endpoint.Listener, log io.Writer) (*endpoint.ConnRequest, error) {
+	for {
+		req, err := l.Accept(ctx)
+		var ce *endpoint.ConnError
+		if errors.As(err, &ce) {
+			if log != nil {
+				fmt.Fprintf(log, "iwperf: %v\n", err)
+			}
+			continue
+		}
+		if err != nil {
+			return nil, &ListenerError{err}
+		}
+		return req, nil
+	}
 }

@@ -59,11 +59,7 @@ func Banner(w io.Writer, r Result) {
 	fmt.Fprintf(w, " MPA revision    : %d\t\tCRC            : %s\n", p.Rev, onOff(p.CRC))
 	fmt.Fprintf(w, " Markers tx/rx   : %s/%s\t\tPeer-to-peer   : %s\n", onOff(p.MarkersTx), onOff(p.MarkersRx), onOff(p.PeerToPeer))
 	fmt.Fprintf(w, " IRD / ORD       : %d / %d\n", p.IRD, p.ORD)
-	ex := "MPA Private Data"
-	if r.Exchange != "" {
-		ex = r.Exchange + ", rdma_cm control QP"
-	}
-	fmt.Fprintf(w, " Data ex. method : %s\n", ex)
+	fmt.Fprintf(w, " Data ex. method : %s\n", r.exchangeMethod())
 	fmt.Fprint(w, Line)
 	fmt.Fprintf(w, " local address: %s QPN 0x%04x STag 0x%08x VAddr 0x%012x\n", r.Local.Addr, r.Local.QPN, r.Local.STag, r.Local.VAddr)
 	fmt.Fprintf(w, " remote address: %s STag 0x%08x VAddr 0x%012x\n", r.Remote.Addr, r.Remote.STag, r.Remote.VAddr)
@@ -140,6 +136,15 @@ func JSONRow(test string, r Row, gbits bool) map[string]any {
 
 func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
 
+// exchangeMethod is how the sides exchanged their buffers: the banner's
+// "Data ex. method", the JSON's Data_ex_method.
+func (r Result) exchangeMethod() string {
+	if r.Exchange != "" {
+		return r.Exchange + ", rdma_cm control QP"
+	}
+	return "MPA Private Data"
+}
+
 // JSON builds the --out_json document of one run or of a sweep's runs.
 func JSON(rs []Result, gbits bool) []byte {
 	if len(rs) == 0 {
@@ -149,7 +154,7 @@ func JSON(rs []Result, gbits bool) []byte {
 	p := r.Params
 	info := map[string]any{"test": r.title(), "Number_of_qps": r.QPs, "Transport_type": "iWARP",
 		"Connection_type": "RC", "Using_SRQ": "OFF", "TX_depth": r.Depth, "Mtu": p.MULPDU, "Link_type": "Ethernet",
-		"Data_ex_method": "MPA Private Data", "MPA_revision": p.Rev, "CRC": onOff(p.CRC),
+		"Data_ex_method": r.exchangeMethod(), "MPA_revision": p.Rev, "CRC": onOff(p.CRC),
 		"Markers_tx": onOff(p.MarkersTx), "Markers_rx": onOff(p.MarkersRx), "Peer_to_peer": onOff(p.PeerToPeer),
 		"IRD": p.IRD, "ORD": p.ORD}
 	if IsBW(r.Test) {

@@ -2,6 +2,7 @@ package perf
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -61,4 +62,22 @@ func TestFormatGolden(t *testing.T) {
 	sw := []Result{fixedResult(WriteBW), fixedResult(WriteBW)}
 	sw[1].Row.Size = 131072
 	golden(t, "json-sweep-gbits.golden", JSON(sw, true))
+}
+
+// Under --perftest the JSON names perftest's exchange, as the banner
+// does, not iwkit's MPA Private Data (issue 31, broken item 4).
+func TestJSONExchangeMethod(t *testing.T) {
+	r := fixedResult(WriteBW)
+	r.Exchange = "perftest 6.06"
+	var doc struct {
+		TestInfo map[string]any `json:"test_info"`
+	}
+	if err := json.Unmarshal(JSON([]Result{r}, false), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	r.Format(&b, false)
+	if got := doc.TestInfo["Data_ex_method"]; got != "perftest 6.06, rdma_cm control QP" || !bytes.Contains(b.Bytes(), []byte("Data ex. method : perftest 6.06, rdma_cm control QP")) {
+		t.Fatalf("Data_ex_method %q; banner:\n%s", got, b.String())
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/iwkit/iwkit/endpoint"
@@ -74,6 +75,8 @@ type Server struct {
 
 	// stressHook sees each stress region before it is registered (tests).
 	stressHook func(region []byte)
+
+	connErrs atomic.Int64 // connections refused or failed before a run
 
 	mu     sync.Mutex
 	conns  int
@@ -148,6 +151,11 @@ func (s *Server) logf(format string, a ...any) {
 	}
 }
 
+// ConnErrors is how many connections the server gave up on before a run:
+// closed or silent during the MPA exchange (Config.Timeout bounds it),
+// a bad Request, not an iwperf client, or refused by the limits.
+func (s *Server) ConnErrors() int64 { return s.connErrs.Load() }
+
 // Serve accepts iwperf clients from l, each connection in its own
 // goroutine. It returns when ctx ends, or, unless persistent, after the
 // first client's last run (with that run's error).
@@ -169,8 +177,12 @@ func (s *Server) Serve(ctx context.Context, l *endpoint.Listener, persistent boo
 	for {
 		req, err := l.Accept(ctx)
 		if err != nil {
-			var me *endpoint.MPAError
-			if errors.As(err, &me) {
+			// One connection's failure (closed, silent past the MPA
+			// deadline, a bad Request) is that connection's: log it
+			// and go on. Only the listener's own error ends Serve.
+			var ce *endpoint.ConnError
+			if errors.As(err, &ce) {
+				s.connErrs.Add(1)
 				s.logf("iwperf: %v", err)
 				continue
 			}
@@ -182,11 +194,13 @@ func (s *Server) Serve(ctx context.Context, l *endpoint.Listener, persistent boo
 		}
 		var r request
 		if err := json.Unmarshal(req.PrivateData, &r); err != nil || r.Magic != magic {
+			s.connErrs.Add(1)
 			req.Reject([]byte("iwperf: refused: not an iwperf client (or another version)"))
 			s.logf("iwperf: %v: refused: Private Data %.40q is not an iwperf request", req.RemoteAddr(), req.PrivateData)
 			continue
 		}
 		if err := s.admit(&r); err != nil {
+			s.connErrs.Add(1)
 			req.Reject([]byte(err.Error()))
 			s.logf("iwperf: %v: %v", req.RemoteAddr(), err)
 			continue

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math/bits"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -260,7 +261,9 @@ func stressConn(ctx context.Context, dial Dialer, o *StressOptions, run uint64, 
 	var seq uint64
 	touched := map[int]bool{} // words an atomic targeted
 	size := func() int {
-		return min(o.MaxSize, 1+rng.IntN(1<<rng.IntN(17))) // log-uniform-ish 1 .. 64 Ki
+		// Log-uniform-ish from 1 to MaxSize: the same draws as with
+		// the default 64 Ki for a seed, beyond it for a larger -s.
+		return min(o.MaxSize, 1+rng.IntN(1<<rng.IntN(bits.Len(uint(o.MaxSize)))))
 	}
 	lost := func(err error) {
 		if ti := p.qp.Terminate(); ti != nil && !ti.Local {

@@ -109,3 +109,29 @@ func TestStressLimits(t *testing.T) {
 		t.Fatalf("%v %q", sum.Errors, errs)
 	}
 }
+
+// Stress sends messages up to what -s says, not at most 64 KiB (issue
+// 31, broken item 4).
+func TestStressHonoursMaxSize(t *testing.T) {
+	ts := startServer(t, false, Limits{}, &endpoint.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	largest := 0
+	const maxSize = 1 << 20
+	sum, err := RunStress(ctx, TCPDialer(ts.addr), StressOptions{Seed: 7, Conns: 2, Window: 4, MaxSize: maxSize, Ops: 200,
+		trace: func(c int, op endpoint.Opcode, size, off int) {
+			mu.Lock()
+			largest = max(largest, size)
+			mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.TotalErrors() != 0 {
+		t.Fatalf("errors: %v", sum.Errors)
+	}
+	if largest <= 64<<10 || largest > maxSize {
+		t.Fatalf("largest message %d octets with -s %d", largest, maxSize)
+	}
+}

@@ -96,6 +96,10 @@ type Options struct {
 	Validate bool
 	// Verbose, when set, gets rping -v style lines.
 	Verbose io.Writer
+	// Log, when set, gets one line per connection a server gave up on
+	// (closed or silent during the MPA exchange, a bad Request, a ping
+	// that failed); the server goes on with the next.
+	Log io.Writer
 	// Config is the MPA configuration.
 	Config endpoint.Config
 	// Device to use; nil opens one.
@@ -324,6 +328,12 @@ func Client(ctx context.Context, addr string, o Options) (Result, error) {
 	return res, nil
 }
 
+func (o *Options) logConn(format string, a ...any) {
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, format+"\n", a...)
+	}
+}
+
 // Serve accepts connections from l one after another and serves each
 // (like rping -s -P when count is 0); it returns after the first
 // connection unless persistent is set.
@@ -331,8 +341,12 @@ func Serve(ctx context.Context, l *endpoint.Listener, o Options, persistent bool
 	for {
 		req, err := l.Accept(ctx)
 		if err != nil {
-			var me *endpoint.MPAError
-			if errors.As(err, &me) {
+			// A connection closed, silent past the MPA deadline or
+			// with a bad Request is that connection's failure; only
+			// the listener's own error ends Serve.
+			var ce *endpoint.ConnError
+			if errors.As(err, &ce) {
+				o.logConn("%v", err)
 				continue
 			}
 			return Result{}, err
@@ -340,6 +354,9 @@ func Serve(ctx context.Context, l *endpoint.Listener, o Options, persistent bool
 		res, err := ServeRequest(ctx, req, o)
 		if !persistent {
 			return res, err
+		}
+		if err != nil {
+			o.logConn("rping: %v: %v", req.RemoteAddr(), err)
 		}
 	}
 }
