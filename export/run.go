@@ -2,6 +2,7 @@ package export
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -24,6 +25,9 @@ type Config struct {
 	// Progress, when set, hears of the octets read, from every job
 	// (called concurrently).
 	Progress func(octets int)
+	// Tags, Replace and SkipExisting are Options' (capture identity).
+	Tags                  []string
+	Replace, SkipExisting bool
 }
 
 // Result is the outcome of one set.
@@ -32,6 +36,8 @@ type Result struct {
 	Counts Counts
 	Report *analyze.Report
 	Err    error
+	// Skipped: SkipExisting found the same content committed.
+	Skipped bool
 }
 
 // Export runs the pipeline over one capture set and writes its tables.
@@ -52,7 +58,11 @@ func Export(set Set, cfg Config) Result {
 		return res
 	}
 	defer src.Close()
-	e, err := New(Options{Dir: cfg.Dir, Capture: set.Capture, Files: set.Files})
+	e, err := New(Options{Dir: cfg.Dir, Capture: set.Capture, Files: set.Files, Tags: cfg.Tags, Replace: cfg.Replace, SkipExisting: cfg.SkipExisting})
+	if errors.Is(err, ErrExists) {
+		res.Skipped = true
+		return res
+	}
 	if err != nil {
 		res.Err = err
 		return res
@@ -61,6 +71,7 @@ func Export(set Set, cfg Config) Result {
 	w := bufio.NewWriter(io.Discard) // the export writes nothing in line
 	rep, derr := analyze.Run(src, acfg, w, func(int, *analyze.Out) analyze.Consumer { return e })
 	res.Report = rep
+	e.ReadError(derr)
 	res.Counts, err = e.Finish(rep)
 	switch {
 	case err != nil:

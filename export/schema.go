@@ -250,6 +250,15 @@ var Captures = newTable("captures", "one row per exported capture set: its files
 		{Name: "findings", Type: Int64, Desc: "rows in findings"},
 		{Name: "exported_at", Type: Time, Desc: "when the export finished"},
 		{Name: "commands", Type: Int64, Desc: "rows in commands"},
+		{Name: "commit_id", Type: String, Desc: "the commit this row records: every table's part of the set is part-<commit_id>.parquet; of a set's commits the greatest is the live one (README \"The export: layout\")"},
+		{Name: "writer", Type: String, Desc: "the writer that made the commit (its temporary files were .part-<writer>.parquet.tmp)"},
+		{Name: "host", Type: String, Desc: "host name of the machine that wrote it"},
+		{Name: "iwkit_version", Type: String, Desc: "iwkit module version and VCS revision of the writer"},
+		{Name: "content_hash", Type: String, Desc: "sha256:<hex> of the files' octets, concatenated in order (sha256sum of one file); the capture set's identity"},
+		{Name: "paths", Type: Strings, Desc: "the capture files as absolute paths on host"},
+		{Name: "tags", Type: Strings, Desc: "iwdump --tag KEY=VALUE, in order given (iwsql adds a column tag_KEY for each KEY)"},
+		{Name: "truncated", Type: Bool, Desc: "reading stopped early: a damaged or truncated file (the rows before the damage are exported)"},
+		{Name: "error", Type: String, Optional: true, Desc: "the read error that stopped it"},
 	})
 
 // Tables lists the exported tables, in the order the README shows them.
