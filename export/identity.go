@@ -18,7 +18,14 @@ import (
 // ContentHash is a capture set's identity: "sha256:" and the SHA-256 of
 // its files' octets concatenated in order (for one file, what sha256sum
 // prints). The files are read as stored (a .gz is hashed compressed).
+// A set with a file that is not a regular file (a pipe: reading it would
+// consume it) has no hash: "".
 func ContentHash(files []string) (string, error) {
+	for _, name := range files {
+		if st, err := os.Stat(name); err == nil && !st.Mode().IsRegular() {
+			return "", nil
+		}
+	}
 	h := sha256.New()
 	for _, name := range files {
 		f, err := os.Open(name)
@@ -112,7 +119,7 @@ func checkName(o *Options, hash string) error {
 		return err // an unreadable record is replaced: iwsql check lists it
 	}
 	old, _ := rec["content_hash"].(string)
-	if old == hash {
+	if old == hash && hash != "" {
 		if o.SkipExisting {
 			return ErrExists
 		}
@@ -127,7 +134,10 @@ func checkName(o *Options, hash string) error {
 	}
 	host, _ := rec["host"].(string)
 	if old == "" {
-		old = "no content hash (exported before iwkit recorded one)"
+		old = "no content hash (exported from a pipe, or before iwkit recorded one)"
+	}
+	if hash == "" {
+		hash = "no content hash: not a regular file"
 	}
 	return fmt.Errorf("export: capture %q: %w: %s from %s on %q (this: %s); give another --name, or --replace",
 		o.Capture, ErrNameTaken, old, strings.Join(files, ", "), host, hash)
