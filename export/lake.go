@@ -307,3 +307,83 @@ func boolCmp(a, b bool) int {
 	}
 	return -1
 }
+
+// Problem is something iwsql check found in an export directory.
+type Problem struct {
+	Kind    string // "duplicate", "unfinished", "orphan", "unreadable"
+	Capture string
+	Path    string
+	Detail  string
+	Fixed   string // with repair: "removed", "quarantined", or "" (not fixed)
+}
+
+// CheckDir lists the problems of every capture set in dir: duplicate
+// (a part of a commit older than the live one: a retried or merged
+// export), unfinished (a part of a commit with no record, older than
+// orphanGrace: a writer died between its renames), orphan (a temporary
+// file whose writer is gone) and unreadable (a live part that is not a
+// whole Parquet file). With repair, duplicates, unfinished parts and
+// orphans are removed, and an unreadable part is moved to
+// DIR/.quarantine/<table>/capture=NAME/ (all the parts of its commit when
+// it is the commit record), where no query reaches it.
+func CheckDir(dir string, repair bool) []Problem {
+	var out []Problem
+	now := time.Now()
+	for _, c := range Selector("").Captures(dir) {
+		s := ScanCapture(dir, c)
+		live := s.Live()
+		for _, t := range Tables {
+			if live == "" || !slices.Contains(s.Parts[t], live) {
+				continue
+			}
+			p := PartPath(dir, t, c, live)
+			err := CheckPart(p)
+			if err == nil {
+				continue
+			}
+			pr := Problem{Kind: "unreadable", Capture: c, Path: p, Detail: err.Error()}
+			if repair {
+				move := []*Table{t}
+				if t == Captures {
+					move = Tables
+				}
+				for _, m := range move {
+					if quarantine(dir, m, c, live) == nil && m == t {
+						pr.Fixed = "quarantined"
+					}
+				}
+			}
+			out = append(out, pr)
+		}
+		if repair {
+			s = ScanCapture(dir, c)
+		}
+		g := s.garbage(dir, now)
+		for _, l := range []struct {
+			kind, detail string
+			paths        []string
+		}{{"duplicate", "older than the live commit " + s.Live(), g.Older}, {"unfinished", "a commit with no record", g.Unfinished}, {"orphan", "its writer is gone", g.Orphans}} {
+			for _, p := range l.paths {
+				out = append(out, Problem{Kind: l.kind, Capture: c, Path: p, Detail: l.detail})
+			}
+		}
+		if repair {
+			gone := Collect(dir, c)
+			for i := range out {
+				if out[i].Capture == c && slices.Contains(gone, out[i].Path) {
+					out[i].Fixed = "removed"
+				}
+			}
+		}
+	}
+	return out
+}
+
+// quarantine moves table t's part id of set c under DIR/.quarantine.
+func quarantine(dir string, t *Table, c, id string) error {
+	to := filepath.Join(dir, quarantineDir, t.Name, "capture="+c)
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return err
+	}
+	return os.Rename(PartPath(dir, t, c, id), filepath.Join(to, "part-"+id+".parquet"))
+}
