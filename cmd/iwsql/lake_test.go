@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"os"
@@ -49,14 +50,17 @@ func copyDir(t *testing.T, from, to string) {
 	})
 }
 
-// answers are iwsql's answers to questions that double counting changes.
-func answers(t *testing.T, args ...string) string {
-	t.Helper()
-	q := `SELECT (SELECT count(*) FROM captures) AS captures, (SELECT sum(frames) FROM captures) AS frames,
+// answersQuery asks questions that double counting changes.
+const answersQuery = `SELECT (SELECT count(*) FROM captures) AS captures, (SELECT sum(frames) FROM captures) AS frames,
 	  (SELECT count(*) FROM connections) AS connections, (SELECT count(*) FROM pdus) AS pdus,
 	  (SELECT count(*) FROM operations) AS operations, (SELECT count(*) FROM findings) AS findings,
 	  (SELECT count(*) FROM commands) AS commands,
 	  (SELECT string_agg(capture || ':' || n, ',' ORDER BY capture) FROM (SELECT capture, count(*) AS n FROM pdus GROUP BY capture)) AS per_set`
+
+// answers are iwsql's answers to answersQuery.
+func answers(t *testing.T, args ...string) string {
+	t.Helper()
+	q := answersQuery
 	var stdout, stderr bytes.Buffer
 	if code := run(append(append([]string{"-o", "json"}, args...), q), nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("iwsql %v: exit %d: %s", args, code, stderr.String())
@@ -84,6 +88,10 @@ func TestMergedExports(t *testing.T) {
 	want, got := answers(t, one), answers(t, merged)
 	if got != want {
 		t.Errorf("merged directories answer\n%s\none machine\n%s", got, want)
+	}
+	// The README's SQL for other engines (DuckDB's here) agrees.
+	if got := contractAnswers(t, merged); got != want {
+		t.Errorf("the README's SQL contract answers\n%s\nwant\n%s", got, want)
 	}
 	// iwsql check names the duplicate, --repair removes it, answers stay.
 	var out bytes.Buffer
@@ -207,4 +215,42 @@ func TestTagsAndMaps(t *testing.T) {
 	if got["tag_site"] != "lab1" || got["tag_sensor"] != "s2" || m["a"] != 1.0 || m["b"] != 2.0 || s["k"] != "v" {
 		t.Errorf("%s", stdout.String())
 	}
+}
+
+// contractAnswers runs answersQuery over views made as the README's SQL
+// contract says (the block between lake-sql markers, DIR replaced, its
+// pdus view made for every table).
+func contractAnswers(t *testing.T, dir string) string {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, _ := strings.Cut(string(readme), "<!-- lake-sql:begin -->\n```sql\n")
+	block, _, ok := strings.Cut(block, "```\n<!-- lake-sql:end -->")
+	live, view, ok2 := strings.Cut(block, ";\n")
+	if !ok || !ok2 || !strings.Contains(view, "VIEW pdus") {
+		t.Fatal("README has no lake-sql block")
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	stmts := []string{strings.ReplaceAll(live, "DIR/", dir+"/")}
+	for _, tb := range export.Tables {
+		v := strings.ReplaceAll(view, "VIEW pdus", "VIEW "+tb.Name)
+		stmts = append(stmts, strings.ReplaceAll(v, "DIR/pdus/", dir+"/"+tb.Name+"/"))
+	}
+	for _, st := range stmts {
+		if _, err := db.Exec(st); err != nil {
+			t.Fatalf("%v\n%s", err, st)
+		}
+	}
+	var out bytes.Buffer
+	if err := query(db, answersQuery, "json", &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
 }
