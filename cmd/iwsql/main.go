@@ -166,6 +166,10 @@ func createViews(db *sql.DB, dir string, sel export.Selector, stderr io.Writer) 
 // tagColumns makes the captures view (query q) again with a column
 // tag_KEY for each tag key its rows have.
 func tagColumns(db *sql.DB, q string) error {
+	var has int
+	if err := db.QueryRow("SELECT count(*) FROM (DESCRIBE captures) WHERE column_name = 'tags'").Scan(&has); err != nil || has == 0 {
+		return err // parts written before tags
+	}
 	rows, err := db.Query(export.TagKeysSQL)
 	if err != nil {
 		return err
