@@ -253,10 +253,17 @@ func TestCaptureIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _ := ContentHash([]string{a})
+	empty := filepath.Join(t.TempDir(), "empty")
+	os.WriteFile(empty, nil, 0o644)
+	// XXH128 of no octets, xxhsum -H2's canonical form (xxHash's
+	// sanity test vector).
+	if h, err := ContentHash([]string{empty}); h != "xxh3-128:99aa06d3014798d86001c324468d497f" {
+		t.Errorf("hash of nothing %s %v", h, err)
+	}
 	abs, _ := filepath.Abs(a)
 	host, _ := os.Hostname()
 	if rec["content_hash"] != want || !slices.Equal(rec["paths"].([]string), []string{abs}) || rec["host"] != host ||
-		!slices.Equal(rec["tags"].([]string), []string{"site=lab1"}) || rec["truncated"] != false || !strings.HasPrefix(want, "sha256:") {
+		!slices.Equal(rec["tags"].([]string), []string{"site=lab1"}) || rec["truncated"] != false || !strings.HasPrefix(want, "xxh3-128:") {
 		t.Errorf("record %v", rec)
 	}
 	r := Export(Set{Capture: "trace", Files: []string{b}}, Config{Dir: dir})

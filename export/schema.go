@@ -254,7 +254,7 @@ var Captures = newTable("captures", "one row per exported capture set: its files
 		{Name: "writer", Type: String, Desc: "the writer that made the commit (its temporary files were .part-<writer>.parquet.tmp)"},
 		{Name: "host", Type: String, Desc: "host name of the machine that wrote it"},
 		{Name: "iwkit_version", Type: String, Desc: "iwkit module version and VCS revision of the writer"},
-		{Name: "content_hash", Type: String, Desc: "sha256:<hex> of the files' octets, concatenated in order (sha256sum of one file); the capture set's identity"},
+		{Name: "content_hash", Type: String, Desc: "xxh3-128:<hex>, the XXH3 128-bit hash of the files' octets concatenated in order (xxhsum -H2 of one file; empty for a pipe); the capture set's identity"},
 		{Name: "paths", Type: Strings, Desc: "the capture files as absolute paths on host"},
 		{Name: "tags", Type: Strings, Desc: "iwdump --tag KEY=VALUE, in order given (iwsql adds a column tag_KEY for each KEY)"},
 		{Name: "truncated", Type: Bool, Desc: "reading stopped early: a damaged or truncated file (the rows before the damage are exported)"},
