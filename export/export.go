@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/iwkit/iwkit/analyze"
+	"github.com/iwkit/iwkit/communityid"
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
@@ -102,6 +103,7 @@ type Exporter struct {
 	// the commands row's findings; codes the list of one row.
 	recent map[uint64][]recentFinding
 	codes  []string
+	cids   map[uint64]string // community_id by connection
 
 	frames              int64
 	firstTime, lastTime time.Time
@@ -432,6 +434,7 @@ func (e *Exporter) operation(r *analyze.Record) {
 	for range 9 { // the Terminate columns
 		w.null()
 	}
+	e.communityID(w, r)
 	e.emit(Operations, w)
 }
 
@@ -465,7 +468,26 @@ func (e *Exporter) terminate(r *analyze.Record) {
 	}
 	w.str(t.Verdict.String())
 	w.strOrNull(t.Reason)
+	e.communityID(w, r)
 	e.emit(Operations, w)
+}
+
+// communityID writes the community_id column of a row about r's
+// connection (NULL without one), made once per connection.
+func (e *Exporter) communityID(w *row, r *analyze.Record) {
+	if r.Conn == nil {
+		w.null()
+		return
+	}
+	id, ok := e.cids[r.Conn.ID]
+	if !ok {
+		if e.cids == nil {
+			e.cids = map[uint64]string{}
+		}
+		id = communityid.V1(0, communityid.ProtoTCP, r.Conn.Addr[0], r.Conn.Addr[1])
+		e.cids[r.Conn.ID] = id
+	}
+	w.str(id)
 }
 
 // recentFinding is a finding a command row may list.
@@ -545,6 +567,7 @@ func (e *Exporter) command(r *analyze.Record) {
 		}
 	}
 	w.strs(e.codes)
+	e.communityID(w, r)
 	e.emit(Commands, w)
 }
 
@@ -624,6 +647,7 @@ func (e *Exporter) connections(rep *analyze.Report) {
 		w.u64(nf)
 		w.strOrNull(ci.closed)
 		w.frameOrNull(ci.closeFrame)
+		w.str(communityid.V1(0, communityid.ProtoTCP, ci.addr[0], ci.addr[1]))
 		e.emit(Connections, w)
 	}
 }

@@ -3,7 +3,9 @@ package export
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/iwkit/iwkit/analyze"
+	"github.com/iwkit/iwkit/communityid"
 )
 
 // The child processes of the kill tests: the test binary run again with
@@ -327,5 +330,41 @@ func TestCheckPart(t *testing.T) {
 		if err := CheckPart(p); !errors.Is(err, ErrUnreadable) {
 			t.Errorf("cut at %d: %v", n, err)
 		}
+	}
+}
+
+// TestCommunityIDColumns: connections, operations and commands rows
+// carry their connection's Community ID v1 (communityid's test vectors
+// check the hash itself).
+func TestCommunityIDColumns(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"../testdata/siw/term_read_badstag.pcap", "../testdata/ulp/nvme_rw.pcap"} {
+		if _, err := os.Stat(f); err == nil {
+			exportOne(t, f, dir)
+		}
+	}
+	byConn := map[string]string{}
+	for _, c := range readAll(t, dir, Connections) {
+		a, b := netip.MustParseAddrPort(c["initiator"].(string)), netip.MustParseAddrPort(c["responder"].(string))
+		want := communityid.V1(0, communityid.ProtoTCP, a, b)
+		if c["community_id"] != want {
+			t.Errorf("connection %v: community_id %v, want %s", c["conn"], c["community_id"], want)
+		}
+		byConn[fmt.Sprint(c["capture"], c["conn"])] = want
+	}
+	n := 0
+	for _, tb := range []*Table{Operations, Commands} {
+		for _, r := range readAll(t, dir, tb) {
+			if r["conn"] == nil {
+				continue
+			}
+			n++
+			if want := byConn[fmt.Sprint(r["capture"], r["conn"])]; r["community_id"] != want {
+				t.Errorf("%s row %v: community_id %v, want %s", tb.Name, r, r["community_id"], want)
+			}
+		}
+	}
+	if n == 0 || len(byConn) == 0 {
+		t.Errorf("%d rows, %d connections", n, len(byConn))
 	}
 }

@@ -144,6 +144,7 @@ var Operations = newTable("operations", "RDMA operations (Writes, Sends, Reads w
 		{Name: "blamed_opcode", Type: String, Optional: true, Desc: "Terminate: opcode of that segment"},
 		{Name: "verdict", Type: String, Optional: true, Desc: "Terminate: whether the capture supports the blame (consistent, plausible, inconsistent, unmatched, unknown, no header)"},
 		{Name: "verdict_reason", Type: String, Optional: true, Desc: "Terminate: why the verdict"},
+		{Name: "community_id", Type: String, Optional: true, Desc: "the connection's Community ID v1 (seed 0, TCP), as Zeek, Suricata and Arkime write it: joins with their flow records"},
 	}))
 
 // dirCols are the per-direction columns of connections, prefixed i2r_
@@ -202,6 +203,7 @@ var Connections = newTable("connections", "one row per iWARP connection: address
 		{Name: "findings", Type: Uint64, Desc: "findings raised on the connection"},
 		{Name: "closed", Type: String, Optional: true, Desc: "how it ended: fin, rst, idle, end (of capture), evicted, reused"},
 		{Name: "close_frame", Type: Int64, Optional: true, Desc: "frame that closed it"},
+		{Name: "community_id", Type: String, Optional: false, Desc: "the connection's Community ID v1 (seed 0, TCP), as Zeek, Suricata and Arkime write it: joins with their flow records"},
 	}))
 
 // Commands: the storage-protocol commands, one row per command answered
@@ -235,6 +237,7 @@ var Commands = newTable("commands", "storage-protocol commands (NVMe-oF, iSCSI o
 		{Name: "start_time", Type: Time, Desc: "time of that frame"},
 		{Name: "latency_ns", Type: Int64, Desc: "the command Send's last segment to the response's last segment, ns"},
 		{Name: "findings", Type: Strings, Desc: "codes of the findings raised on the connection at the request or the response frame"},
+		{Name: "community_id", Type: String, Optional: false, Desc: "the connection's Community ID v1 (seed 0, TCP), as Zeek, Suricata and Arkime write it: joins with their flow records"},
 	}))
 
 // Captures: one row per capture set.
