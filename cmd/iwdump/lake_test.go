@@ -120,3 +120,53 @@ func TestExportOverlap(t *testing.T) {
 		t.Errorf("files %v", l)
 	}
 }
+
+// TestExportSameBaseName is the day1/trace.pcap then
+// day2/trace.pcap: the second is refused (naming the first), exported
+// under --name, replaces with --replace, and an unchanged file is skipped
+// with --skip-existing.
+func TestExportSameBaseName(t *testing.T) {
+	tmp, dir := t.TempDir(), t.TempDir()
+	day1, day2 := filepath.Join(tmp, "day1", "trace.pcap"), filepath.Join(tmp, "day2", "trace.pcap")
+	for f, src := range map[string]string{day1: "../../testdata/siw/crc_rping.pcap", day2: "../../testdata/siw/term_read_badstag.pcap"} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(f), 0o755)
+		os.WriteFile(f, b, 0o644)
+	}
+	ex := func(want int, args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		if code := run(append([]string{"--export", dir, "--progress", "never"}, args...), &out, &out); code != want {
+			t.Fatalf("%v: exit %d, want %d\n%s", args, code, want, out.String())
+		}
+		return out.String()
+	}
+	ex(exitOK, "-r", day1)
+	if out := ex(exitError, "-r", day2); !strings.Contains(out, "capture name taken by other content") || !strings.Contains(out, day1) {
+		t.Errorf("refusal: %s", out)
+	}
+	ex(exitOK, "--name", "trace-day2", "--tag", "site=lab2", "-r", day2)
+	if out := ex(exitOK, "--skip-existing", "-r", day1); out != "capture=trace skipped=unchanged\n" {
+		t.Errorf("skip: %q", out)
+	}
+	byName := func() map[string]export.Row {
+		m := map[string]export.Row{}
+		for _, c := range mustRead(t, dir, export.Captures) {
+			m[c["capture"].(string)] = c
+		}
+		return m
+	}
+	caps := byName()
+	if len(caps) != 2 || caps["trace"]["paths"].([]string)[0] != day1 || caps["trace-day2"]["tags"].([]string)[0] != "site=lab2" {
+		t.Errorf("captures %v", caps)
+	}
+	ex(exitOK, "--replace", "-r", day2)
+	if caps := byName(); caps["trace"]["paths"].([]string)[0] != day2 {
+		t.Errorf("after --replace %v", caps["trace"])
+	}
+	ex(exitError, "--tag", "Bad=1", "-r", day1)
+	ex(exitError, "--name", "a/b", "-r", day1)
+}
