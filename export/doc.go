@@ -12,9 +12,11 @@
 //
 // An Exporter is an analyze.Consumer of one capture set. Its part files
 // are written under hidden temporary names and renamed into place when
-// the set is finished, so several processes, on several machines, may
-// export into one directory at once; readers see a part whole or not at
-// all. Row groups are flushed every RowGroupRows rows: memory stays
+// the set is finished, the captures part last: that rename commits the
+// set, and of a set's commits the greatest is the live copy (lake.go).
+// Several processes, on several machines, may export into one directory
+// at once, retry, die, or have their directories merged; readers
+// (LiveParts, iwsql) see the live copy of each set only. Row groups are flushed every RowGroupRows rows: memory stays
 // bounded whatever the capture's size.
 //
 // Writing is pure Go: iwdump stays a static binary without cgo. The part

@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/iwkit/iwkit/analyze"
+	"github.com/iwkit/iwkit/communityid"
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/reassembly"
@@ -31,6 +33,14 @@ type Options struct {
 	Files []string
 	// Now, when set, stamps captures.exported_at (tests); else time.Now.
 	Now func() time.Time
+	// Tags are KEY=VALUE pairs recorded in captures.tags (iwdump --tag).
+	Tags []string
+	// Replace lets the export replace a capture set of the same name
+	// whose content hash differs (else New refuses: ErrNameTaken).
+	Replace bool
+	// SkipExisting: when the set's live commit has the same content
+	// hash, New returns ErrExists and nothing is written.
+	SkipExisting bool
 }
 
 // CaptureName is the capture-set name of a file: its base name without
@@ -94,10 +104,19 @@ type Exporter struct {
 	// the commands row's findings; codes the list of one row.
 	recent map[uint64][]recentFinding
 	codes  []string
+	cids   map[uint64]string // community_id by connection
 
 	frames              int64
 	firstTime, lastTime time.Time
 	frameSet            bool
+
+	hash    string // ContentHash of the files
+	readErr error  // what stopped the reading (ReadError)
+	// mu is held while committing; interrupted is set under it by
+	// Interrupt, after which the set commits nothing.
+	mu          sync.Mutex
+	interrupted bool
+	done        bool // committed or failed: nothing left to stop
 }
 
 // New creates the part files of a capture set under their temporary
@@ -106,10 +125,21 @@ func New(o Options) (*Exporter, error) {
 	if !validCapture(o.Capture) {
 		return nil, fmt.Errorf("export: capture name %q: use CaptureName", o.Capture)
 	}
+	hash, err := ContentHash(o.Files)
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	if err := checkName(&o, hash); err != nil {
+		return nil, err
+	}
 	e := &Exporter{o: o, id: newPartID(), parts: map[*Table]*part{}, rows: map[*Table]*row{},
-		conns: map[uint64]*connInfo{}, counts: map[*Table]int64{}, addrs: map[netip.AddrPort]string{}, masks: map[decode.Mask]*pduPlan{}}
+		conns: map[uint64]*connInfo{}, counts: map[*Table]int64{}, addrs: map[netip.AddrPort]string{}, masks: map[decode.Mask]*pduPlan{},
+		hash: hash}
+	if !register(e) {
+		return nil, ErrInterrupted
+	}
 	for _, t := range Tables {
-		p, err := newPart(t, o.Dir, o.Capture, "part-"+e.id)
+		p, err := newPart(t, o.Dir, o.Capture, e.id)
 		if err != nil {
 			e.Abort()
 			return nil, fmt.Errorf("export: %w", err)
@@ -121,7 +151,9 @@ func New(o Options) (*Exporter, error) {
 }
 
 // newPartID is unique across processes and machines writing one
-// directory: the time and 64 random bits. Names sort by time.
+// directory: the UTC time and 64 random bits. Ids sort by time. A
+// writer's id names its temporary files; the id made at its commit names
+// the committed parts.
 func newPartID() string {
 	var r [8]byte
 	rand.Read(r[:])
@@ -403,6 +435,7 @@ func (e *Exporter) operation(r *analyze.Record) {
 	for range 9 { // the Terminate columns
 		w.null()
 	}
+	e.communityID(w, r)
 	e.emit(Operations, w)
 }
 
@@ -436,7 +469,26 @@ func (e *Exporter) terminate(r *analyze.Record) {
 	}
 	w.str(t.Verdict.String())
 	w.strOrNull(t.Reason)
+	e.communityID(w, r)
 	e.emit(Operations, w)
+}
+
+// communityID writes the community_id column of a row about r's
+// connection (NULL without one), made once per connection.
+func (e *Exporter) communityID(w *row, r *analyze.Record) {
+	if r.Conn == nil {
+		w.null()
+		return
+	}
+	id, ok := e.cids[r.Conn.ID]
+	if !ok {
+		if e.cids == nil {
+			e.cids = map[uint64]string{}
+		}
+		id = communityid.V1(0, communityid.ProtoTCP, r.Conn.Addr[0], r.Conn.Addr[1])
+		e.cids[r.Conn.ID] = id
+	}
+	w.str(id)
 }
 
 // recentFinding is a finding a command row may list.
@@ -516,6 +568,7 @@ func (e *Exporter) command(r *analyze.Record) {
 		}
 	}
 	w.strs(e.codes)
+	e.communityID(w, r)
 	e.emit(Commands, w)
 }
 
@@ -591,6 +644,7 @@ func (e *Exporter) connections(rep *analyze.Report) {
 		w.u64(rep.Findings.Conn(cs.Conn)) // the pipeline's count: the findings table's rows of the connection
 		w.strOrNull(ci.closed)
 		w.frameOrNull(ci.closeFrame)
+		w.str(communityid.V1(0, communityid.ProtoTCP, ci.addr[0], ci.addr[1]))
 		e.emit(Connections, w)
 	}
 }
@@ -608,15 +662,29 @@ type Counts struct {
 	Connections, PDUs, Operations, Findings, Commands int64
 }
 
-// Finish writes the connections and the captures row, closes every part
-// file and renames them into place, then removes the parts of earlier
-// exports of the same capture set (so that re-running an export, as a
-// retried batch job does, leaves one copy). rep is what analyze.Run
-// returned.
+// ReadError records what stopped the reading of the capture set (a
+// damaged or truncated file) in its captures row: truncated, error.
+func (e *Exporter) ReadError(err error) { e.readErr = err }
+
+// Finish writes the connections and the captures row (the commit
+// record), closes every part file and commits the set: the data parts
+// renamed to part-<commit>.parquet, then the captures part. The commit
+// with the greatest id is the set's live copy; Finish then removes the
+// set's garbage (Collect): older copies, unfinished commits, orphaned
+// temporary files. rep is what analyze.Run returned.
 func (e *Exporter) Finish(rep *analyze.Report) (Counts, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	defer unregister(e)
+	e.done = true
+	n := Counts{Frames: e.frames}
+	if e.interrupted {
+		return n, ErrInterrupted
+	}
 	if rep != nil {
 		e.connections(rep)
 	}
+	commit := newPartID()
 	now := time.Now
 	if e.o.Now != nil {
 		now = e.o.Now
@@ -632,13 +700,26 @@ func (e *Exporter) Finish(rep *analyze.Report) (Counts, error) {
 		w.null()
 		w.null()
 	}
-	n := Counts{Frames: e.frames, Connections: e.counts[Connections], PDUs: e.counts[Pdus], Operations: e.counts[Operations],
+	n = Counts{Frames: e.frames, Connections: e.counts[Connections], PDUs: e.counts[Pdus], Operations: e.counts[Operations],
 		Findings: e.counts[Findings], Commands: e.counts[Commands]}
 	for _, x := range []int64{n.Connections, n.PDUs, n.Operations, n.Findings} {
 		w.i64(x)
 	}
 	w.time(now())
 	w.i64(n.Commands)
+	w.str(commit)
+	w.str(e.id)
+	w.str(hostOnce())
+	w.str(Version())
+	w.str(e.hash)
+	w.strs(absPaths(e.o.Files))
+	w.strs(e.o.Tags)
+	w.bool(e.readErr != nil)
+	if e.readErr != nil {
+		w.str(e.readErr.Error())
+	} else {
+		w.null()
+	}
 	e.emit(Captures, w)
 	var err error
 	for _, t := range Tables {
@@ -646,47 +727,96 @@ func (e *Exporter) Finish(rep *analyze.Report) (Counts, error) {
 			err = fmt.Errorf("export %s: %w", t.Name, cerr)
 		}
 	}
+	if err == nil {
+		// Another writer may have committed other content under the
+		// name since New looked.
+		err = checkName(&e.o, e.hash)
+		if errors.Is(err, ErrExists) {
+			err = nil // the same content: committing again is harmless
+		}
+	}
 	if err != nil {
 		e.Abort()
 		return n, err
 	}
-	// The captures part goes last: a reader that sees a capture set's
-	// captures row sees all its tables.
+	// The captures part goes last: its rename is the commit.
 	for _, t := range Tables {
-		if cerr := e.parts[t].commit(); cerr != nil {
+		if cerr := e.parts[t].commit(commit); cerr != nil {
 			e.Abort()
 			return n, fmt.Errorf("export %s: %w", t.Name, cerr)
 		}
 	}
-	for _, t := range Tables {
-		e.removeOld(t)
+	if testAfterCommit != nil {
+		testAfterCommit()
 	}
+	Collect(e.o.Dir, e.o.Capture)
 	return n, nil
 }
 
-// removeOld removes the committed parts of the capture set that an
-// earlier export wrote (names sort by time: those older than ours).
-func (e *Exporter) removeOld(t *Table) {
-	p := e.parts[t]
-	dir := filepath.Dir(p.final)
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	mine := filepath.Base(p.final)
-	for _, de := range ents {
-		name := de.Name()
-		if strings.HasPrefix(name, "part-") && strings.HasSuffix(name, ".parquet") && name < mine {
-			os.Remove(filepath.Join(dir, name))
-		}
-	}
-}
+// testAfterCommit, set by the package's tests, runs between the commit
+// and the collection of garbage (where a writer may die).
+var testAfterCommit func()
 
 // Abort removes the temporary part files.
 func (e *Exporter) Abort() {
 	for _, p := range e.parts {
 		p.abort()
 	}
+	unregister(e)
+}
+
+// ErrInterrupted is the error of a capture set that Interrupt stopped.
+var ErrInterrupted = errors.New("export: interrupted before the commit")
+
+// exporters are the Exporters made and not yet finished or aborted, for
+// Interrupt; stopped is set by Interrupt.
+var (
+	exportersMu sync.Mutex
+	exporters   = map[*Exporter]bool{}
+	stopped     bool
+)
+
+func register(e *Exporter) bool {
+	exportersMu.Lock()
+	defer exportersMu.Unlock()
+	if !stopped {
+		exporters[e] = true
+	}
+	return !stopped
+}
+
+func unregister(e *Exporter) {
+	exportersMu.Lock()
+	delete(exporters, e)
+	exportersMu.Unlock()
+}
+
+// Interrupt stops every export of this process (iwdump on SIGINT): a set
+// being committed finishes its commit; every other set removes its
+// temporary files and will commit nothing; New refuses new sets. It
+// returns the number of sets stopped. The analysis goroutines are not
+// waited for: the caller exits.
+func Interrupt() int {
+	exportersMu.Lock()
+	stopped = true
+	list := make([]*Exporter, 0, len(exporters))
+	for e := range exporters {
+		list = append(list, e)
+	}
+	exportersMu.Unlock()
+	n := 0
+	for _, e := range list {
+		e.mu.Lock()
+		if !e.interrupted && !e.done {
+			e.interrupted = true
+			for _, p := range e.parts {
+				os.Remove(p.tmp)
+			}
+			n++
+		}
+		e.mu.Unlock()
+	}
+	return n
 }
 
 // ErrNoCapture is returned by Run for a capture set with no files.

@@ -2,6 +2,7 @@ package export
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,15 +20,17 @@ import (
 // lists); NULLs are absent.
 type Row map[string]any
 
-// ReadTable reads every row of table t in dir, all capture sets, ordered
-// by capture set and then as written; each row has its capture set under
-// "capture", as engines read the Hive partition. It is the export's own
-// reader, for tests and tools that want no SQL engine.
+// ReadTable reads every row of table t in dir, the live copy of every
+// capture set (LiveParts), ordered by capture set and then as written;
+// each row has its capture set under "capture", as engines read the
+// Hive partition. It is the export's own reader, for tests and tools
+// that want no SQL engine.
 func ReadTable(dir string, t *Table) ([]Row, error) {
-	parts, err := filepath.Glob(filepath.Join(dir, t.Name, "capture=*", "part-*.parquet"))
-	if err != nil {
-		return nil, err
+	live, skipped := LiveParts(dir, "")
+	if len(skipped) > 0 {
+		return nil, errors.New(skipped[0])
 	}
+	parts := live[t]
 	slices.Sort(parts)
 	var rows []Row
 	for _, p := range parts {
@@ -52,7 +55,7 @@ func readPart(path string, t *Table) ([]Row, error) {
 	defer f.Close()
 	r := parquet.NewReader(f)
 	defer r.Close()
-	if got := r.Schema(); !parquet.EqualNodes(got, t.schema) {
+	if got := r.Schema(); !schemaPrefix(got, t.schema) {
 		return nil, fmt.Errorf("schema differs from table %s:\n%s", t.Name, got)
 	}
 	var out []Row

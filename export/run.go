@@ -1,6 +1,7 @@
 package export
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -25,6 +26,9 @@ type Config struct {
 	// Progress, when set, hears of the octets read, from every job
 	// (called concurrently).
 	Progress func(octets int)
+	// Tags, Replace and SkipExisting are Options' (capture identity).
+	Tags                  []string
+	Replace, SkipExisting bool
 }
 
 // Result is the outcome of one set.
@@ -33,6 +37,8 @@ type Result struct {
 	Counts Counts
 	Report *analyze.Report
 	Err    error
+	// Skipped: SkipExisting found the same content committed.
+	Skipped bool
 }
 
 // Export runs the pipeline over one capture set and writes its tables.
@@ -54,7 +60,11 @@ func Export(set Set, cfg Config) Result {
 		return res
 	}
 	defer src.Close()
-	e, err := New(Options{Dir: cfg.Dir, Capture: set.Capture, Files: set.Files})
+	e, err := New(Options{Dir: cfg.Dir, Capture: set.Capture, Files: set.Files, Tags: cfg.Tags, Replace: cfg.Replace, SkipExisting: cfg.SkipExisting})
+	if errors.Is(err, ErrExists) {
+		res.Skipped = true
+		return res
+	}
 	if err != nil {
 		res.Err = err
 		return res
@@ -62,6 +72,7 @@ func Export(set Set, cfg Config) Result {
 	acfg := analyze.Config{Ports: cfg.Ports, Count: cfg.Count, Workers: cfg.Workers, InputSize: total, Progress: cfg.Progress}
 	rep, derr := analyze.Run(src, acfg, e)
 	res.Report = rep
+	e.ReadError(derr)
 	res.Counts, err = e.Finish(rep)
 	switch {
 	case err != nil:

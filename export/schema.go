@@ -144,6 +144,7 @@ var Operations = newTable("operations", "RDMA operations (Writes, Sends, Reads w
 		{Name: "blamed_opcode", Type: String, Optional: true, Desc: "Terminate: opcode of that segment"},
 		{Name: "verdict", Type: String, Optional: true, Desc: "Terminate: whether the capture supports the blame (consistent, plausible, inconsistent, unmatched, unknown, no header)"},
 		{Name: "verdict_reason", Type: String, Optional: true, Desc: "Terminate: why the verdict"},
+		{Name: "community_id", Type: String, Optional: true, Desc: "the connection's Community ID v1 (seed 0, TCP), as Zeek, Suricata and Arkime write it: joins with their flow records"},
 	}))
 
 // dirCols are the per-direction columns of connections, prefixed i2r_
@@ -202,6 +203,7 @@ var Connections = newTable("connections", "one row per iWARP connection: address
 		{Name: "findings", Type: Uint64, Desc: "findings raised on the connection"},
 		{Name: "closed", Type: String, Optional: true, Desc: "how it ended: fin, rst, idle, end (of capture), evicted, reused"},
 		{Name: "close_frame", Type: Int64, Optional: true, Desc: "frame that closed it"},
+		{Name: "community_id", Type: String, Optional: false, Desc: "the connection's Community ID v1 (seed 0, TCP), as Zeek, Suricata and Arkime write it: joins with their flow records"},
 	}))
 
 // Commands: the storage-protocol commands, one row per command answered
@@ -235,6 +237,7 @@ var Commands = newTable("commands", "storage-protocol commands (NVMe-oF, iSCSI o
 		{Name: "start_time", Type: Time, Desc: "time of that frame"},
 		{Name: "latency_ns", Type: Int64, Desc: "the command Send's last segment to the response's last segment, ns"},
 		{Name: "findings", Type: Strings, Desc: "codes of the findings raised on the connection at the request or the response frame"},
+		{Name: "community_id", Type: String, Optional: false, Desc: "the connection's Community ID v1 (seed 0, TCP), as Zeek, Suricata and Arkime write it: joins with their flow records"},
 	}))
 
 // Captures: one row per capture set.
@@ -250,6 +253,15 @@ var Captures = newTable("captures", "one row per exported capture set: its files
 		{Name: "findings", Type: Int64, Desc: "rows in findings"},
 		{Name: "exported_at", Type: Time, Desc: "when the export finished"},
 		{Name: "commands", Type: Int64, Desc: "rows in commands"},
+		{Name: "commit_id", Type: String, Desc: "the commit this row records: every table's part of the set is part-<commit_id>.parquet; of a set's commits the greatest is the live one (README \"The export: layout\")"},
+		{Name: "writer", Type: String, Desc: "the writer that made the commit (its temporary files were .part-<writer>.parquet.tmp)"},
+		{Name: "host", Type: String, Desc: "host name of the machine that wrote it"},
+		{Name: "iwkit_version", Type: String, Desc: "iwkit module version and VCS revision of the writer"},
+		{Name: "content_hash", Type: String, Desc: "xxh3-128:<hex>, the XXH3 128-bit hash of the files' octets concatenated in order (xxhsum -H2 of one file; empty for a pipe); the capture set's identity"},
+		{Name: "paths", Type: Strings, Desc: "the capture files as absolute paths on host"},
+		{Name: "tags", Type: Strings, Desc: "iwdump --tag KEY=VALUE, in order given (iwsql adds a column tag_KEY for each KEY)"},
+		{Name: "truncated", Type: Bool, Desc: "reading stopped early: a damaged or truncated file (the rows before the damage are exported)"},
+		{Name: "error", Type: String, Optional: true, Desc: "the read error that stopped it"},
 	})
 
 // Tables lists the exported tables, in the order the README shows them.

@@ -3,22 +3,49 @@ package export
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
-// ViewSQL is the DuckDB statement that makes table t of the export in dir
-// a view of the same name: every part of every capture set, the capture
-// name read from the Hive partition as a VARCHAR (DuckDB would guess a
-// number for a name like "17"), columns matched by name so that parts
-// written before a column was added still read. It returns "" when the
-// table has no part yet (read_parquet refuses an empty glob).
-func ViewSQL(dir string, t *Table) string {
-	glob := filepath.Join(dir, t.Name, "capture=*", "part-*.parquet")
-	if m, _ := filepath.Glob(glob); len(m) == 0 {
+// ViewSQL is the DuckDB query over the part files given (LiveParts: the
+// live copy of each selected capture set) of one table: the capture name
+// read from the Hive partition as a VARCHAR (DuckDB would guess a number
+// for a name like "17"), columns matched by name so that parts written
+// before a column was added still read. It returns "" for no parts
+// (read_parquet refuses an empty list).
+func ViewSQL(parts []string) string {
+	if len(parts) == 0 {
 		return ""
 	}
-	return "CREATE OR REPLACE VIEW " + t.Name + " AS SELECT * FROM read_parquet(" + sqlString(glob) +
-		", hive_partitioning = true, hive_types = {'capture': VARCHAR}, union_by_name = true)"
+	var b strings.Builder
+	b.WriteString("SELECT * FROM read_parquet([")
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(sqlString(p))
+	}
+	b.WriteString("], hive_partitioning = true, hive_types = {'capture': VARCHAR}, union_by_name = true)")
+	return b.String()
+}
+
+// TagKeysSQL lists the keys of captures.tags (KEY=VALUE), for TagsSQL.
+const TagKeysSQL = "SELECT DISTINCT split_part(t, '=', 1) AS k FROM (SELECT unnest(tags) AS t FROM captures) ORDER BY k"
+
+// TagsSQL is the captures query with a column tag_KEY for each key, the
+// VALUE of the set's first KEY=VALUE tag (NULL when it has none). Keys
+// are made of a-z, 0-9 and _ (iwdump --tag refuses others; others are
+// left out here).
+func TagsSQL(captures string, keys []string) string {
+	cols := ""
+	for _, k := range keys {
+		if k == "" || strings.Trim(k, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {
+			continue
+		}
+		cols += ", list_extract(list_transform(list_filter(tags, x -> starts_with(x, '" + k + "=')), x -> x[" +
+			strconv.Itoa(len(k)+2) + ":]), 1) AS tag_" + k
+	}
+	return "SELECT *" + cols + " FROM (" + captures + ")"
 }
 
 // IsExport reports whether dir looks like an export directory.

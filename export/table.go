@@ -280,31 +280,34 @@ const RowGroupRows = 64 << 10
 // indexes (PageIndex.md), the footer (FileMetaData, Thrift compact), its
 // length, "PAR1".
 type part struct {
-	t          *Table
-	f          *os.File
-	w          *bufio.Writer
-	off        int64 // octets written
-	tmp, final string
-	capture    string
-	rows       int64
-	inGroup    int
-	cols       []*column
-	groups     []format.RowGroup
-	indexes    [][2][]byte // column and offset index of each chunk, row group after row group
-	dictBuf    []byte
-	err        error
+	t        *Table
+	f        *os.File
+	w        *bufio.Writer
+	off      int64 // octets written
+	tmp, dir string
+	lock     *os.File // held on tmp until commit or abort (lockTemp)
+	capture  string
+	rows     int64
+	inGroup  int
+	cols     []*column
+	groups   []format.RowGroup
+	indexes  [][2][]byte // column and offset index of each chunk, row group after row group
+	dictBuf  []byte
+	err      error
 }
 
 // magic begins and ends a Parquet file.
 const magic = "PAR1"
 
-func newPart(t *Table, dir, capture, name string) (*part, error) {
+// newPart creates table t's part of a capture set under its temporary
+// name, .part-<writer>.parquet.tmp, and locks it.
+func newPart(t *Table, dir, capture, writer string) (*part, error) {
 	pdir := filepath.Join(dir, t.Name, "capture="+capture)
 	if err := os.MkdirAll(pdir, 0o755); err != nil {
 		return nil, err
 	}
 	t.footerTemplate()
-	p := &part{t: t, final: filepath.Join(pdir, name+".parquet"), tmp: filepath.Join(pdir, "."+name+".parquet.tmp"), capture: capture}
+	p := &part{t: t, dir: pdir, tmp: filepath.Join(pdir, ".part-"+writer+".parquet.tmp"), capture: capture}
 	buf := &pageBufs{}
 	for i := range t.Cols {
 		p.cols = append(p.cols, newColumn(&t.Cols[i], buf))
@@ -314,6 +317,11 @@ func newPart(t *Table, dir, capture, name string) (*part, error) {
 		return nil, err
 	}
 	p.f = f
+	if p.lock, err = lockTemp(p.tmp); err != nil {
+		f.Close()
+		os.Remove(p.tmp)
+		return nil, err
+	}
 	p.w = bufio.NewWriterSize(f, 64<<10)
 	p.put([]byte(magic))
 	return p, nil
@@ -472,9 +480,20 @@ func (p *part) close() error {
 	return err
 }
 
-// commit renames the finished file into place: readers see all of it or
-// nothing of it.
-func (p *part) commit() error { return os.Rename(p.tmp, p.final) }
+// commit renames the finished file to part-<id>.parquet: readers see all
+// of it or nothing of it.
+func (p *part) commit(id string) error {
+	err := os.Rename(p.tmp, filepath.Join(p.dir, "part-"+id+".parquet"))
+	p.unlock()
+	return err
+}
+
+func (p *part) unlock() {
+	if p.lock != nil {
+		p.lock.Close()
+		p.lock = nil
+	}
+}
 
 // abort closes and removes the temporary file.
 func (p *part) abort() {
@@ -483,6 +502,7 @@ func (p *part) abort() {
 		p.f = nil
 	}
 	os.Remove(p.tmp)
+	p.unlock()
 }
 
 // fieldColumn is the column name of a field-table name: dots become

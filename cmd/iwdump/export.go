@@ -5,27 +5,44 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/iwkit/iwkit/capture"
 	"github.com/iwkit/iwkit/export"
 	"github.com/iwkit/iwkit/finding"
 )
 
-// exportOptions are --export, --each and --jobs.
+// exportOptions are --export, --each, --jobs and the capture identity
+// flags (--name, --tag, --replace, --skip-existing).
 type exportOptions struct {
-	dir  string
-	each bool
-	jobs int
+	dir           string
+	each          bool
+	jobs          int
+	name          string
+	tags          []string
+	replace, skip bool
 }
 
 func exportFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.export.dir, "export", "", "write what was recovered as Parquet tables under `DIR` (DIR/<table>/capture=<name>/part-<id>.parquet), instead of printing it")
 	fs.BoolVar(&o.export.each, "each", false, "with --export, export each file (-r or argument) as its own capture set")
 	fs.IntVar(&o.export.jobs, "jobs", 0, "with --export --each, export `N` capture sets at once (0: one per core)")
+	fs.StringVar(&o.export.name, "name", "", "with --export, the capture set's `NAME` (default: the file's base name); not with --each of several files")
+	fs.Func("tag", "with --export, record `KEY=VALUE` in captures.tags (repeatable; KEY of a-z, 0-9, _)", func(v string) error {
+		k, _, ok := strings.Cut(v, "=")
+		if !ok || k == "" || strings.Trim(k, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {
+			return fmt.Errorf("--tag takes KEY=VALUE with KEY of a-z, 0-9 and _, not %q", v)
+		}
+		o.export.tags = append(o.export.tags, v)
+		return nil
+	})
+	fs.BoolVar(&o.export.replace, "replace", false, "with --export, replace a capture set of the same name whose content differs (else refused)")
+	fs.BoolVar(&o.export.skip, "skip-existing", false, "with --export, skip a capture set whose live copy has the same content hash")
 }
 
 // runExport is iwdump --export: the capture sets from -r (one set, the
@@ -70,6 +87,32 @@ func runExport(o *options, args []string, stdout, stderr io.Writer) int {
 	if len(sets) == 0 {
 		return fail("--export: no input files")
 	}
+	if x.name != "" {
+		if len(sets) > 1 {
+			return fail("--name names one capture set; --each made %d", len(sets))
+		}
+		if export.CaptureName(x.name) != x.name {
+			return fail("--name %q: use letters, digits, '.', '-' and '_', not first '.' or '_' (%q would do)", x.name, export.CaptureName(x.name))
+		}
+		sets[0].Capture = x.name
+	}
+	// Ctrl-C or SIGTERM: the sets not yet committed remove their
+	// temporary files and commit nothing; a commit under way ends first.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	defer func() { signal.Stop(sig); close(done) }()
+	go func() {
+		var s os.Signal
+		select {
+		case s = <-sig:
+		case <-done:
+			return
+		}
+		n := export.Interrupt()
+		fmt.Fprintf(stderr, "iwdump: %v: %d capture sets stopped before their commit (nothing of them written)\n", s, n)
+		os.Exit(exitError)
+	}()
 	var total int64
 	for _, f := range files {
 		if st, err := os.Stat(f); err == nil {
@@ -79,7 +122,7 @@ func runExport(o *options, args []string, stdout, stderr io.Writer) int {
 	prog := newProgress(stderr, o.progress, total)
 	var read atomic.Int64
 	var progMu sync.Mutex
-	cfg := export.Config{Dir: x.dir, Ports: o.in.Ports, Count: o.count, Workers: o.workers, Progress: func(n int) {
+	cfg := export.Config{Dir: x.dir, Ports: o.in.Ports, Count: o.count, Workers: o.workers, Tags: x.tags, Replace: x.replace, SkipExisting: x.skip, Progress: func(n int) {
 		// Called from every job: gather, and let one update the bar.
 		if read.Add(int64(n)) >= 1<<20 {
 			if v := read.Swap(0); v > 0 {
@@ -97,6 +140,9 @@ func runExport(o *options, args []string, stdout, stderr io.Writer) int {
 	results := export.ExportEach(sets, cfg, jobs, func(r export.Result) {
 		if r.Err != nil {
 			fmt.Fprintf(stderr, "iwdump: %s: %v\n", r.Set.Capture, capture.Message("iwdump", r.Err))
+		}
+		if r.Skipped {
+			fmt.Fprintf(stdout, "capture=%s skipped=unchanged\n", r.Set.Capture)
 		}
 		if r.Report == nil {
 			return

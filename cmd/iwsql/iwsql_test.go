@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/big"
 	"os"
 	"os/exec"
@@ -73,7 +74,7 @@ func openDB(t *testing.T, dir string) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	db.SetMaxOpenConns(1)
-	if _, err := createViews(db, dir); err != nil {
+	if _, err := createViews(db, dir, "", io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	return db

@@ -24,12 +24,13 @@ import (
 	"math/big"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	_ "github.com/duckdb/duckdb-go/v2"
+	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/iwkit/iwkit/export"
 	"github.com/iwkit/iwkit/internal/exitcode"
@@ -37,11 +38,13 @@ import (
 )
 
 // Exit codes (README "Exit status", the same in every command): 0 done,
-// 1 an I/O or SQL error, 2 a usage mistake.
+// 1 an I/O or SQL error, or iwsql check found problems it did not repair,
+// 2 a usage mistake.
 const (
-	exitOK    = exitcode.OK
-	exitError = exitcode.Failure
-	exitUsage = exitcode.Usage
+	exitOK       = exitcode.OK
+	exitError    = exitcode.Failure
+	exitUsage    = exitcode.Usage
+	exitProblems = exitcode.Failure
 )
 
 func main() {
@@ -49,6 +52,9 @@ func main() {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "check" {
+		return check(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("iwsql", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var files []string
@@ -57,8 +63,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return nil
 	})
 	format := fs.String("o", "text", "output `format`: text (aligned columns), csv, json (one object per row)")
+	captures := fs.String("captures", "", "views over these capture sets only: `NAME,...` or glob patterns (path.Match); the other sets' files are not opened")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: iwsql [-o text|csv|json] DIR ['SELECT ...']\n       iwsql [-o text|csv|json] -r FILE [-r FILE]... ['SELECT ...']\n")
+		fmt.Fprintf(stderr, "usage: iwsql [-o text|csv|json] [--captures NAME,...|GLOB] DIR ['SELECT ...']\n       iwsql [-o text|csv|json] -r FILE [-r FILE]... ['SELECT ...']\n       iwsql check [--repair] DIR\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -74,6 +81,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *format != "text" && *format != "csv" && *format != "json" {
 		fmt.Fprintf(stderr, "iwsql: -o takes text, csv or json, not %q\n", *format)
 		return exitUsage
+	}
+	sel := export.Selector(*captures)
+	if err := sel.Check(); err != nil {
+		return fail("%v", err)
 	}
 	rest := fs.Args()
 	var dir string
@@ -113,7 +124,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1) // one connection: the views live in it
-	tables, err := createViews(db, dir)
+	tables, err := createViews(db, dir, sel, stderr)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -126,24 +137,102 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return prompt(db, tables, *format, stdin, stdout, stderr)
 }
 
-// createViews makes each table of the export a view; it returns the
-// tables that have parts.
-func createViews(db *sql.DB, dir string) ([]*export.Table, error) {
+// createViews makes each table of the export a view over the live copy
+// of each selected capture set (export.LiveParts); it warns of each part
+// it skips (unreadable or quarantined) and returns the tables that have
+// parts. The captures view gains a column tag_KEY per tag key.
+func createViews(db *sql.DB, dir string, sel export.Selector, stderr io.Writer) ([]*export.Table, error) {
+	parts, skipped := export.LiveParts(dir, sel)
+	for _, s := range skipped {
+		fmt.Fprintf(stderr, "iwsql: warning: skipped %s\n", s)
+	}
 	var tables []*export.Table
 	for _, t := range export.Tables {
-		stmt := export.ViewSQL(dir, t)
-		if stmt == "" {
+		q := export.ViewSQL(parts[t])
+		if q == "" {
 			continue
 		}
-		if _, err := db.Exec(stmt); err != nil {
+		if _, err := db.Exec("CREATE OR REPLACE VIEW " + t.Name + " AS " + q); err != nil {
 			return nil, fmt.Errorf("view %s: %w", t.Name, err)
+		}
+		if t == export.Captures {
+			if err := tagColumns(db, q); err != nil {
+				return nil, fmt.Errorf("view captures: %w", err)
+			}
 		}
 		tables = append(tables, t)
 	}
 	if len(tables) == 0 {
-		return nil, errors.New("no Parquet parts in " + dir)
+		if sel != "" {
+			return nil, fmt.Errorf("no committed capture set in %s matches --captures %s", dir, sel)
+		}
+		return nil, errors.New("no committed capture set in " + dir)
 	}
 	return tables, nil
+}
+
+// tagColumns makes the captures view (query q) again with a column
+// tag_KEY for each tag key its rows have.
+func tagColumns(db *sql.DB, q string) error {
+	var has int
+	if err := db.QueryRow("SELECT count(*) FROM (DESCRIBE captures) WHERE column_name = 'tags'").Scan(&has); err != nil || has == 0 {
+		return err // parts written before tags
+	}
+	rows, err := db.Query(export.TagKeysSQL)
+	if err != nil {
+		return err
+	}
+	var keys []string
+	for rows.Next() {
+		var k sql.NullString
+		if err := rows.Scan(&k); err != nil {
+			rows.Close()
+			return err
+		}
+		if k.Valid {
+			keys = append(keys, k.String)
+		}
+	}
+	rows.Close()
+	if len(keys) == 0 {
+		return rows.Err()
+	}
+	_, err = db.Exec("CREATE OR REPLACE VIEW captures AS " + export.TagsSQL(q, keys))
+	return err
+}
+
+// check is iwsql check [--repair] DIR: a line per problem (kind,
+// capture set, path, detail, and with --repair what was done), then a
+// summary. Exit 0 when nothing is left to repair, 2 when problems
+// remain, 1 for a usage error.
+func check(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("iwsql check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	repair := fs.Bool("repair", false, "remove duplicates, unfinished commits and orphans; quarantine unreadable parts (DIR/.quarantine)")
+	if err := fs.Parse(args); err != nil {
+		return exitError
+	}
+	if fs.NArg() != 1 || !export.IsExport(fs.Arg(0)) {
+		fmt.Fprintf(stderr, "usage: iwsql check [--repair] DIR (an iwdump --export directory)\n")
+		return exitError
+	}
+	dir := fs.Arg(0)
+	problems := export.CheckDir(dir, *repair)
+	left := 0
+	for _, p := range problems {
+		fixed := ""
+		if p.Fixed != "" {
+			fixed = " [" + p.Fixed + "]"
+		} else {
+			left++
+		}
+		fmt.Fprintf(stdout, "%-10s capture=%s %s: %s%s\n", p.Kind, p.Capture, p.Path, p.Detail, fixed)
+	}
+	fmt.Fprintf(stdout, "%d capture sets, %d problems, %d repaired\n", len(export.Selector("").Captures(dir)), len(problems), len(problems)-left)
+	if left > 0 {
+		return exitProblems
+	}
+	return exitOK
 }
 
 // query runs one statement and writes its rows.
@@ -218,6 +307,12 @@ func text(v any, null string) string {
 		return strconv.FormatFloat(float64(x), 'g', -1, 32)
 	case *big.Int:
 		return x.String()
+	case duckdb.OrderedMap:
+		parts := make([]string, 0, x.Len())
+		for i, k := range x.Keys() {
+			parts = append(parts, text(k, "NULL")+": "+text(x.Values()[i], "NULL"))
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
 	}
 	return fmt.Sprint(v)
 }
@@ -309,6 +404,33 @@ func appendJSON(b []byte, v any) []byte {
 			b = appendJSON(b, e)
 		}
 		return append(b, ']')
+	case duckdb.OrderedMap: // an object, keys in their text form
+		b = append(b, '{')
+		for i, k := range x.Keys() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = render.AppendJSONString(b, text(k, "null"))
+			b = append(b, ':')
+			b = appendJSON(b, x.Values()[i])
+		}
+		return append(b, '}')
+	case map[string]any: // a STRUCT
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = render.AppendJSONString(b, k)
+			b = append(b, ':')
+			b = appendJSON(b, x[k])
+		}
+		return append(b, '}')
 	}
 	return render.AppendJSONString(b, text(v, ""))
 }
