@@ -55,6 +55,10 @@ type Config struct {
 	// of copying it into the writer (which it flushes first, so that the
 	// order holds).
 	Direct *os.File
+	// Panics says whether a decoder panic on hostile input becomes an
+	// internal.decoder_panic finding (contain.go); by default it does,
+	// except in a test binary.
+	Panics PanicMode
 }
 
 // The defaults of Config's limits.
@@ -178,6 +182,9 @@ type Report struct {
 	Stats     track.Stats              // the whole capture
 	Asm       reassembly.Stats
 	Worst     int // highest severity of the findings raised, as int(finding.Severity); -1: none
+	// Panics counts the decoder panics contained (Config.Panics): each is
+	// an internal.decoder_panic finding; iwdump exits with status 3.
+	Panics int
 	// ULP is what the storage-protocol layer decoded (-z nvme, ...).
 	ULP *ulp.Stats
 	// ConnsDropped counts the ended connections Conns does not hold
@@ -215,7 +222,7 @@ func (h *handler) run(src Source, cfg *Config, rc reassembly.Config) error {
 	defer func() {
 		a.Flush()
 		h.finishing = true
-		h.t.Finish()
+		h.trackFinish()
 		h.ulpFinish()
 	}()
 	for n := 0; cfg.Count == 0 || n < cfg.Count; n++ {
@@ -263,7 +270,8 @@ type handler struct {
 	finishing            bool
 	worst                int
 	rec                  Record
-	u                    ulpState // the storage-protocol layer (ulp.go)
+	u                    ulpState    // the storage-protocol layer (ulp.go)
+	x                    containment // decoder panics (contain.go)
 	// beforeFinding, when set, hears of each tracker finding's connection
 	// before it is handed out (shard.go cuts the end of the capture by it).
 	beforeFinding func(conn int)
@@ -283,7 +291,7 @@ func (h *handler) report() *Report {
 	// handler: a caller keeping reports (export --each) must not keep every
 	// finished pipeline, its consumer and its reader's buffers alive.
 	u := h.u.stats
-	r := &Report{Conns: h.conns, ConnsDropped: h.dropped, ConnStats: h.t.AllConnStats(), Stats: h.t.Stats(), Worst: h.worst, ULP: &u}
+	r := &Report{Conns: h.conns, ConnsDropped: h.dropped, ConnStats: h.t.AllConnStats(), Stats: h.t.Stats(), Worst: h.worst, ULP: &u, Panics: h.x.n}
 	if h.asm != nil {
 		r.Asm = h.asm.Stats()
 	}
@@ -295,7 +303,9 @@ func (h *handler) emit() {
 	if h.rec.Kind == KindFinding {
 		h.worst = max(h.worst, int(h.rec.Finding.Severity))
 	}
+	h.x.emitting++ // a panic in the consumer is not a decoder's (contain.go)
 	h.c.Record(&h.rec)
+	h.x.emitting--
 }
 
 // reset starts a record of kind k at frame, time t.
@@ -450,7 +460,7 @@ func (h *handler) PDU(c *reassembly.Conn, e *reassembly.PDUEvent) {
 	uc := h.ulpPDU(c, e, r)
 	h.emit()
 	h.ulpAfter(c, e.Dir, uc, e)
-	h.feed.PDU(c, e)
+	h.trackPDU(c, e)
 }
 
 func (h *handler) Gap(c *reassembly.Conn, e *reassembly.GapEvent) {
@@ -469,7 +479,7 @@ func (h *handler) Gap(c *reassembly.Conn, e *reassembly.GapEvent) {
 	r.HasSeq, r.Seq, r.End, r.Gap = true, e.Seq, e.Seq+uint32(min(e.Len, 1<<32-1)), e
 	h.emit()
 	h.ulpGap(c)
-	h.feed.Gap(c, e)
+	h.trackGap(c, e)
 }
 
 func (h *handler) Resync(c *reassembly.Conn, e *reassembly.ResyncEvent) {
@@ -487,7 +497,7 @@ func (h *handler) Retransmission(c *reassembly.Conn, e *reassembly.RetransEvent)
 		fmt.Sprintf("retransmitted octets at seq %d differ from the first copy (%d octets compared)", e.Seq, e.Len))
 	r.HasSeq, r.Seq, r.End = true, e.Seq, e.Seq+uint32(e.Len)
 	h.emit()
-	h.feed.Retransmission(c, e)
+	h.trackRetransmission(c, e)
 }
 
 // Finding reports a framing finding: the catalogue's summary of its code
@@ -513,5 +523,5 @@ func (h *handler) Closed(c *reassembly.Conn, e *reassembly.CloseEvent) {
 	r.onConn(c, reassembly.DirAB)
 	r.Close = e
 	h.emit()
-	h.feed.Closed(c, e)
+	h.trackClosed(c, e)
 }

@@ -393,7 +393,7 @@ func (s *shard) run(in <-chan *chunk, done *sync.WaitGroup) {
 		}
 	}
 	h.finishing = true
-	h.t.Finish()
+	h.trackFinish()
 	h.ulpFinish()
 	h.beforeFinding = nil
 	out.close()
@@ -784,6 +784,7 @@ func (m *outMerger) report(shards []*shard) *Report {
 		}
 		r.Asm.Add(s.h.asm.Stats())
 		r.Worst = max(r.Worst, s.h.worst)
+		r.Panics += s.h.x.n
 		trackers[i] = s.h.t
 		r.ULP.Merge(&s.h.u.stats)
 	}

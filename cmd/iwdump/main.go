@@ -26,6 +26,7 @@ const (
 	exitOK       = 0 // the input was read to its end
 	exitError    = 1 // usage, I/O error or damaged input
 	exitFindings = 2 // --fail-on: a finding of that severity or worse was raised
+	exitPanic    = 3 // a decoder panicked on the input: contained as internal.decoder_panic findings
 )
 
 type options struct {
@@ -245,6 +246,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if derr != nil {
 		return exitError
+	}
+	if rep.Panics > 0 {
+		fmt.Fprintf(stderr, "iwdump: %d decoder panic(s) contained (internal.decoder_panic findings): the output is incomplete; please report the capture\n", rep.Panics)
+		return exitPanic
 	}
 	if sev, ok := finding.ParseSeverity(o.failOn); ok && rep.Worst >= int(sev) {
 		return exitFindings
