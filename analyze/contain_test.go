@@ -121,7 +121,9 @@ func TestContainULPPanic(t *testing.T) {
 		// The ULP messages are the baseline's but for the victim
 		// connection's from the panic on (connection numbers are the
 		// shard's own with several workers: count, do not match).
-		lost := count(base, func(r kept) bool { return r.kind == KindPDU && r.ulp && r.conn == victim.conn && r.frame >= victim.frame })
+		lost := count(base, func(r kept) bool {
+			return r.kind == KindPDU && r.ulp && r.conn == victim.conn && r.frame >= victim.frame
+		})
 		if a, b := count(got, func(r kept) bool { return r.kind == KindPDU && r.ulp }), count(base, func(r kept) bool { return r.kind == KindPDU && r.ulp }); lost == 0 || a != b-lost {
 			t.Errorf("%d workers: %d ULP messages, want %d (%d lost on the connection from the panic on)", workers, a, b-lost, lost)
 		}
