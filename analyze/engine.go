@@ -272,8 +272,9 @@ type handler struct {
 	rec                  Record
 	u                    ulpState    // the storage-protocol layer (ulp.go)
 	x                    containment // decoder panics (contain.go)
-	// beforeFinding, when set, hears of each tracker finding's connection
-	// before it is handed out (shard.go cuts the end of the capture by it).
+	// beforeFinding, when set, hears of the connection of each tracker
+	// finding, operation and Terminate before it is handed out (shard.go
+	// cuts the end of the capture by it).
 	beforeFinding func(conn int)
 }
 
@@ -321,6 +322,11 @@ func (r *Record) onConn(c *reassembly.Conn, d reassembly.Dir) {
 }
 
 func (h *handler) onOperation(op *track.Operation) {
+	if h.beforeFinding != nil {
+		// Tracker.Finish ends unfinished operations too: they belong to
+		// their connection's end block like its findings (FuzzCapture).
+		h.beforeFinding(op.Conn)
+	}
 	t := op.End
 	if t.IsZero() {
 		t = h.last
@@ -334,6 +340,9 @@ func (h *handler) onOperation(op *track.Operation) {
 
 // onTerminate hands out a Terminate decoded in context.
 func (h *handler) onTerminate(tr *track.TerminateReport) {
+	if h.beforeFinding != nil {
+		h.beforeFinding(tr.Conn)
+	}
 	r := h.reset(KindTerminate, tr.Frame, tr.Time)
 	r.Term = tr
 	h.onTrackConn(r, tr.Conn, tr.Dir)
