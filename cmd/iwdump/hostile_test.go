@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -29,13 +30,50 @@ import (
 
 // hostileConv is one conversation: the client connects to port, both
 // sides exchange MPA v1 frames (CRC on, no markers, no private data),
-// then the client sends each of sends as one RDMAP Send on QN 0.
+// then each of sends goes as one RDMAP Send on QN 0.
 type hostileConv struct {
 	name  string
 	why   string // the bug it caught
-	want  string // what iwdump's text must show of the message
+	want  string // what iwdump's text must show of it
 	port  uint16
-	sends [][]byte
+	sends []hostileSend
+}
+
+type hostileSend struct {
+	r2i bool // from the server
+	msg []byte
+}
+
+// smbdWrapped is SMB Direct's Negotiate Request and Response ([MS-SMBD]
+// §2.2.1, §2.2.2: the server's MaxFragmentedSize 1 MiB), then a data
+// message whose RemainingDataLength 0xFFFFFFF0 plus its DataLength 64
+// wrapped a uint32 to 48 octets (§2.2.3).
+func smbdWrapped() []hostileSend {
+	le := binary.LittleEndian
+	req := make([]byte, 20)
+	le.PutUint16(req, 0x100)
+	le.PutUint16(req[2:], 0x100)
+	le.PutUint16(req[6:], 255)
+	le.PutUint32(req[8:], 1364)
+	le.PutUint32(req[12:], 1364)
+	le.PutUint32(req[16:], 1<<20)
+	resp := make([]byte, 32)
+	le.PutUint16(resp, 0x100)
+	le.PutUint16(resp[2:], 0x100)
+	le.PutUint16(resp[4:], 0x100)
+	le.PutUint16(resp[8:], 255)
+	le.PutUint16(resp[10:], 255)
+	le.PutUint32(resp[16:], 1<<20)
+	le.PutUint32(resp[20:], 1364)
+	le.PutUint32(resp[24:], 8192)
+	le.PutUint32(resp[28:], 1<<20)
+	data := make([]byte, 24+64)
+	le.PutUint16(data, 255)
+	le.PutUint32(data[8:], 0xFFFFFFF0)
+	le.PutUint32(data[12:], 24)
+	le.PutUint32(data[16:], 64)
+	copy(data[24:], "\xfeSMB")
+	return []hostileSend{{msg: req}, {r2i: true, msg: resp}, {msg: data}}
 }
 
 // nvmeConnectOffsetOverflow is the 64-octet NVMe-oF Connect capsule
@@ -47,7 +85,8 @@ type hostileConv struct {
 var nvmeConnectOffsetOverflow = []byte("\x7f\x40\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xff\x00\x00\x00\x00\x00/\xe2\x00\x04\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")
 
 var hostileConvs = []hostileConv{
-	{name: "nvme_connect_offset_overflow", why: "ulp/nvme.go: Connect offset SGL, 64+int(off)+1024 wrapped negative (fixed in 731012f)", port: 4420, sends: [][]byte{nvmeConnectOffsetOverflow}, want: "| NVMe Connect cid 0 qid 0 sqsize 0"},
+	{name: "nvme_connect_offset_overflow", why: "ulp/nvme.go: Connect offset SGL, 64+int(off)+1024 wrapped negative (fixed in 731012f)", port: 4420, sends: []hostileSend{{msg: nvmeConnectOffsetOverflow}}, want: "| NVMe Connect cid 0 qid 0 sqsize 0"},
+	{name: "smbd_fragment_total_wraps", why: "ulp/smbd.go: RemainingDataLength+DataLength summed in uint32 wrapped under MaxFragmentedSize", port: 5445, sends: smbdWrapped(), want: "error smbd.fragmented_too_large: SMB Direct message of 4294967344 octets"},
 }
 
 // build writes the conversation as a classic pcap: SYN, SYN-ACK, ACK, MPA
@@ -82,12 +121,23 @@ func (hc *hostileConv) build(t *testing.T) []byte {
 	rep := (&decode.MPAFrame{Reply: true, CRC: true, Rev: 1}).Append(nil)
 	put(s2c, frame.Segment{Seq: sseq, Ack: cseq, Flags: frame.TCPFlagACK | frame.TCPFlagPSH}, rep)
 	sseq += uint32(len(rep))
-	for i, msg := range hc.sends {
+	var msn [2]uint32
+	for _, s := range hc.sends {
 		// DDP untagged, Last, DV 1; RDMAP RV 1, Send (RFC 5041 §4.3, RFC 5040 §4.1).
-		h := decode.DDPHeader{Last: true, DV: decode.DDPVersion, RsvdULP: decode.RDMAPVersion<<6 | byte(decode.OpSend), QN: 0, MSN: uint32(i + 1)}
-		fpdu := decode.AppendFPDU(nil, append(h.Append(nil), msg...), true)
-		put(c2s, frame.Segment{Seq: cseq, Ack: sseq, Flags: frame.TCPFlagACK | frame.TCPFlagPSH}, fpdu)
-		cseq += uint32(len(fpdu))
+		d := 0
+		if s.r2i {
+			d = 1
+		}
+		msn[d]++
+		h := decode.DDPHeader{Last: true, DV: decode.DDPVersion, RsvdULP: decode.RDMAPVersion<<6 | byte(decode.OpSend), QN: 0, MSN: msn[d]}
+		fpdu := decode.AppendFPDU(nil, append(h.Append(nil), s.msg...), true)
+		if s.r2i {
+			put(s2c, frame.Segment{Seq: sseq, Ack: cseq, Flags: frame.TCPFlagACK | frame.TCPFlagPSH}, fpdu)
+			sseq += uint32(len(fpdu))
+		} else {
+			put(c2s, frame.Segment{Seq: cseq, Ack: sseq, Flags: frame.TCPFlagACK | frame.TCPFlagPSH}, fpdu)
+			cseq += uint32(len(fpdu))
+		}
 	}
 	put(s2c, frame.Segment{Seq: sseq, Ack: cseq, Flags: frame.TCPFlagACK}, nil)
 	if err := w.Flush(); err != nil {
