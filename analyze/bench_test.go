@@ -64,7 +64,7 @@ func runBulk(b *testing.B, data []byte, framesPerOp, workers int) {
 			b.Fatal(err)
 		}
 		counts := make([]int, workers)
-		_, err = Run(r, Config{Workers: workers}, bufio.NewWriter(io.Discard), func(shard int, _ *Out) Consumer {
+		_, err = Run(r, Config{Workers: workers, Panics: benchPanics}, bufio.NewWriter(io.Discard), func(shard int, _ *Out) Consumer {
 			return consumerFunc(func(r *Record) {
 				if r.Kind == KindPDU {
 					counts[shard]++

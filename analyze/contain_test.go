@@ -212,3 +212,23 @@ func TestContainmentNeverHidesFromTests(t *testing.T) {
 		}
 	})
 }
+
+// benchPanics is the containment mode of runBulk's runs.
+var benchPanics PanicMode
+
+// BenchmarkContain is BenchmarkRun's four-connection capture with the
+// containment of decoder panics off (as in every test binary) and on (as
+// in the programs): what the guard around each tracker and ULP call costs.
+func BenchmarkContain(b *testing.B) {
+	data, frames := bulkCapture(b, 4, 600)
+	for _, m := range []struct {
+		name string
+		mode PanicMode
+	}{{"off", PanicCrash}, {"on", PanicContain}} {
+		b.Run(m.name, func(b *testing.B) {
+			benchPanics = m.mode
+			defer func() { benchPanics = PanicAuto }()
+			runBulk(b, data, frames, 1)
+		})
+	}
+}
