@@ -16,6 +16,13 @@ package analyze
 // that checks the containment itself asks for PanicContain. A panic
 // raised by a consumer (inside Consumer.Record: render, the TUI's index,
 // the export) is not a decoder's and is never contained.
+//
+// The guards sit where the handler calls into track and ulp, the layers
+// that keep per-connection state a panic can be confined to. The MPA,
+// DDP and RDMAP decoders run inside the reassembly's framer (package
+// reassembly), mid-way through updating the flow's buffers: a recover
+// there would leave a flow half-updated, so they are kept panic-free by
+// their fuzz targets (decode's, FuzzAssembler, FuzzCapture) instead.
 
 import (
 	"fmt"
