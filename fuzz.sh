@@ -2,8 +2,8 @@
 # Runs iwkit's native Go fuzz targets one after the other, each for a given
 # time, with the minimiser capped, and keeps what they learn in the
 # repository: the new interesting inputs a run adds to Go's fuzz cache are
-# copied into the target's testdata/fuzz/<Target>/ corpus, smallest first,
-# under a size and count cap, so the committed corpora grow a little per
+# copied into the target's testdata/fuzz/<Target>/ corpus, those that
+# added the most coverage first, under a size and count cap, so the committed corpora grow a little per
 # campaign and stay small. A crash fails the script (after the remaining
 # targets have run); Go itself writes the crashing input into
 # testdata/fuzz/<Target>/, which is the regression seed to commit with the
@@ -68,20 +68,28 @@ while read -r dir name; do
   rc=$?
 
   # Keep the run's new interesting inputs: Go writes one file per input
-  # that added coverage into its cache; take the smallest, under the caps.
+  # that added coverage into its cache, and the debug log says how many
+  # coverage bits each added ("new interesting input, id: <first 8 hex
+  # digits of the file name>, ..., new bits: N"). Take those that added
+  # the most, the smaller first among equals, under the caps.
   corpus="$dir/testdata/fuzz/$name"
   kept=0
   if [ -d "$cache" ]; then
     have=$(find "$corpus" -type f 2>/dev/null | wc -l)
-    while read -r size file; do
+    bits_of=$(sed -n 's/.*new interesting input, id: \([0-9a-f]*\),.*new bits: \([0-9]*\),.*/\1 \2/p' "$log")
+    while read -r _ size file; do
       [ -n "$file" ] || continue
       [ "$kept" -lt "$keep" ] && [ "$have" -lt "$maxfiles" ] || break
-      [ "$size" -le "$maxsize" ] || break
       [ -e "$corpus/$(basename "$file")" ] && continue
       mkdir -p "$corpus"
       cp "$file" "$corpus/"
       kept=$((kept + 1)) have=$((have + 1))
-    done < <(find "$cache" -type f -newer "$marker" -printf '%s %p\n' | sort -n)
+    done < <(find "$cache" -type f -newer "$marker" -size -$((maxsize + 1))c -printf '%s %p\n' |
+      while read -r size file; do
+        id=$(basename "$file" | cut -c1-8)
+        b=$(printf '%s\n' "$bits_of" | awk -v id="$id" '$1 == id { print $2; exit }')
+        echo "${b:-0} $size $file"
+      done | sort -k1,1nr -k2,2n)
   fi
 
   execs=$(grep -o 'execs: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
