@@ -161,6 +161,9 @@ func (h *handler) contained(s *site) {
 		r := h.reset(KindFinding, s.frame, s.t)
 		r.Finding = Finding{Severity: finding.InternalDecoderPanic.Severity(), Code: finding.InternalDecoderPanic, Message: s.msg}
 	} else {
+		if h.beforeFinding != nil { // at the end of the capture: the connection's end block (shard.go)
+			h.beforeFinding(int(s.c.ID))
+		}
 		r := h.finding(s.c, s.d, s.frame, s.t, finding.InternalDecoderPanic, s.msg)
 		r.HasSeq, r.Seq, r.End = s.hasSeq, s.seq, s.seq
 	}
