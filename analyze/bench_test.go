@@ -67,13 +67,13 @@ func runBulk(b *testing.B, data []byte, framesPerOp, workers int, records bool) 
 		}
 		counts := make([]int, workers)
 		if records {
-			_, err = Run(r, Config{Workers: workers}, consumerFunc(func(r *Record) {
+			_, err = Run(r, Config{Workers: workers, Panics: benchPanics}, consumerFunc(func(r *Record) {
 				if r.Kind == KindPDU {
 					counts[0]++
 				}
 			}))
 		} else {
-			_, err = RunOrdered(r, Config{Workers: workers}, Output{W: bufio.NewWriter(io.Discard)}, func(shard int, _ *Out) Consumer {
+			_, err = RunOrdered(r, Config{Workers: workers, Panics: benchPanics}, Output{W: bufio.NewWriter(io.Discard)}, func(shard int, _ *Out) Consumer {
 				return consumerFunc(func(r *Record) {
 					if r.Kind == KindPDU {
 						counts[shard]++

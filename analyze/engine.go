@@ -50,6 +50,10 @@ type Config struct {
 	MaxFlows     int
 	MemoryBudget int64
 	KeepConns    int
+	// Panics says whether a decoder panic on hostile input becomes an
+	// internal.decoder_panic finding (contain.go); by default it does,
+	// except in a test binary.
+	Panics PanicMode
 }
 
 // The defaults of Config's limits.
@@ -178,6 +182,9 @@ type Report struct {
 	// reassembly's, the framer's, the tracker's and the ULPs'), by code
 	// and by connection: the one count every face shows.
 	Findings *finding.Tally
+	// Panics counts the decoder panics contained (Config.Panics): each is
+	// an internal.decoder_panic finding; iwdump exits with status 5 (exitcode.DecoderPanic).
+	Panics int
 	// ULP is what the storage-protocol layer decoded (-z nvme, ...).
 	ULP *ulp.Stats
 	// ConnsDropped counts the ended connections Conns does not hold
@@ -258,7 +265,7 @@ func (h *handler) run(src Source, cfg *Config, rc reassembly.Config) error {
 	defer func() {
 		a.Flush()
 		h.finishing = true
-		h.t.Finish()
+		h.trackFinish()
 		h.ulpFinish()
 	}()
 	for n := 0; cfg.Count == 0 || n < cfg.Count; n++ {
@@ -309,8 +316,10 @@ type handler struct {
 	rec                  Record
 	u                    ulpState         // the storage-protocol layer (ulp.go)
 	stags                []track.STagInfo // Record.STags
-	// beforeFinding, when set, hears of each tracker finding's connection
-	// before it is handed out (shard.go cuts the end of the capture by it).
+	x                    containment      // decoder panics (contain.go)
+	// beforeFinding, when set, hears of the connection of each tracker
+	// finding, operation and Terminate before it is handed out (shard.go
+	// cuts the end of the capture by it).
 	beforeFinding func(conn int)
 }
 
@@ -328,7 +337,7 @@ func (h *handler) report() *Report {
 	// handler: a caller keeping reports (export --each) must not keep every
 	// finished pipeline, its consumer and its reader's buffers alive.
 	u := h.u.stats
-	r := &Report{Conns: h.conns, ConnsDropped: h.dropped, ConnStats: h.t.AllConnStats(), Stats: h.t.Stats(), Worst: h.worst, ULP: &u, Findings: h.findings.Clone()}
+	r := &Report{Conns: h.conns, ConnsDropped: h.dropped, ConnStats: h.t.AllConnStats(), Stats: h.t.Stats(), Worst: h.worst, ULP: &u, Findings: h.findings.Clone(), Panics: h.x.n}
 	if h.asm != nil {
 		r.Asm = h.asm.Stats()
 	}
@@ -341,7 +350,9 @@ func (h *handler) emit() {
 		h.worst = max(h.worst, int(h.rec.Finding.Severity))
 		h.findings.Add(h.rec.ConnID(), h.rec.Finding.Code)
 	}
+	h.x.emitting++ // a panic in the consumer is not a decoder's (contain.go)
 	h.c.Record(&h.rec)
+	h.x.emitting--
 }
 
 // reset starts a record of kind k at frame, time t.
@@ -357,6 +368,11 @@ func (r *Record) onConn(c *reassembly.Conn, d reassembly.Dir) {
 }
 
 func (h *handler) onOperation(op *track.Operation) {
+	if h.beforeFinding != nil {
+		// Tracker.Finish ends unfinished operations too: they belong to
+		// their connection's end block like its findings (FuzzCapture).
+		h.beforeFinding(op.Conn)
+	}
 	t := op.End
 	if t.IsZero() {
 		t = h.last
@@ -370,6 +386,9 @@ func (h *handler) onOperation(op *track.Operation) {
 
 // onTerminate hands out a Terminate decoded in context.
 func (h *handler) onTerminate(tr *track.TerminateReport) {
+	if h.beforeFinding != nil {
+		h.beforeFinding(tr.Conn)
+	}
 	r := h.reset(KindTerminate, tr.Frame, tr.Time)
 	r.Term = tr
 	h.onTrackConn(r, tr.Conn, tr.Dir)
@@ -496,7 +515,7 @@ func (h *handler) PDU(c *reassembly.Conn, e *reassembly.PDUEvent) {
 	uc := h.ulpPDU(c, e, r)
 	h.emit()
 	h.ulpAfter(c, e.Dir, uc, e)
-	h.feed.PDU(c, e)
+	h.trackPDU(c, e)
 }
 
 func (h *handler) Gap(c *reassembly.Conn, e *reassembly.GapEvent) {
@@ -515,7 +534,7 @@ func (h *handler) Gap(c *reassembly.Conn, e *reassembly.GapEvent) {
 	r.HasSeq, r.Seq, r.End, r.Gap = true, e.Seq, e.Seq+uint32(min(e.Len, 1<<32-1)), e
 	h.emit()
 	h.ulpGap(c)
-	h.feed.Gap(c, e)
+	h.trackGap(c, e)
 }
 
 func (h *handler) Resync(c *reassembly.Conn, e *reassembly.ResyncEvent) {
@@ -533,7 +552,7 @@ func (h *handler) Retransmission(c *reassembly.Conn, e *reassembly.RetransEvent)
 		fmt.Sprintf("retransmitted octets at seq %d differ from the first copy (%d octets compared)", e.Seq, e.Len))
 	r.HasSeq, r.Seq, r.End = true, e.Seq, e.Seq+uint32(e.Len)
 	h.emit()
-	h.feed.Retransmission(c, e)
+	h.trackRetransmission(c, e)
 }
 
 // Finding reports a framing finding: the catalogue's summary of its code
@@ -559,5 +578,5 @@ func (h *handler) Closed(c *reassembly.Conn, e *reassembly.CloseEvent) {
 	r.onConn(c, reassembly.DirAB)
 	r.Close = e
 	h.emit()
-	h.feed.Closed(c, e)
+	h.trackClosed(c, e)
 }

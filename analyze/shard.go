@@ -410,7 +410,7 @@ func (s *shard) run(in <-chan *chunk, done *sync.WaitGroup) {
 		}
 	}
 	h.finishing = true
-	h.t.Finish()
+	h.trackFinish()
 	h.ulpFinish()
 	h.beforeFinding = nil
 	out.close()
@@ -814,6 +814,7 @@ func (m *outMerger) report(shards []*shard) *Report {
 		}
 		r.Asm.Add(s.h.asm.Stats())
 		r.Worst = max(r.Worst, s.h.worst)
+		r.Panics += s.h.x.n
 		trackers[i] = s.h.t
 		r.ULP.Merge(&s.h.u.stats)
 		r.Findings.Merge(&s.h.findings, func(id int) int { return int(m.global(i, uint64(id))) })

@@ -26,6 +26,7 @@ type ulpState struct {
 func (h *handler) ulpSetup(cfg *Config) {
 	h.u.off = cfg.NoULP
 	h.u.force = cfg.DecodeAs
+	h.x.on = cfg.Panics.contains()
 }
 
 // responderPort is the TCP port of the MPA responder (the TCP server
@@ -84,14 +85,20 @@ func (h *handler) ulpPDU(c *reassembly.Conn, e *reassembly.PDUEvent, r *Record) 
 	}
 	at := ulp.At{Frame: e.FirstFrame, Last: e.LastFrame, Time: e.LastTime}
 	i2r := DirName(c, e.Dir) == "i2r"
+	s := pduSite("", c, e)
+	s.ulp = uc
 	if p.IsMPAFrame {
-		r.ULP = uc.Handshake(at, i2r, &p.MPA)
+		if !h.ulpGuard(c, &s, func() { r.ULP = uc.Handshake(at, i2r, &p.MPA) }) {
+			return nil
+		}
 	} else {
 		lost := 0 // payload octets the capture lost (e.Missing counts PAD and CRC too)
 		if e.Missing > 0 {
 			lost = max(0, int(p.FPDU.ULPDULength)-p.Seg.HdrLen-len(p.Seg.Payload))
 		}
-		r.ULP = uc.Segment(at, i2r, &p.Seg, lost)
+		if !h.ulpGuard(c, &s, func() { r.ULP = uc.Segment(at, i2r, &p.Seg, lost) }) {
+			return nil
+		}
 		if uc.GaveUp() { // keep a nil: the connection costs a map entry from now on
 			h.u.conns[int(c.ID)], h.u.last = nil, nil
 		}
@@ -101,6 +108,9 @@ func (h *handler) ulpPDU(c *reassembly.Conn, e *reassembly.PDUEvent, r *Record) 
 
 // ulpAfter hands out the findings and commands of the PDU just emitted.
 func (h *handler) ulpAfter(c *reassembly.Conn, d reassembly.Dir, uc *ulp.Conn, e *reassembly.PDUEvent) {
+	if len(h.x.pending) > 0 {
+		h.flushPanics()
+	}
 	if uc == nil {
 		return
 	}
@@ -139,7 +149,10 @@ func (h *handler) ulpClosed(id int) {
 		}
 		return
 	}
-	uc.Finish()
+	s := site{ulp: uc, c: h.conns[id], t: h.last, what: "the end of the connection"}
+	if !h.guard(&s, uc.Finish) {
+		h.contained(&s)
+	}
 	uc.Done()
 	h.u.stats.Merge(uc.Stats)
 	delete(h.u.conns, id)

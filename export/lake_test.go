@@ -1,10 +1,8 @@
 package export
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -63,7 +61,7 @@ func run(e *Exporter, file string) *analyze.Report {
 		panic(err)
 	}
 	defer src.Close()
-	rep, _ := analyze.Run(src, analyze.Config{Workers: 1}, bufio.NewWriter(io.Discard), func(int, *analyze.Out) analyze.Consumer { return e })
+	rep, _ := analyze.Run(src, analyze.Config{Workers: 1}, e)
 	return rep
 }
 

@@ -22,6 +22,9 @@ const (
 	// Capture: frames the pipeline cannot take apart.
 	FrameUndecodable // a frame with a TCP segment that does not decode
 
+	// Internal: the analyzer's own failures on hostile input.
+	InternalDecoderPanic // a decoder panicked on a PDU or storage message: contained (analyze/contain.go)
+
 	// TCP (reassembly/): what the capture lacks or holds twice.
 	TCPGap                 // octets not captured (dropped, snaplen) or given up
 	TCPLateData            // octets for a hole already given up
@@ -183,6 +186,8 @@ const NumCodes = int(numCodes)
 // infos describes every code; the index is the Code.
 var infos = [numCodes]Info{
 	FrameUndecodable: {Name: "frame.undecodable", Severity: Note, Stage: StageCapture, Ref: "analyzer", Summary: "frame whose TCP segment does not decode (iwdump prints it as a note, without the code)"},
+
+	InternalDecoderPanic: {Name: "internal.decoder_panic", Severity: Error, Stage: StageTrack, Ref: "analyzer", Summary: "a decoder panicked on this PDU (an iwkit bug, contained): that layer stops for the connection; iwdump exits 5"},
 
 	TCPGap:                 {Name: "tcp.gap", Severity: Warning, Stage: StageReassembly, Ref: "analyzer", Summary: "octets of a direction missing from the capture"},
 	TCPLateData:            {Name: "tcp.late_data", Severity: Note, Stage: StageReassembly, Ref: "analyzer", Summary: "octets arrived for a hole already reported as a gap"},

@@ -26,7 +26,7 @@ type smbFrag struct {
 	active    bool
 	remaining uint32
 	buf       []byte
-	total     uint32
+	total     uint64 // RemainingDataLength + DataLength of the first fragment: both 32-bit, summed in 64
 	first     int
 }
 
@@ -208,7 +208,7 @@ func (c *Conn) smbSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool {
 		}
 	}
 	st.credits[1-d] += int(credGr)
-	if mr := st.maxRecv[1-d]; mr > 0 && uint32(a.total) > mr {
+	if mr := st.maxRecv[1-d]; mr > 0 && uint64(a.total) > uint64(mr) { // not uint32(a.total): a Send past 4 GiB would wrap under the limit
 		c.finding(at, i2r, CodeSMBDTooLarge, "SMB Direct message of %d octets, larger than the peer's MaxReceiveSize %d ([MS-SMBD] §3.1.5.1)", a.total, mr)
 	}
 	if dataLen == 0 {
@@ -226,8 +226,11 @@ func (c *Conn) smbSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool {
 			c.finding(at, i2r, CodeSMBDFragment, "SMB Direct fragment: RemainingDataLength %d, but the previous fragment left %d and this one carries %d ([MS-SMBD] §3.1.5.1)", remaining, f.remaining, dataLen)
 		}
 	} else {
-		f.active, f.buf, f.total, f.first = true, f.buf[:0], remaining+dataLen, at.Frame
-		if mf := st.maxFrag[1-d]; mf > 0 && f.total > mf {
+		// The first fragment's two 32-bit lengths sum in 64 bits: in
+		// uint32 a RemainingDataLength near 2^32 wrapped the size of the
+		// whole message to a few octets, under MaxFragmentedSize.
+		f.active, f.buf, f.total, f.first = true, f.buf[:0], uint64(remaining)+uint64(dataLen), at.Frame
+		if mf := st.maxFrag[1-d]; mf > 0 && f.total > uint64(mf) {
 			c.finding(at, i2r, CodeSMBDFragTooLarge, "SMB Direct message of %d octets (reassembled), larger than the peer's MaxFragmentedSize %d ([MS-SMBD] §3.1.5.1)", f.total, mf)
 		}
 	}

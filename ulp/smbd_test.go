@@ -185,3 +185,18 @@ func TestSMBDFindings(t *testing.T) {
 	checkFindings(t, col, want)
 	golden(t, "gen_smbd_findings.pcap", data, "smb2")
 }
+
+// A first fragment's RemainingDataLength + DataLength is the whole
+// message's size: a RemainingDataLength near 2^32 wrapped the uint32 sum
+// to a few octets and the message escaped the MaxFragmentedSize check
+// (issue 32 audit).
+func TestSMBDFragmentTotalWraps(t *testing.T) {
+	pd := []byte{0, 0, 0, 16, 0, 0, 0, 16}
+	sc := &gen.Scenario{Name: "smbd-wrap", Seed: 32, Connections: []gen.Connection{smbConn("10.0.0.1:45200", pd, pd,
+		send("i2r", smbdNegReq()),
+		send("r2i", smbdNegResp(255)),
+		send("i2r", smbdData(255, 0xFFFFFFF0, make([]byte, 64))),
+	)}}
+	col, _ := analyzeBytes(t, genPcap(t, sc), analyzeConfig())
+	checkFindings(t, col, []string{"smbd.fragmented_too_large"}, "smbd.fragment")
+}

@@ -153,14 +153,19 @@ func runExport(o *options, args []string, stdout, stderr io.Writer) int {
 	})
 	prog.add(int(read.Swap(0)))
 	prog.finish()
-	worst := -1
+	worst, panics := -1, 0
 	for _, r := range results {
 		if r.Err != nil {
 			code = exitError
 		}
 		if r.Report != nil {
 			worst = max(worst, r.Report.Worst)
+			panics += r.Report.Panics
 		}
+	}
+	if code == exitOK && panics > 0 {
+		fmt.Fprintf(stderr, "iwdump: %d decoder panic(s) contained (internal.decoder_panic findings): the export is incomplete; please report the capture\n", panics)
+		return exitPanic
 	}
 	if code == exitOK && sevOK && worst >= int(sev) {
 		return exitFindings

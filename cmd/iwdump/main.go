@@ -25,10 +25,11 @@ import (
 
 // Exit codes are a contract (README "Exit status"), the same in every command.
 const (
-	exitOK       = exitcode.OK       // the input was read to its end
-	exitError    = exitcode.Failure  // I/O error, damaged input, capture error
-	exitUsage    = exitcode.Usage    // bad flags, arguments or filters
-	exitFindings = exitcode.Findings // --fail-on: a finding of that severity or worse was raised
+	exitOK       = exitcode.OK           // the input was read to its end
+	exitError    = exitcode.Failure      // I/O error, damaged input, capture error
+	exitUsage    = exitcode.Usage        // bad flags, arguments or filters
+	exitFindings = exitcode.Findings     // --fail-on: a finding of that severity or worse was raised
+	exitPanic    = exitcode.DecoderPanic // a decoder panicked on the input: contained as internal.decoder_panic findings
 )
 
 type options struct {
@@ -232,6 +233,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if derr != nil {
 		return exitError
+	}
+	if rep.Panics > 0 {
+		fmt.Fprintf(stderr, "iwdump: %d decoder panic(s) contained (internal.decoder_panic findings): the output is incomplete; please report the capture\n", rep.Panics)
+		return exitPanic
 	}
 	if sev, ok := finding.ParseSeverity(o.failOn); ok && rep.Worst >= int(sev) {
 		return exitFindings

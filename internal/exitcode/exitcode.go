@@ -18,4 +18,9 @@ const (
 	// Findings: iwdump --fail-on SEVERITY, and a finding of that severity
 	// or worse was raised.
 	Findings = 4
+	// DecoderPanic: iwdump (and its export): a decoder panicked on the
+	// input; each panic was contained as an internal.decoder_panic
+	// finding and the rest of the capture analysed, but the output is
+	// incomplete. Outranks Findings.
+	DecoderPanic = 5
 )
