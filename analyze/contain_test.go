@@ -19,12 +19,12 @@ type kept struct {
 	msg   string
 }
 
-type keeper struct {
+type panicKeeper struct {
 	out   *[]kept
 	panic func(r *Record) // the consumer's own bug, when set
 }
 
-func (k keeper) Record(r *Record) {
+func (k panicKeeper) Record(r *Record) {
 	if k.panic != nil {
 		k.panic(r)
 	}
@@ -49,8 +49,8 @@ func runKept(t *testing.T, file string, mode PanicMode, workers int, hook func(s
 	}
 	defer src.Close()
 	outs := make([][]kept, workers)
-	rep, err := Run(src, Config{Workers: workers, Panics: mode}, bufio.NewWriter(io.Discard), func(shard int, _ *Out) Consumer {
-		return keeper{out: &outs[shard], panic: consumerPanic}
+	rep, err := RunOrdered(src, Config{Workers: workers, Panics: mode}, Output{W: bufio.NewWriter(io.Discard)}, func(shard int, _ *Out) Consumer {
+		return panicKeeper{out: &outs[shard], panic: consumerPanic}
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +228,7 @@ func BenchmarkContain(b *testing.B) {
 		b.Run(m.name, func(b *testing.B) {
 			benchPanics = m.mode
 			defer func() { benchPanics = PanicAuto }()
-			runBulk(b, data, frames, 1)
+			runBulk(b, data, frames, 1, false)
 		})
 	}
 }

@@ -68,7 +68,7 @@ func runFuzzCapture(t *testing.T, data []byte, workers int) []byte {
 	var out bytes.Buffer
 	w := bufio.NewWriter(&out)
 	src := &synth{next: fuzzFrames(data)}
-	if _, err := Run(src, Config{Workers: workers}, w, func(_ int, o *Out) Consumer { return &lineConsumer{out: o} }); err != nil {
+	if _, err := RunOrdered(src, Config{Workers: workers}, Output{W: w}, func(_ int, o *Out) Consumer { return &lineConsumer{out: o} }); err != nil {
 		t.Fatal(err)
 	}
 	w.Flush()
