@@ -187,7 +187,7 @@ const NumCodes = int(numCodes)
 var infos = [numCodes]Info{
 	FrameUndecodable: {Name: "frame.undecodable", Severity: Note, Stage: StageCapture, Ref: "analyzer", Summary: "frame whose TCP segment does not decode (iwdump prints it as a note, without the code)"},
 
-	InternalDecoderPanic: {Name: "internal.decoder_panic", Severity: Error, Stage: StageTrack, Ref: "analyzer", Summary: "a decoder panicked on this PDU (an iwkit bug, contained): that layer stops for the connection; iwdump exits 5"},
+	InternalDecoderPanic: {Name: "internal.decoder_panic", Severity: Error, Stage: StagePipeline, Ref: "analyzer", Summary: "a decoder panicked on this PDU (an iwkit bug, contained): that layer stops for the connection; iwdump exits 5"},
 
 	TCPGap:                 {Name: "tcp.gap", Severity: Warning, Stage: StageReassembly, Ref: "analyzer", Summary: "octets of a direction missing from the capture"},
 	TCPLateData:            {Name: "tcp.late_data", Severity: Note, Stage: StageReassembly, Ref: "analyzer", Summary: "octets arrived for a hole already reported as a gap"},

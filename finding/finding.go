@@ -93,6 +93,9 @@ const (
 	StageTrack
 	// StageULP: the storage protocols above RDMAP (ulp/).
 	StageULP
+	// StagePipeline: the pipeline that wires the stages (analyze/), such
+	// as a contained decoder panic.
+	StagePipeline
 )
 
 func (s Stage) String() string {
@@ -105,6 +108,8 @@ func (s Stage) String() string {
 		return "track"
 	case StageULP:
 		return "ulp"
+	case StagePipeline:
+		return "pipeline"
 	}
 	return fmt.Sprintf("stage(%d)", uint8(s))
 }

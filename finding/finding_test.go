@@ -70,7 +70,7 @@ func TestCatalogue(t *testing.T) {
 		if c.Severity() != inf.Severity {
 			t.Errorf("%s: Severity() %v, row %v", inf.Name, c.Severity(), inf.Severity)
 		}
-		if inf.Stage < StageCapture || inf.Stage > StageULP {
+		if inf.Stage < StageCapture || inf.Stage > StagePipeline {
 			t.Errorf("%s: no stage", inf.Name)
 		}
 		if s := inf.Summary; s == "" || strings.ContainsAny(s, "\n|") || len(s) > 120 {

@@ -167,6 +167,6 @@ func TestExportSameBaseName(t *testing.T) {
 	if caps := byName(); caps["trace"]["paths"].([]string)[0] != day2 {
 		t.Errorf("after --replace %v", caps["trace"])
 	}
-	ex(exitError, "--tag", "Bad=1", "-r", day1)
-	ex(exitError, "--name", "a/b", "-r", day1)
+	ex(exitUsage, "--tag", "Bad=1", "-r", day1)
+	ex(exitUsage, "--name", "a/b", "-r", day1)
 }

@@ -468,9 +468,16 @@ func (o *Options) probeOnce(ctx context.Context) error {
 	cfg := o.Config
 	cfg.Capture = nil
 	cfg.Timeout = o.Timeout
+	// A target that refuses MPA v2 with a reset (cxgb4's peers, RefuseV2)
+	// is alive: retry with v1 as cxgb4 does (RFC 6581 §10).
+	cfg.FallbackV1 = true
 	cctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	c, err := endpoint.Dial(cctx, "tcp", o.Addr, qp, &cfg)
+	var me *endpoint.MPAError
+	if errors.As(err, &me) {
+		return nil // an MPA Reject (or a refused revision) is an answer: the target lives
+	}
 	if err != nil {
 		return err
 	}
