@@ -154,6 +154,7 @@ const (
 	NVMeReject             // NVMe-oF CM reject
 	NVMeSQOverrun          // more commands outstanding on a queue than its negotiated size
 	NVMeKeepAlive          // KATO set, and no admin command within it
+	NVMeSGLOffset          // an in-capsule (offset) SGL whose offset + length lies beyond the capsule
 	RPCRDMAVers            // rdma_vers is not 1
 	RPCRDMAXID             // transport xid differs from the RPC xid
 	RPCRDMACredits         // more outstanding calls than the credits granted
@@ -310,6 +311,7 @@ var infos = [numCodes]Info{
 	NVMeReject:              {Name: "nvme.cm_reject", Severity: Note, Stage: StageULP, Ref: "ulp-reference §6.2", Summary: "NVMe-oF CM reject"},
 	NVMeSQOverrun:           {Name: "nvme.sq_overrun", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.2", Summary: "more commands outstanding on a queue than its negotiated size (HSQSIZE/SQSIZE + 1)"},
 	NVMeKeepAlive:           {Name: "nvme.keep_alive", Severity: Note, Stage: StageULP, Ref: "ulp-reference §6.2", Summary: "Keep Alive Timeout set, and no admin command within it"},
+	NVMeSGLOffset:           {Name: "nvme.sgl_offset", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.2", Summary: "in-capsule data SGL (Data Block/Offset) whose offset + length lies beyond the capsule's data"},
 	RPCRDMAVers:             {Name: "rpcrdma.version", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "rdma_vers is not 1"},
 	RPCRDMAXID:              {Name: "rpcrdma.xid_mismatch", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "transport xid differs from the RPC xid"},
 	RPCRDMACredits:          {Name: "rpcrdma.credit_overrun", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "more outstanding calls than the credits granted"},

@@ -22,6 +22,7 @@ const (
 	CodeNVMeReject         = finding.NVMeReject
 	CodeNVMeSQOverrun      = finding.NVMeSQOverrun
 	CodeNVMeKeepAlive      = finding.NVMeKeepAlive
+	CodeNVMeSGLOffset      = finding.NVMeSGLOffset
 	CodeISCSICmdSN         = finding.ISCSICmdSN
 	CodeSMBDFragTooLarge   = finding.SMBDFragmentedTooLarge
 	CodeSMB2SizeLimit      = finding.SMB2SizeLimit

@@ -490,7 +490,12 @@ func (c *Conn) nvmeSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 		// The offset is the wire's 64-bit value: compare it in uint64 against
 		// what the capsule holds, never through int (an offset near 2^64
 		// wrapped the old int sum negative and passed the check).
-		if rest := uint64(len(b) - 64); opc == 0x7F && fctype == 0x01 && off <= rest && rest-off >= 1024 {
+		rest := uint64(len(b) - 64) // the capsule's data area as captured
+		if wire := uint64(max(a.total, len(b)) - 64); off > wire || wire-off < l {
+			// The offset SGL describes in-capsule data: it must lie in the
+			// capsule's data area (ulp-reference.md §1.2, §6.2).
+			c.finding(at, true, CodeNVMeSGLOffset, "NVMe command cid %d: in-capsule SGL offset %d length %d, but the capsule carries %d octets of data", cid, off, l, wire)
+		} else if opc == 0x7F && fctype == 0x01 && off <= rest && rest-off >= 1024 { // what the capture kept of it
 			c.nvmeConnectFields(b[64+off:64+off+1024], m)
 		}
 	default:
