@@ -491,23 +491,38 @@ type compound struct {
 	proc  string // names a call none of whose operations does
 	ident bool   // a callback_ident follows the minor version (CB_COMPOUND)
 	ops   map[uint32]string
-	// quiet operations do not name the call (SEQUENCE, the filehandle
-	// operations); with quietNames a call of quiet operations only is
-	// named by its first (a bare CB_SEQUENCE).
-	quiet      map[string]bool
-	quietNames bool
+	// tier ranks how much an operation says what the call is for: the
+	// call is named by its operation of the lowest tier (1, the default,
+	// for the operations that do the work; a bare CB_SEQUENCE is named
+	// CB_SEQUENCE).
+	tier map[string]int
 	// args skips an operation's arguments; false when they are unknown:
 	// the walk stops there.
 	args func(c *Conn, x *xdr, op uint32, rpc []byte) bool
 }
 
 var (
+	// An NFSv4 COMPOUND is named by its main operation, by the rule
+	// Wireshark's packet-nfs.c uses (nfsv4_operation_tiers, the field
+	// nfs.main_opcode and its NFSv4 response-time table): every operation
+	// has a tier, 1 for those that do the work (READ, WRITE, OPEN, CLOSE,
+	// LOOKUP, ...), 2 for ACCESS and NVERIFY, 3 for GETATTR, PUTROOTFH and
+	// PUTPUBFH, 4 for PUTFH, GETFH, SAVEFH and RESTOREFH, 5 for SEQUENCE
+	// (RFC 8881 §18.46: it only carries the session slot). The main
+	// operation is the first of the lowest tier present, so SEQUENCE PUTFH
+	// GETATTR CLOSE is a CLOSE and SEQUENCE PUTFH GETATTR a GETATTR.
+	// Wireshark lists every operation of that tier (SEQUENCE PUTROOTFH
+	// GETFH GETATTR shows "PUTROOTFH, GETATTR"); one name is needed to count
+	// the call in -z rpc, so a PUTROOTFH or PUTPUBFH, which only selects the
+	// file the rest acts on (RFC 8881 §18.20, §18.21), yields to a later
+	// operation of its tier: that call is a GETATTR.
 	nfs4Compound = &compound{proc: "COMPOUND", ops: nfs4Ops, args: (*Conn).nfs4Args,
-		quiet: map[string]bool{"SEQUENCE": true, "PUTFH": true, "PUTROOTFH": true, "PUTPUBFH": true, "SAVEFH": true, "RESTOREFH": true}}
+		tier: map[string]int{"ACCESS": 2, "NVERIFY": 2, "GETATTR": 3, "PUTROOTFH": 3, "PUTPUBFH": 3,
+			"PUTFH": 4, "GETFH": 4, "SAVEFH": 4, "RESTOREFH": 4, "SEQUENCE": 5}}
 	// Of a CB_COMPOUND only CB_SEQUENCE's arguments are skipped (it comes
 	// first); the walk stops at any other operation.
 	cbCompound = &compound{proc: "CB_COMPOUND", ident: true, ops: cbOps, args: cbArgs,
-		quiet: map[string]bool{"CB_SEQUENCE": true}, quietNames: true}
+		tier: map[string]int{"CB_SEQUENCE": 5}}
 )
 
 // walk walks the arguments of a COMPOUND call of kind k: the tag, the
@@ -525,7 +540,7 @@ func (c *Conn) walk(k *compound, x *xdr, rpc []byte) (string, uint32, string) {
 		return "…", minor, k.proc
 	}
 	var sb strings.Builder
-	main, first := "", ""
+	main, best := "", 0
 	for i := 0; i < int(n) && x.ok; i++ {
 		op := x.u32()
 		if !x.ok {
@@ -539,11 +554,8 @@ func (c *Conn) walk(k *compound, x *xdr, rpc []byte) (string, uint32, string) {
 			sb.WriteByte(' ')
 		}
 		sb.WriteString(name)
-		if first == "" {
-			first = name
-		}
-		if main == "" && !k.quiet[name] {
-			main = name
+		if t := max(k.tier[name], 1); best == 0 || t < best || t == best && yields[main] {
+			main, best = name, t
 		}
 		if !k.args(c, x, op, rpc) {
 			if i+1 < int(n) {
@@ -552,15 +564,15 @@ func (c *Conn) walk(k *compound, x *xdr, rpc []byte) (string, uint32, string) {
 			break
 		}
 	}
-	switch {
-	case main != "":
-	case k.quietNames && first != "":
-		main = first
-	default:
+	if best == 0 {
 		main = k.proc
 	}
 	return sb.String(), minor, main
 }
+
+// yields are the operations that give the call's name to a later
+// operation of their tier (see nfs4Compound).
+var yields = map[string]bool{"PUTROOTFH": true, "PUTPUBFH": true}
 
 // cbArgs skips CB_SEQUENCE4args (RFC 8881 §20.9): sessionid (16),
 // sequenceid, slotid, highest_slotid, cachethis, referring_call_lists<>.
