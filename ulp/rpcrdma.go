@@ -17,6 +17,7 @@ type rpcState struct {
 	clientR  bool      // the requester accepts Send with Invalidate
 	credits  uint32    // last credits granted by the responder (0: none yet)
 	segs     []rpcSeg  // scratch: the chunk segments of the message at hand
+	inline   uint64    // scratch: WRITE data octets carried in the call itself
 }
 
 type rpcSeg struct {
@@ -380,6 +381,7 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 		return false
 	}
 	xid := be32(rpc)
+	st.inline = 0
 	pn := rpcProgNames[prog]
 	if pn == "" {
 		pn = strconv.FormatUint(uint64(prog), 10)
@@ -408,6 +410,7 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 				if s := x.u32(); x.ok {
 					m.u(fNFSStable, uint64(s))
 				}
+				c.writeData(&x, rpc)
 			}
 		}
 	case prog == 100003 && vers == 4 && proc == 1:
@@ -457,6 +460,7 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 		}
 	}
 	t.cmd.Expected = readTotal
+	t.cmd.Inline = st.inline
 	// Credits: calls outstanding beyond the last grant (RFC 8166 §3.3.1;
 	// before any reply the requester holds one credit).
 	granted := max(st.credits, 1)
@@ -589,6 +593,19 @@ func cbArgs(_ *Conn, x *xdr, op uint32, _ []byte) bool {
 	return true
 }
 
+// writeData skips a WRITE's data<> (RFC 1813 §3.3.7, RFC 8881 §18.32):
+// in a read chunk when one is at its position, else carried inline in
+// the Send, counted in st.inline as SMB2 counts a WRITE's inline data.
+func (c *Conn) writeData(x *xdr, rpc []byte) {
+	pos := x.off + 4
+	n := int(x.u32())
+	if !x.ok || c.readChunkAt(pos) {
+		return
+	}
+	c.rpc.inline += uint64(min(n, max(len(rpc)-pos, 0)))
+	x.skip((n + 3) &^ 3)
+}
+
 // readChunkAt says whether a read chunk's data belongs at RPC offset pos:
 // then the opaque's octets are not inline (ulp-reference.md §4.3).
 func (c *Conn) readChunkAt(pos int) bool {
@@ -635,11 +652,7 @@ func (c *Conn) nfs4Args(x *xdr, op uint32, rpc []byte) bool {
 		x.fattr()
 	case 38: // WRITE: stateid, offset, stable, data
 		x.skip(28)
-		pos := x.off + 4
-		n := int(x.u32())
-		if !c.readChunkAt(pos) {
-			x.skip((n + 3) &^ 3)
-		}
+		c.writeData(x, rpc)
 	case 18: // OPEN
 		x.skip(12)
 		x.skip(8)
