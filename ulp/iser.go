@@ -341,7 +341,6 @@ func (c *Conn) iserSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 		c.complete(at, t, a, sn, ok, m)
 		return true
 	case 0x03, 0x23: // Login (§11.12, §11.13)
-		m.b(fISCSIFinal, f1&0x80 != 0)
 		m.u(fISCSICSG, uint64(f1>>2&3))
 		m.u(fISCSINSG, uint64(f1&3))
 		m.u(fISCSITSIH, uint64(be16(bhs[14:])))
