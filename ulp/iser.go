@@ -76,7 +76,7 @@ var (
 	fSCSIBlocks   = def("scsi.blocks", decode.KindUint, false, "READ/WRITE transfer length, blocks")
 	fSCSIStatus   = def("scsi.status", decode.KindEnum, false, "SCSI status")
 	fSCSISense    = def("scsi.sense_key", decode.KindEnum, false, "sense key")
-	fSCSIASC      = def("scsi.asc", decode.KindUint, true, "additional sense code and qualifier (ASC << 8 | ASCQ)")
+	fSCSIASC      = def("scsi.asc", decode.KindEnum, false, "additional sense code and qualifier by name (number: ASC << 8 | ASCQ)")
 )
 
 func (c *Conn) iserPD(at At, i2r bool, pd []byte, m *Message) bool {
@@ -313,8 +313,8 @@ func (c *Conn) iserSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 				key, asc, ascq = s[1]&0xF, s[2], s[3]
 			}
 			m.e(fSCSISense, uint64(key), senseKeys[key])
-			m.u(fSCSIASC, uint64(asc)<<8|uint64(ascq))
-			m.sum(" ", senseKeys[key])
+			m.e(fSCSIASC, uint64(asc)<<8|uint64(ascq), scsiASCName(uint16(asc)<<8|uint16(ascq)))
+			m.sum(" ", senseKeys[key], ": ", scsiASCName(uint16(asc)<<8|uint16(ascq)))
 		}
 		t := c.task(uint64(itt))
 		if t == nil {

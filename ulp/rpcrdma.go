@@ -58,7 +58,7 @@ var (
 	fNFSStatus     = def("nfs.status", decode.KindEnum, false, "NFS status of the reply (nfsstat3 / nfsstat4)")
 	fNFSOffset     = def("nfs.offset", decode.KindUint, false, "READ/WRITE file offset")
 	fNFSCount      = def("nfs.count", decode.KindUint, false, "READ/WRITE count, octets")
-	fNFSStable     = def("nfs.stable", decode.KindUint, false, "WRITE stable_how: 0 UNSTABLE, 1 DATA_SYNC, 2 FILE_SYNC")
+	fNFSStable     = def("nfs.stable", decode.KindEnum, false, "WRITE stable_how: UNSTABLE (0), DATA_SYNC (1), FILE_SYNC (2)")
 )
 
 var rpcProcNames = []string{"RDMA_MSG", "RDMA_NOMSG", "RDMA_MSGP", "RDMA_DONE", "RDMA_ERROR"}
@@ -408,7 +408,7 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 			}
 			if proc == 7 {
 				if s := x.u32(); x.ok {
-					m.u(fNFSStable, uint64(s))
+					m.e(fNFSStable, uint64(s), nameIdx(nfsStableNames, s))
 				}
 				c.writeData(&x, rpc)
 			}
