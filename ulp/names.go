@@ -1,6 +1,9 @@
 package ulp
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // Names of the codes the storage protocols carry, for the fields whose
 // value tools print by name (issue 27): each is a KindEnum field, so -V,
@@ -75,3 +78,131 @@ func scsiASCName(v uint16) string {
 // nfsStableNames are stable_how (RFC 1813 §3.3.7, RFC 8881 §18.32: the
 // same three values).
 var nfsStableNames = []string{"UNSTABLE", "DATA_SYNC", "FILE_SYNC"}
+
+// nfs4ErrNames are the nfsstat4 codes of NFSv4.x only (RFC 8881 §15.1,
+// RFC 7862 §11.1); the codes NFSv3 shares are in nfsErrNames.
+var nfs4ErrNames = map[uint32]string{10009: "NFS4ERR_SAME", 10010: "NFS4ERR_DENIED", 10011: "NFS4ERR_EXPIRED",
+	10012: "NFS4ERR_LOCKED", 10013: "NFS4ERR_GRACE", 10014: "NFS4ERR_FHEXPIRED", 10015: "NFS4ERR_SHARE_DENIED",
+	10016: "NFS4ERR_WRONGSEC", 10017: "NFS4ERR_CLID_INUSE", 10018: "NFS4ERR_RESOURCE", 10019: "NFS4ERR_MOVED",
+	10020: "NFS4ERR_NOFILEHANDLE", 10021: "NFS4ERR_MINOR_VERS_MISMATCH", 10022: "NFS4ERR_STALE_CLIENTID",
+	10023: "NFS4ERR_STALE_STATEID", 10024: "NFS4ERR_OLD_STATEID", 10025: "NFS4ERR_BAD_STATEID",
+	10026: "NFS4ERR_BAD_SEQID", 10027: "NFS4ERR_NOT_SAME", 10028: "NFS4ERR_LOCK_RANGE", 10029: "NFS4ERR_SYMLINK",
+	10030: "NFS4ERR_RESTOREFH", 10031: "NFS4ERR_LEASE_MOVED", 10032: "NFS4ERR_ATTRNOTSUPP", 10033: "NFS4ERR_NO_GRACE",
+	10034: "NFS4ERR_RECLAIM_BAD", 10035: "NFS4ERR_RECLAIM_CONFLICT", 10036: "NFS4ERR_BADXDR",
+	10037: "NFS4ERR_LOCKS_HELD", 10038: "NFS4ERR_OPENMODE", 10039: "NFS4ERR_BADOWNER", 10040: "NFS4ERR_BADCHAR",
+	10041: "NFS4ERR_BADNAME", 10042: "NFS4ERR_BAD_RANGE", 10043: "NFS4ERR_LOCK_NOTSUPP", 10044: "NFS4ERR_OP_ILLEGAL",
+	10045: "NFS4ERR_DEADLOCK", 10046: "NFS4ERR_FILE_OPEN", 10047: "NFS4ERR_ADMIN_REVOKED", 10048: "NFS4ERR_CB_PATH_DOWN",
+	10052: "NFS4ERR_BADSESSION", 10053: "NFS4ERR_BADSLOT", 10063: "NFS4ERR_SEQ_MISORDERED",
+	10064: "NFS4ERR_SEQUENCE_POS", 10065: "NFS4ERR_REQ_TOO_BIG", 10066: "NFS4ERR_REP_TOO_BIG",
+	10068: "NFS4ERR_RETRY_UNCACHED_REP", 10070: "NFS4ERR_TOO_MANY_OPS", 10071: "NFS4ERR_OP_NOT_IN_SESSION",
+	10074: "NFS4ERR_CLIENTID_BUSY", 10077: "NFS4ERR_BAD_HIGH_SLOT", 10078: "NFS4ERR_DEADSESSION",
+	10081: "NFS4ERR_NOT_ONLY_OP", 10082: "NFS4ERR_WRONG_CRED", 10083: "NFS4ERR_WRONG_TYPE",
+	10087: "NFS4ERR_DELEG_REVOKED", 10088: "NFS4ERR_PARTNER_NOTSUPP", 10089: "NFS4ERR_PARTNER_NO_AUTH",
+	10090: "NFS4ERR_UNION_NOTSUPP", 10091: "NFS4ERR_OFFLOAD_DENIED", 10092: "NFS4ERR_WRONG_LFS",
+	10093: "NFS4ERR_BADLABEL", 10094: "NFS4ERR_OFFLOAD_NO_REQS"}
+
+// nfsResults decodes what follows the status of an NFS reply to the call
+// named name: an NFSv3 READ's eof (READ3resok, RFC 1813 §3.3.6), an
+// NFSv4 COMPOUND's results (COMPOUND4res, RFC 8881 §16.2.2): each
+// operation's nfsstat4 in nfs.results, and a READ's eof.
+func (c *Conn) nfsResults(x *xdr, name string, status uint32, m *Message) {
+	switch {
+	case name == "NFSv3 READ" && status == 0:
+		if x.u32() == 1 { // post_op_attr: attributes_follow, fattr3
+			x.skip(84)
+		}
+		x.u32() // count
+		if eof := x.u32(); x.ok {
+			m.b(fNFSEOF, eof != 0)
+		}
+	case strings.HasPrefix(name, "NFSv4 ") && !strings.HasPrefix(name, "NFSv4 callback"):
+		x.opaque() // tag
+		n := x.u32()
+		if !x.ok || n > 256 {
+			return
+		}
+		var sb strings.Builder
+		for i := 0; i < int(n); i++ {
+			op, st := x.u32(), x.u32()
+			if !x.ok {
+				if i > 0 {
+					sb.WriteByte(' ')
+				}
+				sb.WriteString("…")
+				break
+			}
+			if i > 0 {
+				sb.WriteByte(' ')
+			}
+			sb.WriteString(nfs4OpName(op))
+			sb.WriteByte(' ')
+			sb.WriteString(nfs4StatName(st))
+			if st != 0 {
+				break // a COMPOUND stops at the first failure (RFC 8881 §16.2.3.1)
+			}
+			if op == 25 { // READ4resok: eof, data (perhaps in a write chunk): the walk ends
+				if eof := x.u32(); x.ok {
+					m.b(fNFSEOF, eof != 0)
+				}
+			}
+			if !nfs4ResOK(x, op) {
+				if i+1 < int(n) {
+					sb.WriteString(" …")
+				}
+				break
+			}
+		}
+		m.s(fNFSResults, sb.String())
+	}
+}
+
+func nfs4OpName(op uint32) string {
+	if n, ok := nfs4Ops[op]; ok {
+		return n
+	}
+	return strconv.FormatUint(uint64(op), 10)
+}
+
+// nfs4StatName names an nfsstat4 as RFC 8881 §15.1 spells it.
+func nfs4StatName(s uint32) string {
+	if s == 0 {
+		return "NFS4_OK"
+	}
+	if n, ok := nfs4ErrNames[s]; ok {
+		return n
+	}
+	if n, ok := nfsErrNames[s]; ok {
+		return "NFS4ERR_" + strings.TrimPrefix(n, "NFSERR_")
+	}
+	return "NFS4ERR " + strconv.FormatUint(uint64(s), 10)
+}
+
+// nfs4ResOK skips the result of a successful operation (RFC 8881 §18);
+// false when its size is not known here (READ: the data may be in a
+// write chunk; OPEN, READDIR...: not walked).
+func nfs4ResOK(x *xdr, op uint32) bool {
+	switch op {
+	case 22, 23, 24, 31, 32, 15, 16, 58, 44, 57, 45, 8: // PUTFH PUTPUBFH PUTROOTFH RESTOREFH SAVEFH LOOKUP LOOKUPP RECLAIM_COMPLETE DESTROY_SESSION DESTROY_CLIENTID FREE_STATEID DELEGRETURN
+	case 53: // SEQUENCE4resok: sessionid, sequenceid, slotid, highest_slotid, target_highest_slotid, status_flags
+		x.skip(16 + 5*4)
+	case 9: // GETATTR: fattr4
+		x.fattr()
+	case 10: // GETFH: nfs_fh4
+		x.opaque()
+	case 3, 5: // ACCESS: supported, access; COMMIT: verifier
+		x.skip(8)
+	case 4: // CLOSE: open_stateid
+		x.skip(16)
+	case 38: // WRITE: count, committed, verifier
+		x.skip(16)
+	case 28: // REMOVE: change_info4
+		x.skip(20)
+	case 29: // RENAME: two change_info4
+		x.skip(40)
+	case 34: // SETATTR: attrsset
+		x.bitmap()
+	default:
+		return false
+	}
+	return x.ok
+}

@@ -58,6 +58,8 @@ var (
 	fNFSStatus     = def("nfs.status", decode.KindEnum, false, "NFS status of the reply (nfsstat3 / nfsstat4)")
 	fNFSOffset     = def("nfs.offset", decode.KindUint, false, "READ/WRITE file offset")
 	fNFSCount      = def("nfs.count", decode.KindUint, false, "READ/WRITE count, octets")
+	fNFSEOF        = def("nfs.eof", decode.KindBool, false, "READ reply: eof, the read reached the end of the file")
+	fNFSResults    = def("nfs.results", decode.KindString, false, "NFSv4 COMPOUND reply: each operation and its nfsstat4, in order (… when the walk stopped)")
 	fNFSStable     = def("nfs.stable", decode.KindEnum, false, "WRITE stable_how: UNSTABLE (0), DATA_SYNC (1), FILE_SYNC (2)")
 )
 
@@ -766,6 +768,7 @@ func (c *Conn) rpcReply(at At, i2r bool, a *sendAsm, xid uint32, rpc []byte, m *
 						status, ok = nn, false
 					}
 					m.e(fNFSStatus, uint64(ns), nn)
+					c.nfsResults(&x, t.cmd.Name, ns, m)
 				}
 			}
 		}
