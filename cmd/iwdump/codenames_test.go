@@ -7,7 +7,7 @@ import (
 
 // TestULPCodeNames: codes tools print by name are names in every face of
 // iwdump — -T fields, -V, -T json — and the filter takes the name
-// (issue 27): NVMe CNS and FID, SCSI ASC/ASCQ, NFS stable_how, and the
+// (issue 27): NVMe CNS and FID, SCSI ASC/ASCQ and service action, NFS stable_how, and the
 // broadcast NSID reads 0xffffffff. On the real captures of testdata/ulp.
 func TestULPCodeNames(t *testing.T) {
 	for _, c := range []struct {
@@ -17,6 +17,7 @@ func TestULPCodeNames(t *testing.T) {
 		{"nvmeof.pcap", "nvme.fid", `nvme.fid == 7`, "Number of Queues", `"fid":"Number of Queues"`},
 		{"nvmeof.pcap", "nvme.nsid", `nvme.nsid == 4294967295`, "0xffffffff", `"nsid":4294967295`},
 		{"iser.pcap", "scsi.asc", `scsi.asc == 0x2000`, "Invalid Command Operation Code", `"asc":"Invalid Command Operation Code"`},
+		{"iser.pcap", "scsi.service_action", `scsi.service_action == 0x0c`, "REPORT SUPPORTED OPERATION CODES", `"service_action":"REPORT SUPPORTED OPERATION CODES"`},
 		{"nfs3_rdma.pcap", "nfs.stable", `nfs.stable == "FILE_SYNC"`, "FILE_SYNC", `"stable":"FILE_SYNC"`},
 		{"nfs3_rdma.pcap", "nfs.stable", `nfs.stable == 0`, "UNSTABLE", `"stable":"UNSTABLE"`},
 	} {
