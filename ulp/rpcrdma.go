@@ -514,8 +514,9 @@ var (
 	// has a tier, 1 for those that do the work (READ, WRITE, OPEN, CLOSE,
 	// LOOKUP, ...), 2 for ACCESS and NVERIFY, 3 for GETATTR, PUTROOTFH and
 	// PUTPUBFH, 4 for PUTFH, GETFH, SAVEFH and RESTOREFH, and SEQUENCE
-	// last (RFC 8881 §18.46: it only carries the session slot; tshark 4.0
-	// names it only when it is alone, as on the test captures). The main
+	// last (RFC 8881 §18.46: it only carries the session slot; on the
+	// test captures tshark 4.0 never names it beside another operation,
+	// which older tables' tier 1 would). The main
 	// operation is the first of the lowest tier present, so SEQUENCE PUTFH
 	// GETATTR CLOSE is a CLOSE and SEQUENCE PUTFH GETATTR a GETATTR.
 	// Wireshark lists every operation of that tier (SEQUENCE PUTROOTFH
