@@ -201,6 +201,25 @@ func nfs4ResOK(x *xdr, op uint32) bool {
 		x.skip(40)
 	case 34: // SETATTR: attrsset
 		x.bitmap()
+	case 18: // OPEN4resok: stateid, cinfo, rflags, attrset, delegation
+		x.skip(16 + 20 + 4)
+		x.bitmap()
+		switch t := x.u32(); t { // open_delegation_type4 (RFC 8881 §18.16.2)
+		case 0: // OPEN_DELEGATE_NONE
+		case 1, 2: // READ, WRITE: stateid, recall, (WRITE: space_limit), permissions nfsace4
+			x.skip(20)
+			if t == 2 {
+				x.skip(12) // limitby, and filesize or modified_blocks
+			}
+			x.skip(12) // type, flag, access_mask
+			x.opaque() // who
+		case 3: // OPEN_DELEGATE_NONE_EXT: why, and a bool for contention/resource
+			if why := x.u32(); why == 1 || why == 2 {
+				x.skip(4)
+			}
+		default:
+			return false
+		}
 	default:
 		return false
 	}
