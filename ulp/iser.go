@@ -72,11 +72,12 @@ var (
 	fISCSIStDet   = def("iscsi.login.status_detail", decode.KindUint, false, "Login Response status detail")
 	fISCSIKeys    = def("iscsi.keys", decode.KindString, false, "Login/Text key=value pairs, space separated")
 	fSCSIOpcode   = def("scsi.opcode", decode.KindEnum, false, "CDB operation code")
+	fSCSISvcAct   = def("scsi.service_action", decode.KindEnum, false, "service action of MAINTENANCE IN/OUT and SERVICE ACTION IN(16), by name; it names the command")
 	fSCSILBA      = def("scsi.lba", decode.KindUint, false, "READ/WRITE logical block address")
 	fSCSIBlocks   = def("scsi.blocks", decode.KindUint, false, "READ/WRITE transfer length, blocks")
 	fSCSIStatus   = def("scsi.status", decode.KindEnum, false, "SCSI status")
 	fSCSISense    = def("scsi.sense_key", decode.KindEnum, false, "sense key")
-	fSCSIASC      = def("scsi.asc", decode.KindUint, true, "additional sense code and qualifier (ASC << 8 | ASCQ)")
+	fSCSIASC      = def("scsi.asc", decode.KindEnum, false, "additional sense code and qualifier by name (number: ASC << 8 | ASCQ)")
 )
 
 func (c *Conn) iserPD(at At, i2r bool, pd []byte, m *Message) bool {
@@ -125,7 +126,7 @@ func iserLooksLike(b []byte, i2r bool) bool {
 var scsiNames = map[uint8]string{0x00: "TEST UNIT READY", 0x03: "REQUEST SENSE", 0x08: "READ(6)", 0x0A: "WRITE(6)", 0x12: "INQUIRY",
 	0x1A: "MODE SENSE(6)", 0x25: "READ CAPACITY(10)", 0x28: "READ(10)", 0x2A: "WRITE(10)", 0x35: "SYNCHRONIZE CACHE(10)",
 	0x42: "UNMAP", 0x5A: "MODE SENSE(10)", 0x88: "READ(16)", 0x8A: "WRITE(16)", 0x91: "SYNCHRONIZE CACHE(16)", 0x93: "WRITE SAME(16)",
-	0x9E: "SERVICE ACTION IN(16)", 0xA0: "REPORT LUNS", 0xA3: "MAINTENANCE IN", 0xA8: "READ(12)", 0xAA: "WRITE(12)"}
+	0x9E: "SERVICE ACTION IN(16)", 0xA0: "REPORT LUNS", 0xA3: "MAINTENANCE IN", 0xA4: "MAINTENANCE OUT", 0xA8: "READ(12)", 0xAA: "WRITE(12)"}
 
 var scsiStatusNames = map[uint8]string{0x00: "GOOD", 0x02: "CHECK CONDITION", 0x08: "BUSY", 0x18: "RESERVATION CONFLICT",
 	0x28: "TASK SET FULL", 0x30: "ACA ACTIVE", 0x40: "TASK ABORTED"}
@@ -140,8 +141,17 @@ func cdb(b []byte, m *Message) (name string, lba, blocks uint64, rw bool) {
 	if name == "" {
 		name = "0x" + strconv.FormatUint(uint64(op), 16)
 	}
-	if op == 0x9E && b[1]&0x1F == 0x10 {
-		name = "READ CAPACITY(16)"
+	// A service action names the command (SPC-5 §4.2.5.2): MAINTENANCE
+	// IN 0x0C is a REPORT SUPPORTED OPERATION CODES, as tools print it.
+	if sa, ok := scsiServiceActions[op]; ok {
+		san, known := sa[b[1]&0x1F]
+		if !known {
+			san = name + " 0x" + strconv.FormatUint(uint64(b[1]&0x1F), 16)
+		}
+		m.e(fSCSISvcAct, uint64(b[1]&0x1F), san)
+		if known {
+			name = san
+		}
 	}
 	switch op {
 	case 0x08, 0x0A:
@@ -313,8 +323,8 @@ func (c *Conn) iserSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 				key, asc, ascq = s[1]&0xF, s[2], s[3]
 			}
 			m.e(fSCSISense, uint64(key), senseKeys[key])
-			m.u(fSCSIASC, uint64(asc)<<8|uint64(ascq))
-			m.sum(" ", senseKeys[key])
+			m.e(fSCSIASC, uint64(asc)<<8|uint64(ascq), scsiASCName(uint16(asc)<<8|uint16(ascq)))
+			m.sum(" ", senseKeys[key], ": ", scsiASCName(uint16(asc)<<8|uint16(ascq)))
 		}
 		t := c.task(uint64(itt))
 		if t == nil {
@@ -341,7 +351,6 @@ func (c *Conn) iserSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 		c.complete(at, t, a, sn, ok, m)
 		return true
 	case 0x03, 0x23: // Login (§11.12, §11.13)
-		m.b(fISCSIFinal, f1&0x80 != 0)
 		m.u(fISCSICSG, uint64(f1>>2&3))
 		m.u(fISCSINSG, uint64(f1&3))
 		m.u(fISCSITSIH, uint64(be16(bhs[14:])))

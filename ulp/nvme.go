@@ -41,7 +41,7 @@ var (
 	fNVMePSDT    = def("nvme.psdt", decode.KindUint, false, "PRP or SGL for data transfer: 1 SGL (contiguous metadata), 2 SGL; 0 PRP is not allowed on fabrics")
 	fNVMeFuse    = def("nvme.fuse", decode.KindUint, false, "fused operation: 0 normal, 1 first, 2 second")
 	fNVMeCID     = def("nvme.cid", decode.KindUint, false, "command identifier (Linux: generation counter in bits 15:12)")
-	fNVMeNSID    = def("nvme.nsid", decode.KindUint, false, "namespace ID")
+	fNVMeNSID    = def("nvme.nsid", decode.KindUint, true, "namespace ID (0xffffffff: every namespace, NVMe Base 2.0 §3.2.1.2)")
 	fNVMeSGLType = def("nvme.sgl.type", decode.KindEnum, false, "SGL descriptor: keyed data block (4/0, 4/F invalidate), data block offset (0/1 in-capsule), or other")
 	fNVMeSGLAddr = def("nvme.sgl.addr", decode.KindUint, true, "keyed SGL address = the Tagged Offset the controller uses; offset into the capsule's data for in-capsule data")
 	fNVMeSGLLen  = def("nvme.sgl.len", decode.KindUint, false, "SGL length, octets")
@@ -49,10 +49,10 @@ var (
 	fNVMeSGLInv  = def("nvme.sgl.invalidate", decode.KindBool, false, "sub type 0xF: the host asks for remote invalidation of the key with the response")
 	fNVMeSLBA    = def("nvme.slba", decode.KindUint, false, "Read/Write: starting LBA")
 	fNVMeNLB     = def("nvme.nlb", decode.KindUint, false, "Read/Write: number of logical blocks (1-based; the wire field is 0-based)")
-	fNVMeCNS     = def("nvme.cns", decode.KindUint, false, "Identify: controller or namespace structure")
+	fNVMeCNS     = def("nvme.cns", decode.KindEnum, false, "Identify: controller or namespace structure (CNS), by name")
 	fNVMeLID     = def("nvme.lid", decode.KindEnum, false, "Get Log Page: log page identifier")
 	fNVMeNUMD    = def("nvme.numd", decode.KindUint, false, "Get Log Page: dwords to transfer (1-based)")
-	fNVMeFID     = def("nvme.fid", decode.KindUint, true, "Set/Get Features: feature identifier")
+	fNVMeFID     = def("nvme.fid", decode.KindEnum, false, "Set/Get Features: feature identifier, by name")
 	fNVMePropOff = def("nvme.prop.offset", decode.KindEnum, false, "Property Get/Set: property (CAP, VS, CC, CSTS, ...)")
 	fNVMePropSz  = def("nvme.prop.size", decode.KindUint, false, "Property Get/Set: size in octets (4 or 8)")
 	fNVMePropVal = def("nvme.prop.value", decode.KindUint, true, "Property Set: value; Property Get response: value")
@@ -365,7 +365,11 @@ func (c *Conn) nvmeSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 	}
 	m.sum("NVMe ", name)
 	m.sumU("cid", uint64(cid))
-	if opc != 0x7F && nsid != 0 {
+	switch {
+	case opc == 0x7F || nsid == 0:
+	case nsid == nvmeBroadcastNSID:
+		m.sumX("nsid", uint64(nsid))
+	default:
 		m.sumU("nsid", uint64(nsid))
 	}
 	if psdt == 0 {
@@ -441,8 +445,8 @@ func (c *Conn) nvmeSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 	default: // admin
 		switch opc {
 		case 0x06:
-			m.u(fNVMeCNS, uint64(b[40]))
-			m.sumU("cns", uint64(b[40]))
+			m.e(fNVMeCNS, uint64(b[40]), nameOr(nvmeCNSNames, b[40]))
+			m.sum(" ", nameOr(nvmeCNSNames, b[40]))
 		case 0x02:
 			lid := b[40]
 			numd := uint64(le16(b[42:])) | uint64(le16(b[44:]))<<16
@@ -451,8 +455,8 @@ func (c *Conn) nvmeSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 			m.u(fNVMeNUMD, numd+1)
 			m.sum(" ", nameOr(nvmeLIDNames, lid))
 		case 0x09, 0x0A:
-			m.u(fNVMeFID, uint64(b[40]))
-			m.sumX("fid", uint64(b[40]))
+			m.e(fNVMeFID, uint64(b[40]), nameOr(nvmeFIDNames, b[40]))
+			m.sum(" ", nameOr(nvmeFIDNames, b[40]))
 		}
 	}
 	// The SGL (ulp-reference.md §1.2).

@@ -17,6 +17,7 @@ type rpcState struct {
 	clientR  bool      // the requester accepts Send with Invalidate
 	credits  uint32    // last credits granted by the responder (0: none yet)
 	segs     []rpcSeg  // scratch: the chunk segments of the message at hand
+	inline   uint64    // scratch: WRITE data octets carried in the call itself
 }
 
 type rpcSeg struct {
@@ -57,7 +58,9 @@ var (
 	fNFSStatus     = def("nfs.status", decode.KindEnum, false, "NFS status of the reply (nfsstat3 / nfsstat4)")
 	fNFSOffset     = def("nfs.offset", decode.KindUint, false, "READ/WRITE file offset")
 	fNFSCount      = def("nfs.count", decode.KindUint, false, "READ/WRITE count, octets")
-	fNFSStable     = def("nfs.stable", decode.KindUint, false, "WRITE stable_how: 0 UNSTABLE, 1 DATA_SYNC, 2 FILE_SYNC")
+	fNFSEOF        = def("nfs.eof", decode.KindBool, false, "READ reply: eof, the read reached the end of the file")
+	fNFSResults    = def("nfs.results", decode.KindString, false, "NFSv4 COMPOUND reply: each operation and its nfsstat4, in order (… when the walk stopped)")
+	fNFSStable     = def("nfs.stable", decode.KindEnum, false, "WRITE stable_how: UNSTABLE (0), DATA_SYNC (1), FILE_SYNC (2)")
 )
 
 var rpcProcNames = []string{"RDMA_MSG", "RDMA_NOMSG", "RDMA_MSGP", "RDMA_DONE", "RDMA_ERROR"}
@@ -380,6 +383,7 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 		return false
 	}
 	xid := be32(rpc)
+	st.inline = 0
 	pn := rpcProgNames[prog]
 	if pn == "" {
 		pn = strconv.FormatUint(uint64(prog), 10)
@@ -406,8 +410,9 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 			}
 			if proc == 7 {
 				if s := x.u32(); x.ok {
-					m.u(fNFSStable, uint64(s))
+					m.e(fNFSStable, uint64(s), nameIdx(nfsStableNames, s))
 				}
+				c.writeData(&x, rpc)
 			}
 		}
 	case prog == 100003 && vers == 4 && proc == 1:
@@ -457,6 +462,7 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 		}
 	}
 	t.cmd.Expected = readTotal
+	t.cmd.Inline = st.inline
 	// Credits: calls outstanding beyond the last grant (RFC 8166 §3.3.1;
 	// before any reply the requester holds one credit).
 	granted := max(st.credits, 1)
@@ -491,23 +497,40 @@ type compound struct {
 	proc  string // names a call none of whose operations does
 	ident bool   // a callback_ident follows the minor version (CB_COMPOUND)
 	ops   map[uint32]string
-	// quiet operations do not name the call (SEQUENCE, the filehandle
-	// operations); with quietNames a call of quiet operations only is
-	// named by its first (a bare CB_SEQUENCE).
-	quiet      map[string]bool
-	quietNames bool
+	// tier ranks how much an operation says what the call is for: the
+	// call is named by its operation of the lowest tier (1, the default,
+	// for the operations that do the work; a bare CB_SEQUENCE is named
+	// CB_SEQUENCE).
+	tier map[string]int
 	// args skips an operation's arguments; false when they are unknown:
 	// the walk stops there.
 	args func(c *Conn, x *xdr, op uint32, rpc []byte) bool
 }
 
 var (
+	// An NFSv4 COMPOUND is named by its main operation, by the rule
+	// Wireshark's packet-nfs.c uses (nfsv4_operation_tiers, the field
+	// nfs.main_opcode and its NFSv4 response-time table): every operation
+	// has a tier, 1 for those that do the work (READ, WRITE, OPEN, CLOSE,
+	// LOOKUP, ...), 2 for ACCESS and NVERIFY, 3 for GETATTR, PUTROOTFH and
+	// PUTPUBFH, 4 for PUTFH, GETFH, SAVEFH and RESTOREFH, and SEQUENCE
+	// last (RFC 8881 §18.46: it only carries the session slot; on the
+	// test captures tshark 4.0 never names it beside another operation,
+	// which older tables' tier 1 would). The main
+	// operation is the first of the lowest tier present, so SEQUENCE PUTFH
+	// GETATTR CLOSE is a CLOSE and SEQUENCE PUTFH GETATTR a GETATTR.
+	// Wireshark lists every operation of that tier (SEQUENCE PUTROOTFH
+	// GETFH GETATTR shows "PUTROOTFH, GETATTR"); one name is needed to count
+	// the call in -z rpc, so a PUTROOTFH or PUTPUBFH, which only selects the
+	// file the rest acts on (RFC 8881 §18.20, §18.21), yields to a later
+	// operation of its tier: that call is a GETATTR.
 	nfs4Compound = &compound{proc: "COMPOUND", ops: nfs4Ops, args: (*Conn).nfs4Args,
-		quiet: map[string]bool{"SEQUENCE": true, "PUTFH": true, "PUTROOTFH": true, "PUTPUBFH": true, "SAVEFH": true, "RESTOREFH": true}}
+		tier: map[string]int{"ACCESS": 2, "NVERIFY": 2, "GETATTR": 3, "PUTROOTFH": 3, "PUTPUBFH": 3,
+			"PUTFH": 4, "GETFH": 4, "SAVEFH": 4, "RESTOREFH": 4, "SEQUENCE": 5}}
 	// Of a CB_COMPOUND only CB_SEQUENCE's arguments are skipped (it comes
 	// first); the walk stops at any other operation.
 	cbCompound = &compound{proc: "CB_COMPOUND", ident: true, ops: cbOps, args: cbArgs,
-		quiet: map[string]bool{"CB_SEQUENCE": true}, quietNames: true}
+		tier: map[string]int{"CB_SEQUENCE": 5}}
 )
 
 // walk walks the arguments of a COMPOUND call of kind k: the tag, the
@@ -525,7 +548,7 @@ func (c *Conn) walk(k *compound, x *xdr, rpc []byte) (string, uint32, string) {
 		return "…", minor, k.proc
 	}
 	var sb strings.Builder
-	main, first := "", ""
+	main, best := "", 0
 	for i := 0; i < int(n) && x.ok; i++ {
 		op := x.u32()
 		if !x.ok {
@@ -539,11 +562,8 @@ func (c *Conn) walk(k *compound, x *xdr, rpc []byte) (string, uint32, string) {
 			sb.WriteByte(' ')
 		}
 		sb.WriteString(name)
-		if first == "" {
-			first = name
-		}
-		if main == "" && !k.quiet[name] {
-			main = name
+		if t := max(k.tier[name], 1); best == 0 || t < best || t == best && yields[main] {
+			main, best = name, t
 		}
 		if !k.args(c, x, op, rpc) {
 			if i+1 < int(n) {
@@ -552,15 +572,15 @@ func (c *Conn) walk(k *compound, x *xdr, rpc []byte) (string, uint32, string) {
 			break
 		}
 	}
-	switch {
-	case main != "":
-	case k.quietNames && first != "":
-		main = first
-	default:
+	if best == 0 {
 		main = k.proc
 	}
 	return sb.String(), minor, main
 }
+
+// yields are the operations that give the call's name to a later
+// operation of their tier (see nfs4Compound).
+var yields = map[string]bool{"PUTROOTFH": true, "PUTPUBFH": true}
 
 // cbArgs skips CB_SEQUENCE4args (RFC 8881 §20.9): sessionid (16),
 // sequenceid, slotid, highest_slotid, cachethis, referring_call_lists<>.
@@ -575,6 +595,19 @@ func cbArgs(_ *Conn, x *xdr, op uint32, _ []byte) bool {
 		x.skip(int(min(x.u32(), 1024)) * 8)
 	}
 	return true
+}
+
+// writeData skips a WRITE's data<> (RFC 1813 §3.3.7, RFC 8881 §18.32):
+// in a read chunk when one is at its position, else carried inline in
+// the Send, counted in st.inline as SMB2 counts a WRITE's inline data.
+func (c *Conn) writeData(x *xdr, rpc []byte) {
+	pos := x.off + 4
+	n := int(x.u32())
+	if !x.ok || c.readChunkAt(pos) {
+		return
+	}
+	c.rpc.inline += uint64(min(n, max(len(rpc)-pos, 0)))
+	x.skip((n + 3) &^ 3)
 }
 
 // readChunkAt says whether a read chunk's data belongs at RPC offset pos:
@@ -623,11 +656,7 @@ func (c *Conn) nfs4Args(x *xdr, op uint32, rpc []byte) bool {
 		x.fattr()
 	case 38: // WRITE: stateid, offset, stable, data
 		x.skip(28)
-		pos := x.off + 4
-		n := int(x.u32())
-		if !c.readChunkAt(pos) {
-			x.skip((n + 3) &^ 3)
-		}
+		c.writeData(x, rpc)
 	case 18: // OPEN
 		x.skip(12)
 		x.skip(8)
@@ -741,6 +770,7 @@ func (c *Conn) rpcReply(at At, i2r bool, a *sendAsm, xid uint32, rpc []byte, m *
 						status, ok = nn, false
 					}
 					m.e(fNFSStatus, uint64(ns), nn)
+					c.nfsResults(&x, t.cmd.Name, ns, m)
 				}
 			}
 		}
