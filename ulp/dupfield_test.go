@@ -1,7 +1,6 @@
 package ulp_test
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -46,7 +45,7 @@ func TestNoFieldTwice(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := &dupChecker{}
-		if _, err := analyze.Run(src, analyze.Config{}, bufio.NewWriter(&bytes.Buffer{}), func(int, *analyze.Out) analyze.Consumer { return d }); err != nil {
+		if _, err := analyze.Run(src, analyze.Config{}, d); err != nil {
 			t.Fatal(err)
 		}
 		for i, s := range d.dups {
