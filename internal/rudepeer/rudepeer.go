@@ -87,3 +87,21 @@ func closedWithin(c net.Conn, d time.Duration) bool {
 	}
 	return err != nil
 }
+
+// Problems lists what the server did wrong with the crowd: the half
+// Request kept past the MPA deadline, silent connections left open, or
+// goroutines beyond what a server holding at most backlog negotiations
+// (and a few of its own) may spend. Empty when it survived as it should.
+func (r Report) Problems(backlog int) []string {
+	var p []string
+	if !r.HalfClosedByPeer {
+		p = append(p, "half a Request: the server kept the connection past its MPA deadline")
+	}
+	if r.ClosedByServer != r.Silent {
+		p = append(p, fmt.Sprintf("%d of %d silent connections closed by the server", r.ClosedByServer, r.Silent))
+	}
+	if r.MaxGoroutines > backlog+16 {
+		p = append(p, fmt.Sprintf("%d goroutines for %d silent connections: not bounded by the backlog (%d)", r.MaxGoroutines, r.Silent, backlog))
+	}
+	return p
+}
