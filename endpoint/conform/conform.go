@@ -471,6 +471,12 @@ func (o *Options) probeOnce(ctx context.Context) error {
 	// A target that refuses MPA v2 with a reset (cxgb4's peers, RefuseV2)
 	// is alive: retry with v1 as cxgb4 does (RFC 6581 §10).
 	cfg.FallbackV1 = true
+	// Never peer-to-peer: a probe that closes while the target waits for
+	// its RTR is what crashes a Linux siw host (kernel BUG at iwcm.c:969,
+	// peers/siw/iwcm-969.md); the probe must not be the case that kills
+	// the target. A target that insists on RTRs answers with a Reject,
+	// which counts as alive.
+	cfg.PeerToPeer, cfg.RTR = false, 0
 	cctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	c, err := endpoint.Dial(cctx, "tcp", o.Addr, qp, &cfg)
