@@ -28,6 +28,12 @@ type StatefulOptions struct {
 	Topspeed   bool
 	// Timeout bounds each wait for the peer (10 s).
 	Timeout time.Duration
+	// StartDelay, when set, is the least time between a connection's MPA
+	// exchange and the first FPDU this side sends on it, where the
+	// capture's gap is shorter: Linux siw's accept path can leave an FPDU
+	// that follows its Reply too soon unread (README, siw deviation 8),
+	// and on a slow or loaded host the capture's gap may not be enough.
+	StartDelay time.Duration
 }
 
 // Difference is one way the live peer (or the replay) departed from the
@@ -88,8 +94,10 @@ type player struct {
 	o   StatefulOptions
 	me  Side
 	res *Result
-	bad map[int]bool // message indices with a difference (-2: none)
-	cs  []*pconn
+	// settle: no FPDU before it (StartDelay after the last handshake).
+	settle time.Time
+	bad    map[int]bool // message indices with a difference (-2: none)
+	cs     []*pconn
 
 	dev *endpoint.Device
 	pd  *endpoint.PD

@@ -274,9 +274,10 @@ func (p *player) play(ctx context.Context) int {
 			if m.Rel > 0 {
 				p.start, base = time.Now(), m.Rel
 			}
+			p.settle = time.Now().Add(p.o.StartDelay)
 			continue
 		}
-		if !p.sleepUntil(ctx, m.Rel, base) {
+		if !p.sleepUntil(ctx, m.Rel, base) || !sleepCtx(ctx, time.Until(p.settle)) {
 			return i
 		}
 		for _, f := range p.fill[i] {
@@ -296,18 +297,7 @@ func (p *player) sleepUntil(ctx context.Context, rel, base time.Duration) bool {
 	if p.o.Topspeed || rel <= base {
 		return true
 	}
-	d := time.Until(p.start.Add(time.Duration(float64(rel-base) / p.o.Multiplier)))
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return sleepCtx(ctx, time.Until(p.start.Add(time.Duration(float64(rel-base)/p.o.Multiplier))))
 }
 
 // fillMem puts the data of an own Read Response (f[0]) where the peer's
@@ -721,5 +711,20 @@ func (p *player) account(performed int) {
 		if t := terms[k]; t != nil && t.Local && rankOwn[k].terms == 0 {
 			p.differ(-2, 0, "unexpected", "connection %d: this side sent Terminate %s: %s", c.cs.Conn, t.Cause.Short(), t.Reason)
 		}
+	}
+}
+
+// sleepCtx sleeps d (nothing when d <= 0); false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
