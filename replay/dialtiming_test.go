@@ -65,21 +65,7 @@ func TestStatefulDialsAtCaptureTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := &acceptTimes{Listener: l}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var wg sync.WaitGroup
-	var resp *Result
-	var rerr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		resp, rerr = Stateful(ctx, sr, StatefulOptions{Side: Responder, Listener: at, Multiplier: mult, Timeout: 10 * time.Second})
-	}()
-	ini, err := Stateful(ctx, si, StatefulOptions{Side: Initiator, Addr: l.Addr().String(), Multiplier: mult, Timeout: 10 * time.Second})
-	wg.Wait()
-	if err != nil || rerr != nil {
-		t.Fatal(err, rerr)
-	}
+	ini, resp := pairOn(t, si, sr, at, StatefulOptions{Multiplier: mult, Timeout: 10 * time.Second})
 	for _, r := range []*Result{ini, resp} {
 		if len(r.Differences) != 0 {
 			t.Errorf("%v: %v", r.Side, r.Differences)

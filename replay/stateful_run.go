@@ -182,11 +182,7 @@ func (p *player) dial(ctx context.Context, qp *endpoint.QP, cfg *endpoint.Config
 			return conn, err
 		}
 		p.res.Redials++
-		t := time.NewTimer(100 * time.Millisecond)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if !sleepCtx(ctx, 100*time.Millisecond) {
 			return nil, err
 		}
 	}

@@ -43,14 +43,21 @@ func mustLoad(t *testing.T, file string) *Script {
 	return s
 }
 
-// pair replays script si's Initiator against script sr's Responder.
+// pair replays script si's Initiator against script sr's Responder at top
+// speed.
 func pair(t *testing.T, si, sr *Script) (ini, resp *Result) {
 	t.Helper()
-	s, s2 := sr, si
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pairOn(t, si, sr, l, StatefulOptions{Topspeed: true, Timeout: 3 * time.Second})
+}
+
+// pairOn replays script si's Initiator against script sr's Responder
+// listening on l, both with o's timing and timeout.
+func pairOn(t *testing.T, si, sr *Script, l net.Listener, o StatefulOptions) (ini, resp *Result) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -58,9 +65,13 @@ func pair(t *testing.T, si, sr *Script) (ini, resp *Result) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		resp, rerr = Stateful(ctx, s, StatefulOptions{Side: Responder, Listener: l, Topspeed: true, Timeout: 3 * time.Second})
+		r := o
+		r.Side, r.Listener = Responder, l
+		resp, rerr = Stateful(ctx, sr, r)
 	}()
-	ini, err = Stateful(ctx, s2, StatefulOptions{Side: Initiator, Addr: l.Addr().String(), Topspeed: true, Timeout: 3 * time.Second})
+	i := o
+	i.Side, i.Addr = Initiator, l.Addr().String()
+	ini, err := Stateful(ctx, si, i)
 	wg.Wait()
 	if err != nil || rerr != nil {
 		t.Fatalf("initiator: %v, responder: %v", err, rerr)
@@ -305,21 +316,7 @@ func TestStatefulMarkersAndTiming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var wg sync.WaitGroup
-	var resp *Result
-	var rerr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		resp, rerr = Stateful(ctx, sr, StatefulOptions{Side: Responder, Listener: l, Multiplier: 10, Timeout: 5 * time.Second})
-	}()
-	ini, err := Stateful(ctx, si, StatefulOptions{Side: Initiator, Addr: l.Addr().String(), Multiplier: 10, Timeout: 5 * time.Second})
-	wg.Wait()
-	if err != nil || rerr != nil {
-		t.Fatal(err, rerr)
-	}
+	ini, resp := pairOn(t, si, sr, l, StatefulOptions{Multiplier: 10, Timeout: 5 * time.Second})
 	for _, r := range []*Result{ini, resp} {
 		p := r.Params[0]
 		if len(r.Differences) != 0 || !p.MarkersTx || !p.MarkersRx || !p.CRC {
