@@ -1,7 +1,10 @@
 package analyze
 
 import (
+	"path/filepath"
+
 	"fmt"
+	"github.com/iwkit/iwkit/gen"
 	"strings"
 	"testing"
 
@@ -165,5 +168,26 @@ func TestRecordSTagsAreTheTrackersLedger(t *testing.T) {
 	}
 	if compared == 0 {
 		t.Error("no STag ledger entry compared")
+	}
+}
+
+// Facts that link two connections are the same on any number of workers:
+// cxgb4's MPA v2 attempt, reset, and its MPA v1 retry from a new source
+// port (mpa.v1_fallback, track/fallback.go) are two flows, which the
+// dispatcher would give to two shards; a flow a reset ended keeps its
+// shard for the next connection between the same Initiator host and
+// Responder listener (dispatcher.shard).
+func TestRunFallbackAnyWorkers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fallback.pcap")
+	writeGen(t, path, "cxgb4-fallback", gen.Params{Count: 2, Conns: 5})
+	one, _ := describe(t, []string{path}, 1)
+	if n := strings.Count(one.b.String(), " mpa.v1_fallback \""); n != 5 {
+		t.Fatalf("1 worker: %d mpa.v1_fallback findings, want 5", n)
+	}
+	for _, n := range []int{2, 3, 4} {
+		got, _ := describe(t, []string{path}, n)
+		if got.b.String() != one.b.String() {
+			t.Fatalf("%d workers differ from 1:\n%s", n, firstDiff([]byte(got.b.String()), []byte(one.b.String())))
+		}
 	}
 }

@@ -43,6 +43,7 @@ package analyze
 import (
 	"bufio"
 	"io"
+	"net/netip"
 	"runtime"
 	"sort"
 	"strconv"
@@ -191,6 +192,56 @@ type dispatcher struct {
 	nextShard int32
 	last      pcap.Packet // addresses and ports of the last flow given
 	lastShard int32
+	reset     resetShards // listeners a reset just ended a connection to
+}
+
+// resetShards remembers, for the peers of a connection a TCP reset ended,
+// the shard that owned it: the next connection the same host opens to the
+// same listener goes to that shard. Linux cxgb4 retries an MPA v2 attempt
+// its peer reset with MPA v1 from a new source port (c4iw_reconnect); the
+// tracker links the two (track/fallback.go), which it can do only when
+// one shard sees both. Without resets (a bulk capture) nothing is
+// remembered and flows spread as before. Fixed in size: the oldest entry
+// goes first.
+type resetShards struct {
+	keys  [resetShardsCap]peerPort
+	shard [resetShardsCap]int32
+	n     int // entries used
+	next  int // the next to replace once full
+}
+
+const resetShardsCap = 64
+
+// peerPort is a host and a listener (an address and port) it connects to.
+type peerPort struct {
+	host     netip.Addr
+	listener netip.Addr
+	port     uint16
+}
+
+func (r *resetShards) add(k peerPort, shard int32) {
+	for i := 0; i < r.n; i++ {
+		if r.keys[i] == k {
+			r.shard[i] = shard
+			return
+		}
+	}
+	i := r.n
+	if r.n < resetShardsCap {
+		r.n++
+	} else {
+		i, r.next = r.next, (r.next+1)%resetShardsCap
+	}
+	r.keys[i], r.shard[i] = k, shard
+}
+
+func (r *resetShards) lookup(k peerPort) (int32, bool) {
+	for i := 0; i < r.n; i++ {
+		if r.keys[i] == k {
+			return r.shard[i], true
+		}
+	}
+	return 0, false
 }
 
 func newDispatcher(n int) *dispatcher {
@@ -217,20 +268,44 @@ func (d *dispatcher) newChunk() *chunk {
 
 // shard returns the shard owning p's flow. The flow of the frame before
 // is remembered: a burst of one connection (or its ACKs) is not hashed.
+//
+// A new flow whose first segment is a SYN to a listener a reset just ended
+// a connection to, from the same host, goes where that connection went
+// (resetShards); other new flows go to the shards in turn.
 func (d *dispatcher) shard(p *pcap.Packet) int32 {
 	l := &d.last
 	if p.SrcPort == l.SrcPort && p.DstPort == l.DstPort && p.Src == l.Src && p.Dst == l.Dst ||
 		p.SrcPort == l.DstPort && p.DstPort == l.SrcPort && p.Src == l.Dst && p.Dst == l.Src {
+		if p.Flags&pcap.TCPRst != 0 {
+			d.resetSeen(p, d.lastShard)
+		}
 		return d.lastShard
 	}
 	b := &d.buckets[reassembly.FlowHash(p)>>(64-flowBucketBits)]
 	if *b == 0 {
-		*b = d.nextShard + 1
-		d.nextShard = (d.nextShard + 1) % int32(d.n)
+		s, ok := int32(0), false
+		if p.Flags&(pcap.TCPSyn|pcap.TCPAck) == pcap.TCPSyn && d.reset.n > 0 {
+			s, ok = d.reset.lookup(peerPort{p.Src, p.Dst, p.DstPort})
+		}
+		if !ok {
+			s = d.nextShard
+			d.nextShard = (d.nextShard + 1) % int32(d.n)
+		}
+		*b = s + 1
 	}
 	d.last.Src, d.last.Dst, d.last.SrcPort, d.last.DstPort = p.Src, p.Dst, p.SrcPort, p.DstPort
 	d.lastShard = *b - 1
+	if p.Flags&pcap.TCPRst != 0 {
+		d.resetSeen(p, d.lastShard)
+	}
 	return d.lastShard
+}
+
+// resetSeen remembers the shard of a flow a reset ends, for either end as
+// the listener: which end accepted the connection is not known here.
+func (d *dispatcher) resetSeen(p *pcap.Packet, shard int32) {
+	d.reset.add(peerPort{p.Src, p.Dst, p.DstPort}, shard)
+	d.reset.add(peerPort{p.Dst, p.Src, p.SrcPort}, shard)
 }
 
 // pinner is a Source that can read frames straight into a chunk's arena

@@ -32,8 +32,9 @@ type peerKey struct {
 }
 
 // v2Attempt is an MPA v2 Request that a reset ended before the Reply.
+// The message names it by its frames, not by a connection number: with
+// several workers a shard's numbers are its own until the merger's.
 type v2Attempt struct {
-	conn               int
 	reqFrame, rstFrame int
 	reqTime, rstTime   time.Time
 	resetByResponder   bool
@@ -66,7 +67,7 @@ func (t *Tracker) abortedV2(c *conn, at *At) {
 		}
 		fb.order = append(fb.order, c.peers)
 	}
-	fb.m[c.peers] = v2Attempt{conn: c.id, reqFrame: c.hs.reqFrame, reqTime: c.hs.reqTime,
+	fb.m[c.peers] = v2Attempt{reqFrame: c.hs.reqFrame, reqTime: c.hs.reqTime,
 		rstFrame: at.Frame, rstTime: at.Time, resetByResponder: at.Dir&1 == R2I}
 }
 
@@ -96,6 +97,6 @@ func (c *conn) v1Request(at *At) {
 	if a.resetByResponder {
 		who = "the Responder"
 	}
-	c.finding(finding.MPAV1Fallback, I2R, at, a.reqFrame, "MPA v1 Request from %s to %s after its MPA v2 attempt (connection %d, Request frame %d) was reset by %s at frame %d: the Initiator fell back to MPA v1 without the RFC 6581 IRD/ORD block (RFC 6581 §10; Linux cxgb4 c4iw_reconnect); the fallback cost %v from the v2 Request to this one",
-		c.peers.ini, c.peers.resp, a.conn, a.reqFrame, who, a.rstFrame, cost)
+	c.finding(finding.MPAV1Fallback, I2R, at, a.reqFrame, "MPA v1 Request from %s to %s after its MPA v2 attempt (Request frame %d) was reset by %s at frame %d: the Initiator fell back to MPA v1 without the RFC 6581 IRD/ORD block (RFC 6581 §10; Linux cxgb4 c4iw_reconnect); the fallback cost %v from the v2 Request to this one",
+		c.peers.ini, c.peers.resp, a.reqFrame, who, a.rstFrame, cost)
 }
