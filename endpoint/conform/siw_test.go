@@ -3,6 +3,8 @@ package conform
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -161,6 +163,7 @@ func TestSiwConform(t *testing.T) {
 	script.WriteString(iwcm969Script)
 	s := bootSiwVM(t, peer, script.String(), siwpeer.Budget(t, 8*time.Minute))
 	start := time.Now()
+	pcapRoot := t.TempDir() // each case's own capture, per variant
 	rows := map[string][]Row{}
 	var reply []byte
 	sent := false // the iwcm969 input went out: from then on a guest oops is expected
@@ -194,8 +197,12 @@ func TestSiwConform(t *testing.T) {
 		// Reply unread (README, deviation 8); rping itself waits for
 		// ESTABLISHED before its first message.
 		var err error
+		pcaps := filepath.Join(pcapRoot, v.name)
+		if err := os.Mkdir(pcaps, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		rows[v.name], err = Run(context.Background(), Options{Addr: fmt.Sprintf("127.0.0.1:%d", s.fwd), Config: v.cfg,
-			Timeout: 5 * time.Second, StartDelay: 500 * time.Millisecond, Only: ids(v.want)}, nil)
+			Timeout: 5 * time.Second, StartDelay: 500 * time.Millisecond, Only: ids(v.want), PcapDir: pcaps}, nil)
 		t.Logf("variant %s: %d cases in %v (%v)", v.name, len(rows[v.name]), time.Since(t0).Round(time.Second), err)
 		p.Done()
 	}
@@ -224,6 +231,15 @@ func TestSiwConform(t *testing.T) {
 			}
 		})
 	}
+	t.Run("no-receive-diagnosis", func(t *testing.T) {
+		for _, row := range rows["default"] {
+			if row.ID == "ddp-no-recv" {
+				checkNoReceiveDiagnosis(t, row)
+				return
+			}
+		}
+		t.Fatal("the default variant ran no ddp-no-recv case")
+	})
 	t.Run("siw-siw-p2p", func(t *testing.T) { checkSiwSiw(t, r.Console) })
 	t.Run("iwcm969", func(t *testing.T) { checkIwcm969(t, r, reply) })
 }
