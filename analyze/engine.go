@@ -187,6 +187,10 @@ type Report struct {
 	Panics int
 	// ULP is what the storage-protocol layer decoded (-z nvme, ...).
 	ULP *ulp.Stats
+	// Discovery holds the NVMe-oF discovery log entries and the Connects
+	// of the run under its connection numbers; Discovery.Links ties each
+	// entry to the connections it announced.
+	Discovery *ulp.Discovery
 	// ConnsDropped counts the ended connections Conns does not hold
 	// (Config.KeepConns); their statistics are in Stats only.
 	ConnsDropped int
@@ -336,8 +340,8 @@ func (h *handler) report() *Report {
 	// The report holds a copy of the ULP statistics, not a pointer into the
 	// handler: a caller keeping reports (export --each) must not keep every
 	// finished pipeline, its consumer and its reader's buffers alive.
-	u := h.u.stats
-	r := &Report{Conns: h.conns, ConnsDropped: h.dropped, ConnStats: h.t.AllConnStats(), Stats: h.t.Stats(), Worst: h.worst, ULP: &u, Findings: h.findings.Clone(), Panics: h.x.n}
+	u, d := h.u.stats, h.u.disc
+	r := &Report{Conns: h.conns, ConnsDropped: h.dropped, ConnStats: h.t.AllConnStats(), Stats: h.t.Stats(), Worst: h.worst, ULP: &u, Discovery: &d, Findings: h.findings.Clone(), Panics: h.x.n}
 	if h.asm != nil {
 		r.Asm = h.asm.Stats()
 	}

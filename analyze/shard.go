@@ -876,7 +876,7 @@ func runSharded(src Source, cfg *Config, n int, m *outMerger, newConsumer func(i
 
 // report merges the shards' tables under the global connection numbers.
 func (m *outMerger) report(shards []*shard) *Report {
-	r := &Report{Conns: map[int]*reassembly.Conn{}, Worst: -1, ULP: &ulp.Stats{}, Findings: &finding.Tally{}}
+	r := &Report{Conns: map[int]*reassembly.Conn{}, Worst: -1, ULP: &ulp.Stats{}, Discovery: &ulp.Discovery{}, Findings: &finding.Tally{}}
 	trackers := make([]*track.Tracker, len(shards))
 	for i, s := range shards {
 		for id, c := range s.h.conns {
@@ -892,7 +892,9 @@ func (m *outMerger) report(shards []*shard) *Report {
 		r.Panics += s.h.x.n
 		trackers[i] = s.h.t
 		r.ULP.Merge(&s.h.u.stats)
-		r.Findings.Merge(&s.h.findings, func(id int) int { return int(m.global(i, uint64(id))) })
+		global := func(id int) int { return int(m.global(i, uint64(id))) }
+		r.Discovery.Merge(&s.h.u.disc, global)
+		r.Findings.Merge(&s.h.findings, global)
 	}
 	sort.Slice(r.ConnStats, func(i, j int) bool { return r.ConnStats[i].Conn < r.ConnStats[j].Conn })
 	r.Stats = track.MergedStats(trackers...)

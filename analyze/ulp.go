@@ -6,6 +6,9 @@ package analyze
 // come out as KindCommand records after it, with the ULP's findings.
 
 import (
+	"net/netip"
+
+	"github.com/iwkit/iwkit/track"
 	"slices"
 
 	"github.com/iwkit/iwkit/decode"
@@ -21,6 +24,7 @@ type ulpState struct {
 	lastID int
 	last   *ulp.Conn
 	stats  ulp.Stats
+	disc   ulp.Discovery // of the ended connections
 }
 
 func (h *handler) ulpSetup(cfg *Config) {
@@ -155,6 +159,9 @@ func (h *handler) ulpClosed(id int) {
 	}
 	uc.Done()
 	h.u.stats.Merge(uc.Stats)
+	if d := uc.Discovery(); s.c != nil && (len(d.Announced) > 0 || len(d.Connected) > 0) {
+		h.u.disc.Add(d, id, responder(s.c))
+	}
 	delete(h.u.conns, id)
 	if h.u.lastID == id {
 		h.u.last = nil
@@ -185,4 +192,13 @@ func ulpField(name string) (filter.Getter[*Record], decode.FieldKind, bool) {
 		}
 		return r.ULP.Get(id)
 	}, f.Kind, true
+}
+
+// responder is the address and port of c's MPA Responder: the sender of
+// the direction track calls R2I.
+func responder(c *reassembly.Conn) netip.AddrPort {
+	if track.DirOf(c, 0) == track.R2I {
+		return c.Addr[0]
+	}
+	return c.Addr[1]
 }

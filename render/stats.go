@@ -13,6 +13,7 @@ import (
 	"github.com/iwkit/iwkit/percentile"
 	"github.com/iwkit/iwkit/reassembly"
 	"github.com/iwkit/iwkit/track"
+	"github.com/iwkit/iwkit/ulp"
 )
 
 // The -z tables, in tshark's habit: printed after the PDUs (or alone with
@@ -49,6 +50,9 @@ type report struct {
 func WriteStat(w io.Writer, rep *analyze.Report, live, stat string) {
 	if p, ok := ulpStats[stat]; ok { // ulpstats.go
 		writeULPStat(w, rep.ULP, p)
+		if p == ulp.NVMe {
+			writeDiscovery(w, rep.Discovery) // discovery.go
+		}
 		return
 	}
 	r := &report{conns: rep.Conns, cs: rep.ConnStats, all: rep.Stats, asm: rep.Asm, live: live, findings: rep.Findings}

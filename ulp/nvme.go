@@ -109,7 +109,7 @@ func nvmeLogData(t *task, s *decode.Segment, missing int) {
 
 // nvmeDiscovery decodes the discovery log page in d into m: NUMREC, then
 // each entry whole in d (at most NUMREC), one list value per entry.
-func nvmeDiscovery(d []byte, m *Message) {
+func (c *Conn) nvmeDiscovery(d []byte, m *Message, frame int) {
 	n := le64(d[8:])
 	m.u(fNVMeDiscNumrec, n)
 	m.sumU("discovery records", n)
@@ -128,6 +128,7 @@ func nvmeDiscovery(d []byte, m *Message) {
 		for k, v := range []string{tr, nameOr(nvmeAdrfamNames, e[1]), nameOr(nvmeSubtypNames, e[2]), addr, svc, nqn, pr} {
 			l[k] = append(l[k], v)
 		}
+		c.disc.announce(Announced{Frame: frame, Entry: int(i), Trtype: tr, Prtype: pr, Traddr: addr, Trsvcid: svc, SubNQN: nqn})
 	}
 	if len(l[0]) == 0 {
 		return
@@ -500,7 +501,7 @@ func (c *Conn) nvmeSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 			// capsule's data area (ulp-reference.md §1.2, §6.2).
 			c.finding(at, true, CodeNVMeSGLOffset, "NVMe command cid %d: in-capsule SGL offset %d length %d, but the capsule carries %d octets of data", cid, off, l, wire)
 		} else if opc == 0x7F && fctype == 0x01 && off <= rest && rest-off >= 1024 { // what the capture kept of it
-			c.nvmeConnectFields(b[64+off:64+off+1024], m)
+			c.nvmeConnectFields(b[64+off:64+off+1024], m, at.Last, le16(b[42:]))
 		}
 	default:
 		m.e(fNVMeSGLType, uint64(sglID), "0x"+strconv.FormatUint(uint64(sglID), 16))
@@ -513,13 +514,16 @@ func (c *Conn) nvmeSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 }
 
 // nvmeConnectFields decodes the 1024-octet Connect data (ulp-reference.md §1.3).
-func (c *Conn) nvmeConnectFields(d []byte, m *Message) {
+//
+// The Connect (command frame, QID) is kept for Discovery's links.
+func (c *Conn) nvmeConnectFields(d []byte, m *Message, frame int, qid uint16) {
 	m.F = append(m.F, FV{fNVMeHostID, decode.Value{Kind: decode.KindBytes, B: d[:16]}})
 	cntlid := le16(d[16:])
 	m.u(fNVMeCCntlid, uint64(cntlid))
 	sub, host := cstr(d[256:512]), cstr(d[512:768])
 	m.s(fNVMeSubNQN, sub)
 	m.s(fNVMeHostNQN, host)
+	c.disc.connect(Connected{Frame: frame, QID: qid, SubNQN: sub})
 	m.sum(" subnqn ", sub, " hostnqn ", host)
 }
 
@@ -532,7 +536,7 @@ func (c *Conn) nvmeConnectData(t *task) *Message {
 	m.u(fNVMeCID, t.cmd.ID)
 	m.sum("NVMe Connect data")
 	m.sumU("cid", t.cmd.ID)
-	c.nvmeConnectFields(t.data, m)
+	c.nvmeConnectFields(t.data, m, t.cmd.RequestFrame, c.nvme.qid)
 	t.data, t.wantData = nil, 0
 	return m
 }
@@ -670,7 +674,7 @@ func (c *Conn) nvmeResponse(at At, a *sendAsm, b []byte, m *Message) bool {
 		m.sumX("value", v)
 	case t.opc == 0x02 && t.aux == 0x70 && t.wantData > 0:
 		if ok && len(t.data) >= 1024 {
-			nvmeDiscovery(t.data, m)
+			c.nvmeDiscovery(t.data, m, at.Last)
 		}
 		t.data, t.wantData = nil, 0
 	}

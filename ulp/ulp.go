@@ -255,6 +255,7 @@ type Conn struct {
 	sinks map[uint32]*task // Read Request sink STag → task (responder's reads)
 	seq   uint64
 
+	disc      Discovery // NVMe-oF discovery entries and Connects (discovery.go)
 	msg       Message
 	findings  []Finding
 	done      []Command
