@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 const root = "../.."
@@ -37,7 +38,8 @@ var (
 )
 
 // anchors are the ids GitHub gives a page's headings: lower case, spaces
-// to '-', punctuation other than '-' and '_' dropped, repeats numbered.
+// to '-', everything but letters, digits, '-' and '_' dropped, repeats
+// numbered.
 func anchors(text string) map[string]bool {
 	text = fenceRE.ReplaceAllString(text, "")
 	ids := map[string]bool{}
@@ -48,7 +50,7 @@ func anchors(text string) map[string]bool {
 			switch {
 			case r == ' ':
 				b.WriteRune('-')
-			case r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r > 127 && r != '§' && r != '×' && r != '→' && r != '—':
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
 				b.WriteRune(r)
 			}
 		}
