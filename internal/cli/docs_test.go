@@ -161,3 +161,21 @@ func TestExitStatusDoc(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsIndexed: README.md links every page of docs/, so none is lost.
+func TestDocsIndexed(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if len(pages) < 15 {
+		t.Fatalf("%d pages in docs/", len(pages))
+	}
+	for _, p := range pages {
+		rel := "docs/" + filepath.Base(p)
+		if !strings.Contains(string(readme), "]("+rel+")") {
+			t.Errorf("README.md does not link %s", rel)
+		}
+	}
+}
