@@ -73,7 +73,7 @@ func Check(t *testing.T, run Run) {
 	man := filepath.Join("docs", "man", s.Name+".1")
 	bash := filepath.Join("docs", "completion", "bash", s.Name)
 	zsh := filepath.Join("docs", "completion", "zsh", "_"+s.Name)
-	hint := fmt.Sprintf("IWKIT_UPDATE_DOCS=1 go test ./cmd/%s -run TestDocs (or docs/generate.sh) rewrites it; describe the flag in the page's prose too", s.Name)
+	hint := fmt.Sprintf("IWKIT_UPDATE_DOCS=1 go test ./cmd/%s -run TestDocs (or docs/generate.sh) rewrites it", s.Name)
 
 	// The docs page: its generated block.
 	pageText := readFile(t, rel(page))
@@ -115,7 +115,7 @@ func Check(t *testing.T, run Run) {
 			}
 		}
 		if len(missing) > 0 {
-			t.Errorf("%s: flags of %s --help missing: %s; %s", g.path, s.Name, strings.Join(missing, ", "), hint)
+			t.Errorf("%s: flags of %s --help missing: %s; %s (and describe each in the page's prose)", g.path, s.Name, strings.Join(missing, ", "), hint)
 		} else {
 			t.Errorf("%s is not what %s's flags and cli.Command make now; %s", g.path, s.Name, hint)
 		}
