@@ -128,8 +128,8 @@ func (c *Command) Setup(fs *flag.FlagSet, stderr io.Writer) {
 // Done handles the outcome of fs.Parse(args): -h (flag.ErrHelp) prints the
 // short help, --help every option, --version the version line, each on
 // stdout with exit status 0; any other parse error is a usage mistake
-// (the flag package has printed it, and the short help, on stderr). done
-// is false when the command should go on.
+// (the flag package has printed it on stderr; the short help follows it
+// there). done is false when the command should go on.
 func (c *Command) Done(fs *flag.FlagSet, err error, out io.Writer) (code int, done bool) {
 	fs.Usage = func() { c.WriteShort(fs.Output(), fs) }
 	switch {
