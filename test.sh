@@ -17,6 +17,10 @@ command -v ib_write_bw >/dev/null 2>&1 || need+=(perftest)
 command -v tcpreplay >/dev/null 2>&1 || need+=(tcpreplay)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v termshark >/dev/null 2>&1 || need+=(termshark)
+# groff renders the manual pages (docs/man) with every warning on; zsh
+# checks the zsh completion scripts (docs/completion): each command's TestDocs.
+command -v groff >/dev/null 2>&1 || need+=(groff-base)
+command -v zsh >/dev/null 2>&1 || need+=(zsh)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test.sh: installing ${need[*]}" >&2

@@ -7,10 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 
+	"github.com/iwkit/iwkit/internal/version"
 	"github.com/parquet-go/parquet-go"
 	"github.com/zeebo/xxh3"
 )
@@ -66,25 +66,9 @@ var hostOnce = sync.OnceValue(func() string {
 })
 
 // Version is the iwkit module version of this binary and the VCS
-// revision it was built from, as the build recorded them.
-var Version = sync.OnceValue(func() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			v += " " + s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				v += "+dirty"
-			}
-		}
-	}
-	return v
-})
+// revision it was built from, as the build recorded them and --version
+// prints them (internal/version): "VERSION (REVISION)".
+var Version = sync.OnceValue(func() string { return version.Read().String() })
 
 // ErrExists is returned by New (and Export) with Options.SkipExisting
 // when the capture set's live commit has the same content hash: there is

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/iwkit/iwkit/internal/version"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
@@ -119,6 +120,17 @@ func newTable(name, desc string, cols []Column) *Table {
 	return &Table{Name: name, Desc: desc, Cols: cols, schema: parquet.NewSchema(name, schema), index: index}
 }
 
+// createdBy is the footer's created_by in the form Parquet readers parse
+// (parquet-mr's "NAME version VERSION (build REVISION)"): the version and
+// revision --version prints.
+func createdBy(in version.Info) string {
+	s := "iwkit version " + in.Version
+	if b := in.Build(); b != "" {
+		s += " (build " + b + ")"
+	}
+	return s
+}
+
 // footerTemplate is the footer of an empty file of the table as
 // parquet-go writes it: the schema elements (names, physical, converted
 // and logical types, repetition) and column orders that every part of
@@ -138,6 +150,7 @@ func (t *Table) footerTemplate() *format.FileMetaData {
 		}
 		md := *f.Metadata()
 		md.RowGroups, md.NumRows, md.KeyValueMetadata = nil, 0, nil
+		md.CreatedBy = createdBy(version.Read())
 		// The leaves, in order, are the columns as the part writer
 		// writes them.
 		var leaves []format.SchemaElement

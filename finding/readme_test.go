@@ -8,14 +8,14 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite the list of finding codes in ../README.md")
+var update = flag.Bool("update", false, "rewrite the list of finding codes in ../docs/findings.md")
 
 const (
 	readmeBegin = "<!-- finding codes: generated from finding/codes.go; do not edit -->\n"
 	readmeEnd   = "<!-- end of finding codes -->\n"
 )
 
-// markdownList is the README's list of codes: one table row per code, in
+// markdownList is docs/findings.md's list of codes: one table row per code, in
 // catalogue order.
 func markdownList() string {
 	var b strings.Builder
@@ -27,9 +27,9 @@ func markdownList() string {
 	return b.String()
 }
 
-// TestREADME: the README's list of finding codes is the catalogue's.
+// TestREADME: docs/findings.md's list of finding codes is the catalogue's.
 func TestREADME(t *testing.T) {
-	const path = "../README.md"
+	const path = "../docs/findings.md"
 	readme, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -38,7 +38,6 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("iwconform", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var (
 		serve   = fs.String("serve", "", "run an rping-compatible iwkit target on `[ADDR:]PORT` until interrupted")
 		listen  = fs.Bool("listen", false, "listen on the address instead of dialing: the target connects once per case")
@@ -58,12 +57,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		repeat  = fs.Int("repeat", 1, "run the selected cases `N` times (an intermittent target); rows carry run")
 		pcapDir = fs.String("pcap-dir", "", "write each case's traffic to `DIR`/ID.pcap (ID-RUN.pcap with --repeat; not with --listen)")
 	)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: iwconform [flags] HOST:PORT | iwconform --listen [flags] [ADDR:]PORT | iwconform --serve [ADDR:]PORT\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
+	doc.Setup(fs, stderr) // -h, --help, --version (doc.go)
+	if code, done := doc.Done(fs, fs.Parse(args), stdout); done {
+		return code
 	}
 	if *repeat < 1 {
 		fmt.Fprintln(stderr, "iwconform: --repeat takes a count of 1 or more")

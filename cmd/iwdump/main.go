@@ -5,7 +5,6 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -55,7 +54,6 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("iwdump", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var o options
 	o.fields = render.DefaultFieldsOptions()
 	o.in.Register(fs, capture.All)
@@ -91,20 +89,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.limits.memLimitMiB, "mem-limit", 64, "soft limit in MiB on the Go heap (runtime/debug.SetMemoryLimit; 0: none; the GOMEMLIMIT variable, when set, wins)")
 	writeFlags(fs, &o)  // live.go
 	exportFlags(fs, &o) // export.go
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: iwdump {-r FILE [-r FILE]... | -i IFACE [-w FILE]} [-c N] [-n] [-q] [-V] [-x] [-t r|a|ad|e] [-Y FILTER] [-T text|json] [-z STAT] [--plot FILE] [--fail-on SEVERITY] [--workers N]\n")
-		fmt.Fprintf(stderr, "              [--max-flows N] [--reassembly-mem MiB] [--keep-conns N] [--mem-limit MiB] [capture filter]\n")
-		fmt.Fprintf(stderr, "       iwdump -r FILE -T fields -e FIELD [-e FIELD]... [-E header=y] [-E separator=,|/t] [-E quote=d] [-E occurrence=f|l|a]\n")
-		fmt.Fprintf(stderr, "       iwdump -G fields\n")
-		fmt.Fprintf(stderr, "       iwdump --export DIR [--each] [--jobs N] -r FILE [-r FILE]... | iwdump --export DIR --each [--jobs N] FILE...\n")
-		fs.PrintDefaults()
-	}
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to `FILE` (for performance work)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	doc.Setup(fs, stderr) // -h, --help, --version (doc.go)
+	if code, done := doc.Done(fs, fs.Parse(args), stdout); done {
+		return code
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)

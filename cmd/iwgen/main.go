@@ -6,7 +6,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -85,23 +84,8 @@ func (b *boolFlag) Set(v string) error {
 	return nil
 }
 
-const usageHead = `usage: iwgen [-s NAME | -scenario FILE] -w FILE [-truth FILE] [flags]
-       iwgen -list
-       iwgen [-s NAME | -scenario FILE] -print yaml|json
-
-iwgen writes a synthetic iWARP capture (MPA/DDP/RDMAP over TCP over
-Ethernet) as pcap, or pcapng when FILE ends in .pcapng, with nanosecond
-timestamps. The same scenario and seed always give the same octets.
-
-Scenario files are JSON or YAML (by extension) with the fields of gen.Scenario;
-start from a built-in with -print yaml. Sizes take suffixes: 64KiB, 1.5GB, 10G.
-
-flags:
-`
-
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("iwgen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var o options
 	fs.StringVar(&o.builtin, "s", "rping", "built-in scenario `NAME` (see -list)")
 	fs.StringVar(&o.file, "scenario", "", "read the scenario from `FILE` (.json, .yaml, .yml) instead of a built-in")
@@ -131,20 +115,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&o.rates.CorruptHeader, "corrupt-hdr", 0, "probability per message of a bad header field (MSN, QN, DV, RV)")
 	fs.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto (when writing a file and stderr is a terminal), always, never")
 	fs.BoolVar(&o.quiet, "q", false, "print no summary")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usageHead)
-		fs.PrintDefaults()
-		fmt.Fprint(stderr, "\nbuilt-in scenarios:\n")
-		for _, b := range gen.Builtins() {
-			fmt.Fprintf(stderr, "  %-16s %s\n", b[0], b[1])
-		}
-		fmt.Fprint(stderr, "\nexit status: 0 success, 1 error, 2 usage\n")
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	doc.Setup(fs, stderr) // -h, --help, --version (doc.go)
+	if code, done := doc.Done(fs, fs.Parse(args), stdout); done {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "iwgen: unexpected argument %q\n", fs.Arg(0))

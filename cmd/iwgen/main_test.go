@@ -24,13 +24,13 @@ func runIwgen(t *testing.T, args ...string) (int, string, string) {
 }
 
 func TestHelpAndErrors(t *testing.T) {
-	code, _, stderr := runIwgen(t, "-h")
+	code, stdout, _ := runIwgen(t, "--help")
 	if code != exitOK {
-		t.Errorf("-h: exit %d", code)
+		t.Errorf("--help: exit %d", code)
 	}
 	for _, want := range []string{"-scenario", "-truth", "-seed", "-size", "-drop", "-packing", "every-terminate", "exit status"} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("-h does not mention %q", want)
+		if !strings.Contains(stdout, want) {
+			t.Errorf("--help does not mention %q", want)
 		}
 	}
 	for _, args := range [][]string{
@@ -54,7 +54,7 @@ func TestHelpAndErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d", args, code, exitError)
 		}
 	}
-	code, stdout, _ := runIwgen(t, "-list")
+	code, stdout, _ = runIwgen(t, "-list")
 	if code != exitOK || !strings.Contains(stdout, "hostile") || !strings.Contains(stdout, "rping") {
 		t.Errorf("-list: exit %d, %q", code, stdout)
 	}

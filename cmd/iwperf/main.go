@@ -132,12 +132,7 @@ func newFlagSet(f *flags, stderr io.Writer) *flag.FlagSet {
 	bothB("F", "CPU-freq", &f.cpuFreq, "accepted for perftest's command lines: iwperf has no CPU-frequency warning")
 	both("x", "gid-index", &f.gidIndex, 0, "accepted for perftest's command lines: iWARP has no GID (`index` ignored)")
 	fs.Int64Var(&f.seed, "seed", 0, "stress: random seed (default: from the clock, printed); stress takes -q (connections, default 8), -t (operations in flight, 16), -s (largest message, 65536), -D (seconds, 10), -n (operations per connection)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: iwperf TEST [HOST] [flags]\n"+
-			"  without HOST: server; with HOST: client\n"+
-			"  TEST: %s\n\nflags:\n", strings.Join(tests, ", "))
-		fs.PrintDefaults()
-	}
+	doc.Setup(fs, stderr) // -h, --help, --version (doc.go)
 	return fs
 }
 
@@ -161,11 +156,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var f flags
 	fs := newFlagSet(&f, stderr)
 	pos, err := parse(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		return 2
+	if code, done := doc.Done(fs, err, stdout); done {
+		return code
 	}
 	if len(pos) < 1 || len(pos) > 2 || !slices.Contains(tests, pos[0]) {
 		if len(pos) >= 1 && !slices.Contains(tests, pos[0]) {

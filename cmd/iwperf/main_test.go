@@ -23,8 +23,8 @@ func TestHelpExitsZero(t *testing.T) {
 	if rc := run([]string{"--help"}, &out, &errb); rc != 0 {
 		t.Fatalf("--help exited %d", rc)
 	}
-	if !strings.Contains(errb.String(), "usage: iwperf TEST [HOST]") || !strings.Contains(errb.String(), "-report_gbits") {
-		t.Fatalf("help:\n%s", errb.String())
+	if !strings.Contains(out.String(), "usage: iwperf TEST [HOST]") || !strings.Contains(out.String(), "-report_gbits") {
+		t.Fatalf("help:\n%s", out.String())
 	}
 	if rc := run([]string{"nope"}, &out, &errb); rc != 2 {
 		t.Fatalf("unknown test exited %d", rc)

@@ -16,7 +16,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -98,16 +97,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&timeout, "timeout", 10, "stateful: wait at most this many `seconds` for each thing the peer should do")
 	var in capture.Options
 	in.Register(fs, capture.Read) // -r FILE, or FILE after the flags
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: iwreplay -i IFACE [--pps N | --mbps N | --multiplier X | --topspeed] [--loop N] [--limit N] [--duration S] [--preload] [--stats S] FILE")
-		fmt.Fprintln(fs.Output(), "       iwreplay --connect HOST:PORT | --listen [ADDR:]PORT [--conn N] [--assume LIST] [--multiplier X | --topspeed] [--timeout S] [--json] FILE")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitcode.OK
-		}
-		return exitcode.Usage
+	doc.Setup(fs, stderr)         // -h, --help, --version (doc.go)
+	if code, done := doc.Done(fs, fs.Parse(args), stdout); done {
+		return code
 	}
 	if len(in.Files) == 0 {
 		in.Files = fs.Args()

@@ -12,7 +12,6 @@ func TestUsage(t *testing.T) {
 		rc   int
 		msg  string
 	}{
-		{[]string{"--help"}, 0, "usage: iwreplay -i IFACE"},
 		{[]string{"x.pcap"}, 2, "usage:"},
 		{[]string{"-i", "lo"}, 2, "usage:"},
 		{[]string{"-i", "lo", "--pps", "10", "--mbps", "1", "x.pcap"}, 2, "at most one of"},

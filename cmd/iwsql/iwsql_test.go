@@ -388,17 +388,17 @@ func TestCLI(t *testing.T) {
 	}
 }
 
-// TestReadmeQueries: the README's everyday queries run on the committed
+// TestReadmeQueries: docs/iwsql.md's everyday queries run on the committed
 // captures and answer.
 func TestReadmeQueries(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/iwsql.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(readme)
-	i, j := strings.Index(s, "## iwsql"), strings.Index(s, "### Beyond one machine")
+	i, j := strings.Index(s, "# iwsql"), strings.Index(s, "## Beyond one machine")
 	if i < 0 || j < i {
-		t.Fatal("README has no iwsql section")
+		t.Fatal("docs/iwsql.md has no iwsql section")
 	}
 	blocks := regexp.MustCompile("(?s)```sql\n(.*?)```").FindAllStringSubmatch(s[i:j], -1)
 	if len(blocks) < 5 {

@@ -214,12 +214,12 @@ func TestTagsAndMaps(t *testing.T) {
 	}
 }
 
-// contractAnswers runs answersQuery over views made as the README's SQL
+// contractAnswers runs answersQuery over views made as docs/export.md's SQL
 // contract says (the block between lake-sql markers, DIR replaced, its
 // pdus view made for every table).
 func contractAnswers(t *testing.T, dir string) string {
 	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/export.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func contractAnswers(t *testing.T, dir string) string {
 	block, _, ok := strings.Cut(block, "```\n<!-- lake-sql:end -->")
 	live, view, ok2 := strings.Cut(block, ";\n")
 	if !ok || !ok2 || !strings.Contains(view, "VIEW pdus") {
-		t.Fatal("README has no lake-sql block")
+		t.Fatal("docs/export.md has no lake-sql block")
 	}
 	db, err := sql.Open("duckdb", "")
 	if err != nil {

@@ -56,7 +56,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return check(args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("iwsql", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var files []string
 	fs.Func("r", "export capture `FILE` to a temporary directory and query it (repeatable; each file is its own capture set)", func(v string) error {
 		files = append(files, v)
@@ -64,15 +63,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	})
 	format := fs.String("o", "text", "output `format`: text (aligned columns), csv, json (one object per row)")
 	captures := fs.String("captures", "", "views over these capture sets only: `NAME,...` or glob patterns (path.Match); the other sets' files are not opened")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: iwsql [-o text|csv|json] [--captures NAME,...|GLOB] DIR ['SELECT ...']\n       iwsql [-o text|csv|json] -r FILE [-r FILE]... ['SELECT ...']\n       iwsql check [--repair] DIR\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	doc.Setup(fs, stderr) // -h, --help, --version (doc.go)
+	if code, done := doc.Done(fs, fs.Parse(args), stdout); done {
+		return code
 	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "iwsql: "+format+"\n", a...)

@@ -16,10 +16,10 @@ import (
 	"github.com/iwkit/iwkit/ulp"
 )
 
-// readmeQuery is the README's SQL block that contains all of marks.
+// readmeQuery is docs/iwsql.md's SQL block that contains all of marks.
 func readmeQuery(t *testing.T, marks ...string) string {
 	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/iwsql.md")
 	if err != nil {
 		t.Fatal(err)
 	}

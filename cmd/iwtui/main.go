@@ -6,7 +6,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,19 +26,12 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 // done says the command is over, with exit status code.
 func parse(args []string, stdout, stderr io.Writer) (cfg tui.Config, display string, code int, done bool) {
 	fs := flag.NewFlagSet("iwtui", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var in capture.Options
 	in.Register(fs, capture.All)
 	fs.StringVar(&display, "Y", "", "start with the display `filter` applied (iwdump -Y language)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: iwtui [flags] FILE [capture filter]\n       iwtui [flags] {-r FILE [-r FILE]... | -i IFACE} [capture filter]\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, "", exitcode.OK, true
-		}
-		return cfg, "", exitcode.Usage, true
+	doc.Setup(fs, stderr) // -h, --help, --version (doc.go)
+	if code, done := doc.Done(fs, fs.Parse(args), stdout); done {
+		return cfg, "", code, true
 	}
 	rest := fs.Args()
 	if len(in.Files) == 0 && in.Iface == "" && len(rest) > 0 && !in.List && !in.PrintProg && !in.PrintDDD {
