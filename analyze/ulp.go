@@ -89,10 +89,11 @@ func (h *handler) ulpPDU(c *reassembly.Conn, e *reassembly.PDUEvent, r *Record) 
 	}
 	at := ulp.At{Frame: e.FirstFrame, Last: e.LastFrame, Time: e.LastTime}
 	i2r := DirName(c, e.Dir) == "i2r"
-	s := pduSite("", c, e)
+	s := &h.x.sites[1]
+	*s = pduSite("", c, e)
 	s.ulp = uc
 	if p.IsMPAFrame {
-		if !h.ulpGuard(c, &s, func() { r.ULP = uc.Handshake(at, i2r, &p.MPA) }) {
+		if !h.ulpGuard(c, s, func() { r.ULP = uc.Handshake(at, i2r, &p.MPA) }) {
 			return nil
 		}
 	} else {
@@ -100,7 +101,7 @@ func (h *handler) ulpPDU(c *reassembly.Conn, e *reassembly.PDUEvent, r *Record) 
 		if e.Missing > 0 {
 			lost = max(0, int(p.FPDU.ULPDULength)-p.Seg.HdrLen-len(p.Seg.Payload))
 		}
-		if !h.ulpGuard(c, &s, func() { r.ULP = uc.Segment(at, i2r, &p.Seg, lost) }) {
+		if !h.ulpGuard(c, s, func() { r.ULP = uc.Segment(at, i2r, &p.Seg, lost) }) {
 			return nil
 		}
 		if uc.GaveUp() { // keep a nil: the connection costs a map entry from now on

@@ -297,9 +297,10 @@ func (e *Exporter) pdu(r *analyze.Record) {
 	m := decode.Present(p)
 	pl := e.plan(m)
 	if pl.fast != nil {
+		var v decode.GroupValues
 		for _, g := range pl.fast {
 			w.skip(pduBase + g.first)
-			g.write(w, p)
+			writeGroup(w, g.group, p, &v)
 		}
 		w.skip(len(Pdus.Cols))
 		e.emit(Pdus, w)

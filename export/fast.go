@@ -5,128 +5,55 @@ import "github.com/iwkit/iwkit/decode"
 // The specialized pdus writer. The generic walk calls the field table's
 // getter per field and switches on the column type; for the FPDUs that
 // make up bulk traffic that was the largest part of the export's own
-// CPU. Here the common field groups (the same as iwdump's NDJSON encoder
-// specializes, render/json_fast.go) are written by straight-line code
-// that reads the decode.PDU directly. A group lists the fields it writes,
-// which must be consecutive in the table; a PDU kind uses the fast path
-// only if its fields are exactly a sequence of groups, else the generic
-// walk. TestFastMatchesGeneric holds every group to the table's getters.
+// CPU. Here decode.ReadGroup reads the common field groups (those
+// iwdump's NDJSON encoder specializes too, render/json_fast.go) straight
+// from the decode.PDU, and writeGroup puts them in the row. A group's fields must be consecutive
+// in the table; a PDU kind uses the fast path only if its fields are
+// exactly a sequence of groups, else the generic walk.
+// TestFastMatchesGeneric holds every group to the table's getters.
 
-// A pduGroup is a run of consecutive field-table fields that write puts
-// in order, one row method per column, of the column's type.
+// A pduGroup is a run of consecutive field-table fields, written in
+// order, one row method per column, of the column's type.
 type pduGroup struct {
 	names []string
+	group int // index into decode.FieldGroups
 	first int // index of the first in pduFields; -1 if a name is missing or out of order
-	write func(w *row, p *decode.PDU)
 }
 
-// pduGroups are decode.FieldGroups, each with its writer (pduWriters,
-// in the same order).
-var pduGroups = resolvePDUGroups(withWriters(pduWriters))
+// pduGroups are decode.FieldGroups, resolved.
+var pduGroups = resolvePDUGroups(groupsOf(decode.FieldGroups))
 
-// pduWriters write decode.FieldGroups, one a group, in order: one row
-// method per column, of the column's type.
-var pduWriters = []func(w *row, p *decode.PDU){
-	// mpa.ulpdu_length, mpa.pad, mpa.crc
-	func(w *row, p *decode.PDU) {
-		w.u32(uint32(p.FPDU.ULPDULength))
-		w.bytes(p.FPDU.Pad)
-		w.u32(p.FPDU.CRC)
-	},
-	// mpa.crc_computed
-	func(w *row, p *decode.PDU) {
-		w.u32(p.ComputedCRC)
-	},
-	// mpa.crc_status, mpa.markers
-	func(w *row, p *decode.PDU) {
-		w.str(p.CRCStatus.String())
-		w.u32(uint32(len(p.Markers)))
-	},
-	// ddp.tagged, ddp.last, ddp.rsvd, ddp.dv
-	func(w *row, p *decode.PDU) {
-		h := &p.Seg.DDP
-		w.bool(h.Tagged)
-		w.bool(h.Last)
-		w.u32(uint32(h.Rsvd))
-		w.u32(uint32(h.DV))
-	},
-	// ddp.stag, ddp.to
-	func(w *row, p *decode.PDU) {
-		w.u32(p.Seg.DDP.STag)
-		w.u64(p.Seg.DDP.TO)
-	},
-	// ddp.rsvdulp, ddp.qn, ddp.msn, ddp.mo
-	func(w *row, p *decode.PDU) {
-		h := &p.Seg.DDP
-		w.u32(uint32(h.RsvdULP2))
-		w.u32(h.QN)
-		w.u32(h.MSN)
-		w.u32(h.MO)
-	},
-	// ddp.payload_length
-	func(w *row, p *decode.PDU) {
-		w.u32(uint32(len(p.Seg.Payload)))
-	},
-	// rdmap.rv, rdmap.rsv, rdmap.opcode
-	func(w *row, p *decode.PDU) {
-		c := &p.Seg.RDMAP
-		w.u32(uint32(c.RV))
-		w.u32(uint32(c.Rsv))
-		w.str(c.Opcode.String())
-	},
-	// rdmap.inval_stag
-	func(w *row, p *decode.PDU) {
-		w.u32(p.Seg.InvalidateSTag)
-	},
-	// rdmap.sink_stag, ...
-	func(w *row, p *decode.PDU) {
-		r := &p.Seg.ReadRequest
-		w.u32(r.SinkSTag)
-		w.u64(r.SinkTO)
-		w.u32(r.Size)
-		w.u32(r.SrcSTag)
-		w.u64(r.SrcTO)
-	},
-	// rdmap.imm_data
-	func(w *row, p *decode.PDU) {
-		w.bytes(p.Seg.ImmData[:])
-	},
-	// rdmap.atomic.opcode, ...
-	func(w *row, p *decode.PDU) {
-		r := &p.Seg.AtomicRequest
-		w.str(r.AOpCode.String())
-		w.u32(r.RequestID)
-		w.u32(r.RemoteSTag)
-		w.u64(r.RemoteTO)
-		w.u64(r.AddSwapData)
-		w.u64(r.AddSwapMask)
-		w.u64(r.CompareData)
-		w.u64(r.CompareMask)
-	},
-	// rdmap.atomic.orig_request_id, rdmap.atomic.orig_value
-	func(w *row, p *decode.PDU) {
-		r := &p.Seg.AtomicResponse
-		w.u32(r.OrigRequestID)
-		w.u64(r.OrigValue)
-	},
-	// rdmap.pre_ietf, rdmap.extension
-	func(w *row, p *decode.PDU) {
-		w.bool(p.Seg.DDP.DV == 0 || p.Seg.RDMAP.RV == 0)
-		w.bool(p.Seg.RDMAP.Opcode.Extension())
-	},
-}
-
-// withWriters pairs decode.FieldGroups with their writers; none when the
-// lists differ in length (every PDU takes the generic walk:
-// TestPDUGroupsResolve notices).
-func withWriters(ws []func(w *row, p *decode.PDU)) []pduGroup {
-	var gs []pduGroup
-	for i, names := range decode.FieldGroups {
-		if len(ws) == len(decode.FieldGroups) {
-			gs = append(gs, pduGroup{names: names, write: ws[i]})
-		}
+func groupsOf(names [][]string) []pduGroup {
+	gs := make([]pduGroup, len(names))
+	for i := range names {
+		gs[i] = pduGroup{names: names[i], group: i}
 	}
 	return gs
+}
+
+// writeGroup writes group g of p into the row's next columns, each value
+// by its decode.GroupKind, of the column's type.
+func writeGroup(w *row, g int, p *decode.PDU, v *decode.GroupValues) {
+	decode.ReadGroup(g, p, v)
+	for k, kind := range decode.GroupKinds[g] {
+		x := v.U[k]
+		switch kind {
+		case decode.GroupUint:
+			w.u32(uint32(x))
+		case decode.GroupHex64:
+			w.u64(x)
+		case decode.GroupBool:
+			w.bool(x != 0)
+		case decode.GroupOctets:
+			w.bytes(v.B)
+		case decode.GroupCRCStatus:
+			w.str(decode.CRCStatus(x).String())
+		case decode.GroupOpcode:
+			w.str(decode.Opcode(x).String())
+		case decode.GroupAtomicOp:
+			w.str(decode.AtomicOp(x).String())
+		}
+	}
 }
 
 // resolvePDUGroups finds each group's first field. A group whose names

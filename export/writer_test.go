@@ -111,8 +111,8 @@ func TestPageHeader(t *testing.T) {
 // group writing an INT64 into an INT32 column would not fail here but in
 // TestFastMatchesGeneric).
 func TestPDUGroupsResolve(t *testing.T) {
-	if len(pduWriters) != len(decode.FieldGroups) || len(pduGroups) != len(decode.FieldGroups) {
-		t.Fatalf("%d writers for %d groups of decode.FieldGroups", len(pduWriters), len(decode.FieldGroups))
+	if len(pduGroups) != len(decode.FieldGroups) {
+		t.Fatalf("%d pdus groups for %d groups of decode.FieldGroups", len(pduGroups), len(decode.FieldGroups))
 	}
 	for _, g := range pduGroups {
 		if g.first < 0 {

@@ -11,8 +11,9 @@ import (
 // The specialized NDJSON encoder. The generic walk (appendGeneric) calls a
 // getter per field and switches on the kind of the value it returns; for
 // the FPDUs that make up bulk traffic that is most of iwdump -T json's
-// time. Here the common field groups are written by straight-line code
-// that reads the decode.PDU directly, into room reserved once per PDU, so
+// time. Here the common field groups are read from the decode.PDU by
+// decode.ReadGroup (the one reader the export's Parquet writer shares)
+// and written by their decode.GroupKind into room reserved once per PDU, so
 // that keys, booleans and names are fixed-size stores rather than
 // appends (each a growth check and a memmove call) and numbers are
 // formatted in place. The names still come from the field table: a group
@@ -20,33 +21,22 @@ import (
 // uses the fast path only if its fields are exactly a sequence of groups.
 // TestJSONFastMatchesGeneric holds every group to the table's getters.
 
-// A fastGroup is a run of fields, in table order, that one function
-// writes. All of a group's fields share one presence condition, so a PDU
+// A fastGroup is a run of fields, in table order, that decode.ReadGroup
+// reads. All of a group's fields share one presence condition, so a PDU
 // carries all of them or none.
 type fastGroup struct {
 	names  []string
 	fields []int32 // indexes into jsonFields; nil if a name is missing
-	write  fastWriter
 }
 
-// fastGroups are decode.FieldGroups, each with its writer (fastWriters,
-// in the same order). MPA Request/Reply frames and Terminates (a few per
-// connection) are left to the generic walk.
-var fastGroups = resolveFastGroups(withWriters(fastWriters))
+// fastGroups are decode.FieldGroups, resolved. MPA Request/Reply frames
+// and Terminates (a few per connection) are left to the generic walk.
+var fastGroups = resolveFastGroups(groupsOf(decode.FieldGroups))
 
-// fastWriters write decode.FieldGroups, one a group, in order.
-var fastWriters = []fastWriter{fastFPDU, fastCRCComputed, fastCRCStatus, fastDDP, fastTagged, fastUntagged, fastPayloadLen,
-	fastRDMAP, fastInvalSTag, fastReadReq, fastImmData, fastAtomicReq, fastAtomicResp, fastRDMAPTail}
-
-// withWriters pairs decode.FieldGroups with their writers; a group
-// without one (the lists differ in length: TestJSONFastGroupsResolve)
-// takes the generic walk.
-func withWriters(ws []fastWriter) []fastGroup {
-	var gs []fastGroup
-	for i, names := range decode.FieldGroups {
-		if len(ws) == len(decode.FieldGroups) {
-			gs = append(gs, fastGroup{names: names, write: ws[i]})
-		}
+func groupsOf(names [][]string) []fastGroup {
+	gs := make([]fastGroup, len(names))
+	for i := range names {
+		gs[i].names = names[i]
 	}
 	return gs
 }
@@ -80,9 +70,9 @@ func resolveFastGroups(groups []fastGroup) []fastGroup {
 func fastGroupsFor(pl *jsonPlan) []fastStep {
 	var steps []fastStep
 	rest := pl.fields
-	for _, g := range fastGroups {
+	for i, g := range fastGroups {
 		if g.fields != nil && fieldsHavePrefix(rest, g.fields) {
-			steps = append(steps, fastStep{write: g.write, n: len(g.fields)})
+			steps = append(steps, fastStep{group: i, n: len(g.fields)})
 			rest = rest[len(g.fields):]
 		}
 	}
@@ -118,30 +108,58 @@ func fieldsHavePrefix(s, prefix []int32) bool {
 	return true
 }
 
-// appendFast writes the plan's fields with its groups' writers into room
-// reserved up front: the writers store at b[n:] without growth checks
-// (the slice bounds checks still guard against a short reservation).
+// appendFast writes the plan's fields, as decode.ReadGroup reads them,
+// each by its decode.GroupKind, into room reserved up front: the values
+// are stored at b[n:] without growth checks (the slice bounds checks
+// still guard against a short reservation).
 func (pl *jsonPlan) appendFast(b []byte, p *decode.PDU, numeric bool) []byte {
 	n := len(b)
 	b = slices.Grow(b, pl.room+2*len(p.FPDU.Pad)) // PAD is 0-3 octets from ParseFPDU
 	b = b[:cap(b)]
 	keys := pl.keys
+	var v decode.GroupValues
 	for _, s := range pl.fast {
-		n = s.write(b, n, p, keys[:s.n], numeric)
+		decode.ReadGroup(s.group, p, &v)
+		for k, kind := range decode.GroupKinds[s.group] {
+			n = putChunk(b, n, &keys[k])
+			x := v.U[k]
+			if kind == decode.GroupUint { // most fields: one test, not a switch's search
+				n = digits.Put(b, n, x)
+				continue
+			}
+			switch kind {
+			case decode.GroupHex64:
+				n = putHex64(b, n, x)
+			case decode.GroupBool:
+				n = putBool(b, n, x != 0)
+			case decode.GroupOctets:
+				n = putHex(b, n, v.B)
+			case decode.GroupCRCStatus:
+				n = putName(b, n, crcStatusNames, x, decode.CRCStatus(x).String, numeric)
+			case decode.GroupOpcode:
+				n = putName(b, n, opcodeNames, x, decode.Opcode(x).String, numeric)
+			case decode.GroupAtomicOp:
+				n = putEnum(b, n, x, decode.AtomicOp(x).String(), numeric)
+			}
+		}
 		keys = keys[s.n:]
 	}
 	return b[:n]
 }
 
-// A fastWriter writes the values of its group's fields at b[n:], each
-// after its key (the plan's octets for that field: separators and key),
-// and returns the new end.
-type fastWriter func(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric bool) int
-
 // A fastStep is a group as a plan runs it.
 type fastStep struct {
-	write fastWriter
+	group int // index into decode.FieldGroups
 	n     int // fields
+}
+
+// putName writes a named value from its table of quoted names when it is
+// there, else by putEnum.
+func putName(b []byte, n int, names []jsonChunk, x uint64, name func() string, numeric bool) int {
+	if c := nameChunk(names, x, numeric); c != nil {
+		return putChunk(b, n, c)
+	}
+	return putEnum(b, n, x, name(), numeric)
 }
 
 // jsonChunkLen bounds the keys and names written as one fixed-size store.
@@ -237,148 +255,3 @@ var (
 	opcodeNames    = quotedNames(16, func(i int) string { return decode.Opcode(i).String() })
 	crcStatusNames = quotedNames(4, func(i int) string { return decode.CRCStatus(i).String() })
 )
-
-// Group writers, one per fastGroups entry, values in the order of names.
-
-func fastFPDU(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
-	_ = keys[2]
-	n = putChunk(b, n, &keys[0])
-	n = digits.Put(b, n, uint64(p.FPDU.ULPDULength))
-	n = putChunk(b, n, &keys[1])
-	n = putHex(b, n, p.FPDU.Pad)
-	n = putChunk(b, n, &keys[2])
-	return digits.Put(b, n, uint64(p.FPDU.CRC))
-}
-
-func fastCRCComputed(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
-	n = putChunk(b, n, &keys[0])
-	return digits.Put(b, n, uint64(p.ComputedCRC))
-}
-
-func fastCRCStatus(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric bool) int {
-	_ = keys[1]
-	n = putChunk(b, n, &keys[0])
-	if c := nameChunk(crcStatusNames, uint64(p.CRCStatus), numeric); c != nil {
-		n = putChunk(b, n, c)
-	} else {
-		n = putEnum(b, n, uint64(p.CRCStatus), p.CRCStatus.String(), numeric)
-	}
-	n = putChunk(b, n, &keys[1])
-	return digits.Put(b, n, uint64(len(p.Markers)))
-}
-
-func fastDDP(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
-	_ = keys[3]
-	h := &p.Seg.DDP
-	n = putChunk(b, n, &keys[0])
-	n = putBool(b, n, h.Tagged)
-	n = putChunk(b, n, &keys[1])
-	n = putBool(b, n, h.Last)
-	n = putChunk(b, n, &keys[2])
-	n = digits.Put(b, n, uint64(h.Rsvd))
-	n = putChunk(b, n, &keys[3])
-	return digits.Put(b, n, uint64(h.DV))
-}
-
-func fastTagged(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
-	_ = keys[1]
-	n = putChunk(b, n, &keys[0])
-	n = digits.Put(b, n, uint64(p.Seg.DDP.STag))
-	n = putChunk(b, n, &keys[1])
-	return putHex64(b, n, p.Seg.DDP.TO)
-}
-
-func fastUntagged(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
-	_ = keys[3]
-	h := &p.Seg.DDP
-	n = putChunk(b, n, &keys[0])
-	n = digits.Put(b, n, uint64(h.RsvdULP2))
-	n = putChunk(b, n, &keys[1])
-	n = digits.Put(b, n, uint64(h.QN))
-	n = putChunk(b, n, &keys[2])
-	n = digits.Put(b, n, uint64(h.MSN))
-	n = putChunk(b, n, &keys[3])
-	return digits.Put(b, n, uint64(h.MO))
-}
-
-func fastPayloadLen(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
-	n = putChunk(b, n, &keys[0])
-	return digits.Put(b, n, uint64(len(p.Seg.Payload)))
-}
-
-func fastRDMAP(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric bool) int {
-	_ = keys[2]
-	c := &p.Seg.RDMAP
-	n = putChunk(b, n, &keys[0])
-	n = digits.Put(b, n, uint64(c.RV))
-	n = putChunk(b, n, &keys[1])
-	n = digits.Put(b, n, uint64(c.Rsv))
-	n = putChunk(b, n, &keys[2])
-	if name := nameChunk(opcodeNames, uint64(c.Opcode), numeric); name != nil {
-		return putChunk(b, n, name)
-	}
-	return putEnum(b, n, uint64(c.Opcode), c.Opcode.String(), numeric)
-}
-
-func fastInvalSTag(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
-	n = putChunk(b, n, &keys[0])
-	return digits.Put(b, n, uint64(p.Seg.InvalidateSTag))
-}
-
-func fastReadReq(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
-	_ = keys[4]
-	r := &p.Seg.ReadRequest
-	n = putChunk(b, n, &keys[0])
-	n = digits.Put(b, n, uint64(r.SinkSTag))
-	n = putChunk(b, n, &keys[1])
-	n = putHex64(b, n, r.SinkTO)
-	n = putChunk(b, n, &keys[2])
-	n = digits.Put(b, n, uint64(r.Size))
-	n = putChunk(b, n, &keys[3])
-	n = digits.Put(b, n, uint64(r.SrcSTag))
-	n = putChunk(b, n, &keys[4])
-	return putHex64(b, n, r.SrcTO)
-}
-
-func fastImmData(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
-	n = putChunk(b, n, &keys[0])
-	return putHex(b, n, p.Seg.ImmData[:])
-}
-
-func fastAtomicReq(b []byte, n int, p *decode.PDU, keys []jsonChunk, numeric bool) int {
-	_ = keys[7]
-	r := &p.Seg.AtomicRequest
-	n = putChunk(b, n, &keys[0])
-	n = putEnum(b, n, uint64(r.AOpCode), r.AOpCode.String(), numeric)
-	n = putChunk(b, n, &keys[1])
-	n = digits.Put(b, n, uint64(r.RequestID))
-	n = putChunk(b, n, &keys[2])
-	n = digits.Put(b, n, uint64(r.RemoteSTag))
-	n = putChunk(b, n, &keys[3])
-	n = putHex64(b, n, r.RemoteTO)
-	n = putChunk(b, n, &keys[4])
-	n = putHex64(b, n, r.AddSwapData)
-	n = putChunk(b, n, &keys[5])
-	n = putHex64(b, n, r.AddSwapMask)
-	n = putChunk(b, n, &keys[6])
-	n = putHex64(b, n, r.CompareData)
-	n = putChunk(b, n, &keys[7])
-	return putHex64(b, n, r.CompareMask)
-}
-
-func fastAtomicResp(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
-	_ = keys[1]
-	r := &p.Seg.AtomicResponse
-	n = putChunk(b, n, &keys[0])
-	n = digits.Put(b, n, uint64(r.OrigRequestID))
-	n = putChunk(b, n, &keys[1])
-	return putHex64(b, n, r.OrigValue)
-}
-
-func fastRDMAPTail(b []byte, n int, p *decode.PDU, keys []jsonChunk, _ bool) int {
-	_ = keys[1]
-	n = putChunk(b, n, &keys[0])
-	n = putBool(b, n, p.Seg.DDP.DV == 0 || p.Seg.RDMAP.RV == 0)
-	n = putChunk(b, n, &keys[1])
-	return putBool(b, n, p.Seg.RDMAP.Opcode.Extension())
-}

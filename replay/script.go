@@ -186,13 +186,21 @@ func sideOf(c *reassembly.Conn, d reassembly.Dir) Side {
 // LoadScript reads connection conn (1-based, numbered as iwdump numbers
 // them), or with conn 0 every iWARP connection, of a capture.
 func LoadScript(file string, conn int, assume *Assume) (*Script, error) {
+	return LoadScriptWith(file, conn, assume, analyze.Config{})
+}
+
+// LoadScriptWith is LoadScript with the analyzer's capture options of the
+// command line (cfg.Ports and cfg.DecodeAs: iwreplay --decode-as, package
+// capture); it runs on one worker.
+func LoadScriptWith(file string, conn int, assume *Assume, cfg analyze.Config) (*Script, error) {
 	src, _, err := analyze.OpenFiles([]string{file})
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
 	b := &scriptBuilder{want: conn, by: map[uint64]*connBuilder{}, s: &Script{}}
-	if _, err := analyze.Run(src, analyze.Config{Workers: 1}, b); err != nil {
+	cfg.Workers = 1
+	if _, err := analyze.Run(src, cfg, b); err != nil {
 		return nil, err
 	}
 	if b.err != nil {

@@ -417,9 +417,7 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 		}
 	case prog == 100003 && vers == 4 && proc == 1:
 		procName = "COMPOUND"
-		ops, minor, main := c.walk(nfs4Compound, &x, rpc)
-		m.u(fNFSMinor, uint64(minor))
-		m.s(fNFSOps, ops)
+		ops, main := c.walk(nfs4Compound, &x, rpc, m)
 		name = "NFSv4 " + main
 		detail = " ops " + ops
 	case prog == 100003 && proc == 0:
@@ -434,9 +432,7 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 		name = "NFSv4 callback CB_NULL"
 		if proc == 1 {
 			procName = "CB_COMPOUND"
-			ops, minor, main := c.walk(cbCompound, &x, rpc)
-			m.u(fNFSMinor, uint64(minor))
-			m.s(fNFSOps, ops)
+			ops, main := c.walk(cbCompound, &x, rpc, m)
 			name = "NFSv4 callback " + main
 			detail = " ops " + ops
 		}
@@ -534,10 +530,17 @@ var (
 )
 
 // walk walks the arguments of a COMPOUND call of kind k: the tag, the
-// minor version (and the callback ident), then the operations. It returns
-// the operation list ("…" after the last it could walk past), the minor
-// version and the operation naming the call.
-func (c *Conn) walk(k *compound, x *xdr, rpc []byte) (string, uint32, string) {
+// minor version (and the callback ident), then the operations. It sets
+// m's nfs.minor and nfs.ops, and returns the operation list ("…" after the
+// last it could walk past) and the operation naming the call.
+func (c *Conn) walk(k *compound, x *xdr, rpc []byte, m *Message) (ops, main string) {
+	ops, minor, main := c.walkOps(k, x, rpc)
+	m.u(fNFSMinor, uint64(minor))
+	m.s(fNFSOps, ops)
+	return ops, main
+}
+
+func (c *Conn) walkOps(k *compound, x *xdr, rpc []byte) (string, uint32, string) {
 	x.opaque() // tag
 	minor := x.u32()
 	if k.ident {

@@ -32,8 +32,8 @@ Each case's row gives its id, the clause, what was sent, what was expected, what
 	},
 	Exit: []cli.Exit{
 		{Code: exitcode.OK, Text: "every selected case passed or was skipped (also -h, --help, --version, --list)"},
-		{Code: exitcode.Failure, Text: "a case failed"},
-		{Code: exitcode.Usage, Text: "usage or setup error (bad flag, cannot listen, no case selected), or a case was an error or not run and none failed"},
+		{Code: exitcode.Failure, Text: "a case failed, was an error or was not run, or the run could not start (cannot listen, cannot write --junit)"},
+		{Code: exitcode.Usage, Text: "usage: a bad flag or argument, --run selecting no case"},
 	},
 	SeeAlso: []string{"iwperf(1)", "iwreplay(1)", "rping(1)"},
 	Values: map[string][]string{

@@ -10,9 +10,11 @@
 // line, or with --json one JSON object per case and line and a summary
 // object last; --junit FILE also writes JUnit XML for CI. Verdicts: pass,
 // fail, skip, error (the case could not run: no connection), not-run (the
-// target died earlier). Exit status: 0 all cases passed or were skipped,
-// 1 a case failed, 2 usage or setup error, or a case errored or was not
-// run (and none failed).
+// target died earlier). Exit status (package exitcode, one table for
+// every command): 0 all cases passed or were skipped, 1 a case failed,
+// errored or was not run, or the run could not start (cannot listen, the
+// JUnit file cannot be written), 2 usage (a bad flag or argument, --run
+// naming no case).
 package main
 
 import (
@@ -30,6 +32,7 @@ import (
 	"github.com/iwkit/iwkit/endpoint"
 	"github.com/iwkit/iwkit/endpoint/conform"
 	"github.com/iwkit/iwkit/endpoint/rping"
+	"github.com/iwkit/iwkit/internal/exitcode"
 )
 
 func main() {
@@ -63,7 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *repeat < 1 {
 		fmt.Fprintln(stderr, "iwconform: --repeat takes a count of 1 or more")
-		return 2
+		return exitcode.Usage
 	}
 	cfg := endpoint.Config{CRC: *crc, Markers: *markers, PeerToPeer: *p2p, Rev: *rev}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -72,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		for _, c := range conform.Cases() {
 			fmt.Fprintf(stdout, "%-34s %-40s %s\n", c.ID, c.Clause, c.Sent)
 		}
-		return 0
+		return exitcode.OK
 	}
 	if *serve != "" {
 		addr := *serve
@@ -82,7 +85,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ln, err := endpoint.Listen(ctx, "tcp", addr, &cfg)
 		if err != nil {
 			fmt.Fprintln(stderr, "iwconform:", err)
-			return 2
+			return exitcode.Failure
 		}
 		defer ln.Close()
 		fmt.Fprintf(stderr, "iwconform: rping target on %v\n", ln.Addr())
@@ -93,13 +96,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		go func() { <-ctx.Done(); ln.Close() }()
 		if err := conform.Serve(ctx, ln, rping.Options{Config: cfg, Size: *size, RFC7306: *rfc7306}, logf); err != nil && ctx.Err() == nil {
 			fmt.Fprintln(stderr, "iwconform:", err)
-			return 2
+			return exitcode.Failure
 		}
-		return 0
+		return exitcode.OK
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
-		return 2
+		return exitcode.Usage
 	}
 	addr := fs.Arg(0)
 	if *listen && !strings.Contains(addr, ":") {
@@ -145,23 +148,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *junit != "" && len(rows) > 0 {
 		if jerr := writeJUnit(*junit, addr, rows); jerr != nil {
 			fmt.Fprintln(stderr, "iwconform:", jerr)
-			return 2
+			return exitcode.Failure
 		}
 	}
-	if err != nil {
+	if err != nil { // cannot listen (--listen)
 		fmt.Fprintln(stderr, "iwconform:", err)
-		return 2
+		return exitcode.Failure
 	}
 	switch {
-	case len(rows) == 0:
+	case len(rows) == 0: // --run named no case
 		fmt.Fprintln(stderr, "iwconform: no case selected")
-		return 2
-	case sum.Fail > 0:
-		return 1
-	case sum.Error > 0 || sum.NotRun > 0:
-		return 2
+		return exitcode.Usage
+	case sum.Fail > 0 || sum.Error > 0 || sum.NotRun > 0:
+		return exitcode.Failure
 	}
-	return 0
+	return exitcode.OK
 }
 
 func writeJUnit(path, target string, rows []conform.Row) error {

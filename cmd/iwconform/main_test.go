@@ -16,6 +16,7 @@ import (
 	"github.com/iwkit/iwkit/endpoint"
 	"github.com/iwkit/iwkit/endpoint/conform"
 	"github.com/iwkit/iwkit/endpoint/rping"
+	"github.com/iwkit/iwkit/internal/exitcode"
 )
 
 // The command against an iwkit target: --json rows with a verdict key,
@@ -78,17 +79,31 @@ func TestJSONAgainstIwkit(t *testing.T) {
 		t.Fatalf("summary %v for %d rows", summary, n)
 	}
 	// A dead target: the first case cannot connect, an error (not a
-	// fail), and the run stops with the cause: exit 2.
+	// fail), and the run stops with the cause: a failure, exit 1 (2 is
+	// usage only, package exitcode).
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := l.Addr().String()
 	l.Close()
 	out.Reset()
-	if code := run([]string{"--timeout", "200ms", "--run", "ddp-qn,ddp-msn", dead}, &out, &errb); code != 2 || !strings.Contains(out.String(), "error (connecting") ||
+	if code := run([]string{"--timeout", "200ms", "--run", "ddp-qn,ddp-msn", dead}, &out, &errb); code != exitcode.Failure || !strings.Contains(out.String(), "error (connecting") ||
 		!strings.Contains(out.String(), "not-run (the target stopped answering at ddp-qn") || !strings.Contains(out.String(), "0 pass, 0 fail, 0 skip, 1 error, 1 not run") {
 		t.Fatalf("dead target: exit %d\n%s", code, out.String())
 	}
-	if code := run([]string{"--bogus"}, &out, &errb); code != 2 {
-		t.Fatalf("bad flag: exit %d", code)
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"--bogus"}, exitcode.Usage},
+		{[]string{"--help"}, exitcode.OK},
+		{[]string{"--repeat", "0", dead}, exitcode.Usage},
+		{[]string{dead, "extra"}, exitcode.Usage},
+		{[]string{"--run", "no-such-case", dead}, exitcode.Usage},
+		{[]string{"--serve", "256.0.0.1:1"}, exitcode.Failure},                        // cannot listen: not usage
+		{[]string{"--listen", "--timeout", "200ms", "256.0.0.1:1"}, exitcode.Failure}, // likewise
+	} {
+		if code := run(c.args, &out, &errb); code != c.code {
+			t.Errorf("%v: exit %d, want %d (%s)", c.args, code, c.code, errb.String())
+		}
 	}
 }
 
@@ -192,7 +207,7 @@ func TestJUnit(t *testing.T) {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := l.Addr().String()
 	l.Close()
-	if code := run([]string{"--junit", path, "--timeout", "200ms", "--run", "ddp-qn,ddp-msn", dead}, &out, &errb); code != 2 {
+	if code := run([]string{"--junit", path, "--timeout", "200ms", "--run", "ddp-qn,ddp-msn", dead}, &out, &errb); code != exitcode.Failure {
 		t.Fatalf("dead target: exit %d", code)
 	}
 	doc = readJUnit(t, path)

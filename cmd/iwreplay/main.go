@@ -10,8 +10,11 @@
 // the iwkit endpoint against a live peer, and what the peer does is
 // compared with the capture:
 //
-//	iwreplay --connect HOST:PORT [--conn N] [--multiplier X | --topspeed] [--json] FILE
-//	iwreplay --listen [ADDR:]PORT [--conn N] [--multiplier X | --topspeed] [--json] FILE
+//	iwreplay --connect HOST:PORT [--conn N] [--decode-as PORT[=proto]] [--multiplier X | --topspeed] [--json] FILE
+//	iwreplay --listen [ADDR:]PORT [--conn N] [--decode-as PORT[=proto]] [--multiplier X | --topspeed] [--json] FILE
+//
+// The capture is read through package capture, as iwdump and iwtui read
+// it: -r FILE (or FILE after the flags) and --decode-as.
 package main
 
 import (
@@ -25,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/capture"
 	"github.com/iwkit/iwkit/internal/exitcode"
 	"github.com/iwkit/iwkit/replay"
@@ -96,8 +100,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&asJSON, "json", false, "stateful: the report as JSON objects, one per difference, the summary last")
 	fs.Float64Var(&timeout, "timeout", 10, "stateful: wait at most this many `seconds` for each thing the peer should do")
 	var in capture.Options
-	in.Register(fs, capture.Read) // -r FILE, or FILE after the flags
-	doc.Setup(fs, stderr)         // -h, --help, --version (doc.go)
+	in.Register(fs, capture.Read|capture.DecodeAs) // -r FILE, or FILE after the flags; --decode-as for stateful replay
+	doc.Setup(fs, stderr)                          // -h, --help, --version (doc.go)
 	if code, done := doc.Done(fs, fs.Parse(args), stdout); done {
 		return code
 	}
@@ -106,16 +110,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 	} else if fs.NArg() > 0 {
 		in.Files = nil // both -r and FILE: the usage below
 	}
-	if _, err := in.Finish(nil, stdout); err != nil || len(in.Files) != 1 {
+	if _, err := in.Finish(nil, stdout); err != nil {
+		fmt.Fprintln(stderr, "iwreplay:", err)
+		if capture.IsUsage(err) {
+			fs.Usage()
+			return exitcode.Usage
+		}
+		return exitcode.Failure
+	}
+	if len(in.Files) != 1 {
 		fs.Usage()
 		return exitcode.Usage
 	}
 	if connect != "" || listen != "" {
 		return stateful(stdout, stderr, statefulArgs{file: in.Files[0], connect: connect, listen: listen, conn: conn, assume: assume,
-			json: asJSON, timeout: timeout, iface: iface, o: o, limit: limit, dur: dur, stats: stats})
+			json: asJSON, timeout: timeout, iface: iface, o: o, limit: limit, dur: dur, stats: stats, in: &in})
 	}
 	if iface == "" {
 		fs.Usage()
+		return exitcode.Usage
+	}
+	if len(in.Ports) > 0 {
+		fmt.Fprintln(stderr, "iwreplay: --decode-as is for stateful replay (--connect, --listen): stateless replay sends the frames as captured")
 		return exitcode.Usage
 	}
 	if o.Loop <= 0 {
@@ -160,6 +176,7 @@ type statefulArgs struct {
 	o                                    replay.Options
 	limit                                uint64
 	stats                                int
+	in                                   *capture.Options
 }
 
 // stateful wires --connect/--listen to replay.Stateful.
@@ -194,7 +211,7 @@ func stateful(stdout, stderr io.Writer, a statefulArgs) int {
 		}
 		o.Ready = func(addr net.Addr) { fmt.Fprintf(stderr, "iwreplay: listening on %v\n", addr) }
 	}
-	s, err := replay.LoadScript(a.file, a.conn, as)
+	s, err := replay.LoadScriptWith(a.file, a.conn, as, analyze.Config{Ports: a.in.Ports, DecodeAs: a.in.DecodeAs})
 	if err != nil {
 		fmt.Fprintln(stderr, "iwreplay:", err)
 		return exitcode.Failure

@@ -13,6 +13,7 @@ func TestUsage(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"x.pcap"}, 2, "usage:"},
+		{[]string{"--no-such-flag", "-i", "lo", "x.pcap"}, 2, "flag provided but not defined"},
 		{[]string{"-i", "lo"}, 2, "usage:"},
 		{[]string{"-i", "lo", "--pps", "10", "--mbps", "1", "x.pcap"}, 2, "at most one of"},
 		{[]string{"-i", "lo", "--loop", "0", "x.pcap"}, 2, "--loop"},

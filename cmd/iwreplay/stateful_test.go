@@ -67,6 +67,13 @@ func TestStatefulCommand(t *testing.T) {
 		t.Errorf("responder summary %v", sum)
 	}
 
+	// --decode-as reaches the analyzer that reads the capture (declared
+	// ports: the framer keeps looking for MPA there).
+	rout, iout, rrc, irc = pair(t, []string{"--topspeed", "--decode-as", "7170", siw("rping.pcap")}, []string{"--topspeed", "--decode-as", "7170", siw("rping.pcap")})
+	if rrc != 0 || irc != 0 || !strings.Contains(iout, "0 differences") {
+		t.Fatalf("--decode-as 7170: exit %d/%d:\n%s\n%s", rrc, irc, rout, iout)
+	}
+
 	// The responder replays rping, the initiator the CRC variant: the
 	// Request differs (C), and the responder says so with exit 1. The
 	// initiator sees what its capture has: a Reply with C (the endpoint
@@ -95,6 +102,11 @@ func TestStatefulUsage(t *testing.T) {
 		{[]string{"--connect", "h:1"}, 2, "usage:"},
 		{[]string{"--connect", "h:1", "no-such.pcap"}, 1, "no-such.pcap"},
 		{[]string{"--connect", "h:1", "--conn", "3", siw("rping.pcap")}, 1, "no connection 3"},
+		// --decode-as is package capture's, as in iwdump and iwtui.
+		{[]string{"--connect", "h:1", "--decode-as", "x", siw("rping.pcap")}, 2, "bad port"},
+		{[]string{"--connect", "h:1", "--decode-as", "7170=fcp", siw("rping.pcap")}, 2, "unknown protocol"},
+		{[]string{"-i", "lo", "--decode-as", "7170", siw("rping.pcap")}, 2, "for stateful replay"},
+		{[]string{"--connect", "h:1", "--decode-as", "7170=nvme", "--conn", "3", siw("rping.pcap")}, 1, "no connection 3"},
 	} {
 		var out, errb bytes.Buffer
 		if rc := run(c.args, &out, &errb); rc != c.rc || !strings.Contains(errb.String(), c.msg) {

@@ -379,7 +379,7 @@ func TestCLI(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		code int
-	}{{nil, exitUsage}, {[]string{"-o", "xml", dir, "SELECT 1"}, exitUsage}, {[]string{dir, "SELECT", "1"}, exitUsage},
+	}{{nil, exitUsage}, {[]string{"--no-such-flag", dir, "SELECT 1"}, exitUsage}, {[]string{"-o", "xml", dir, "SELECT 1"}, exitUsage}, {[]string{dir, "SELECT", "1"}, exitUsage},
 		{[]string{t.TempDir(), "SELECT 1"}, exitError}, {[]string{dir, "SELEC"}, exitError}} {
 		var stdout, stderr bytes.Buffer
 		if code := run(c.args, strings.NewReader(""), &stdout, &stderr); code != c.code {
