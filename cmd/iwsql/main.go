@@ -142,6 +142,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // it skips (unreadable or quarantined) and returns the tables that have
 // parts. The captures view gains a column tag_KEY per tag key.
 func createViews(db *sql.DB, dir string, sel export.Selector, stderr io.Writer) ([]*export.Table, error) {
+	if _, err := db.Exec(export.HistQuantileSQL); err != nil {
+		return nil, fmt.Errorf("macro hist_quantile: %w", err)
+	}
 	parts, skipped := export.LiveParts(dir, sel)
 	for _, s := range skipped {
 		fmt.Fprintf(stderr, "iwsql: warning: skipped %s\n", s)
