@@ -17,15 +17,15 @@ import (
 )
 
 type ulpState struct {
-	off    bool
+	off bool
 	// unanswered: hand out the commands outstanding at a connection's
 	// end (Config.Unanswered).
 	unanswered bool
-	force  map[uint16]ulp.Proto
-	conns  map[int]*ulp.Conn
-	lastID int
-	last   *ulp.Conn
-	stats  ulp.Stats
+	force      map[uint16]ulp.Proto
+	conns      map[int]*ulp.Conn
+	lastID     int
+	last       *ulp.Conn
+	stats      ulp.Stats
 }
 
 func (h *handler) ulpSetup(cfg *Config) {
