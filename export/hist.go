@@ -48,7 +48,7 @@ type histVal struct {
 
 // maxHist bounds the buckets kept before they are written out: a group's
 // bucket may then have several rows, which add up as any two partitions'.
-const maxHist = 1 << 16
+var maxHist = 1 << 16
 
 // hist collects the latency_hist buckets of one capture set.
 type hist struct {
