@@ -1,8 +1,9 @@
 //go:build cgo
 
 // Command iwsql queries iwdump --export directories with embedded DuckDB:
-// the tables (connections, pdus, operations, findings, commands, captures) are
-// views over every capture set's Parquet files.
+// the tables (connections, pdus, operations, findings, commands,
+// latency_hist, captures) are views over every capture set's Parquet
+// files, and hist_quantile a macro over latency_hist.
 //
 //	iwsql DIR 'SELECT ...'          a query over an export directory
 //	iwsql -r FILE [-r FILE]... 'SELECT ...'   export to a temporary directory first
