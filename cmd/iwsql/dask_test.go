@@ -190,6 +190,7 @@ func TestDask(t *testing.T) {
 		}
 		Partitions [][]string
 		Answers    map[string][]map[string]any
+		Seconds    map[string]float64
 	}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	dec.UseNumber()
@@ -221,7 +222,7 @@ func TestDask(t *testing.T) {
 	if len(temps) == 0 {
 		t.Errorf("no temporary file of the killed export in %s", lake)
 	}
-	t.Logf("%d captures exported by %v; %d temporary files of the killed export left; partitions %v", len(got.Exports), got.Workers, len(temps), got.Partitions)
+	t.Logf("%d captures exported by %v; %d temporary files of the killed export left; partitions %v; seconds %v", len(got.Exports), got.Workers, len(temps), got.Partitions, got.Seconds)
 
 	// Single node: a clean export of the same captures, and iwsql over all
 	// of it.

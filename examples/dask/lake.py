@@ -163,19 +163,23 @@ def main():
         if a.workers:
             client.wait_for_workers(a.workers, timeout=60)
         workers = sorted(client.scheduler_info()["workers"])
+        t0 = time.time()
         exports = client.gather(client.map(export, [(a.iwdump, a.lake, c, a.kill_once, a.state) for c in a.captures],
                                            pure=False))
         names = sorted(e["capture"] for e in exports)
         parts = [names[i :: a.partitions] for i in range(a.partitions)]
         tasks = [(a.iwsql, a.lake, p, q) for p in parts if p for q in QUERIES]
+        t1 = time.time()
         results = client.gather(client.map(partial, tasks, pure=False))
+        t2 = time.time()
         alive = sorted(client.scheduler_info()["workers"])
     rows = {q: [] for q in QUERIES}
     for q, rs in results:
         rows[q].extend(rs)
     answers = {q: reduce_sums(rows[q], QUERIES[q][1], QUERIES[q][2]) for q in QUERIES if q != "buckets"}
     answers["latency"] = reduce_buckets(rows["buckets"])
-    json.dump({"workers": workers, "workers_at_end": alive, "exports": exports, "partitions": parts, "answers": answers},
+    json.dump({"workers": workers, "workers_at_end": alive, "exports": exports, "partitions": parts, "answers": answers,
+               "seconds": {"exports": round(t1 - t0, 3), "partials": round(t2 - t1, 3)}},
               sys.stdout, sort_keys=True)
     print()
 
