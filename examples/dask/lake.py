@@ -92,11 +92,16 @@ def export(args):
 
 
 def partial(args):
-    """The map task of one partition and one query: iwsql --captures."""
-    iwsql, lake, names, query = args
-    out = subprocess.run([iwsql, "-o", "json", "--captures", ",".join(names), lake, QUERIES[query][0]],
+    """The map task of one partition: every partial query in one iwsql
+    --captures run (one DuckDB start-up), each row as JSON beside its
+    query's name."""
+    iwsql, lake, names = args
+    sql = " UNION ALL ".join("SELECT '%s' AS q, CAST(to_json(x) AS VARCHAR) AS r FROM (%s) x" % (q, QUERIES[q][0])
+                             for q in QUERIES)
+    out = subprocess.run([iwsql, "-o", "json", "--captures", ",".join(names), lake, sql],
                          check=True, capture_output=True, text=True)
-    return query, [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    rows = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    return [(r["q"], json.loads(r["r"])) for r in rows]
 
 
 def rank(q, n):
@@ -168,14 +173,15 @@ def main():
                                            pure=False))
         names = sorted(e["capture"] for e in exports)
         parts = [names[i :: a.partitions] for i in range(a.partitions)]
-        tasks = [(a.iwsql, a.lake, p, q) for p in parts if p for q in QUERIES]
+        tasks = [(a.iwsql, a.lake, p) for p in parts if p]
         t1 = time.time()
         results = client.gather(client.map(partial, tasks, pure=False))
         t2 = time.time()
         alive = sorted(client.scheduler_info()["workers"])
     rows = {q: [] for q in QUERIES}
-    for q, rs in results:
-        rows[q].extend(rs)
+    for part in results:
+        for q, r in part:
+            rows[q].append(r)
     answers = {q: reduce_sums(rows[q], QUERIES[q][1], QUERIES[q][2]) for q in QUERIES if q != "buckets"}
     answers["latency"] = reduce_buckets(rows["buckets"])
     json.dump({"workers": workers, "workers_at_end": alive, "exports": exports, "partitions": parts, "answers": answers,
