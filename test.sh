@@ -21,6 +21,9 @@ command -v termshark >/dev/null 2>&1 || need+=(termshark)
 # checks the zsh completion scripts (docs/completion): each command's TestDocs.
 command -v groff >/dev/null 2>&1 || need+=(groff-base)
 command -v zsh >/dev/null 2>&1 || need+=(zsh)
+# python3-distributed: the dask.distributed test (cmd/iwsql TestDask,
+# examples/dask) runs a scheduler and two workers on 127.0.0.1.
+/usr/bin/python3 -c 'import distributed' >/dev/null 2>&1 || need+=(python3-distributed)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test.sh: installing ${need[*]}" >&2

@@ -38,6 +38,12 @@ type Config struct {
 	// off (package ulp; analyze/ulp.go).
 	DecodeAs map[uint16]ulp.Proto
 	NoULP    bool
+	// Unanswered hands out, when a connection ends (or the capture
+	// does), a KindCommand record for each storage command still
+	// outstanding on it (Cmd.Answered false): the export's commands rows.
+	// Without it they are counted in Report.ULP only (-z nvme's
+	// "unanswered").
+	Unanswered bool
 	// MaxFlows bounds the TCP flow table of the whole run (shared out
 	// among the workers; default 1024): when it is full the least recently
 	// active flow is evicted, what it held reported as a gap and its
@@ -571,7 +577,11 @@ func (h *handler) Closed(c *reassembly.Conn, e *reassembly.CloseEvent) {
 	if !c.IWARP {
 		return
 	}
-	h.ulpClosed(int(c.ID))
+	at := e.Time
+	if e.Reason == reassembly.CloseEnd {
+		at = h.last // the capture's end, not the connection's last frame
+	}
+	h.ulpClosed(int(c.ID), e.Frame, at)
 	if e.Reason == reassembly.CloseEvicted {
 		// What the flow held was reported as gaps by the reassembly;
 		// what follows of the connection starts a new one.

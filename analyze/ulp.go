@@ -6,30 +6,35 @@ package analyze
 // come out as KindCommand records after it, with the ULP's findings.
 
 import (
+	"maps"
 	"net/netip"
-
-	"github.com/iwkit/iwkit/track"
 	"slices"
+	"time"
 
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/filter"
 	"github.com/iwkit/iwkit/reassembly"
+	"github.com/iwkit/iwkit/track"
 	"github.com/iwkit/iwkit/ulp"
 )
 
 type ulpState struct {
-	off    bool
-	force  map[uint16]ulp.Proto
-	conns  map[int]*ulp.Conn
-	lastID int
-	last   *ulp.Conn
-	stats  ulp.Stats
-	disc   ulp.Discovery // of the ended connections
+	off bool
+	// unanswered: hand out the commands outstanding at a connection's
+	// end (Config.Unanswered).
+	unanswered bool
+	force      map[uint16]ulp.Proto
+	conns      map[int]*ulp.Conn
+	lastID     int
+	last       *ulp.Conn
+	stats      ulp.Stats
+	disc       ulp.Discovery // of the ended connections
 }
 
 func (h *handler) ulpSetup(cfg *Config) {
 	h.u.off = cfg.NoULP
 	h.u.force = cfg.DecodeAs
+	h.u.unanswered = cfg.Unanswered
 	h.x.on = cfg.Panics.contains()
 }
 
@@ -144,9 +149,11 @@ func (h *handler) ulpGap(c *reassembly.Conn) {
 	}
 }
 
-// ulpClosed ends a connection's ULP state: unanswered commands go to the
-// statistics only.
-func (h *handler) ulpClosed(id int) {
+// ulpClosed ends a connection's ULP state at frame, time t (frame 0: the
+// end of the capture, t its last frame's time): unanswered commands go
+// to the statistics, and with Config.Unanswered out as KindCommand
+// records (Cmd.Answered false) reported at frame and t.
+func (h *handler) ulpClosed(id, frame int, t time.Time) {
 	uc, seen := h.u.conns[id]
 	if uc == nil {
 		if seen {
@@ -158,7 +165,26 @@ func (h *handler) ulpClosed(id int) {
 	if !h.guard(&s, uc.Finish) {
 		h.contained(&s)
 	}
-	uc.Done()
+	if done := uc.Done(); h.u.unanswered && s.c != nil {
+		for i := range done {
+			if h.beforeFinding != nil { // at the end of the capture: the connection's end block (shard.go)
+				h.beforeFinding(id)
+			}
+			r := h.reset(KindCommand, frame, t)
+			// The direction the answer was awaited from.
+			d := reassembly.Dir(s.c.Initiator)
+			if s.c.Initiator < 0 {
+				d = reassembly.DirAB
+			}
+			if !done[i].AnswerFromInitiator() {
+				d = d.Other()
+			}
+			r.onConn(s.c, d)
+			r.FirstFrame = done[i].RequestFrame
+			r.Cmd = &done[i]
+			h.emit()
+		}
+	}
 	h.u.stats.Merge(uc.Stats)
 	if d := uc.Discovery(); s.c != nil && (len(d.Announced) > 0 || len(d.Connected) > 0) {
 		h.u.disc.Add(d, id, responder(s.c))
@@ -169,10 +195,11 @@ func (h *handler) ulpClosed(id int) {
 	}
 }
 
-// ulpFinish ends every connection's ULP state (end of the capture).
+// ulpFinish ends every connection's ULP state (end of the capture), in
+// connection order.
 func (h *handler) ulpFinish() {
-	for id := range h.u.conns {
-		h.ulpClosed(id)
+	for _, id := range slices.Sorted(maps.Keys(h.u.conns)) {
+		h.ulpClosed(id, 0, h.last)
 	}
 }
 

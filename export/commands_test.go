@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/iwkit/iwkit/ulp"
 )
 
 // ulpIDField is the response field that carries a command's id, by
@@ -55,8 +58,18 @@ func TestCommandsRoundTrip(t *testing.T) {
 			// A response completes one command, or an SMB2 compound
 			// (smb2.compound > 1) several: NDJSON's ulp.* are the first's.
 			next, compound := 0, 0
+			unanswered := map[ulp.CmdKey]uint64{}
 			for i, row := range rows {
 				what := fmt.Sprintf("command %d (frame %v)", i, row["frame"])
+				if row["answered"] == false {
+					checkUnanswered(t, what, row)
+					checkTarget(t, what, row, requests[strconv.FormatInt(row["request_frame"].(int64), 10)])
+					unanswered[ulp.CmdKey{Proto: protoByName[row["proto"].(string)], Name: row["command"].(string)}]++
+					continue
+				}
+				if row["age_ns"] != nil || row["latency_ns"] == nil {
+					t.Errorf("%s: answered, with age %v and latency %v", what, row["age_ns"], row["latency_ns"])
+				}
 				var o map[string]any
 				if next < len(resps) && same(resps[next]["frame"], row["frame"]) && same(resps[next]["ulp_request_frame"], row["request_frame"]) {
 					o = resps[next]
@@ -101,6 +114,17 @@ func TestCommandsRoundTrip(t *testing.T) {
 			if next != len(resps) {
 				t.Errorf("%d NDJSON responses, %d matched", len(resps), next)
 			}
+			// The unanswered rows are what -z nvme/iscsi/smb2/rpc count
+			// (package ulp's report).
+			for k, r := range res.Report.ULP.ByName {
+				if unanswered[k] != r.Unanswered {
+					t.Errorf("%v: %d unanswered rows, -z counts %d", k, unanswered[k], r.Unanswered)
+				}
+				delete(unanswered, k)
+			}
+			for k, n := range unanswered {
+				t.Errorf("%v: %d unanswered rows, not in the report", k, n)
+			}
 			if compound > 0 {
 				t.Logf("%d commands of SMB2 compounds", compound)
 			}
@@ -128,6 +152,30 @@ func TestCommandsRoundTrip(t *testing.T) {
 	}
 }
 
+// protoByName are the protocols by commands.proto.
+var protoByName = map[string]ulp.Proto{"nvme": ulp.NVMe, "iser": ulp.ISER, "smbd": ulp.SMBD, "rpcrdma": ulp.RPCRDMA}
+
+// checkUnanswered: an unanswered row has no status and no latency, its
+// age is from its request to the end it is reported at, and it is
+// standing when ulp says so (an NVMe Asynchronous Event Request).
+func checkUnanswered(t *testing.T, what string, row Row) {
+	t.Helper()
+	if row["status"] != nil || row["ok"] != false || row["latency_ns"] != nil {
+		t.Errorf("%s: unanswered with status %v, ok %v, latency %v", what, row["status"], row["ok"], row["latency_ns"])
+	}
+	age, _ := row["age_ns"].(int64)
+	if start, end := row["start_time"].(time.Time), row["time"].(time.Time); row["age_ns"] == nil || age != int64(end.Sub(start)) || age < 0 {
+		t.Errorf("%s: age %v, time %v - start_time %v", what, row["age_ns"], end, start)
+	}
+	aer := row["proto"] == "nvme" && row["command"] == "Asynchronous Event Request"
+	if row["standing"] != aer {
+		t.Errorf("%s: %v standing = %v", what, row["command"], row["standing"])
+	}
+	if row["frame"].(int64) != 0 && row["frame"].(int64) < row["request_frame"].(int64) {
+		t.Errorf("%s: reported at frame %v, before its request %v", what, row["frame"], row["request_frame"])
+	}
+}
+
 // checkTarget holds a row's NSID, LUN, LBA, blocks, offset, length and
 // STags to the request PDU that opened the command.
 func checkTarget(t *testing.T, what string, row Row, reqs []map[string]any) {
@@ -135,7 +183,9 @@ func checkTarget(t *testing.T, what string, row Row, reqs []map[string]any) {
 	idKey := ulpIDField[row["proto"].(string)]
 	var req map[string]any
 	for _, r := range reqs {
-		if r["ulp_command"] == nil && same(r[idKey], row["id"]) {
+		// commands.id is the RPC xid, which a bad transport header may
+		// not repeat (rpcrdma.xid_mismatch).
+		if r["ulp_command"] == nil && (same(r[idKey], row["id"]) || row["proto"] == "rpcrdma" && same(r["rpc_xid"], row["id"])) {
 			req = r
 		}
 	}

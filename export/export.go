@@ -105,6 +105,7 @@ type Exporter struct {
 	recent map[uint64][]recentFinding
 	codes  []string
 	cids   map[uint64]string // community_id by connection
+	hist   hist              // latency_hist buckets not yet written
 
 	frames              int64
 	firstTime, lastTime time.Time
@@ -430,6 +431,9 @@ func (e *Exporter) operation(r *analyze.Record) {
 	w.timeOrNull(op.End)
 	if op.HasLatency() {
 		w.i64(int64(op.Latency))
+		if r.Conn != nil {
+			e.latency(histKey{conn: r.Conn.ID, kind: op.Kind.String()}, int64(op.Latency))
+		}
 	} else {
 		w.null()
 	}
@@ -559,7 +563,12 @@ func (e *Exporter) command(r *analyze.Record) {
 	w.u32s(c.STags[:c.NSTags])
 	w.i64(int64(c.RequestFrame))
 	w.time(c.Start)
-	w.i64(int64(c.Latency))
+	if c.Answered {
+		w.i64(int64(c.Latency))
+		e.latency(histKey{commands: true, conn: r.Conn.ID, proto: c.Proto.String(), command: c.Name}, int64(c.Latency))
+	} else {
+		w.null()
+	}
 	e.codes = e.codes[:0]
 	if r.Conn != nil {
 		for _, f := range e.recent[r.Conn.ID] {
@@ -570,6 +579,13 @@ func (e *Exporter) command(r *analyze.Record) {
 	}
 	w.strs(e.codes)
 	e.communityID(w, r)
+	w.bool(c.Answered)
+	if c.Answered {
+		w.null()
+	} else {
+		w.i64(int64(r.Time.Sub(c.Start)))
+	}
+	w.bool(c.Standing())
 	e.emit(Commands, w)
 }
 
@@ -685,6 +701,7 @@ func (e *Exporter) Finish(rep *analyze.Report) (Counts, error) {
 	if rep != nil {
 		e.connections(rep)
 	}
+	e.flushHist()
 	commit := newPartID()
 	now := time.Now
 	if e.o.Now != nil {
@@ -721,6 +738,7 @@ func (e *Exporter) Finish(rep *analyze.Report) (Counts, error) {
 	} else {
 		w.null()
 	}
+	w.i64(e.counts[LatencyHist])
 	e.emit(Captures, w)
 	var err error
 	for _, t := range Tables {

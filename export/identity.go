@@ -132,14 +132,20 @@ func checkName(o *Options, hash string) error {
 }
 
 // schemaPrefix: a part written by this or an earlier iwkit, whose table
-// had only the first columns of today's (columns are only appended).
+// had only the first columns of today's (columns are only appended; a
+// column may become NULL-able: commands.latency_ns, when unanswered
+// commands joined the table).
 func schemaPrefix(got, want parquet.Node) bool {
 	g, w := got.Fields(), want.Fields()
 	if len(g) > len(w) || len(g) == 0 {
 		return false
 	}
 	for i := range g {
-		if g[i].Name() != w[i].Name() || !parquet.EqualNodes(g[i], w[i]) {
+		wi := parquet.Node(w[i])
+		if g[i].Required() && wi.Optional() {
+			wi = parquet.Required(wi)
+		}
+		if g[i].Name() != w[i].Name() || !parquet.EqualNodes(g[i], wi) {
 			return false
 		}
 	}

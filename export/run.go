@@ -69,7 +69,7 @@ func Export(set Set, cfg Config) Result {
 		res.Err = err
 		return res
 	}
-	acfg := analyze.Config{Ports: cfg.Ports, Count: cfg.Count, Workers: cfg.Workers, InputSize: total, Progress: cfg.Progress}
+	acfg := analyze.Config{Ports: cfg.Ports, Count: cfg.Count, Workers: cfg.Workers, InputSize: total, Progress: cfg.Progress, Unanswered: true}
 	rep, derr := analyze.Run(src, acfg, e)
 	res.Report = rep
 	e.ReadError(derr)

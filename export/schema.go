@@ -207,14 +207,15 @@ var Connections = newTable("connections", "one row per iWARP connection: address
 	}))
 
 // Commands: the storage-protocol commands, one row per command answered
-// (analyze.KindCommand; README "Storage protocols"). One table for the
+// or left unanswered (analyze.KindCommand with Config.Unanswered; README
+// "Storage protocols"). One table for the
 // four protocols, not one each: every command has the same shape (an id,
 // a name, a status, octets moved by RDMA and inline, STags, frames and
 // latency); what only some have (NSID, LUN, LBA, file offset) is a few
 // NULL-able columns, and one table keeps "p99 per protocol" one query and
 // a capture set's files few.
-var Commands = newTable("commands", "storage-protocol commands (NVMe-oF, iSCSI over iSER, SMB2 over SMB Direct, RPC/NFS over RPC-over-RDMA) answered in the capture: ids, what they address, octets moved, STags, latency and findings",
-	cat(where("frame of the response's last segment (the PDU whose ulp.command names the command)"), connCols(false), []Column{
+var Commands = newTable("commands", "storage-protocol commands (NVMe-oF, iSCSI over iSER, SMB2 over SMB Direct, RPC/NFS over RPC-over-RDMA), answered or still outstanding at the end: ids, what they address, octets moved, STags, latency or age, and findings",
+	cat(where("frame of the response's last segment (the PDU whose ulp.command names the command); unanswered: the frame that ended its connection, 0 for the capture's end"), connCols(false), []Column{
 		{Name: "proto", Type: String, Desc: "nvme, iser, smbd or rpcrdma (ulp.proto)"},
 		{Name: "command", Type: String, Desc: "the command, as ulp.command: Write, READ(10), SMB2 READ, NFSv3 WRITE, NFSv4 READ"},
 		{Name: "id", Type: Uint64, Desc: "the task's id: NVMe CID, iSCSI ITT, SMB2 MessageId, RPC XID"},
@@ -235,9 +236,12 @@ var Commands = newTable("commands", "storage-protocol commands (NVMe-oF, iSCSI o
 		{Name: "stags", Type: Uint32s, Desc: "the STags the command advertised (NVMe SGL key, iSER read/write STag, SMB2 descriptor token, RPC chunk handles)"},
 		{Name: "request_frame", Type: Int64, Desc: "frame of the command Send's last segment"},
 		{Name: "start_time", Type: Time, Desc: "time of that frame"},
-		{Name: "latency_ns", Type: Int64, Desc: "the command Send's last segment to the response's last segment, ns"},
+		{Name: "latency_ns", Type: Int64, Optional: true, Desc: "the command Send's last segment to the response's last segment, ns (NULL: unanswered)"},
 		{Name: "findings", Type: Strings, Desc: "codes of the findings raised on the connection at the request or the response frame"},
 		{Name: "community_id", Type: String, Optional: false, Desc: "the connection's Community ID v1 (seed 0, TCP), as Zeek, Suricata and Arkime write it: joins with their flow records"},
+		{Name: "answered", Type: Bool, Desc: "the capture holds the response; false: the command was still outstanding when its connection or the capture ended (frame, time: that end; frame 0: the capture's)"},
+		{Name: "age_ns", Type: Int64, Optional: true, Desc: "unanswered: how long it had waited at that end (time minus start_time), ns; NULL when answered"},
+		{Name: "standing", Type: Bool, Desc: "outstanding by design until the target has news (NVMe Asynchronous Event Request, SMB2 CHANGE_NOTIFY): leave it out when looking for hung commands"},
 	}))
 
 // Captures: one row per capture set.
@@ -262,7 +266,10 @@ var Captures = newTable("captures", "one row per exported capture set: its files
 		{Name: "tags", Type: Strings, Desc: "iwdump --tag KEY=VALUE, in order given (iwsql adds a column tag_KEY for each KEY)"},
 		{Name: "truncated", Type: Bool, Desc: "reading stopped early: a damaged or truncated file (the rows before the damage are exported)"},
 		{Name: "error", Type: String, Optional: true, Desc: "the read error that stopped it"},
+		{Name: "latency_hist", Type: Int64, Desc: "rows in latency_hist"},
 	})
 
 // Tables lists the exported tables, in the order the README shows them.
-var Tables = []*Table{Connections, Pdus, Operations, Findings, Commands, Captures}
+// Captures goes last: its part's rename is a commit (README "The commit
+// protocol").
+var Tables = []*Table{Connections, Pdus, Operations, Findings, Commands, LatencyHist, Captures}

@@ -60,3 +60,23 @@ func IsExport(dir string) bool {
 
 // sqlString quotes s as an SQL string literal.
 func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// HistQuantileSQL defines the DuckDB macro hist_quantile(lower_ns, count,
+// max_ns, q): an aggregate over latency_hist rows (of one group: GROUP BY
+// the columns that name it) that gives the q-quantile by the nearest rank
+// from the buckets, as percentile.BucketQuantile does: the greatest
+// latency of the bucket that holds the sample of rank ⌈q·n⌉ (q taken to
+// a millionth, percentile.Rank). Rows of one bucket (several partitions,
+// several flushes) may come apart: they are added up. The list is walked
+// once (list_reduce), starting from -rank so that no lambda needs the
+// group's total. iwsql defines it in every session; README "Statistics
+// that merge" shows it for other DuckDB sessions.
+const HistQuantileSQL = `CREATE OR REPLACE MACRO hist_quantile(lower_ns, cnt, max_ns, q) AS (list_reduce(
+  list({'lo': lower_ns::BIGINT, 'n': cnt::BIGINT, 'mx': max_ns::BIGINT, 'done': false} ORDER BY lower_ns),
+  (acc, x) -> CASE
+    WHEN acc.done AND acc.lo = x.lo THEN {'lo': acc.lo, 'n': acc.n, 'mx': greatest(acc.mx, x.mx), 'done': true}
+    WHEN acc.done THEN acc
+    ELSE {'lo': x.lo, 'n': acc.n + x.n, 'mx': CASE WHEN acc.lo = x.lo THEN greatest(acc.mx, x.mx) ELSE x.mx END, 'done': acc.n + x.n >= 0}
+  END,
+  {'lo': NULL::BIGINT, 'mx': NULL::BIGINT, 'done': false,
+   'n': -greatest(1, least(sum(cnt), (sum(cnt) * CAST(round(q * 1e6) AS BIGINT) + 999999) // 1000000))::BIGINT}).mx)`

@@ -19,6 +19,8 @@
 package percentile
 
 import (
+	"math"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -171,4 +173,58 @@ func (d *Dist) Quantile(q float64) int64 {
 		}
 	}
 	return d.max
+}
+
+// BucketBits is the number of bits of a value that Bucket keeps: values
+// below 1<<BucketBits have a bucket each; above, a bucket spans 1/1024 of
+// its lowest value. It is the bucketing of an HdrHistogram of Digits
+// significant digits and lowest value 1 (2048 sub-buckets), which a Dist
+// uses past Budget.
+const BucketBits = 11
+
+// Bucket is the bucket of v in the log-linear bucketing a Dist's
+// histogram uses: the values lo..hi (inclusive) that it does not tell
+// apart. hi-lo is 0 below 1<<BucketBits and at most lo/1024 above
+// (RelError), so any value of a bucket is within RelError of any other.
+// Buckets depend on v only: the export's latency_hist rows of several
+// partitions add up bucket by bucket (README "Statistics that merge").
+// A negative v (a clock that stepped back) has the mirror of -v's bucket.
+func Bucket(v int64) (lo, hi int64) {
+	if v < 0 {
+		if v == math.MinInt64 {
+			v++
+		}
+		lo, hi = Bucket(-v)
+		return -hi, -lo
+	}
+	shift := max(0, bits.Len64(uint64(v))-BucketBits)
+	lo = v >> shift << shift
+	return lo, lo + (1<<shift - 1)
+}
+
+// BucketQuantile is the q-quantile (0..1) by the nearest rank of samples
+// given as buckets in ascending order, each with its count and the
+// largest sample it holds (Bucket's buckets, or any disjoint ones): the
+// largest sample of the bucket that holds the sample of rank
+// Rank(q, total). That sample is within the bucket, so the answer is a
+// value that occurred, at most one bucket's width (RelError of it)
+// above the nearest-rank sample, and equal to it when the bucket holds
+// one value. It is the README's hist_quantile macro. ok is false when
+// the counts add up to 0.
+func BucketQuantile(q float64, counts []uint64, maxes []int64) (v int64, ok bool) {
+	var n uint64
+	for _, c := range counts {
+		n += c
+	}
+	if n == 0 {
+		return 0, false
+	}
+	r := Rank(q, n)
+	var seen uint64
+	for i, c := range counts {
+		if seen += c; seen >= r {
+			return maxes[i], true
+		}
+	}
+	return maxes[len(maxes)-1], true
 }

@@ -1,8 +1,9 @@
 //go:build cgo
 
 // Command iwsql queries iwdump --export directories with embedded DuckDB:
-// the tables (connections, pdus, operations, findings, commands, captures) are
-// views over every capture set's Parquet files.
+// the tables (connections, pdus, operations, findings, commands,
+// latency_hist, captures) are views over every capture set's Parquet
+// files, and hist_quantile a macro over latency_hist.
 //
 //	iwsql DIR 'SELECT ...'          a query over an export directory
 //	iwsql -r FILE [-r FILE]... 'SELECT ...'   export to a temporary directory first
@@ -135,6 +136,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // it skips (unreadable or quarantined) and returns the tables that have
 // parts. The captures view gains a column tag_KEY per tag key.
 func createViews(db *sql.DB, dir string, sel export.Selector, stderr io.Writer) ([]*export.Table, error) {
+	if _, err := db.Exec(export.HistQuantileSQL); err != nil {
+		return nil, fmt.Errorf("macro hist_quantile: %w", err)
+	}
 	parts, skipped := export.LiveParts(dir, sel)
 	for _, s := range skipped {
 		fmt.Fprintf(stderr, "iwsql: warning: skipped %s\n", s)
