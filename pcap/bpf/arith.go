@@ -290,5 +290,19 @@ func (p *parser) parseAccessor(t token, conds *[]node) (arith, error) {
 	default:
 		return nil, p.unsupported(t, fmt.Sprintf("%q in packet data access", t.text))
 	}
+	// A constant offset is loaded at a constant 32-bit position. Linux
+	// reads positions of 2^31 and more (negative as int32: SKF_AD_OFF,
+	// SKF_NET_OFF, SKF_LL_OFF) as ancillary data, not packet octets, so
+	// "ether[-1]" would test the wrong thing in the kernel and wrap in
+	// user space: refused, as no packet has such an offset.
+	if k, ok := constVal(idx); ok {
+		end := uint64(k) + uint64(ld.off) + uint64(size)
+		if ld.base == baseTrans4 {
+			end += 60 // the IPv4 header, up to 60 octets, in between
+		}
+		if end > 1<<31 {
+			return nil, p.semanticErr(t, "packet data offset %d out of range", int32(k))
+		}
+	}
 	return ld, nil
 }
