@@ -60,6 +60,24 @@ type UI struct {
 	once      sync.Once
 	lastLen   int
 	lastGen   uint64
+	// later runs f on the event loop (nil before Run: at once); jobs
+	// counts the jobs off it (a large view's order) not yet handed over.
+	later func(f func())
+	jobs  sync.WaitGroup
+	// pending: what later handed over on a screen without the event
+	// loop (the benchmarks, deferLater)
+	pendMu  sync.Mutex
+	pending []func()
+}
+
+// deferLater makes later queue its functions for settle (a screen
+// driven without tview's event loop, as the benchmarks drive it).
+func (u *UI) deferLater() {
+	u.later = func(f func()) {
+		u.pendMu.Lock()
+		u.pending = append(u.pending, f)
+		u.pendMu.Unlock()
+	}
 }
 
 // Theme: the terminal's own foreground and background, and the eight
@@ -264,6 +282,7 @@ func (u *UI) Run() error {
 			u.showDetail()
 		})
 	}
+	u.later = func(f func()) { u.App.QueueUpdateDraw(f) }
 	err := u.App.Run()
 	u.once.Do(func() { close(u.stop) })
 	return err
@@ -638,16 +657,12 @@ func (u *UI) Do(a Action) {
 		u.showDetail()
 	case ActFindings:
 		u.fillFindings()
-		u.showPage("findings")
 	case ActOps:
 		u.fillOps()
-		u.showPage("ops")
 	case ActConns:
 		u.fillConns()
-		u.showPage("conns")
 	case ActSTags:
 		u.fillSTags()
-		u.showPage("stags")
 	case ActGraph:
 		u.showPage("graph")
 	case ActWrite:
@@ -682,7 +697,6 @@ func (u *UI) Do(a Action) {
 		u.graph.nextConn()
 	case ActCmds:
 		u.fillCmds()
-		u.showPage("cmds")
 	case ActWhole:
 		u.showWhole()
 	case ActZoom, ActArrange, ActGrowList, ActShrinkList:
@@ -690,12 +704,9 @@ func (u *UI) Do(a Action) {
 	case ActJump, ActBlame:
 		if v := u.views[u.page]; v != nil {
 			r, _ := v.t.GetSelection()
-			fr := 0
-			if r >= 1 && r-1 < len(v.jump) {
-				fr = v.jump[r-1]
-				if a == ActBlame {
-					fr = v.blame[r-1]
-				}
+			fr, blame := v.jumpAt(r - 1)
+			if a == ActBlame {
+				fr = blame
 			}
 			if fr > 0 {
 				u.GoFrame(fr)
