@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -367,6 +368,29 @@ func (ix *Index) Bytes() int {
 	n += ix.store.offsets.Cap() * 8
 	ix.store.mu.Unlock()
 	return n
+}
+
+// Empty says why a capture indexed whole gave no row ("" when it gave
+// some, or is not indexed yet): what the pipeline saw of it (frames, TCP
+// segments, flows) and why none was taken for iWARP.
+func (ix *Index) Empty() string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if !ix.done || ix.rows.Len() > 0 || ix.err != nil || ix.report == nil {
+		return ""
+	}
+	a := &ix.report.Asm
+	frames := ix.store.frames()
+	switch {
+	case frames == 0:
+		return "nothing decoded: the capture holds no frame"
+	case a.Packets == 0:
+		return fmt.Sprintf("nothing decoded: %d frames, none a TCP segment", frames)
+	case a.PayloadBytes == 0:
+		return fmt.Sprintf("nothing decoded: %d frames, %d TCP segments in %d flows, none with payload", frames, a.Packets, a.Flows)
+	}
+	why := "no MPA Request or Reply, and no run of FPDUs that a good CRC, a marker or three in a row in sequence vouch for (with CRC and markers off, the frames of a list written filtered are too far apart)"
+	return fmt.Sprintf("nothing decoded: %d frames, %d TCP segments in %d flows, none taken for iWARP: %s", frames, a.Packets, a.Flows, why)
 }
 
 // FindRow returns the first row at or after frame n (by Last), -1 if none.

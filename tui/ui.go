@@ -386,6 +386,8 @@ func (u *UI) statusText() string {
 		b.WriteString("  capturing") // the frames received follow
 	case !done:
 		fmt.Fprintf(&b, "  indexing %d MB", read>>20)
+	case ix.Len() == 0:
+		fmt.Fprintf(&b, "  [yellow]%s[-]", tview.Escape(ix.Empty()))
 	}
 	if recv, drop, ok := u.S.Drops(); ok {
 		fmt.Fprintf(&b, "  live: %d received, %d dropped by kernel", recv, drop)
