@@ -250,6 +250,14 @@ func (ix *Index) FindingCounts() *finding.Tally {
 func (ix *Index) Cell(i int, r *Row, c int) string {
 	switch c {
 	case 0:
+		if r.Kind == RowFinding {
+			// The frame that raised it, as the findings view and iwdump
+			// number it (its row spans the frames of the PDU it is about).
+			ix.mu.RLock()
+			n := ix.findings[r.Aux].Frame
+			ix.mu.RUnlock()
+			return strconv.Itoa(n)
+		}
 		return strconv.FormatUint(uint64(r.Last), 10)
 	case 1:
 		return strconv.FormatFloat(float64(r.Rel)/1e9, 'f', 6, 64)
