@@ -3,7 +3,6 @@ package tui
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/finding"
@@ -198,17 +197,19 @@ func (l *List) NextMark(dir int) bool {
 // Find moves to the next shown row (dir +1 or -1, from the cursor,
 // wrapping) whose summary line contains text, case-insensitively.
 func (l *List) Find(text string, dir int) bool {
-	if text == "" {
-		return false
-	}
-	text = strings.ToLower(text)
+	m := newSearch(text)
+	return m != nil && l.find(m, dir)
+}
+
+// find moves to the next shown row whose summary line m matches.
+func (l *List) find(m *search, dir int) bool {
 	n := l.Len()
 	var b []byte
 	for k := 1; k <= n; k++ {
 		p := ((l.Cursor+dir*k)%n + n) % n
 		r := l.ix.Row(l.RowAt(p))
 		b = l.ix.appendLine(b[:0], l.RowAt(p), &r)
-		if strings.Contains(strings.ToLower(string(b)), text) {
+		if m.matchString(string(b)) {
 			l.Cursor = p
 			return true
 		}

@@ -3,8 +3,11 @@ package tui
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/rivo/tview"
 )
 
 // search is what f looks for, in the list, a view, the tree or the
@@ -79,4 +82,113 @@ func (m *search) matchOctets(b []byte, from int) (int, int) {
 		return from + i, len(m.text)
 	}
 	return -1, 0
+}
+
+// findCtx is where f and n look: the view shown, or the pane in focus.
+func (u *UI) findCtx() string {
+	switch {
+	case u.views[u.page] != nil:
+		return "view"
+	case u.page == "main" && u.App.GetFocus() == u.tree:
+		return "tree"
+	case u.page == "main" && u.App.GetFocus() == u.hex:
+		return "octets"
+	}
+	return "list"
+}
+
+// find moves to the next match of text (dir +1 or -1, wrapping) in the
+// list, the view shown, the tree or the octets; the status line says when
+// there is none or the expression is bad.
+func (u *UI) find(where, text string, dir int) {
+	if text == "" {
+		return
+	}
+	m, err := parseSearch(text)
+	if err != nil {
+		u.msg = "[red]" + tview.Escape(err.Error()) + "[-]"
+		return
+	}
+	found := false
+	switch where {
+	case "view":
+		if v := u.views[u.page]; v != nil {
+			found = u.findView(v, text, dir)
+		}
+	case "tree":
+		found = u.findTree(m, dir)
+	case "octets":
+		found = u.findOctets(m, dir)
+	default:
+		if found = u.List.find(m, dir); found {
+			u.table.Select(u.List.Cursor+1, 0)
+		}
+	}
+	if !found {
+		u.msg = fmt.Sprintf("%q not found in the %s", text, where)
+	}
+}
+
+// findTree selects the next detail line (unfolding what hides it) whose
+// text matches.
+func (u *UI) findTree(m *search, dir int) bool {
+	d := u.detail
+	if d == nil || len(d.Lines) == 0 {
+		return false
+	}
+	r, _ := u.tree.GetSelection()
+	cur := max(u.treeLine(r), 0)
+	n := len(d.Lines)
+	for k := 1; k <= n; k++ {
+		i := ((cur+dir*k)%n + n) % n
+		if m.matchString(d.Lines[i].Text) {
+			d.Unfold(u.fold, i)
+			u.drawTree(i)
+			u.lineSelected(i)
+			return true
+		}
+	}
+	return false
+}
+
+// findOctets moves the octets' cursor to the next match (after the
+// cursor, or before it), lighting it up and selecting its field.
+func (u *UI) findOctets(m *search, dir int) bool {
+	d := u.detail
+	if d == nil || len(d.Wire) == 0 {
+		return false
+	}
+	var offs, lens []int
+	for from := 0; from <= len(d.Wire); {
+		off, n := m.matchOctets(d.Wire, from)
+		if off < 0 {
+			break
+		}
+		offs, lens = append(offs, off), append(lens, n)
+		from = off + 1
+	}
+	if len(offs) == 0 {
+		return false
+	}
+	cur := u.hex.cursor
+	k := 0
+	if dir > 0 {
+		for k < len(offs) && offs[k] <= cur {
+			k++
+		}
+		k %= len(offs)
+	} else {
+		k = len(offs) - 1
+		for k >= 0 && offs[k] >= cur {
+			k--
+		}
+		if k < 0 {
+			k = len(offs) - 1
+		}
+	}
+	if u.hex.onCursor != nil {
+		u.hex.onCursor(offs[k]) // selects the field there
+	}
+	u.hex.Highlight(offs[k], lens[k])
+	return true
 }

@@ -24,6 +24,8 @@ type UI struct {
 	App       *tview.Application
 	List      *List
 	pages     *tview.Pages
+	viewFlex  map[string]*tview.Flex // each view over the bar (a view's search)
+	findIn    string                 // where the search of the bar looks: list, view, tree, octets
 	main      *tview.Flex
 	table     *tview.Table
 	tree      *tview.Table
@@ -80,32 +82,16 @@ func (u *UI) deferLater() {
 	}
 }
 
-// Theme: the terminal's own foreground and background, and the eight
-// basic colours, which both dark and light palettes keep readable.
-func setTheme() {
-	tview.Styles.PrimitiveBackgroundColor = tcell.ColorDefault
-	tview.Styles.ContrastBackgroundColor = tcell.ColorDefault
-	tview.Styles.MoreContrastBackgroundColor = tcell.ColorDefault
-	tview.Styles.PrimaryTextColor = tcell.ColorDefault
-	tview.Styles.SecondaryTextColor = tcell.ColorTeal
-	tview.Styles.TertiaryTextColor = tcell.ColorGreen
-	tview.Styles.BorderColor = tcell.ColorDefault
-	tview.Styles.TitleColor = tcell.ColorDefault
-	tview.Styles.GraphicsColor = tcell.ColorDefault
-	tview.Styles.InverseTextColor = tcell.ColorDefault
-	tview.Styles.ContrastSecondaryTextColor = tcell.ColorDefault
-}
-
 // nodeColor colours a detail line by its node: by severity (a finding, a
 // bad CRC, a decode error), then a link to another frame.
 func nodeColor(n *render.Node) tcell.Color {
 	switch {
 	case n.HasSev && n.Sev == finding.Error:
-		return tcell.ColorRed
+		return palette.Error
 	case n.HasSev && n.Sev == finding.Warning:
-		return tcell.ColorOlive
+		return palette.Warning
 	case n.Frame > 0:
-		return tcell.ColorTeal
+		return palette.Link
 	}
 	return tcell.ColorDefault
 }
@@ -114,23 +100,26 @@ func nodeColor(n *render.Node) tcell.Color {
 // own rdmap.terminate error would make it red like every error), then by
 // finding severity, then by opcode.
 func rowColor(r *Row) tcell.Color {
+	if !colouring {
+		return tcell.ColorDefault
+	}
 	switch {
 	case r.Kind == RowFPDU && decode.Opcode(r.Op) == decode.OpTerminate:
-		return tcell.ColorPurple
+		return palette.Terminate
 	case r.Sev == finding.Error.Rank() || r.Flags&FlagCRCBad != 0:
-		return tcell.ColorRed
+		return palette.Error
 	case r.Sev == finding.Warning.Rank():
-		return tcell.ColorOlive
+		return palette.Warning
 	case r.Kind == RowFinding:
-		return tcell.ColorTeal
+		return palette.Note
 	case r.Kind == RowMPA:
-		return tcell.ColorTeal
+		return palette.MPA
 	}
 	switch decode.Opcode(r.Op) {
 	case decode.OpReadRequest, decode.OpReadResponse:
-		return tcell.ColorGreen
+		return palette.Read
 	case decode.OpWrite:
-		return tcell.ColorNavy
+		return palette.Write
 	}
 	return tcell.ColorDefault
 }
@@ -166,6 +155,9 @@ func (c *listContent) GetCell(row, col int) *tview.TableCell {
 	if col == 0 && c.u.List.Marks[i] {
 		text = "*" + text
 	}
+	if col == 0 && !palette.Colour && row-1 == c.u.List.Cursor {
+		text = "▶" + text // without colour, the cursor is marked too
+	}
 	if col < len(colWidths) && len(text) < colWidths[col] {
 		// Fixed widths: columns do not shift as larger numbers scroll in.
 		text = strings.Repeat(" ", colWidths[col]-len(text)) + text
@@ -179,7 +171,7 @@ func (c *listContent) GetCell(row, col int) *tview.TableCell {
 
 // New builds the screen over a session.
 func New(s *Session) *UI {
-	setTheme()
+	applyStyles()
 	u := &UI{S: s, App: tview.NewApplication(), List: newList(s.Ix), views: map[string]*viewTable{}, fold: Fold{}, stop: make(chan struct{})}
 	u.loader = &loader{ix: s.Ix, run: s.rerun}
 	u.dRow = -1
@@ -198,11 +190,11 @@ func New(s *Session) *UI {
 		}
 		u.showDetail()
 	})
-	u.table.SetSelectedStyle(tcell.StyleDefault.Reverse(true))
+	u.table.SetSelectedStyle(cursorStyle())
 
 	u.tree = tview.NewTable().SetSelectable(true, false)
 	u.tree.SetBorder(true).SetTitle(" Detail ").SetTitleAlign(tview.AlignLeft)
-	u.tree.SetSelectedStyle(tcell.StyleDefault.Reverse(true))
+	u.tree.SetSelectedStyle(cursorStyle())
 	u.tree.SetSelectionChangedFunc(func(row, col int) { u.lineSelected(u.treeLine(row)) })
 
 	u.hex = newHexView()
@@ -240,10 +232,13 @@ func New(s *Session) *UI {
 	u.graph = newIOGraph(s.Ix)
 
 	u.pages = tview.NewPages().AddPage("main", &mainPage{Flex: u.main, u: u}, true, true)
+	u.viewFlex = map[string]*tview.Flex{}
 	for _, name := range []string{"findings", "ops", "cmds", "conns", "stags"} {
 		v := newViewTable(name)
 		u.views[name] = v
-		u.pages.AddPage(name, v.t, true, false)
+		f := tview.NewFlex().SetDirection(tview.FlexRow).AddItem(v.t, 0, 1, true).AddItem(u.bar, 0, 0, false)
+		u.viewFlex[name] = f
+		u.pages.AddPage(name, f, true, false)
 	}
 	u.pages.AddPage("graph", u.graph, true, false)
 	u.pages.AddPage("help", u.help, true, false)
@@ -406,7 +401,7 @@ func (u *UI) statusText() string {
 	if u.msg == "" && u.desc != "" && u.App.GetFocus() == u.tree {
 		fmt.Fprintf(&b, "  %s", tview.Escape(u.desc))
 	}
-	return b.String()
+	return themed(b.String())
 }
 
 // showDetail decodes the selected row again and fills tree and hex.
@@ -622,16 +617,32 @@ func (u *UI) Do(a Action) {
 	case ActGoto:
 		u.openBar("goto", "Go to frame: ", "")
 	case ActFind:
-		u.openBar("find", "Find: ", "") // a new search; n and N repeat the last
+		if u.page != "main" && u.views[u.page] == nil {
+			return
+		}
+		u.findIn = u.findCtx()
+		label := "Find: "
+		if u.findIn != "list" {
+			label = "Find in the " + u.findIn + ": "
+		}
+		u.openBar("find", label, "") // a new search; n and N repeat the last
 	case ActFindNext, ActFindPrev:
 		d := 1
 		if a == ActFindPrev {
 			d = -1
 		}
-		if u.List.Find(u.List.Search, d) {
-			u.table.Select(u.List.Cursor+1, 0)
-		} else if u.List.Search != "" {
-			u.msg = fmt.Sprintf("%q not found", u.List.Search)
+		u.find(u.findCtx(), u.List.Search, d)
+	case ActSort, ActSortReverse:
+		u.sortView(a == ActSort)
+	case ActTheme:
+		nextTheme()
+		u.restyle()
+		u.msg = "theme " + palette.Name
+	case ActColouring:
+		colouring = !colouring
+		u.msg = "colouring rules off"
+		if colouring {
+			u.msg = "colouring rules on"
 		}
 	case ActMark:
 		u.List.ToggleMark()
@@ -733,17 +744,43 @@ func (u *UI) openBar(mode, label, text string) {
 	if h := u.List.History; mode == "filter" && len(h) > 0 && h[len(h)-1] == text {
 		u.histPos-- // the bar shows the newest entry already: Up goes to the one before
 	}
-	u.main.ResizeItem(u.bar, 1, 0)
-	u.showPage("main")
+	if f := u.viewFlex[u.page]; f != nil && mode == "find" {
+		f.ResizeItem(u.bar, 1, 0) // a view's search: the bar under the view
+	} else {
+		u.main.ResizeItem(u.bar, 1, 0)
+		u.showPage("main")
+	}
 	u.App.SetFocus(u.bar)
 	u.barChanged(text)
 }
 
 func (u *UI) closeBar() {
 	u.main.ResizeItem(u.bar, 0, 0)
+	for _, f := range u.viewFlex {
+		f.ResizeItem(u.bar, 0, 0)
+	}
 	u.bar.SetFieldTextColor(tcell.ColorDefault)
 	u.barFor = ""
+	if v := u.views[u.page]; v != nil {
+		u.App.SetFocus(v.t)
+		return
+	}
 	u.App.SetFocus(u.panes[u.pane])
+}
+
+// restyle gives the tables the theme's cursor (after T).
+func (u *UI) restyle() {
+	applyStyles()
+	u.table.SetSelectedStyle(cursorStyle())
+	u.tree.SetSelectedStyle(cursorStyle())
+	for _, v := range u.views {
+		v.t.SetSelectedStyle(cursorStyle())
+	}
+	u.help.SetText(HelpText())
+	if u.detail != nil {
+		r, _ := u.tree.GetSelection()
+		u.drawTree(u.treeLine(r))
+	}
 }
 
 // barChanged checks a filter as it is typed.
@@ -758,10 +795,10 @@ func (u *UI) barChanged(text string) {
 		return
 	}
 	if _, err := CheckFilter(text); err != nil {
-		u.bar.SetFieldTextColor(tcell.ColorRed)
+		u.bar.SetFieldTextColor(palette.Error)
 		u.msg = FilterErrorText(err)
 	} else {
-		u.bar.SetFieldTextColor(tcell.ColorGreen)
+		u.bar.SetFieldTextColor(palette.Good)
 		u.msg = "[green]ok[-]"
 	}
 	u.status.SetText(u.statusText())
@@ -806,9 +843,13 @@ func (u *UI) barDone(key tcell.Key) {
 		u.msg = ""
 	case "find":
 		u.List.Search = text
-		if !u.List.Find(text, 1) {
-			u.msg = fmt.Sprintf("%q not found", text)
+		if u.findIn != "list" {
+			u.closeBar()
+			u.find(u.findIn, text, 1)
+			u.status.SetText(u.statusText())
+			return
 		}
+		u.find("list", text, 1)
 	case "goto":
 		n, err := strconv.Atoi(text)
 		if err != nil {

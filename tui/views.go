@@ -41,11 +41,11 @@ func FilterErrorText(err error) string {
 func sevColor(s finding.Severity) tcell.Color {
 	switch s {
 	case finding.Error:
-		return tcell.ColorRed
+		return palette.Error
 	case finding.Warning:
-		return tcell.ColorOlive
+		return palette.Warning
 	}
-	return tcell.ColorTeal
+	return palette.Note
 }
 
 func secs(rel int64) string { return fmt.Sprintf("%.6f", float64(rel)/1e9) }
@@ -253,16 +253,16 @@ func (u *UI) fillOps() {
 	}
 	v.color = func(e int) tcell.Color {
 		if e < nt {
-			return tcell.ColorPurple
+			return palette.Terminate
 		}
 		o := ix.Op(e - nt)
 		switch {
 		case o.Kind == track.OpTerminate:
-			return tcell.ColorPurple
+			return palette.Terminate
 		case o.Status != track.OpOK:
-			return tcell.ColorOlive
+			return palette.Warning
 		case o.Kind == track.OpRead:
-			return tcell.ColorGreen
+			return palette.Read
 		}
 		return tcell.ColorDefault
 	}
@@ -363,7 +363,7 @@ func (u *UI) fillConns() {
 	}
 	v.color = func(e int) tcell.Color {
 		if conns[e/2].CRCBad[e%2] > 0 {
-			return tcell.ColorRed
+			return palette.Error
 		}
 		return tcell.ColorDefault
 	}
@@ -452,7 +452,7 @@ func (u *UI) fillSTags() {
 	}
 	v.color = func(e int) tcell.Color {
 		if stags[e].InvalidatedFrame > 0 {
-			return tcell.ColorOlive
+			return palette.Warning
 		}
 		return tcell.ColorDefault
 	}
@@ -543,9 +543,9 @@ func (u *UI) fillCmds() {
 	v.color = func(e int) tcell.Color {
 		switch c := ix.Cmd(e); {
 		case !c.Answered:
-			return tcell.ColorOlive
+			return palette.Warning
 		case !c.OK:
-			return tcell.ColorRed
+			return palette.Error
 		}
 		return tcell.ColorDefault
 	}
@@ -688,10 +688,10 @@ func (g *ioGraph) Draw(screen tcell.Screen) {
 			if level <= 0 {
 				continue
 			}
-			screen.SetContent(x+10+c, y+row, blocks[min(level, 8)], nil, tcell.StyleDefault.Foreground(tcell.ColorGreen))
+			screen.SetContent(x+10+c, y+row, blocks[min(level, 8)], nil, tcell.StyleDefault.Foreground(palette.Read))
 		}
 		if errs[c] > 0 {
-			screen.SetContent(x+10+c, y+gh, '!', nil, tcell.StyleDefault.Foreground(tcell.ColorRed))
+			screen.SetContent(x+10+c, y+gh, '!', nil, tcell.StyleDefault.Foreground(palette.Error))
 		}
 	}
 	tview.Print(screen, fmt.Sprintf("interval %v, %d columns; findings below the axis", step.Round(time.Microsecond), gw), x+10, y+gh+1, gw, tview.AlignLeft, tcell.ColorDefault)

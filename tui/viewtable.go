@@ -58,7 +58,7 @@ func newViewTable(name string) *viewTable {
 	v := &viewTable{t: tview.NewTable().SetSelectable(true, false).SetFixed(1, 0), name: name, sortCol: -1, defCol: -1, ident: true}
 	v.t.SetContent(&viewContent{v: v})
 	v.t.SetBorder(true).SetTitle(viewTitles[name]).SetTitleAlign(tview.AlignLeft)
-	v.t.SetSelectedStyle(tcell.StyleDefault.Reverse(true))
+	v.t.SetSelectedStyle(cursorStyle())
 	return v
 }
 

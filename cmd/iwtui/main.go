@@ -31,6 +31,7 @@ func parse(args []string, stdout, stderr io.Writer) (cfg tui.Config, display str
 	var in capture.Options
 	in.Register(fs, capture.All)
 	fs.StringVar(&display, "Y", "", "start with the display `filter` applied (iwdump -Y language)")
+	theme := fs.String("theme", "", "colour `theme`: "+tui.ThemeNames()+" (default dark; none when NO_COLOR is set); T cycles them, Z turns the list's colouring rules off")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: iwtui [flags] FILE [capture filter]\n       iwtui [flags] {-r FILE [-r FILE]... | -i IFACE} [capture filter]\n")
 		fs.PrintDefaults()
@@ -56,6 +57,9 @@ func parse(args []string, stdout, stderr io.Writer) (cfg tui.Config, display str
 		return fail(err)
 	} else if done {
 		return cfg, "", exitcode.OK, true
+	}
+	if err := tui.SetTheme(*theme); err != nil {
+		return fail(&capture.UsageError{Msg: "--theme: " + err.Error()})
 	}
 	if display != "" {
 		if _, err := analyze.CompileFilter(display); err != nil {
