@@ -143,14 +143,17 @@ type Index struct {
 	cmdSTags []uint32               // the STags they advertised
 	adverts  map[[2]uint64]Advert   // STags advertised, by connection and STag
 	first    time.Time
-	done     bool
-	err      error
-	report   *analyze.Report
-	read     atomic.Int64 // octets read (progress)
-	total    int64        // octets in the input (0: unknown)
-	frames   int
-	worst    finding.Rank
-	tally    finding.Tally // findings counted while indexing; FindingCounts
+	// timeFormat is the list's time column's format (render.TimeFormats,
+	// as iwdump -t; "": r).
+	timeFormat string
+	done       bool
+	err        error
+	report     *analyze.Report
+	read       atomic.Int64 // octets read (progress)
+	total      int64        // octets in the input (0: unknown)
+	frames     int
+	worst      finding.Rank
+	tally      finding.Tally // findings counted while indexing; FindingCounts
 
 	store *store
 }

@@ -76,7 +76,7 @@ var Keys = []Key{
 	{Names: "q", Runes: []rune{'q'}, Action: ActQuit, Where: "all", Help: "quit (in a view: back to the list)"},
 	{Names: "Tab", Keys: []tcell.Key{tcell.KeyTab}, Action: ActNextPane, Where: "main", Help: "next pane: list, tree, hex"},
 	{Names: "Shift-Tab", Keys: []tcell.Key{tcell.KeyBacktab}, Action: ActPrevPane, Where: "main", Help: "previous pane"},
-	{Names: ":  Ctrl-G", Runes: []rune{':'}, Keys: []tcell.Key{tcell.KeyCtrlG}, Action: ActGoto, Where: "main", Help: "go to frame number"},
+	{Names: ":  Ctrl-G", Runes: []rune{':'}, Keys: []tcell.Key{tcell.KeyCtrlG}, Action: ActGoto, Where: "main", Help: "go to frame number; or load FILE|N, recent, columns NAME..., time r|a|ad|e"},
 	{Names: "f", Runes: []rune{'f'}, Action: ActFind, Where: "all", Help: "search the list, a view, the tree or the octets (focused): text, /regexp/ or 0x hex octets"},
 	{Names: "n", Runes: []rune{'n'}, Action: ActFindNext, Where: "all", Help: "next search match"},
 	{Names: "N", Runes: []rune{'N'}, Action: ActFindPrev, Where: "all", Help: "previous search match"},

@@ -3,9 +3,11 @@ package tui
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/finding"
+	"github.com/iwkit/iwkit/render"
 )
 
 // Follow restricts the list to one connection, or one queue of it.
@@ -261,7 +263,11 @@ func (ix *Index) Cell(i int, r *Row, c int) string {
 		}
 		return strconv.FormatUint(uint64(r.Last), 10)
 	case 1:
-		return strconv.FormatFloat(float64(r.Rel)/1e9, 'f', 6, 64)
+		ix.mu.RLock()
+		first, format := ix.first, ix.timeFormat
+		ix.mu.RUnlock()
+		rel := time.Duration(r.Rel)
+		return string(render.AppendTime(nil, format, first.Add(rel), rel)) // as iwdump -t
 	case 2:
 		if r.Conn == 0 {
 			return "-"

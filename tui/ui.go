@@ -20,12 +20,18 @@ import (
 // built on another and only QueueUpdateDraw crosses over (batched by a
 // ticker, never one redraw per packet).
 type UI struct {
-	S         *Session
-	App       *tview.Application
-	List      *List
-	pages     *tview.Pages
-	viewFlex  map[string]*tview.Flex // each view over the bar (a view's search)
-	findIn    string                 // where the search of the bar looks: list, view, tree, octets
+	S        *Session
+	App      *tview.Application
+	List     *List
+	pages    *tview.Pages
+	viewFlex map[string]*tview.Flex // each view over the bar (a view's search)
+	cols     []int                  // the list's columns shown (indexes in columns), in order
+	settings Settings               // kept between runs (Use); saved when persist
+	persist  bool
+	// LoadNext is the file :load asked for: the screen stopped so that
+	// the command opens it (cmd/iwtui).
+	LoadNext  string
+	findIn    string // where the search of the bar looks: list, view, tree, octets
 	main      *tview.Flex
 	table     *tview.Table
 	tree      *tview.Table
@@ -128,6 +134,23 @@ func rowColor(r *Row) tcell.Color {
 // columns, set once: up to 9,999,999 frames, 99,999 s, 99,999 connections.
 var colWidths = []int{8, 12, 5, 3}
 
+// timeWidths are the time column's widths by format (-t): wide enough for
+// what the format writes.
+var timeWidths = map[string]int{"a": 15, "ad": 26, "e": 17}
+
+// colWidth is the width of column c (0: as wide as its text).
+func (u *UI) colWidth(c int) int {
+	if c == 1 {
+		if w, ok := timeWidths[u.S.Ix.timeFormat]; ok {
+			return w
+		}
+	}
+	if c < len(colWidths) {
+		return colWidths[c]
+	}
+	return 0
+}
+
 // listContent is the list as a virtual table over the index.
 type listContent struct {
 	tview.TableContentReadOnly
@@ -135,13 +158,18 @@ type listContent struct {
 }
 
 func (c *listContent) GetRowCount() int    { return c.u.List.Len() + 1 }
-func (c *listContent) GetColumnCount() int { return len(columns) }
+func (c *listContent) GetColumnCount() int { return len(c.u.cols) }
 
-func (c *listContent) GetCell(row, col int) *tview.TableCell {
+func (c *listContent) GetCell(row, at int) *tview.TableCell {
+	if at >= len(c.u.cols) {
+		return nil
+	}
+	col := c.u.cols[at] // the columns chosen, in their order
+	w := c.u.colWidth(col)
 	if row == 0 {
 		h := columns[col]
-		if col < len(colWidths) {
-			h = strings.Repeat(" ", colWidths[col]-len(h)) + h
+		if w > len(h) {
+			h = strings.Repeat(" ", w-len(h)) + h
 		}
 		return tview.NewTableCell(h).SetSelectable(false).SetAttributes(tcell.AttrBold)
 	}
@@ -158,9 +186,9 @@ func (c *listContent) GetCell(row, col int) *tview.TableCell {
 	if col == 0 && !palette.Colour && row-1 == c.u.List.Cursor {
 		text = "▶" + text // without colour, the cursor is marked too
 	}
-	if col < len(colWidths) && len(text) < colWidths[col] {
+	if len(text) < w {
 		// Fixed widths: columns do not shift as larger numbers scroll in.
-		text = strings.Repeat(" ", colWidths[col]-len(text)) + text
+		text = strings.Repeat(" ", w-len(text)) + text
 	}
 	cell := tview.NewTableCell(text).SetTextColor(rowColor(&r))
 	if col == 4 {
@@ -172,7 +200,7 @@ func (c *listContent) GetCell(row, col int) *tview.TableCell {
 // New builds the screen over a session.
 func New(s *Session) *UI {
 	applyStyles()
-	u := &UI{S: s, App: tview.NewApplication(), List: newList(s.Ix), views: map[string]*viewTable{}, fold: Fold{}, stop: make(chan struct{})}
+	u := &UI{S: s, App: tview.NewApplication(), List: newList(s.Ix), views: map[string]*viewTable{}, fold: Fold{}, stop: make(chan struct{}), cols: []int{0, 1, 2, 3, 4}}
 	u.loader = &loader{ix: s.Ix, run: s.rerun}
 	u.dRow = -1
 
@@ -615,7 +643,7 @@ func (u *UI) Do(a Action) {
 		u.pane = (u.pane + d) % len(u.panes)
 		u.App.SetFocus(u.panes[u.pane])
 	case ActGoto:
-		u.openBar("goto", "Go to frame: ", "")
+		u.openBar("goto", "Go to frame (or load FILE, recent, columns NAME..., time r|a|ad|e): ", "")
 	case ActFind:
 		if u.page != "main" && u.views[u.page] == nil {
 			return
@@ -839,6 +867,8 @@ func (u *UI) barDone(key tcell.Key) {
 			return // the bar stays open with the error shown
 		}
 		u.List.AddHistory(text)
+		u.settings.addFilter(text)
+		u.saveSettings()
 		u.List.SetFilter(fr)
 		u.msg = ""
 	case "find":
@@ -853,7 +883,12 @@ func (u *UI) barDone(key tcell.Key) {
 	case "goto":
 		n, err := strconv.Atoi(text)
 		if err != nil {
-			u.msg = "[red]not a frame number[-]"
+			u.msg = u.command(text)
+			if u.page == "whole" {
+				u.main.ResizeItem(u.bar, 0, 0)
+				u.barFor = ""
+				return
+			}
 		} else {
 			u.closeBar()
 			u.GoFrame(n)
@@ -902,6 +937,8 @@ func (u *UI) ApplyFilter(expr string) error {
 		return err
 	}
 	u.List.AddHistory(expr)
+	u.settings.addFilter(expr)
+	u.saveSettings()
 	u.List.SetFilter(fr)
 	return nil
 }
