@@ -66,7 +66,7 @@ named() { local p; for p in $(ours); do grep -q "$1" "/proc/$p/cmdline" 2>/dev/n
 hwm() { local v; v=$(awk '/VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null); echo "${v:-0}"; }
 
 # One tmux server for the whole run; each command is started in its pane.
-tmux -S "$sock" new-session -d -s b -x 200 -y 50 "sleep 3600"
+tmux -S "$sock" has-session -t b 2>/dev/null || tmux -S "$sock" new-session -d -s b -x 200 -y 50 "sleep 3600"
 spawn() { tmux -S "$sock" respawn-pane -k -t b "$1"; }
 idle() { spawn "sleep 3600"; sleep 0.5; }
 
