@@ -165,3 +165,36 @@ func TestFindTreeAndOctets(t *testing.T) {
 		}
 	}
 }
+
+// TestViewOrderOffLoop: a view larger than bigView opens at once in its
+// entries' order, the title saying it is sorting, and takes its order
+// when the job off the event loop hands it over.
+func TestViewOrderOffLoop(t *testing.T) {
+	defer func(n int) { bigView = n }(bigView)
+	bigView = 10
+	s := newScreen(t, genCapture(t, t.TempDir(), "mixed", "m.pcap", gen.Params{Seed: 4, Conns: 3, Count: 6}))
+	s.u.deferLater()
+	s.runes("o")
+	v := s.u.views["ops"]
+	if !strings.Contains(v.t.GetTitle(), "sorting") {
+		t.Fatalf("title while sorting: %q", v.t.GetTitle())
+	}
+	s.u.settle()
+	if strings.Contains(v.t.GetTitle(), "sorting") {
+		t.Fatalf("title after the job: %q", v.t.GetTitle())
+	}
+	frames := viewLines(v, 0)
+	for i := 1; i < len(frames); i++ {
+		a, _ := strconv.Atoi(frames[i-1])
+		b, _ := strconv.Atoi(frames[i])
+		if a > b {
+			t.Fatalf("line %d: frame %d after %d", i, b, a)
+		}
+	}
+	s.runes("sS") // a second job replaces the first's order
+	s.runes("s")
+	s.u.settle()
+	if v.sortCol != 2 || v.rev {
+		t.Fatalf("sort column %d reversed %v", v.sortCol, v.rev)
+	}
+}

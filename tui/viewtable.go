@@ -151,7 +151,7 @@ func (v *viewTable) reset(n int, head ...string) {
 }
 
 // bigView: a view of more entries is ordered off the event loop.
-const bigView = 50000
+var bigView = 50000
 
 // orderView orders the view's entries: by the sort column (ties in the
 // entries' own order), reversed if asked, with only those the display
@@ -176,15 +176,18 @@ func (u *UI) orderView(v *viewTable) {
 		u.viewTitle(v)
 		return
 	}
+	// What the job reads, taken now: a view filled again meanwhile
+	// (another key) gets new functions and a new job.
+	match, cols := v.match, viewCols{cell: v.cell, num: v.num}
 	job := func() []int32 {
 		order := make([]int32, 0, n)
 		for e := 0; e < n; e++ {
-			if e < fixed || fr == nil || v.match(e, fr) {
+			if e < fixed || fr == nil || match(e, fr) {
 				order = append(order, int32(e))
 			}
 		}
 		if col >= 0 || rev {
-			sortEntries(v, order[min(fixed, len(order)):], col, rev)
+			sortEntries(cols, order[min(fixed, len(order)):], col, rev)
 		}
 		return order
 	}
@@ -216,9 +219,15 @@ func (u *UI) orderView(v *viewTable) {
 	}()
 }
 
+// viewCols are a view's columns as a sort reads them.
+type viewCols struct {
+	cell func(e, col int) string
+	num  func(e, col int) (int64, bool)
+}
+
 // sortEntries sorts es by column col of v (numbers as numbers, the rest
 // by their text), ties in entry order, reversed if rev.
-func sortEntries(v *viewTable, es []int32, col int, rev bool) {
+func sortEntries(v viewCols, es []int32, col int, rev bool) {
 	sign := 1
 	if rev {
 		sign = -1
@@ -233,7 +242,7 @@ func sortEntries(v *viewTable, es []int32, col int, rev bool) {
 	if v.num == nil {
 		v.num = func(int, int) (int64, bool) { return 0, false }
 	}
-	if _, isNum := v.num(int(es[0]), col); isNum {
+	if _, isNum := v.num(int(es[0]), col); isNum { // v is a copy
 		keys := make([]int64, len(es))
 		for i, e := range es {
 			keys[i], _ = v.num(int(e), col)
