@@ -213,8 +213,8 @@ func (ix *Index) RowOf(conn, frame int) int {
 			hi = m
 		}
 	}
-	// Finding rows (numbered by the frame that raised them) may sit
-	// among PDU rows of later frames: look a little further.
+	// Finding rows (spanning the frames of the PDU they are about) may
+	// sit among the PDU rows of later frames: look a little around.
 	for i := max(lo-16, 0); i < n && i < lo+256; i++ {
 		r := ix.rows.At(i)
 		if r.Kind != RowFinding && int(r.Conn) == conn && int(r.First) <= frame && frame <= int(r.Last) {

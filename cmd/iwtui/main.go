@@ -25,8 +25,12 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 // in iwdump, so the same arguments mean the same and fail the same way.
 // FILE may also come first after the flags (iwtui FILE [capture filter]).
 // done says the command is over, with exit status code.
-// settings are the settings file's, with -t and --theme applied.
-var settings tui.Settings
+// settings are the settings file's, with -t and --theme applied; timeFlag
+// is -t (it wins over what a screen saved, for this run).
+var (
+	settings tui.Settings
+	timeFlag string
+)
 
 func parse(args []string, stdout, stderr io.Writer) (cfg tui.Config, display string, code int, done bool) {
 	fs := flag.NewFlagSet("iwtui", flag.ContinueOnError)
@@ -72,8 +76,8 @@ func parse(args []string, stdout, stderr io.Writer) (cfg tui.Config, display str
 	if err := tui.SetTheme(st.Theme); err != nil {
 		return fail(&capture.UsageError{Msg: "--theme: " + err.Error()})
 	}
-	if *tfmt != "" {
-		st.TimeFormat = *tfmt
+	if timeFlag = *tfmt; timeFlag != "" {
+		st.TimeFormat = timeFlag
 	}
 	if err := st.Check(); err != nil {
 		return fail(&capture.UsageError{Msg: "-t: " + err.Error()})
@@ -127,6 +131,9 @@ func run(args []string, stdout *os.File, stderr io.Writer) int {
 		// :load: the same flags on another file.
 		if fresh, err := tui.LoadSettings(); err == nil { // what the last screen saved
 			settings.Filters, settings.Recent, settings.Columns = fresh.Filters, fresh.Recent, fresh.Columns
+			if timeFlag == "" {
+				settings.TimeFormat = fresh.TimeFormat
+			}
 		}
 		cfg.File, cfg.Files, display = u.LoadNext, nil, ""
 	}
