@@ -3,10 +3,16 @@
 # termshark (Debian's package; test.sh installs it), one after the other,
 # each in its own tmux server, and prints what BENCHMARKS.md records:
 # time to the first screen, time until the whole index (termshark: its
-# PSML pass) is built, and peak resident memory per frame. Usage:
-#   bench/iwtui-vs-termshark.sh [CAPTURE]
-# Without CAPTURE it generates a read-heavy capture of ~1 M frames (944 MB,
-# four connections, markers toward the responder, CRC on).
+# PSML pass) is built, peak resident memory per frame, and the time a
+# display filter takes over the whole capture. Usage:
+#   bench/iwtui-vs-termshark.sh [CAPTURE...]
+# Without CAPTURE it generates the two captures of issue 29: "dense",
+# 1 000 000 frames each a whole 1 KiB RDMA Write (iwgen bulk-write over
+# four connections, the receivers' pure ACKs left out by tcpdump), and
+# "ACK-mixed", 1 000 000 frames of which every other one is an ACK.
+# BenchmarkViews then opens each in-process and gives iwtui's peak RSS
+# before any view and after opening every view (and filtering), against
+# the budget of 64 octets a row + 70 MB.
 #
 # First screen: iwtui's list shows the first MPA Request; termshark's
 # shows frame 1. Each tool starts in the pane of a tmux server that is
@@ -26,11 +32,25 @@ sock="$tmp/tmux.sock"
 trap 'tmux -S "$sock" kill-server 2>/dev/null || true; rm -rf "$tmp"' EXIT
 go build -o "$tmp/iwtui" ./cmd/iwtui
 go build -o "$tmp/iwgen" ./cmd/iwgen
-cap=${1:-}
-if [ -z "$cap" ]; then
-  cap="$tmp/1m.pcap"
-  "$tmp/iwgen" -q -s read-heavy -conns 4 -size 900MiB -w "$cap"
+go test -c -o "$tmp/tui.test" ./tui
+caps=("$@")
+if [ ${#caps[@]} = 0 ]; then
+  # 1 KiB Writes, a pure ACK after each (ack_every -1: at the end of
+  # each burst, here every Write).
+  gen() { # FILE WRITES-PER-CONNECTION
+    "$tmp/iwgen" -s bulk-write -conns 4 -msgsize 1KiB -count "$2" -print yaml |
+      sed 's/^  - mpa:/  - ack_every: -1\n    mpa:/' >"$tmp/s.yaml"
+    "$tmp/iwgen" -q -scenario "$tmp/s.yaml" -w "$1"
+  }
+  gen "$tmp/all.pcap" 250000
+  tcpdump -r "$tmp/all.pcap" -w "$tmp/dense.pcap" 'tcp[tcpflags] & (tcp-syn|tcp-fin|tcp-rst|tcp-push) != 0' 2>/dev/null
+  rm "$tmp/all.pcap"
+  gen "$tmp/ack-mixed.pcap" 125000
+  caps=("$tmp/dense.pcap" "$tmp/ack-mixed.pcap")
 fi
+for cap in "${caps[@]}"; do
+echo ""
+echo "== $(basename "$cap")"
 frames=$(capinfos -c -M "$cap" 2>/dev/null | awk '/Number of packets/ {print $NF}')
 echo "capture: $frames frames, $(du -h "$cap" | cut -f1); load average $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs"
 
@@ -46,10 +66,12 @@ named() { local p; for p in $(ours); do grep -q "$1" "/proc/$p/cmdline" 2>/dev/n
 hwm() { local v; v=$(awk '/VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null); echo "${v:-0}"; }
 
 # One tmux server for the whole run; each command is started in its pane.
-tmux -S "$sock" new-session -d -s b -x 200 -y 50 "sleep 3600"
+tmux -S "$sock" has-session -t b 2>/dev/null || tmux -S "$sock" new-session -d -s b -x 200 -y 50 "sleep 3600"
 spawn() { tmux -S "$sock" respawn-pane -k -t b "$1"; }
 idle() { spawn "sleep 3600"; sleep 0.5; }
 
+if [ -z "${warm:-}" ]; then
+warm=1
 # warm-up: termshark's first start builds its caches
 spawn "termshark -r $(ls testdata/siw/*.pcap | head -1)"
 for _ in $(seq 600); do shows ' 1  *0\.0' && break; sleep 0.1; done
@@ -65,6 +87,7 @@ for _ in 1 2 3; do
   idle
 done
 echo "tmux floor (echo):$floor s"
+fi
 
 # iwtui: three first screens, the last one left to build the whole index
 firsts=""
@@ -107,8 +130,22 @@ index=$(echo "$(now) - $start" | bc -l)
 tpid=$(named termshark | head -1)
 ts=$(hwm "$tpid")
 trss=$((ts + peak))
-tmux -S "$sock" kill-server
-printf 'termshark: first screen %6.2f s   index %7.2f s   peak RSS %5d MiB (%4.0f B/frame; termshark %d MiB + tshark %d MiB)\n' "$first" "$index" $((trss / 1024)) "$(echo "$trss * 1024 / $frames" | bc -l)" $((ts / 1024)) $((peak / 1024))
-IWTUI_BENCH_FILE="$cap" go test ./tui -run XXX -bench 'Index$' -benchtime 1x | grep -o '[0-9.]* index-B/frame' | sed 's/^/iwtui index: /'
+# termshark's display filter: / focuses its filter bar; Enter runs a new
+# PSML pass (tshark -Y), timed to its end.
+tmux -S "$sock" send-keys -t b '/' 'iwarp_ddp.tagged_flag == 1 && iwarp_rdma.opcode == 0' Enter
+fstart=$(now) seen=0
+while :; do
+  psml=$(for p in $(named tshark); do tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -q -- '-T psml' && echo "$p"; done | head -1 || true)
+  if [ -n "$psml" ]; then seen=1; elif [ "$seen" = 1 ]; then break; fi
+  if [ "$(echo "$(now) - $fstart > 600" | bc -l)" = 1 ]; then echo "termshark: filter not done after 600 s"; break; fi
+  sleep 0.2
+done
+tfilter=$(echo "$(now) - $fstart" | bc -l)
+idle
+printf 'termshark: first screen %6.2f s   index %7.2f s   peak RSS %5d MiB (%4.0f B/frame; termshark %d MiB + tshark %d MiB)   filter %.2f s\n' "$first" "$index" $((trss / 1024)) "$(echo "$trss * 1024 / $frames" | bc -l)" $((ts / 1024)) $((peak / 1024)) "$tfilter"
+(cd tui && IWTUI_BENCH_FILE="$cap" "$tmp/tui.test" -test.run XXX -test.bench 'Index$|Views$' -test.benchtime 1x) | grep -E '^Benchmark' | sed 's/^/iwtui in-process: /'
 printf 'ratios (termshark / iwtui): first screen %.1fx, index %.1fx, memory %.1fx\n' \
   "$(echo "$first / $iw_first" | bc -l)" "$(echo "$index / $iw_index" | bc -l)" "$(echo "$trss / $iw_rss" | bc -l)"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+done
+tmux -S "$sock" kill-server

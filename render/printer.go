@@ -104,16 +104,23 @@ var TimeFormats = []string{"r", "a", "ad", "e"}
 
 // appendTime writes the time of a text line.
 func (p *Printer) appendTime(b []byte, r *analyze.Record) []byte {
-	switch p.o.TimeFormat {
+	return AppendTime(b, p.o.TimeFormat, r.Time, r.Rel)
+}
+
+// AppendTime writes time t (rel after the first frame) in format (one of
+// TimeFormats; "" is "r"), as iwdump -t writes it: every face that shows
+// a frame's time (iwtui's list, -t) writes it here.
+func AppendTime(b []byte, format string, t time.Time, rel time.Duration) []byte {
+	switch format {
 	case "a":
-		return r.Time.UTC().AppendFormat(b, "15:04:05.000000")
+		return t.UTC().AppendFormat(b, "15:04:05.000000")
 	case "ad":
-		return r.Time.UTC().AppendFormat(b, "2006-01-02 15:04:05.000000")
+		return t.UTC().AppendFormat(b, "2006-01-02 15:04:05.000000")
 	case "e":
-		t := r.Time.Round(time.Microsecond)
+		t = t.Round(time.Microsecond)
 		return appendMicros(strconv.AppendInt(b, t.Unix(), 10), t.Nanosecond()/1000)
 	}
-	return appendSeconds(b, r.Rel)
+	return appendSeconds(b, rel)
 }
 
 // head appends the fields every line starts with: frame, time, addresses.

@@ -186,7 +186,7 @@ func TestTerminateMagenta(t *testing.T) {
 		r := s.u.S.Ix.Row(i)
 		if r.Kind == RowFPDU && r.Op == 7 {
 			n++
-			if c := rowColor(&r); c != tcell.ColorPurple {
+			if c := rowColor(&r); c != palette.Terminate {
 				t.Fatalf("Terminate row %d (frame %d) coloured %v", i, r.First, c)
 			}
 		}

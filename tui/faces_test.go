@@ -139,17 +139,17 @@ func TestTreeIsIwdumpV(t *testing.T) {
 						}
 						switch {
 						case ln.Kind == render.NodeCRC && r.Flags&FlagCRCBad != 0:
-							if nodeColor(&ln.Node) != tcell.ColorRed {
+							if nodeColor(&ln.Node) != palette.Error {
 								t.Fatalf("row %d: %q not red", i, ln.Text)
 							}
 							badCRCs++
 						case ln.Kind == render.NodeFinding && ln.Sev == finding.Error:
-							if nodeColor(&ln.Node) != tcell.ColorRed {
+							if nodeColor(&ln.Node) != palette.Error {
 								t.Fatalf("row %d: %q not red", i, ln.Text)
 							}
 							errs++
 						case ln.Kind == render.NodeFinding && ln.Sev == finding.Warning:
-							if nodeColor(&ln.Node) != tcell.ColorOlive {
+							if nodeColor(&ln.Node) != palette.Warning {
 								t.Fatalf("row %d: %q not olive", i, ln.Text)
 							}
 							warns++

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -132,7 +133,8 @@ type Index struct {
 	mu       sync.RWMutex
 	rows     chunked[Row]
 	findings []Finding
-	ops      []Op
+	ops      chunked[opRec] // in the order the tracker completes them
+	opExt    chunked[Op]    // the operations a row does not tell
 	conns    map[int]*ConnInfo
 	connIDs  []int
 	stags    map[[3]uint64]*STagUse // by connection, owner and STag
@@ -141,14 +143,17 @@ type Index struct {
 	cmdSTags []uint32               // the STags they advertised
 	adverts  map[[2]uint64]Advert   // STags advertised, by connection and STag
 	first    time.Time
-	done     bool
-	err      error
-	report   *analyze.Report
-	read     atomic.Int64 // octets read (progress)
-	total    int64        // octets in the input (0: unknown)
-	frames   int
-	worst    finding.Rank
-	tally    finding.Tally // findings counted while indexing; FindingCounts
+	// timeFormat is the list's time column's format (render.TimeFormats,
+	// as iwdump -t; "": r).
+	timeFormat string
+	done       bool
+	err        error
+	report     *analyze.Report
+	read       atomic.Int64 // octets read (progress)
+	total      int64        // octets in the input (0: unknown)
+	frames     int
+	worst      finding.Rank
+	tally      finding.Tally // findings counted while indexing; FindingCounts
 
 	store *store
 }
@@ -186,6 +191,51 @@ func (ix *Index) Finding(i int) Finding {
 	return ix.findings[i]
 }
 
+// NumFindings is the number of findings so far.
+func (ix *Index) NumFindings() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return len(ix.findings)
+}
+
+// RowOf returns the PDU row of connection conn that holds frame (-1 if
+// none): the PDU rows come in the order of their last frames.
+func (ix *Index) RowOf(conn, frame int) int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	n := ix.rows.Len()
+	lo, hi := 0, n
+	for lo < hi {
+		m := (lo + hi) / 2
+		if int(ix.rows.At(m).Last) < frame {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	// Finding rows (spanning the frames of the PDU they are about) may
+	// sit among the PDU rows of later frames: look a little around.
+	for i := max(lo-16, 0); i < n && i < lo+256; i++ {
+		r := ix.rows.At(i)
+		if r.Kind != RowFinding && int(r.Conn) == conn && int(r.First) <= frame && frame <= int(r.Last) {
+			return i
+		}
+	}
+	return -1
+}
+
+// OpRow returns the row of operation i's request (-1 if none).
+func (ix *Index) OpRow(i int) int {
+	ix.mu.RLock()
+	rec := *ix.ops.At(i)
+	ix.mu.RUnlock()
+	if !rec.Ext {
+		return int(rec.Row)
+	}
+	o := ix.Op(i)
+	return ix.RowOf(o.Conn, o.RequestFrame)
+}
+
 // Findings returns a copy of the findings so far.
 func (ix *Index) Findings() []Finding {
 	ix.mu.RLock()
@@ -193,11 +243,70 @@ func (ix *Index) Findings() []Finding {
 	return append([]Finding(nil), ix.findings...)
 }
 
-// Ops returns a copy of the operations so far.
+// Ops returns a copy of the operations so far (NumOps and Op read them
+// one at a time).
 func (ix *Index) Ops() []Op {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	return append([]Op(nil), ix.ops...)
+	out := make([]Op, ix.ops.Len())
+	for i := range out {
+		out[i] = ix.opAt(i)
+	}
+	return out
+}
+
+// NumOps is the number of operations so far.
+func (ix *Index) NumOps() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.ops.Len()
+}
+
+// Op returns operation i (in the order the tracker completed them).
+func (ix *Index) Op(i int) Op {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.opAt(i)
+}
+
+// opRec is an operation as the index stores it, 16 octets: most
+// operations of a dense capture (a Write or Send in one FPDU, answered by
+// nothing) are what their request's row says (Row's connection, time,
+// opcode, STag or MSN, payload length) and the tagged offset (or the
+// invalidated STag) the row has no room for; any other operation is kept
+// whole in Index.opExt. The expansion (compactOp) is the one definition:
+// an operation is stored compact only when it expands to itself.
+type opRec struct {
+	TO  uint64 // Write: TO; Send: the STag it invalidates
+	Row uint32 // the request's row (compact), or ext: its index in opExt
+	Ext bool
+}
+
+// opAt expands operation i (under the lock).
+func (ix *Index) opAt(i int) Op {
+	o := ix.ops.At(i)
+	if o.Ext {
+		return *ix.opExt.At(int(o.Row))
+	}
+	r := ix.rows.At(int(o.Row))
+	return ix.compactOp(r, o.TO)
+}
+
+// compactOp is the operation a single-FPDU request row r stands for, with
+// its tagged offset (Write) or invalidated STag (Send) to.
+func (ix *Index) compactOp(r *Row, to uint64) Op {
+	op := decode.Opcode(r.Op)
+	o := Op{Conn: int(r.Conn), Kind: track.KindOf(op), Opcode: op, Status: track.OpOK, Length: uint64(r.ULen),
+		RequestFrame: int(r.First), RequestLast: int(r.Last), Rel: r.Rel}
+	if c := ix.conns[int(r.Conn)]; c != nil {
+		o.Dir = track.DirOfInitiator(c.Initiator, reassembly.Dir(r.Dir))
+	}
+	if r.Flags&FlagTagged != 0 {
+		o.STag, o.TO = r.Aux, to
+	} else {
+		o.MSN, o.InvSTag = r.Aux, uint32(to)
+	}
+	return o
 }
 
 // Conn returns connection id (nil if unknown); a copy.
@@ -256,12 +365,35 @@ func (ix *Index) Bytes() int {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	n := ix.rows.Cap()*int(unsafe.Sizeof(Row{})) + ix.ulp.bytes()
-	n += cap(ix.findings)*int(unsafe.Sizeof(Finding{})) + cap(ix.ops)*int(unsafe.Sizeof(Op{})) + cap(ix.cmds)*int(unsafe.Sizeof(Cmd{})) + cap(ix.cmdSTags)*4
+	n += cap(ix.findings)*int(unsafe.Sizeof(Finding{})) + ix.ops.Cap()*int(unsafe.Sizeof(opRec{})) + ix.opExt.Cap()*int(unsafe.Sizeof(Op{})) + cap(ix.cmds)*int(unsafe.Sizeof(Cmd{})) + cap(ix.cmdSTags)*4
 	n += len(ix.stags)*int(unsafe.Sizeof(STagUse{})+16) + len(ix.adverts)*int(unsafe.Sizeof(Advert{})+16)
 	ix.store.mu.Lock()
 	n += ix.store.offsets.Cap() * 8
 	ix.store.mu.Unlock()
 	return n
+}
+
+// Empty says why a capture indexed whole gave no row ("" when it gave
+// some, or is not indexed yet): what the pipeline saw of it (frames, TCP
+// segments, flows) and why none was taken for iWARP.
+func (ix *Index) Empty() string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if !ix.done || ix.rows.Len() > 0 || ix.err != nil || ix.report == nil {
+		return ""
+	}
+	a := &ix.report.Asm
+	frames := ix.store.frames()
+	switch {
+	case frames == 0:
+		return "nothing decoded: the capture holds no frame"
+	case a.Packets == 0:
+		return fmt.Sprintf("nothing decoded: %d frames, none a TCP segment", frames)
+	case a.PayloadBytes == 0:
+		return fmt.Sprintf("nothing decoded: %d frames, %d TCP segments in %d flows, none with payload", frames, a.Packets, a.Flows)
+	}
+	why := "no MPA Request or Reply, and no run of FPDUs that a good CRC, a marker or three in a row in sequence vouch for (with CRC and markers off, the frames of a list written filtered are too far apart)"
+	return fmt.Sprintf("nothing decoded: %d frames, %d TCP segments in %d flows, none taken for iWARP: %s", frames, a.Packets, a.Flows, why)
 }
 
 // FindRow returns the first row at or after frame n (by Last), -1 if none.
@@ -445,7 +577,7 @@ func (x *indexer) op(r *analyze.Record) {
 	} else {
 		op.Rel = int64(r.Rel)
 	}
-	ix.ops = append(ix.ops, op)
+	ix.addOp(&op)
 	// The tracker's ledger entries of the STags the operation named, as
 	// they stand after it: the latest is the entry.
 	for _, in := range r.STags() {
@@ -457,6 +589,34 @@ func (x *indexer) op(r *analyze.Record) {
 		}
 		s.STagInfo = in
 	}
+}
+
+// compactOps: operations are stored compact where they can be (the
+// tests compare with an index that keeps every one whole).
+var compactOps = true
+
+// addOp stores op compact when a row near the end of the list (its
+// request, one FPDU) says all of it but the offset, else whole.
+func (ix *Index) addOp(op *Op) {
+	if compactOps && op.RequestFrame > 0 && op.Kind != track.OpRead && op.Latency == 0 {
+		for i := ix.rows.Len() - 1; i >= 0 && i >= ix.rows.Len()-64; i-- {
+			r := ix.rows.At(i)
+			if r.Kind != RowFPDU || int(r.Conn) != op.Conn || int(r.First) != op.RequestFrame {
+				continue
+			}
+			to := op.TO
+			if r.Flags&FlagTagged == 0 {
+				to = uint64(op.InvSTag)
+			}
+			if ix.compactOp(r, to) == *op {
+				ix.ops.Append(opRec{TO: to, Row: uint32(i)})
+				return
+			}
+			break
+		}
+	}
+	ix.ops.Append(opRec{Row: uint32(ix.opExt.Len()), Ext: true})
+	ix.opExt.Append(*op)
 }
 
 // Frame is called before each frame's records.
@@ -492,13 +652,18 @@ func (ix *Index) OpOf(r *Row) (Op, bool) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	f := int(r.Last)
-	for i := range ix.ops {
-		o := &ix.ops[i]
+	for i := 0; i < ix.ops.Len(); i++ {
+		if rec := ix.ops.At(i); !rec.Ext {
+			if q := ix.rows.At(int(rec.Row)); q.Conn != r.Conn || int(q.First) > f || f > int(q.Last) {
+				continue
+			}
+		}
+		o := ix.opAt(i)
 		if o.Conn != int(r.Conn) || o.Kind != k {
 			continue
 		}
 		if (o.RequestFrame <= f && f <= max(o.RequestLast, o.RequestFrame)) || (o.ResponseFirst > 0 && o.ResponseFirst <= f && f <= o.RespLast) {
-			return *o, true
+			return o, true
 		}
 	}
 	return Op{}, false

@@ -47,6 +47,10 @@ const (
 	ActGrowList
 	ActShrinkList
 	ActWhole
+	ActTheme
+	ActColouring
+	ActSort
+	ActSortReverse
 	numActions
 )
 
@@ -72,10 +76,10 @@ var Keys = []Key{
 	{Names: "q", Runes: []rune{'q'}, Action: ActQuit, Where: "all", Help: "quit (in a view: back to the list)"},
 	{Names: "Tab", Keys: []tcell.Key{tcell.KeyTab}, Action: ActNextPane, Where: "main", Help: "next pane: list, tree, hex"},
 	{Names: "Shift-Tab", Keys: []tcell.Key{tcell.KeyBacktab}, Action: ActPrevPane, Where: "main", Help: "previous pane"},
-	{Names: ":  Ctrl-G", Runes: []rune{':'}, Keys: []tcell.Key{tcell.KeyCtrlG}, Action: ActGoto, Where: "main", Help: "go to frame number"},
-	{Names: "f", Runes: []rune{'f'}, Action: ActFind, Where: "main", Help: "search the list for text"},
-	{Names: "n", Runes: []rune{'n'}, Action: ActFindNext, Where: "main", Help: "next search match"},
-	{Names: "N", Runes: []rune{'N'}, Action: ActFindPrev, Where: "main", Help: "previous search match"},
+	{Names: ":  Ctrl-G", Runes: []rune{':'}, Keys: []tcell.Key{tcell.KeyCtrlG}, Action: ActGoto, Where: "main", Help: "go to frame number; or load FILE|N, recent, columns NAME..., time r|a|ad|e"},
+	{Names: "f", Runes: []rune{'f'}, Action: ActFind, Where: "all", Help: "search the list, a view, the tree or the octets (focused): text, /regexp/ or 0x hex octets"},
+	{Names: "n", Runes: []rune{'n'}, Action: ActFindNext, Where: "all", Help: "next search match"},
+	{Names: "N", Runes: []rune{'N'}, Action: ActFindPrev, Where: "all", Help: "previous search match"},
 	{Names: "m", Runes: []rune{'m'}, Action: ActMark, Where: "main", Help: "mark or unmark the row"},
 	{Names: "'", Runes: []rune{'\''}, Action: ActNextMark, Where: "main", Help: "next mark"},
 	{Names: "\"", Runes: []rune{'"'}, Action: ActPrevMark, Where: "main", Help: "previous mark"},
@@ -102,6 +106,10 @@ var Keys = []Key{
 	{Names: "Left h", Keys: []tcell.Key{tcell.KeyLeft}, Runes: []rune{'h'}, Action: ActFold, Where: "tree", Help: "tree: fold the line (on a field: its protocol)"},
 	{Names: "Right l", Keys: []tcell.Key{tcell.KeyRight}, Runes: []rune{'l'}, Action: ActUnfold, Where: "tree", Help: "tree: unfold the line"},
 	{Names: "Enter", Keys: []tcell.Key{tcell.KeyEnter}, Action: ActJump, Where: "views", Help: "views: go to the frame the line names"},
+	{Names: "s", Runes: []rune{'s'}, Action: ActSort, Where: "views", Help: "views: sort by the next column (after the last: the view's own order)"},
+	{Names: "S", Runes: []rune{'S'}, Action: ActSortReverse, Where: "views", Help: "views: reverse the order"},
+	{Names: "T", Runes: []rune{'T'}, Action: ActTheme, Where: "all", Help: "next theme: dark, light, none (--theme)"},
+	{Names: "Z", Runes: []rune{'Z'}, Action: ActColouring, Where: "all", Help: "the list's colouring rules on or off"},
 	{Names: "b", Runes: []rune{'b'}, Action: ActBlame, Where: "views", Help: "operations, findings: go to the frame a Terminate blames; commands: to the response"},
 	{Names: "j k  Up Down", Action: ActNone, Where: "all", Help: "move (list, tree, views); in hex: by 16 octets"},
 	{Names: "h l  Left Right", Action: ActNone, Where: "all", Help: "hex: move by one octet (selects the field it is in)"},
@@ -149,6 +157,6 @@ func HelpText() string {
 		b.WriteString(k.Help)
 		b.WriteByte('\n')
 	}
-	b.WriteString("\nColours: red error finding / bad CRC, yellow warning, cyan MPA, green Read, blue Write, magenta Terminate.\nEsc or ? closes this help.")
+	b.WriteString("\n" + Legend() + "\nEsc or ? closes this help.")
 	return b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/iwkit/iwkit/internal/testenv"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,5 +142,13 @@ func TestLiveIndex(t *testing.T) {
 	}
 	if recv, _, ok := s.Drops(); !ok || recv == 0 {
 		t.Fatalf("kernel counters: %d received, ok %v", recv, ok)
+	}
+	// The status line of a live capture (issue 29 bug 8): capturing and
+	// the kernel's counters in frames, not "indexing N MB" of a size a
+	// live capture has not.
+	sc := screenFor(t, s)
+	st := sc.u.statusText()
+	if !strings.Contains(st, "capturing") || !strings.Contains(st, " received, ") || strings.Contains(st, "indexing") || strings.Contains(st, " MB") {
+		t.Fatalf("live status line: %s", st)
 	}
 }

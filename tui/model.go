@@ -3,10 +3,11 @@ package tui
 import (
 	"fmt"
 	"strconv"
-	"strings"
+	"time"
 
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/finding"
+	"github.com/iwkit/iwkit/render"
 )
 
 // Follow restricts the list to one connection, or one queue of it.
@@ -198,17 +199,19 @@ func (l *List) NextMark(dir int) bool {
 // Find moves to the next shown row (dir +1 or -1, from the cursor,
 // wrapping) whose summary line contains text, case-insensitively.
 func (l *List) Find(text string, dir int) bool {
-	if text == "" {
-		return false
-	}
-	text = strings.ToLower(text)
+	m := newSearch(text)
+	return m != nil && l.find(m, dir)
+}
+
+// find moves to the next shown row whose summary line m matches.
+func (l *List) find(m *search, dir int) bool {
 	n := l.Len()
 	var b []byte
 	for k := 1; k <= n; k++ {
 		p := ((l.Cursor+dir*k)%n + n) % n
 		r := l.ix.Row(l.RowAt(p))
 		b = l.ix.appendLine(b[:0], l.RowAt(p), &r)
-		if strings.Contains(strings.ToLower(string(b)), text) {
+		if m.matchString(string(b)) {
 			l.Cursor = p
 			return true
 		}
@@ -250,9 +253,21 @@ func (ix *Index) FindingCounts() *finding.Tally {
 func (ix *Index) Cell(i int, r *Row, c int) string {
 	switch c {
 	case 0:
+		if r.Kind == RowFinding {
+			// The frame that raised it, as the findings view and iwdump
+			// number it (its row spans the frames of the PDU it is about).
+			ix.mu.RLock()
+			n := ix.findings[r.Aux].Frame
+			ix.mu.RUnlock()
+			return strconv.Itoa(n)
+		}
 		return strconv.FormatUint(uint64(r.Last), 10)
 	case 1:
-		return strconv.FormatFloat(float64(r.Rel)/1e9, 'f', 6, 64)
+		ix.mu.RLock()
+		first, format := ix.first, ix.timeFormat
+		ix.mu.RUnlock()
+		rel := time.Duration(r.Rel)
+		return string(render.AppendTime(nil, format, first.Add(rel), rel)) // as iwdump -t
 	case 2:
 		if r.Conn == 0 {
 			return "-"

@@ -324,8 +324,8 @@ func TestJumpToBlamedFrame(t *testing.T) {
 	s.runes("o")
 	v := s.u.views["ops"]
 	row := -1
-	for i, b := range v.blame {
-		if b > 0 {
+	for i := 0; i < v.len(); i++ {
+		if _, b := v.jumpAt(i); b > 0 {
 			row = i
 			break
 		}
@@ -339,7 +339,7 @@ func TestJumpToBlamedFrame(t *testing.T) {
 		t.Fatalf("page %s after b", s.u.page)
 	}
 	r := s.u.S.Ix.Row(s.u.List.RowAt(s.u.List.Cursor))
-	want := v.blame[row]
+	_, want := v.jumpAt(row)
 	if int(r.First) > want || want > int(r.Last) {
 		t.Fatalf("cursor on frames %d-%d, want frame %d", r.First, r.Last, want)
 	}

@@ -20,10 +20,18 @@ import (
 // built on another and only QueueUpdateDraw crosses over (batched by a
 // ticker, never one redraw per packet).
 type UI struct {
-	S         *Session
-	App       *tview.Application
-	List      *List
-	pages     *tview.Pages
+	S        *Session
+	App      *tview.Application
+	List     *List
+	pages    *tview.Pages
+	viewFlex map[string]*tview.Flex // each view over the bar (a view's search)
+	cols     []int                  // the list's columns shown (indexes in columns), in order
+	settings Settings               // kept between runs (Use); saved when persist
+	persist  bool
+	// LoadNext is the file :load asked for: the screen stopped so that
+	// the command opens it (cmd/iwtui).
+	LoadNext  string
+	findIn    string // where the search of the bar looks: list, view, tree, octets
 	main      *tview.Flex
 	table     *tview.Table
 	tree      *tview.Table
@@ -60,22 +68,24 @@ type UI struct {
 	once      sync.Once
 	lastLen   int
 	lastGen   uint64
+	// later runs f on the event loop (nil before Run: at once); jobs
+	// counts the jobs off it (a large view's order) not yet handed over.
+	later func(f func())
+	jobs  sync.WaitGroup
+	// pending: what later handed over on a screen without the event
+	// loop (the benchmarks, deferLater)
+	pendMu  sync.Mutex
+	pending []func()
 }
 
-// Theme: the terminal's own foreground and background, and the eight
-// basic colours, which both dark and light palettes keep readable.
-func setTheme() {
-	tview.Styles.PrimitiveBackgroundColor = tcell.ColorDefault
-	tview.Styles.ContrastBackgroundColor = tcell.ColorDefault
-	tview.Styles.MoreContrastBackgroundColor = tcell.ColorDefault
-	tview.Styles.PrimaryTextColor = tcell.ColorDefault
-	tview.Styles.SecondaryTextColor = tcell.ColorTeal
-	tview.Styles.TertiaryTextColor = tcell.ColorGreen
-	tview.Styles.BorderColor = tcell.ColorDefault
-	tview.Styles.TitleColor = tcell.ColorDefault
-	tview.Styles.GraphicsColor = tcell.ColorDefault
-	tview.Styles.InverseTextColor = tcell.ColorDefault
-	tview.Styles.ContrastSecondaryTextColor = tcell.ColorDefault
+// deferLater makes later queue its functions for settle (a screen
+// driven without tview's event loop, as the benchmarks drive it).
+func (u *UI) deferLater() {
+	u.later = func(f func()) {
+		u.pendMu.Lock()
+		u.pending = append(u.pending, f)
+		u.pendMu.Unlock()
+	}
 }
 
 // nodeColor colours a detail line by its node: by severity (a finding, a
@@ -83,11 +93,11 @@ func setTheme() {
 func nodeColor(n *render.Node) tcell.Color {
 	switch {
 	case n.HasSev && n.Sev == finding.Error:
-		return tcell.ColorRed
+		return palette.Error
 	case n.HasSev && n.Sev == finding.Warning:
-		return tcell.ColorOlive
+		return palette.Warning
 	case n.Frame > 0:
-		return tcell.ColorTeal
+		return palette.Link
 	}
 	return tcell.ColorDefault
 }
@@ -96,23 +106,26 @@ func nodeColor(n *render.Node) tcell.Color {
 // own rdmap.terminate error would make it red like every error), then by
 // finding severity, then by opcode.
 func rowColor(r *Row) tcell.Color {
+	if !colouring {
+		return tcell.ColorDefault
+	}
 	switch {
 	case r.Kind == RowFPDU && decode.Opcode(r.Op) == decode.OpTerminate:
-		return tcell.ColorPurple
+		return palette.Terminate
 	case r.Sev == finding.Error.Rank() || r.Flags&FlagCRCBad != 0:
-		return tcell.ColorRed
+		return palette.Error
 	case r.Sev == finding.Warning.Rank():
-		return tcell.ColorOlive
+		return palette.Warning
 	case r.Kind == RowFinding:
-		return tcell.ColorTeal
+		return palette.Note
 	case r.Kind == RowMPA:
-		return tcell.ColorTeal
+		return palette.MPA
 	}
 	switch decode.Opcode(r.Op) {
 	case decode.OpReadRequest, decode.OpReadResponse:
-		return tcell.ColorGreen
+		return palette.Read
 	case decode.OpWrite:
-		return tcell.ColorNavy
+		return palette.Write
 	}
 	return tcell.ColorDefault
 }
@@ -121,6 +134,23 @@ func rowColor(r *Row) tcell.Color {
 // columns, set once: up to 9,999,999 frames, 99,999 s, 99,999 connections.
 var colWidths = []int{8, 12, 5, 3}
 
+// timeWidths are the time column's widths by format (-t): wide enough for
+// what the format writes.
+var timeWidths = map[string]int{"a": 15, "ad": 26, "e": 17}
+
+// colWidth is the width of column c (0: as wide as its text).
+func (u *UI) colWidth(c int) int {
+	if c == 1 {
+		if w, ok := timeWidths[u.S.Ix.timeFormat]; ok {
+			return w
+		}
+	}
+	if c < len(colWidths) {
+		return colWidths[c]
+	}
+	return 0
+}
+
 // listContent is the list as a virtual table over the index.
 type listContent struct {
 	tview.TableContentReadOnly
@@ -128,13 +158,18 @@ type listContent struct {
 }
 
 func (c *listContent) GetRowCount() int    { return c.u.List.Len() + 1 }
-func (c *listContent) GetColumnCount() int { return len(columns) }
+func (c *listContent) GetColumnCount() int { return len(c.u.cols) }
 
-func (c *listContent) GetCell(row, col int) *tview.TableCell {
+func (c *listContent) GetCell(row, at int) *tview.TableCell {
+	if at >= len(c.u.cols) {
+		return nil
+	}
+	col := c.u.cols[at] // the columns chosen, in their order
+	w := c.u.colWidth(col)
 	if row == 0 {
 		h := columns[col]
-		if col < len(colWidths) {
-			h = strings.Repeat(" ", colWidths[col]-len(h)) + h
+		if w > len(h) {
+			h = strings.Repeat(" ", w-len(h)) + h
 		}
 		return tview.NewTableCell(h).SetSelectable(false).SetAttributes(tcell.AttrBold)
 	}
@@ -148,9 +183,12 @@ func (c *listContent) GetCell(row, col int) *tview.TableCell {
 	if col == 0 && c.u.List.Marks[i] {
 		text = "*" + text
 	}
-	if col < len(colWidths) && len(text) < colWidths[col] {
+	if col == 0 && !palette.Colour && row-1 == c.u.List.Cursor {
+		text = "▶" + text // without colour, the cursor is marked too
+	}
+	if len(text) < w {
 		// Fixed widths: columns do not shift as larger numbers scroll in.
-		text = strings.Repeat(" ", colWidths[col]-len(text)) + text
+		text = strings.Repeat(" ", w-len(text)) + text
 	}
 	cell := tview.NewTableCell(text).SetTextColor(rowColor(&r))
 	if col == 4 {
@@ -161,8 +199,8 @@ func (c *listContent) GetCell(row, col int) *tview.TableCell {
 
 // New builds the screen over a session.
 func New(s *Session) *UI {
-	setTheme()
-	u := &UI{S: s, App: tview.NewApplication(), List: newList(s.Ix), views: map[string]*viewTable{}, fold: Fold{}, stop: make(chan struct{})}
+	applyStyles()
+	u := &UI{S: s, App: tview.NewApplication(), List: newList(s.Ix), views: map[string]*viewTable{}, fold: Fold{}, stop: make(chan struct{}), cols: []int{0, 1, 2, 3, 4}}
 	u.loader = &loader{ix: s.Ix, run: s.rerun}
 	u.dRow = -1
 
@@ -180,11 +218,11 @@ func New(s *Session) *UI {
 		}
 		u.showDetail()
 	})
-	u.table.SetSelectedStyle(tcell.StyleDefault.Reverse(true))
+	u.table.SetSelectedStyle(cursorStyle())
 
 	u.tree = tview.NewTable().SetSelectable(true, false)
 	u.tree.SetBorder(true).SetTitle(" Detail ").SetTitleAlign(tview.AlignLeft)
-	u.tree.SetSelectedStyle(tcell.StyleDefault.Reverse(true))
+	u.tree.SetSelectedStyle(cursorStyle())
 	u.tree.SetSelectionChangedFunc(func(row, col int) { u.lineSelected(u.treeLine(row)) })
 
 	u.hex = newHexView()
@@ -222,10 +260,13 @@ func New(s *Session) *UI {
 	u.graph = newIOGraph(s.Ix)
 
 	u.pages = tview.NewPages().AddPage("main", &mainPage{Flex: u.main, u: u}, true, true)
+	u.viewFlex = map[string]*tview.Flex{}
 	for _, name := range []string{"findings", "ops", "cmds", "conns", "stags"} {
 		v := newViewTable(name)
 		u.views[name] = v
-		u.pages.AddPage(name, v.t, true, false)
+		f := tview.NewFlex().SetDirection(tview.FlexRow).AddItem(v.t, 0, 1, true).AddItem(u.bar, 0, 0, false)
+		u.viewFlex[name] = f
+		u.pages.AddPage(name, f, true, false)
 	}
 	u.pages.AddPage("graph", u.graph, true, false)
 	u.pages.AddPage("help", u.help, true, false)
@@ -264,6 +305,7 @@ func (u *UI) Run() error {
 			u.showDetail()
 		})
 	}
+	u.later = func(f func()) { u.App.QueueUpdateDraw(f) }
 	err := u.App.Run()
 	u.once.Do(func() { close(u.stop) })
 	return err
@@ -367,6 +409,8 @@ func (u *UI) statusText() string {
 		b.WriteString("  capturing") // the frames received follow
 	case !done:
 		fmt.Fprintf(&b, "  indexing %d MB", read>>20)
+	case ix.Len() == 0:
+		fmt.Fprintf(&b, "  [yellow]%s[-]", tview.Escape(ix.Empty()))
 	}
 	if recv, drop, ok := u.S.Drops(); ok {
 		fmt.Fprintf(&b, "  live: %d received, %d dropped by kernel", recv, drop)
@@ -385,7 +429,7 @@ func (u *UI) statusText() string {
 	if u.msg == "" && u.desc != "" && u.App.GetFocus() == u.tree {
 		fmt.Fprintf(&b, "  %s", tview.Escape(u.desc))
 	}
-	return b.String()
+	return themed(b.String())
 }
 
 // showDetail decodes the selected row again and fills tree and hex.
@@ -599,18 +643,34 @@ func (u *UI) Do(a Action) {
 		u.pane = (u.pane + d) % len(u.panes)
 		u.App.SetFocus(u.panes[u.pane])
 	case ActGoto:
-		u.openBar("goto", "Go to frame: ", "")
+		u.openBar("goto", "Go to frame (or load FILE, recent, columns NAME..., time r|a|ad|e): ", "")
 	case ActFind:
-		u.openBar("find", "Find: ", "") // a new search; n and N repeat the last
+		if u.page != "main" && u.views[u.page] == nil {
+			return
+		}
+		u.findIn = u.findCtx()
+		label := "Find: "
+		if u.findIn != "list" {
+			label = "Find in the " + u.findIn + ": "
+		}
+		u.openBar("find", label, "") // a new search; n and N repeat the last
 	case ActFindNext, ActFindPrev:
 		d := 1
 		if a == ActFindPrev {
 			d = -1
 		}
-		if u.List.Find(u.List.Search, d) {
-			u.table.Select(u.List.Cursor+1, 0)
-		} else if u.List.Search != "" {
-			u.msg = fmt.Sprintf("%q not found", u.List.Search)
+		u.find(u.findCtx(), u.List.Search, d)
+	case ActSort, ActSortReverse:
+		u.sortView(a == ActSort)
+	case ActTheme:
+		nextTheme()
+		u.restyle()
+		u.msg = "theme " + palette.Name
+	case ActColouring:
+		colouring = !colouring
+		u.msg = "colouring rules off"
+		if colouring {
+			u.msg = "colouring rules on"
 		}
 	case ActMark:
 		u.List.ToggleMark()
@@ -638,16 +698,12 @@ func (u *UI) Do(a Action) {
 		u.showDetail()
 	case ActFindings:
 		u.fillFindings()
-		u.showPage("findings")
 	case ActOps:
 		u.fillOps()
-		u.showPage("ops")
 	case ActConns:
 		u.fillConns()
-		u.showPage("conns")
 	case ActSTags:
 		u.fillSTags()
-		u.showPage("stags")
 	case ActGraph:
 		u.showPage("graph")
 	case ActWrite:
@@ -682,7 +738,6 @@ func (u *UI) Do(a Action) {
 		u.graph.nextConn()
 	case ActCmds:
 		u.fillCmds()
-		u.showPage("cmds")
 	case ActWhole:
 		u.showWhole()
 	case ActZoom, ActArrange, ActGrowList, ActShrinkList:
@@ -690,12 +745,9 @@ func (u *UI) Do(a Action) {
 	case ActJump, ActBlame:
 		if v := u.views[u.page]; v != nil {
 			r, _ := v.t.GetSelection()
-			fr := 0
-			if r >= 1 && r-1 < len(v.jump) {
-				fr = v.jump[r-1]
-				if a == ActBlame {
-					fr = v.blame[r-1]
-				}
+			fr, blame := v.jumpAt(r - 1)
+			if a == ActBlame {
+				fr = blame
 			}
 			if fr > 0 {
 				u.GoFrame(fr)
@@ -720,17 +772,43 @@ func (u *UI) openBar(mode, label, text string) {
 	if h := u.List.History; mode == "filter" && len(h) > 0 && h[len(h)-1] == text {
 		u.histPos-- // the bar shows the newest entry already: Up goes to the one before
 	}
-	u.main.ResizeItem(u.bar, 1, 0)
-	u.showPage("main")
+	if f := u.viewFlex[u.page]; f != nil && mode == "find" {
+		f.ResizeItem(u.bar, 1, 0) // a view's search: the bar under the view
+	} else {
+		u.main.ResizeItem(u.bar, 1, 0)
+		u.showPage("main")
+	}
 	u.App.SetFocus(u.bar)
 	u.barChanged(text)
 }
 
 func (u *UI) closeBar() {
 	u.main.ResizeItem(u.bar, 0, 0)
+	for _, f := range u.viewFlex {
+		f.ResizeItem(u.bar, 0, 0)
+	}
 	u.bar.SetFieldTextColor(tcell.ColorDefault)
 	u.barFor = ""
+	if v := u.views[u.page]; v != nil {
+		u.App.SetFocus(v.t)
+		return
+	}
 	u.App.SetFocus(u.panes[u.pane])
+}
+
+// restyle gives the tables the theme's cursor (after T).
+func (u *UI) restyle() {
+	applyStyles()
+	u.table.SetSelectedStyle(cursorStyle())
+	u.tree.SetSelectedStyle(cursorStyle())
+	for _, v := range u.views {
+		v.t.SetSelectedStyle(cursorStyle())
+	}
+	u.help.SetText(HelpText())
+	if u.detail != nil {
+		r, _ := u.tree.GetSelection()
+		u.drawTree(u.treeLine(r))
+	}
 }
 
 // barChanged checks a filter as it is typed.
@@ -745,10 +823,10 @@ func (u *UI) barChanged(text string) {
 		return
 	}
 	if _, err := CheckFilter(text); err != nil {
-		u.bar.SetFieldTextColor(tcell.ColorRed)
+		u.bar.SetFieldTextColor(palette.Error)
 		u.msg = FilterErrorText(err)
 	} else {
-		u.bar.SetFieldTextColor(tcell.ColorGreen)
+		u.bar.SetFieldTextColor(palette.Good)
 		u.msg = "[green]ok[-]"
 	}
 	u.status.SetText(u.statusText())
@@ -789,17 +867,28 @@ func (u *UI) barDone(key tcell.Key) {
 			return // the bar stays open with the error shown
 		}
 		u.List.AddHistory(text)
+		u.settings.addFilter(text)
+		u.saveSettings()
 		u.List.SetFilter(fr)
 		u.msg = ""
 	case "find":
 		u.List.Search = text
-		if !u.List.Find(text, 1) {
-			u.msg = fmt.Sprintf("%q not found", text)
+		if u.findIn != "list" {
+			u.closeBar()
+			u.find(u.findIn, text, 1)
+			u.status.SetText(u.statusText())
+			return
 		}
+		u.find("list", text, 1)
 	case "goto":
 		n, err := strconv.Atoi(text)
 		if err != nil {
-			u.msg = "[red]not a frame number[-]"
+			u.msg = u.command(text)
+			if u.page == "whole" {
+				u.main.ResizeItem(u.bar, 0, 0)
+				u.barFor = ""
+				return
+			}
 		} else {
 			u.closeBar()
 			u.GoFrame(n)
@@ -848,6 +937,8 @@ func (u *UI) ApplyFilter(expr string) error {
 		return err
 	}
 	u.List.AddHistory(expr)
+	u.settings.addFilter(expr)
+	u.saveSettings()
 	u.List.SetFilter(fr)
 	return nil
 }

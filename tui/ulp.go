@@ -170,6 +170,20 @@ func (ix *Index) advertiser(a Advert) string {
 	return ix.cmds[a.Cmd].Label()
 }
 
+// NumCmds is the number of commands so far.
+func (ix *Index) NumCmds() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return len(ix.cmds)
+}
+
+// Cmd returns command i.
+func (ix *Index) Cmd(i int) Cmd {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.cmds[i]
+}
+
 // Cmds returns a copy of the commands so far.
 func (ix *Index) Cmds() []Cmd {
 	ix.mu.RLock()

@@ -3,7 +3,7 @@ package tui
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"strconv"
 	"time"
 
 	"github.com/gdamore/tcell/v2"
@@ -38,188 +38,302 @@ func FilterErrorText(err error) string {
 		tview.Escape(src[:col]), tview.Escape(at), tview.Escape(rest))
 }
 
-// viewTable is one of the tables a key away (findings, operations,
-// connections, STags); each line may name a frame to jump to, and a
-// frame it blames.
-type viewTable struct {
-	t     *tview.Table
-	jump  []int
-	blame []int
-}
-
-var viewTitles = map[string]string{
-	"findings": " Findings (expert info): Enter goes to the frame, b to the frame it names ",
-	"ops":      " RDMA operations: Enter goes to the request, b to the frame a Terminate blames ",
-	"cmds":     " Storage-protocol commands: Enter goes to the command, b to its response ",
-	"conns":    " Connections ",
-	"stags":    " STags: Enter goes to the first frame, b to the invalidation ",
-}
-
-func newViewTable(name string) *viewTable {
-	v := &viewTable{t: tview.NewTable().SetSelectable(true, false).SetFixed(1, 0)}
-	v.t.SetBorder(true).SetTitle(viewTitles[name]).SetTitleAlign(tview.AlignLeft)
-	v.t.SetSelectedStyle(tcell.StyleDefault.Reverse(true))
-	return v
-}
-
-func (v *viewTable) reset(head ...string) {
-	v.t.Clear()
-	v.jump, v.blame = v.jump[:0], v.blame[:0]
-	for c, h := range head {
-		v.t.SetCell(0, c, tview.NewTableCell(h).SetSelectable(false).SetAttributes(tcell.AttrBold))
-	}
-}
-
-func (v *viewTable) add(color tcell.Color, jump, blame int, cells ...string) {
-	r := v.t.GetRowCount()
-	for c, s := range cells {
-		cell := tview.NewTableCell(tview.Escape(s)).SetTextColor(color)
-		if c == len(cells)-1 {
-			cell.SetExpansion(1)
-		}
-		v.t.SetCell(r, c, cell)
-	}
-	v.jump = append(v.jump, jump)
-	v.blame = append(v.blame, blame)
-}
-
-func (v *viewTable) done() {
-	if v.t.GetRowCount() > 1 {
-		v.t.Select(1, 0)
-	}
-	v.t.ScrollToBeginning()
-}
-
 func sevColor(s finding.Severity) tcell.Color {
 	switch s {
 	case finding.Error:
-		return tcell.ColorRed
+		return palette.Error
 	case finding.Warning:
-		return tcell.ColorOlive
+		return palette.Warning
 	}
-	return tcell.ColorTeal
+	return palette.Note
 }
 
 func secs(rel int64) string { return fmt.Sprintf("%.6f", float64(rel)/1e9) }
 
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// connsMatching is the set of connections with a row fr matches.
+func (ix *Index) connsMatching(fr *FilterRun) map[uint32]bool {
+	set := map[uint32]bool{}
+	for i, n := 0, ix.Len(); i < n; i++ {
+		if fr.Match(i) {
+			set[ix.Row(i).Conn] = true
+		}
+	}
+	return set
+}
+
+// rowMatch: fr passes the PDU row of frame of connection conn.
+func (ix *Index) rowMatch(fr *FilterRun, conn, frame int) bool {
+	i := ix.RowOf(conn, frame)
+	return i >= 0 && fr.Match(i)
+}
+
+// fillFindings: as Wireshark's expert info, first the groups, worst
+// first, each a count and its first frame; then every finding.
 func (u *UI) fillFindings() {
 	v := u.views["findings"]
-	v.reset("Frame", "Time", "Conn", "Severity", "Code", "Message")
-	fs := u.S.Ix.Findings()
-	counts := u.S.Ix.FindingCounts() // the pipeline's counts, as -z findings
-	// As Wireshark's expert info: first the groups, worst first, each a
-	// count and its first frame; then every finding.
+	ix := u.S.Ix
+	counts := ix.FindingCounts() // the pipeline's counts, as -z findings
+	groups := counts.Codes()
 	first := map[finding.Code]int{}
-	for _, f := range fs {
-		if _, ok := first[f.Code]; !ok {
+	nf := ix.NumFindings()
+	for i := 0; i < nf && len(first) < len(groups); i++ {
+		if f := ix.Finding(i); first[f.Code] == 0 {
 			first[f.Code] = f.Frame
 		}
 	}
-	groups := counts.Codes()
-	for _, g := range groups {
-		sev := g.Code.Severity()
-		v.add(sevColor(sev), first[g.Code], 0, fmt.Sprint(first[g.Code]), "", "", sev.String(), g.Code.String(), fmt.Sprintf("%d× (Enter: the first)", g.N))
+	g := len(groups)
+	if g > 0 {
+		g++ // a blank line after the groups
 	}
-	if len(groups) > 0 {
-		v.add(tcell.ColorDefault, 0, 0, "", "", "", "", "", "")
-	}
-	for _, f := range fs {
-		blame := 0
-		if len(f.Frames) > 1 {
-			blame = f.Frames[1]
+	v.reset(g+nf, "Frame", "Time", "Conn", "Severity", "Code", "Message")
+	v.fixed = g
+	v.cell = func(e, col int) string {
+		if e < g {
+			if e == len(groups) {
+				return ""
+			}
+			gr := groups[e]
+			return [...]string{itoa(first[gr.Code]), "", "", gr.Code.Severity().String(), gr.Code.String(), fmt.Sprintf("%d× (Enter: the first)", gr.N)}[col]
 		}
-		v.add(sevColor(f.Severity), f.Frame, blame, fmt.Sprint(f.Frame), secs(f.Rel), fmt.Sprint(f.Conn), f.Severity.String(), f.Code.String(), f.Message)
+		f := ix.Finding(e - g)
+		switch col {
+		case 0:
+			return itoa(f.Frame)
+		case 1:
+			return secs(f.Rel)
+		case 2:
+			return itoa(f.Conn)
+		case 3:
+			return f.Severity.String()
+		case 4:
+			return f.Code.String()
+		}
+		return f.Message
 	}
-	v.t.SetTitle(fmt.Sprintf("%s(%d errors, %d warnings, %d notes) ", viewTitles["findings"], counts.Severity(finding.Error), counts.Severity(finding.Warning), counts.Severity(finding.Note)))
-	v.done()
+	v.color = func(e int) tcell.Color {
+		switch {
+		case e < len(groups):
+			return sevColor(groups[e].Code.Severity())
+		case e < g:
+			return tcell.ColorDefault
+		}
+		return sevColor(ix.Finding(e - g).Severity)
+	}
+	v.jumps = func(e int) (int, int) {
+		if e < g {
+			if e == len(groups) {
+				return 0, 0
+			}
+			return first[groups[e].Code], 0
+		}
+		f := ix.Finding(e - g)
+		if len(f.Frames) > 1 {
+			return f.Frame, f.Frames[1]
+		}
+		return f.Frame, 0
+	}
+	v.num = func(e, col int) (int64, bool) {
+		if e < g {
+			return 0, col <= 2
+		}
+		f := ix.Finding(e - g)
+		switch col {
+		case 0:
+			return int64(f.Frame), true
+		case 1:
+			return f.Rel, true
+		case 2:
+			return int64(f.Conn), true
+		case 3:
+			return int64(f.Severity.Rank()), true
+		}
+		return 0, false
+	}
+	v.match = func(e int, fr *FilterRun) bool { return fr.Match(ix.Finding(e - g).Row) }
+	v.title = fmt.Sprintf("(%d errors, %d warnings, %d notes) ", counts.Severity(finding.Error), counts.Severity(finding.Warning), counts.Severity(finding.Note))
+	u.open(v)
 }
 
+// fillOps: the operations (track's) in the order of their requests'
+// frames, with the Terminates of the rdmap.terminate findings, which name
+// the frame they blame.
 func (u *UI) fillOps() {
 	v := u.views["ops"]
-	v.reset("Frame", "Time", "Conn", "Dir", "Operation", "Length", "Latency", "Status", "Detail")
 	ix := u.S.Ix
-	// Terminates blame a frame: the rdmap.terminate finding names it.
-	blames := map[[2]int]int{}
-	for _, f := range ix.Findings() {
-		if f.Code == finding.RDMAPTerminate && len(f.Frames) > 1 {
-			blames[[2]int{f.Conn, f.Frames[0]}] = f.Frames[1]
-		}
-	}
-	type entry struct {
-		frame int
-		color tcell.Color
-		jump  int
+	type term struct {
+		f     Finding
+		dir   string
 		blame int
-		cells []string
 	}
-	var es []entry
-	// Terminates, from the tracker's rdmap.terminate findings: the first
-	// frame is the Terminate, the second the one it blames.
-	for _, f := range ix.Findings() {
+	var terms []term
+	blames := map[[2]int]int{}
+	for i, n := 0, ix.NumFindings(); i < n; i++ {
+		f := ix.Finding(i)
 		if f.Code != finding.RDMAPTerminate || len(f.Frames) == 0 {
 			continue
 		}
-		blame, det := 0, f.Message
+		t := term{f: f}
 		if len(f.Frames) > 1 {
-			blame = f.Frames[1]
-			det = fmt.Sprintf("blames frame %d (b): %s", blame, f.Message)
+			t.blame = f.Frames[1]
+			blames[[2]int{f.Conn, f.Frames[0]}] = t.blame
 		}
-		dir := ""
 		if c := ix.Conn(f.Conn); c != nil {
-			dir = c.DirName(f.Dir)
+			t.dir = c.DirName(f.Dir)
 		}
-		es = append(es, entry{f.Frames[0], tcell.ColorPurple, f.Frames[0], blame,
-			[]string{fmt.Sprint(f.Frames[0]), secs(f.Rel), fmt.Sprint(f.Conn), dir, "Terminate", "", "", "", det}})
+		terms = append(terms, t)
 	}
-	for _, o := range ix.Ops() {
-		lat := ""
-		if o.Latency > 0 {
-			lat = o.Latency.Round(time.Microsecond).String()
+	nt := len(terms)
+	v.reset(nt+ix.NumOps(), "Frame", "Time", "Conn", "Dir", "Operation", "Length", "Latency", "Status", "Detail")
+	v.defCol = 0
+	v.cell = func(e, col int) string {
+		if e < nt {
+			t := &terms[e]
+			switch col {
+			case 0:
+				return itoa(t.f.Frames[0])
+			case 1:
+				return secs(t.f.Rel)
+			case 2:
+				return itoa(t.f.Conn)
+			case 3:
+				return t.dir
+			case 4:
+				return "Terminate"
+			case 8:
+				if t.blame > 0 {
+					return fmt.Sprintf("blames frame %d (b): %s", t.blame, t.f.Message)
+				}
+				return t.f.Message
+			}
+			return ""
 		}
-		var det string
+		o := ix.Op(e - nt)
+		switch col {
+		case 0:
+			return itoa(o.RequestFrame)
+		case 1:
+			return secs(o.Rel)
+		case 2:
+			return itoa(o.Conn)
+		case 3:
+			return o.Dir.String()
+		case 4:
+			return o.Opcode.String()
+		case 5:
+			return strconv.FormatUint(o.Length, 10)
+		case 6:
+			if o.Latency > 0 {
+				return o.Latency.Round(time.Microsecond).String()
+			}
+			return ""
+		case 7:
+			return o.Status.String()
+		}
 		switch o.Kind {
 		case track.OpRead:
-			det = fmt.Sprintf("sink stag 0x%x src stag 0x%x size %d, response frames %d-%d", o.STag, o.SrcSTag, o.Size, o.ResponseFirst, o.RespLast)
+			return fmt.Sprintf("sink stag 0x%x src stag 0x%x size %d, response frames %d-%d", o.STag, o.SrcSTag, o.Size, o.ResponseFirst, o.RespLast)
 		case track.OpWrite:
-			det = fmt.Sprintf("stag 0x%x to 0x%x", o.STag, o.TO)
+			return fmt.Sprintf("stag 0x%x to 0x%x", o.STag, o.TO)
 		case track.OpSend:
-			det = fmt.Sprintf("msn %d", o.MSN)
+			det := fmt.Sprintf("msn %d", o.MSN)
 			if o.InvSTag != 0 {
 				det += fmt.Sprintf(" invalidates 0x%x", o.InvSTag)
 			}
+			return det
 		case track.OpAtomic:
-			det = fmt.Sprintf("target stag 0x%x, response frame %d", o.SrcSTag, o.ResponseFirst)
+			return fmt.Sprintf("target stag 0x%x, response frame %d", o.SrcSTag, o.ResponseFirst)
+		case track.OpTerminate:
+			if b := blames[[2]int{o.Conn, o.RequestFrame}]; b > 0 {
+				return fmt.Sprintf("blames frame %d (b)", b)
+			}
 		}
-		blame := blames[[2]int{o.Conn, o.RequestFrame}]
-		color := tcell.ColorDefault
+		return ""
+	}
+	v.color = func(e int) tcell.Color {
+		if e < nt {
+			return palette.Terminate
+		}
+		o := ix.Op(e - nt)
 		switch {
 		case o.Kind == track.OpTerminate:
-			color = tcell.ColorPurple
-			if blame > 0 {
-				det = fmt.Sprintf("blames frame %d (b)", blame)
-			}
+			return palette.Terminate
 		case o.Status != track.OpOK:
-			color = tcell.ColorOlive
+			return palette.Warning
 		case o.Kind == track.OpRead:
-			color = tcell.ColorGreen
+			return palette.Read
 		}
-		es = append(es, entry{o.RequestFrame, color, o.RequestFrame, blame, []string{fmt.Sprint(o.RequestFrame), secs(o.Rel), fmt.Sprint(o.Conn), o.Dir.String(),
-			o.Opcode.String(), fmt.Sprint(o.Length), lat, o.Status.String(), det}})
+		return tcell.ColorDefault
 	}
-	sort.SliceStable(es, func(i, j int) bool { return es[i].frame < es[j].frame })
-	for _, e := range es {
-		v.add(e.color, e.jump, e.blame, e.cells...)
+	v.jumps = func(e int) (int, int) {
+		if e < nt {
+			return terms[e].f.Frames[0], terms[e].blame
+		}
+		o := ix.Op(e - nt)
+		return o.RequestFrame, blames[[2]int{o.Conn, o.RequestFrame}]
 	}
-	v.done()
+	v.num = func(e, col int) (int64, bool) {
+		if e < nt {
+			t := &terms[e]
+			return [...]int64{int64(t.f.Frames[0]), t.f.Rel, int64(t.f.Conn), 0, 0, 0, 0, 0, 0}[col], col <= 2 || col == 5 || col == 6
+		}
+		o := ix.Op(e - nt)
+		switch col {
+		case 0:
+			return int64(o.RequestFrame), true
+		case 1:
+			return o.Rel, true
+		case 2:
+			return int64(o.Conn), true
+		case 5:
+			return int64(o.Length), true
+		case 6:
+			return int64(o.Latency), true
+		}
+		return 0, false
+	}
+	v.match = func(e int, fr *FilterRun) bool {
+		if e < nt {
+			return ix.rowMatch(fr, terms[e].f.Conn, terms[e].f.Frames[0])
+		}
+		i := ix.OpRow(e - nt)
+		return i >= 0 && fr.Match(i)
+	}
+	u.open(v)
 }
 
 func (u *UI) fillConns() {
 	v := u.views["conns"]
-	counts := u.S.Ix.FindingCounts()
-	v.reset("Conn", "Initiator", "Responder", "Dir", "Markers", "CRC", "MPA", "PDUs", "Octets", "CRC bad", "Markers seen", "Findings", "ULP", "Closed")
-	for _, c := range u.S.Ix.Conns() {
-		for d := uint8(0); d < 2; d++ {
-			p := &c.Params[d]
+	ix := u.S.Ix
+	counts := ix.FindingCounts()
+	conns := ix.Conns()
+	v.reset(2*len(conns), "Conn", "Initiator", "Responder", "Dir", "Markers", "CRC", "MPA", "PDUs", "Octets", "CRC bad", "Markers seen", "Findings", "ULP", "Closed")
+	v.cell = func(e, col int) string {
+		c, d := &conns[e/2], uint8(e%2)
+		p := &c.Params[d]
+		switch col {
+		case 0:
+			return itoa(c.ID)
+		case 1, 2:
+			if d == 1 {
+				return ""
+			}
+			ini, res := c.Addr[0].String(), c.Addr[1].String()
+			if c.Initiator == 1 {
+				ini, res = res, ini
+			}
+			if col == 1 {
+				return ini
+			}
+			return res
+		case 3:
+			return c.DirName(d)
+		case 4:
+			return fmt.Sprintf("%v (%s)", p.Markers, p.MarkersSource)
+		case 5:
+			return fmt.Sprintf("%v (%s)", p.CRC, p.CRCSource)
+		case 6:
 			mpa := "-"
 			if p.HasFrame {
 				f := &p.Frame
@@ -231,79 +345,245 @@ func (u *UI) fillConns() {
 					mpa += " REJECT"
 				}
 			}
-			ini, res := c.Addr[0].String(), c.Addr[1].String()
-			if c.Initiator == 1 {
-				ini, res = res, ini
-			}
-			color := tcell.ColorDefault
-			if c.CRCBad[d] > 0 {
-				color = tcell.ColorRed
-			}
-			first := c.First
-			if d == 1 {
-				ini, res, first = "", "", 0
-			}
-			v.add(color, first, 0, fmt.Sprint(c.ID), ini, res, c.DirName(d),
-				fmt.Sprintf("%v (%s)", p.Markers, p.MarkersSource), fmt.Sprintf("%v (%s)", p.CRC, p.CRCSource), mpa,
-				fmt.Sprint(c.PDUs[d]), fmt.Sprint(c.Octets[d]), fmt.Sprint(c.CRCBad[d]), fmt.Sprint(c.Markers[d]), fmt.Sprint(counts.Conn(c.ID)), c.Proto, c.Closed)
+			return mpa
+		case 7:
+			return fmt.Sprint(c.PDUs[d])
+		case 8:
+			return fmt.Sprint(c.Octets[d])
+		case 9:
+			return fmt.Sprint(c.CRCBad[d])
+		case 10:
+			return fmt.Sprint(c.Markers[d])
+		case 11:
+			return fmt.Sprint(counts.Conn(c.ID))
+		case 12:
+			return c.Proto
 		}
+		return c.Closed
 	}
-	v.done()
+	v.color = func(e int) tcell.Color {
+		if conns[e/2].CRCBad[e%2] > 0 {
+			return palette.Error
+		}
+		return tcell.ColorDefault
+	}
+	v.jumps = func(e int) (int, int) {
+		if e%2 == 1 {
+			return 0, 0
+		}
+		return conns[e/2].First, 0
+	}
+	v.num = func(e, col int) (int64, bool) {
+		c, d := &conns[e/2], e%2
+		switch col {
+		case 0:
+			return int64(c.ID), true
+		case 7:
+			return int64(c.PDUs[d]), true
+		case 8:
+			return int64(c.Octets[d]), true
+		case 9:
+			return int64(c.CRCBad[d]), true
+		case 10:
+			return int64(c.Markers[d]), true
+		case 11:
+			return int64(counts.Conn(c.ID)), true
+		}
+		return 0, false
+	}
+	var set map[uint32]bool
+	var setFor *FilterRun
+	v.match = func(e int, fr *FilterRun) bool {
+		if setFor != fr {
+			set, setFor = ix.connsMatching(fr), fr
+		}
+		return set[uint32(conns[e/2].ID)]
+	}
+	u.open(v)
 }
 
 func (u *UI) fillSTags() {
 	v := u.views["stags"]
+	ix := u.S.Ix
+	stags := ix.STags()
 	// Owner: the side whose memory the STag names, by the direction it
 	// sends in; Adv and Inv: the frames of the advertisement and of the
 	// Send with Invalidate; Roles: track's words (track.Role).
-	v.reset("Conn", "STag", "Owner", "Adv", "First", "Last", "Uses", "Octets", "Inv", "Roles", "Advertised by")
-	for _, s := range u.S.Ix.STags() {
-		inv, adv, first, last, owner := "", "", "", "", ""
-		color := tcell.ColorDefault
-		if s.InvalidatedFrame > 0 {
-			inv = fmt.Sprint(s.InvalidatedFrame)
-			color = tcell.ColorOlive
+	v.reset(len(stags), "Conn", "STag", "Owner", "Adv", "First", "Last", "Uses", "Octets", "Inv", "Roles", "Advertised by")
+	opt := func(n int) string {
+		if n > 0 {
+			return itoa(n)
 		}
-		if s.Advertised > 0 {
-			adv = fmt.Sprint(s.Advertised)
-		}
-		if s.Uses > 0 { // the tracker's entry (else only advertised)
-			first, last, owner = fmt.Sprint(s.FirstFrame), fmt.Sprint(s.LastFrame), s.Owner.String()
-		}
-		v.add(color, s.FirstFrame, s.InvalidatedFrame, fmt.Sprint(s.Conn), fmt.Sprintf("0x%08x", s.STag), owner, adv, first, last,
-			fmt.Sprint(s.Uses), fmt.Sprint(s.Bytes), inv, s.Roles.String(), s.AdvBy)
+		return ""
 	}
-	v.done()
+	v.cell = func(e, col int) string {
+		s := &stags[e]
+		used := s.Uses > 0 // the tracker's entry (else only advertised)
+		switch col {
+		case 0:
+			return itoa(s.Conn)
+		case 1:
+			return fmt.Sprintf("0x%08x", s.STag)
+		case 2:
+			if used {
+				return s.Owner.String()
+			}
+			return ""
+		case 3:
+			return opt(s.Advertised)
+		case 4, 5:
+			if !used {
+				return ""
+			}
+			if col == 4 {
+				return itoa(s.FirstFrame)
+			}
+			return itoa(s.LastFrame)
+		case 6:
+			return fmt.Sprint(s.Uses)
+		case 7:
+			return fmt.Sprint(s.Bytes)
+		case 8:
+			return opt(s.InvalidatedFrame)
+		case 9:
+			return s.Roles.String()
+		}
+		return s.AdvBy
+	}
+	v.color = func(e int) tcell.Color {
+		if stags[e].InvalidatedFrame > 0 {
+			return palette.Warning
+		}
+		return tcell.ColorDefault
+	}
+	v.jumps = func(e int) (int, int) { return stags[e].FirstFrame, stags[e].InvalidatedFrame }
+	v.num = func(e, col int) (int64, bool) {
+		s := &stags[e]
+		switch col {
+		case 0:
+			return int64(s.Conn), true
+		case 1:
+			return int64(s.STag), true
+		case 3:
+			return int64(s.Advertised), true
+		case 4:
+			return int64(s.FirstFrame), true
+		case 5:
+			return int64(s.LastFrame), true
+		case 6:
+			return int64(s.Uses), true
+		case 7:
+			return int64(s.Bytes), true
+		case 8:
+			return int64(s.InvalidatedFrame), true
+		}
+		return 0, false
+	}
+	var set map[uint32]bool
+	var setFor *FilterRun
+	v.match = func(e int, fr *FilterRun) bool {
+		if setFor != fr {
+			set, setFor = ix.connsMatching(fr), fr
+		}
+		return set[uint32(stags[e].Conn)]
+	}
+	u.open(v)
 }
 
 func (u *UI) fillCmds() {
 	v := u.views["cmds"]
-	v.reset("Frame", "Time", "Conn", "Command", "Status", "Latency", "Expected", "Moved", "Inline", "Reads", "Writes", "STags", "Response")
-	for _, c := range u.S.Ix.Cmds() {
-		color, status, lat, resp := tcell.ColorDefault, c.Status, "", ""
-		switch {
-		case !c.Answered:
-			color, status = tcell.ColorOlive, "unanswered"
-		case !c.OK:
-			color = tcell.ColorRed
-		}
-		if c.Latency > 0 {
-			lat = c.Latency.Round(time.Microsecond).String()
+	ix := u.S.Ix
+	v.reset(ix.NumCmds(), "Frame", "Time", "Conn", "Command", "Status", "Latency", "Expected", "Moved", "Inline", "Reads", "Writes", "STags", "Response")
+	v.cell = func(e, col int) string {
+		c := ix.Cmd(e)
+		switch col {
+		case 0:
+			return itoa(int(c.RequestFrame))
+		case 1:
+			return secs(c.Rel)
+		case 2:
+			return itoa(int(c.Conn))
+		case 3:
+			return c.Label()
+		case 4:
+			if !c.Answered {
+				return "unanswered"
+			}
+			return c.Status
+		case 5:
+			if c.Latency > 0 {
+				return c.Latency.Round(time.Microsecond).String()
+			}
+			return ""
+		case 6:
+			return fmt.Sprint(c.Expected)
+		case 7:
+			return fmt.Sprint(c.Moved)
+		case 8:
+			return fmt.Sprint(c.Inline)
+		case 9:
+			return fmt.Sprint(c.Reads)
+		case 10:
+			return fmt.Sprint(c.Writes)
+		case 11:
+			var b []byte
+			for k, st := range ix.CmdSTags(&c) {
+				if k > 0 {
+					b = append(b, ' ')
+				}
+				b = fmt.Appendf(b, "0x%x", st)
+			}
+			return string(b)
 		}
 		if c.ResponseFrame > 0 {
-			resp = fmt.Sprintf("frame %d", c.ResponseFrame)
+			return fmt.Sprintf("frame %d", c.ResponseFrame)
 		}
-		stags := ""
-		for k, st := range u.S.Ix.CmdSTags(&c) {
-			if k > 0 {
-				stags += " "
-			}
-			stags += fmt.Sprintf("0x%x", st)
-		}
-		v.add(color, int(c.RequestFrame), int(c.ResponseFrame), fmt.Sprint(c.RequestFrame), secs(c.Rel), fmt.Sprint(c.Conn), c.Label(), status, lat,
-			fmt.Sprint(c.Expected), fmt.Sprint(c.Moved), fmt.Sprint(c.Inline), fmt.Sprint(c.Reads), fmt.Sprint(c.Writes), stags, resp)
+		return ""
 	}
-	v.done()
+	v.color = func(e int) tcell.Color {
+		switch c := ix.Cmd(e); {
+		case !c.Answered:
+			return palette.Warning
+		case !c.OK:
+			return palette.Error
+		}
+		return tcell.ColorDefault
+	}
+	v.jumps = func(e int) (int, int) {
+		c := ix.Cmd(e)
+		return int(c.RequestFrame), int(c.ResponseFrame)
+	}
+	v.num = func(e, col int) (int64, bool) {
+		c := ix.Cmd(e)
+		switch col {
+		case 0:
+			return int64(c.RequestFrame), true
+		case 1:
+			return c.Rel, true
+		case 2:
+			return int64(c.Conn), true
+		case 5:
+			return int64(c.Latency), true
+		case 6:
+			return int64(c.Expected), true
+		case 7:
+			return int64(c.Moved), true
+		case 8:
+			return int64(c.Inline), true
+		case 9:
+			return int64(c.Reads), true
+		case 10:
+			return int64(c.Writes), true
+		case 12:
+			return int64(c.ResponseFrame), true
+		}
+		return 0, false
+	}
+	v.match = func(e int, fr *FilterRun) bool {
+		c := ix.Cmd(e)
+		return ix.rowMatch(fr, int(c.Conn), int(c.RequestFrame))
+	}
+	u.open(v)
 }
 
 // ioGraph draws PDUs or ULPDU octets per interval over the capture, of
@@ -408,10 +688,10 @@ func (g *ioGraph) Draw(screen tcell.Screen) {
 			if level <= 0 {
 				continue
 			}
-			screen.SetContent(x+10+c, y+row, blocks[min(level, 8)], nil, tcell.StyleDefault.Foreground(tcell.ColorGreen))
+			screen.SetContent(x+10+c, y+row, blocks[min(level, 8)], nil, tcell.StyleDefault.Foreground(palette.Read))
 		}
 		if errs[c] > 0 {
-			screen.SetContent(x+10+c, y+gh, '!', nil, tcell.StyleDefault.Foreground(tcell.ColorRed))
+			screen.SetContent(x+10+c, y+gh, '!', nil, tcell.StyleDefault.Foreground(palette.Error))
 		}
 	}
 	tview.Print(screen, fmt.Sprintf("interval %v, %d columns; findings below the axis", step.Round(time.Microsecond), gw), x+10, y+gh+1, gw, tview.AlignLeft, tcell.ColorDefault)

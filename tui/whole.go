@@ -60,6 +60,13 @@ func (u *UI) showWhole() {
 	if text == "" {
 		return
 	}
+	u.showText(" The whole line: Esc, q or x closes ", text)
+}
+
+// showText opens the window with text (the whole line, the recent
+// files) under title.
+func (u *UI) showText(title, text string) {
+	u.whole.SetTitle(title)
 	u.whole.SetText(text).ScrollToBeginning()
 	u.wholeFrom = u.page
 	u.pages.ShowPage("whole")

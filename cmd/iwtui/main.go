@@ -24,11 +24,20 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 // in iwdump, so the same arguments mean the same and fail the same way.
 // FILE may also come first after the flags (iwtui FILE [capture filter]).
 // done says the command is over, with exit status code.
+// settings are the settings file's, with -t and --theme applied; timeFlag
+// is -t (it wins over what a screen saved, for this run).
+var (
+	settings tui.Settings
+	timeFlag string
+)
+
 func parse(args []string, stdout, stderr io.Writer) (cfg tui.Config, display string, code int, done bool) {
 	fs := flag.NewFlagSet("iwtui", flag.ContinueOnError)
 	var in capture.Options
 	in.Register(fs, capture.All)
 	fs.StringVar(&display, "Y", "", "start with the display `filter` applied (iwdump -Y language)")
+	theme := fs.String("theme", "", "colour `theme`: "+tui.ThemeNames()+" (default dark, or the settings file's; none when NO_COLOR is set); T cycles them, Z turns the list's colouring rules off")
+	tfmt := fs.String("t", "", "time `format` of the list: r (seconds since the first frame), a (time of day, UTC), ad (date and time, UTC), e (seconds since the epoch), as iwdump -t (default r, or the settings file's)")
 	doc.Setup(fs, stderr) // -h, --help, --version (doc.go)
 	if code, done := doc.Done(fs, fs.Parse(args), stdout); done {
 		return cfg, "", code, true
@@ -49,6 +58,23 @@ func parse(args []string, stdout, stderr io.Writer) (cfg tui.Config, display str
 	} else if done {
 		return cfg, "", exitcode.OK, true
 	}
+	st, err := tui.LoadSettings() // $XDG_CONFIG_HOME/iwkit/iwtui.json
+	if err != nil {
+		return fail(err)
+	}
+	if *theme != "" {
+		st.Theme = *theme
+	}
+	if err := tui.SetTheme(st.Theme); err != nil {
+		return fail(&capture.UsageError{Msg: "--theme: " + err.Error()})
+	}
+	if timeFlag = *tfmt; timeFlag != "" {
+		st.TimeFormat = timeFlag
+	}
+	if err := st.Check(); err != nil {
+		return fail(&capture.UsageError{Msg: "-t: " + err.Error()})
+	}
+	settings = st
 	if display != "" {
 		if _, err := analyze.CompileFilter(display); err != nil {
 			return fail(&capture.UsageError{Msg: "-Y: " + err.Error()})
@@ -67,24 +93,40 @@ func run(args []string, stdout *os.File, stderr io.Writer) int {
 	if done {
 		return code
 	}
-	s, err := tui.Open(cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "iwtui: %s\n", capture.Message("iwtui", err))
-		return exitcode.Failure
+	for {
+		s, err := tui.Open(cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "iwtui: %s\n", capture.Message("iwtui", err))
+			return exitcode.Failure
+		}
+		if !term.IsTerminal(int(stdout.Fd())) {
+			s.Close()
+			fmt.Fprintln(stderr, "iwtui: standard output is not a terminal; for text output use iwdump (iwdump -r FILE [-V] [-Y FILTER])")
+			return exitcode.NotATerminal
+		}
+		u := tui.New(s)
+		if err := u.Use(settings); err != nil {
+			fmt.Fprintf(stderr, "iwtui: %v\n", err) // the settings file could not be written: go on without it
+		}
+		if display != "" {
+			u.ApplyFilter(display)
+		}
+		err = u.Run()
+		s.Close()
+		if err != nil {
+			fmt.Fprintf(stderr, "iwtui: %v\n", err)
+			return exitcode.Failure
+		}
+		if u.LoadNext == "" {
+			return exitcode.OK
+		}
+		// :load: the same flags on another file.
+		if fresh, err := tui.LoadSettings(); err == nil { // what the last screen saved
+			settings.Filters, settings.Recent, settings.Columns = fresh.Filters, fresh.Recent, fresh.Columns
+			if timeFlag == "" {
+				settings.TimeFormat = fresh.TimeFormat
+			}
+		}
+		cfg.File, cfg.Files, display = u.LoadNext, nil, ""
 	}
-	defer s.Close()
-	if !term.IsTerminal(int(stdout.Fd())) {
-		fmt.Fprintln(stderr, "iwtui: standard output is not a terminal; for text output use iwdump (iwdump -r FILE [-V] [-Y FILTER])")
-		return exitcode.NotATerminal
-	}
-
-	u := tui.New(s)
-	if display != "" {
-		u.ApplyFilter(display)
-	}
-	if err := u.Run(); err != nil {
-		fmt.Fprintf(stderr, "iwtui: %v\n", err)
-		return exitcode.Failure
-	}
-	return exitcode.OK
 }

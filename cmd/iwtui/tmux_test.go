@@ -88,7 +88,9 @@ func startTmux(t *testing.T, capture string) *tmux {
 	bin := build(t, dir)
 	m := &tmux{t: t, sock: filepath.Join(dir, "tmux.sock")}
 	t.Cleanup(func() { m.run("kill-server") })
-	if out, err := m.run("new-session", "-d", "-s", "iw", "-x", "160", "-y", "45", bin+" "+capture); err != nil {
+	// Its own settings directory: the user's settings (columns, theme)
+	// neither change what it shows nor get written.
+	if out, err := m.run("new-session", "-d", "-s", "iw", "-x", "160", "-y", "45", "env XDG_CONFIG_HOME="+dir+" "+bin+" "+capture); err != nil {
 		t.Fatalf("tmux: %v %s", err, out)
 	}
 	return m
