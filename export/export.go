@@ -559,6 +559,15 @@ func (e *Exporter) command(r *analyze.Record) {
 	w.i64(int64(c.RequestFrame))
 	w.time(c.Start)
 	w.i64(int64(c.Latency))
+	if c.Phased {
+		w.i64(int64(c.Queue))
+		w.i64(int64(c.Transfer))
+		w.i64(int64(c.Backend))
+	} else {
+		w.null()
+		w.null()
+		w.null()
+	}
 	e.codes = e.codes[:0]
 	if r.Conn != nil {
 		for _, f := range e.recent[r.Conn.ID] {

@@ -236,6 +236,9 @@ var Commands = newTable("commands", "storage-protocol commands (NVMe-oF, iSCSI o
 		{Name: "request_frame", Type: Int64, Desc: "frame of the command Send's last segment"},
 		{Name: "start_time", Type: Time, Desc: "time of that frame"},
 		{Name: "latency_ns", Type: Int64, Desc: "the command Send's last segment to the response's last segment, ns"},
+		{Name: "queue_ns", Type: Int64, Optional: true, Desc: "latency phase: the command to the target's first data operation (ulp.phase.queue_ns); NULL when the command moved no data of its own"},
+		{Name: "transfer_ns", Type: Int64, Optional: true, Desc: "latency phase: the first to the last data operation (ulp.phase.transfer_ns)"},
+		{Name: "backend_ns", Type: Int64, Optional: true, Desc: "latency phase: the last data operation to the response (ulp.phase.backend_ns); queue_ns + transfer_ns + backend_ns = latency_ns"},
 		{Name: "findings", Type: Strings, Desc: "codes of the findings raised on the connection at the request or the response frame"},
 		{Name: "community_id", Type: String, Optional: false, Desc: "the connection's Community ID v1 (seed 0, TCP), as Zeek, Suricata and Arkime write it: joins with their flow records"},
 	}))

@@ -162,6 +162,11 @@ var (
 	fULPReads    = def("ulp.rdma_reads", decode.KindUint, false, "RDMA Read Requests against the command's STags")
 	fULPWrites   = def("ulp.rdma_writes", decode.KindUint, false, "RDMA Write messages into the command's STags")
 	fULPInline   = def("ulp.inline", decode.KindUint, false, "data octets carried in the Sends themselves (in-capsule, immediate, inline)")
+	// The latency's phases (phase.go): on a response whose command moved
+	// data of its own; the three sum to ulp.latency_ns.
+	fULPQueue    = def("ulp.phase.queue_ns", decode.KindUint, false, "target queueing: the command Send's last segment to the first data operation (the target's first Read Request or RDMA Write, or the first data Send), nanoseconds")
+	fULPTransfer = def("ulp.phase.transfer_ns", decode.KindUint, false, "transfer: the first data operation to the last data segment (last Read Response, RDMA Write or data Send), nanoseconds")
+	fULPBackend  = def("ulp.phase.backend_ns", decode.KindUint, false, "target backend: the last data segment to the response's last segment, nanoseconds")
 )
 
 // Prefixes are the protocol names a display filter may use alone, as
@@ -280,6 +285,11 @@ func (m *Message) addLink(c *Command) {
 	}
 	if c.Inline > 0 {
 		m.u(fULPInline, c.Inline)
+	}
+	if c.Phased {
+		m.u(fULPQueue, uint64(c.Queue))
+		m.u(fULPTransfer, uint64(c.Transfer))
+		m.u(fULPBackend, uint64(c.Backend))
 	}
 	m.Summary = append(m.Summary, " ("...)
 	m.Summary = append(m.Summary, c.Name...)

@@ -365,6 +365,7 @@ func (c *Conn) iserSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 		c.iscsiText(at, i2r, a, iop, itt, "Text", data, m, true, "")
 	case 0x05: // unsolicited Data-Out (RFC 7145 §7.3.4): data carried in Sends
 		if t := c.task(uint64(itt)); t != nil {
+			t.dataOp(a.start, at.Time) // host-driven data: a phase as the target's RDMA is
 			t.cmd.Inline += uint64(dsl)
 			if t.cmd.Expected >= uint64(dsl) {
 				t.cmd.Expected -= uint64(dsl)

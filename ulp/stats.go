@@ -28,6 +28,9 @@ type CmdStats struct {
 	// Latency is the distribution of the answered commands' latencies
 	// (Command.Latency, ns), as the export's commands.latency_ns holds them.
 	Latency percentile.Dist
+	// Queue, Transfer and Backend are the distributions of the phases of
+	// the answered commands that have them (Command.Phased; phase.go).
+	Queue, Transfer, Backend percentile.Dist
 }
 
 func (s *Stats) add(c *Command) {
@@ -54,6 +57,11 @@ func (s *Stats) add(c *Command) {
 		r.Errors[c.Status]++
 	}
 	r.Latency.Add(int64(c.Latency))
+	if c.Phased {
+		r.Queue.Add(int64(c.Queue))
+		r.Transfer.Add(int64(c.Transfer))
+		r.Backend.Add(int64(c.Backend))
+	}
 }
 
 // Merge adds o's rows to s.
@@ -78,6 +86,9 @@ func (s *Stats) Merge(o *Stats) {
 		x.Octets += r.Octets
 		x.Inline += r.Inline
 		x.Latency.Merge(&r.Latency)
+		x.Queue.Merge(&r.Queue)
+		x.Transfer.Merge(&r.Transfer)
+		x.Backend.Merge(&r.Backend)
 		for e, n := range r.Errors {
 			if x.Errors == nil {
 				x.Errors = map[string]uint64{}

@@ -115,6 +115,10 @@ type Command struct {
 	Has                              Has
 	NSID                             uint32
 	LUN, LBA, Blocks, Offset, Length uint64
+	// Queue, Transfer and Backend split Latency at the command's first
+	// and last data operation (phase.go); Phased says they are set.
+	Queue, Transfer, Backend time.Duration
+	Phased                   bool
 }
 
 // Has says which of a Command's target fields are set.
@@ -192,6 +196,7 @@ type task struct {
 	failed     bool
 	readOctets uint64 // of Moved, by RDMA Read
 	reads      int    // entries in Conn.sinks
+	ph         phaseMarks
 }
 
 // stagUse is an STag advertised by a task.
@@ -654,6 +659,7 @@ func (c *Conn) rdmaWrite(at At, i2r bool, s *decode.Segment, missing int) {
 		c.finding(at, i2r, CodeSTagWrongOp, "RDMA Write into STag 0x%08x, which %s %s advertised for the responder to read from, not to write (ulp-reference.md §6.1)", s.DDP.STag, protoTitle[c.proto], u.t.cmd.Name)
 	}
 	u.used = true
+	u.t.dataOp(at.Time, at.Time)
 	u.t.cmd.Moved += uint64(len(s.Payload) + missing) // what the wire moved, captured or not
 	if u.t.wantData > 0 && c.proto == NVMe {
 		nvmeLogData(u.t, s, missing) // a discovery log page
@@ -679,6 +685,7 @@ func (c *Conn) readRequest(at At, i2r bool, r *decode.ReadRequest) {
 		c.finding(at, i2r, CodeSTagWrongOp, "RDMA Read Request from STag 0x%08x, which %s %s advertised for the responder to write into, not to read (ulp-reference.md §6.1)", r.SrcSTag, protoTitle[c.proto], u.t.cmd.Name)
 	}
 	u.used = true
+	u.t.dataOp(at.Time, at.Time) // the target's first RDMA operation, when it reads
 	u.t.cmd.Reads++
 	if len(c.sinks) < 4*c.lim.Tasks {
 		c.sinks[r.SinkSTag] = u.t
@@ -699,6 +706,7 @@ func (c *Conn) readResponse(at At, i2r bool, s *decode.Segment, missing int) *Me
 	if t == nil {
 		return nil
 	}
+	t.dataOp(at.Time, at.Time)
 	t.cmd.Moved += uint64(len(s.Payload) + missing)
 	t.readOctets += uint64(len(s.Payload) + missing)
 	var m *Message
@@ -749,6 +757,7 @@ func (c *Conn) complete(at At, t *task, a *sendAsm, status string, ok bool, m *M
 	cmd.Status, cmd.OK, cmd.Answered = status, ok, true
 	cmd.ResponseFrame, cmd.End = at.Last, at.Time
 	cmd.Latency = at.Time.Sub(cmd.Start)
+	cmd.setPhases(&t.ph)
 	if a != nil && (a.opcode == decode.OpSendInv || a.opcode == decode.OpSendSEInv) {
 		found := false
 		for _, s := range t.stags[:t.nstags] {
