@@ -568,6 +568,7 @@ func (e *Exporter) command(r *analyze.Record) {
 		w.null()
 		w.null()
 	}
+	w.strOrNull(c.QueueName)
 	e.codes = e.codes[:0]
 	if r.Conn != nil {
 		for _, f := range e.recent[r.Conn.ID] {

@@ -239,6 +239,7 @@ var Commands = newTable("commands", "storage-protocol commands (NVMe-oF, iSCSI o
 		{Name: "queue_ns", Type: Int64, Optional: true, Desc: "latency phase: the command to the target's first data operation (ulp.phase.queue_ns); NULL when the command moved no data of its own"},
 		{Name: "transfer_ns", Type: Int64, Optional: true, Desc: "latency phase: the first to the last data operation (ulp.phase.transfer_ns)"},
 		{Name: "backend_ns", Type: Int64, Optional: true, Desc: "latency phase: the last data operation to the response (ulp.phase.backend_ns); queue_ns + transfer_ns + backend_ns = latency_ns"},
+		{Name: "queue", Type: String, Optional: true, Desc: "what the protocol calls the command's queue: NVMe \"qid Q cntlid C SUBNQN\" (Connect), iSCSI \"TARGETNAME tsih 0xT\" (Login); NULL for SMB2 and NFS (the connection is the queue)"},
 		{Name: "findings", Type: Strings, Desc: "codes of the findings raised on the connection at the request or the response frame"},
 		{Name: "community_id", Type: String, Optional: false, Desc: "the connection's Community ID v1 (seed 0, TCP), as Zeek, Suricata and Arkime write it: joins with their flow records"},
 	}))

@@ -30,7 +30,7 @@ func writeULPStat(w io.Writer, s *ulp.Stats, p ulp.Proto) {
 	fmt.Fprintln(w, line)
 	fmt.Fprintln(w, ulpStatTitles[p])
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "command\tcount\tunanswered\tRDMA octets\tinline octets\tp50\tp90\tp99\tmax\terrors\t")
+	fmt.Fprintln(tw, "command\tcount\tunanswered\tRDMA octets\tinline octets\tmin\tmean\tp50\tp90\tp99\tmax\terrors\t")
 	approx := false
 	if s != nil {
 		for _, k := range s.Rows(p) {
@@ -46,12 +46,15 @@ func writeULPStat(w io.Writer, s *ulp.Stats, p ulp.Proto) {
 			}
 			a := !r.Latency.Exact()
 			approx = approx || a
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t\n", k.Name, r.Count, r.Unanswered, r.Octets, r.Inline,
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", k.Name, r.Count, r.Unanswered, r.Octets, r.Inline,
+				dur(time.Duration(r.Latency.Min())), dur(time.Duration(r.Latency.Mean())),
 				pctl(r.Percentile(0.5), a), pctl(r.Percentile(0.9), a), pctl(r.Percentile(0.99), a), dur(time.Duration(r.Latency.Max())), e)
 		}
 	}
 	tw.Flush()
 	approx = writeULPPhases(w, s, p) || approx
+	approx = writeULPQueues(w, s, p) || approx
+	writeULPStuck(w, s, p)
 	approxNote(w, approx)
 	fmt.Fprintln(w, line)
 }

@@ -354,6 +354,9 @@ func (c *Conn) iserSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 		m.u(fISCSICSG, uint64(f1>>2&3))
 		m.u(fISCSINSG, uint64(f1&3))
 		m.u(fISCSITSIH, uint64(be16(bhs[14:])))
+		if iop == 0x23 && be16(bhs[14:]) != 0 {
+			c.qn.tsih, c.qn.name = be16(bhs[14:]), "" // names the queue (depth.go)
+		}
 		m.sumU("csg", uint64(f1>>2&3))
 		m.sumU("nsg", uint64(f1&3))
 		if iop == 0x23 {
@@ -406,6 +409,7 @@ func (c *Conn) iscsiText(at At, i2r bool, a *sendAsm, iop uint8, itt uint32, nam
 		if !i2r && strings.Contains(" "+k+" ", " InitialR2T=No ") {
 			c.iser.unsolicited = true
 		}
+		c.loginNames(i2r, iop, k)
 		m.sumU("keys", uint64(strings.Count(k, "=")))
 	}
 	if i2r {

@@ -519,6 +519,7 @@ func (c *Conn) nvmeConnectFields(d []byte, m *Message) {
 	m.u(fNVMeCCntlid, uint64(cntlid))
 	sub, host := cstr(d[256:512]), cstr(d[512:768])
 	m.s(fNVMeSubNQN, sub)
+	c.qn.subnqn, c.qn.name = sub, "" // names the queue (depth.go)
 	m.s(fNVMeHostNQN, host)
 	m.sum(" subnqn ", sub, " hostnqn ", host)
 }
@@ -661,7 +662,7 @@ func (c *Conn) nvmeResponse(at At, a *sendAsm, b []byte, m *Message) bool {
 	ok := sf>>1 == 0
 	switch {
 	case t.opc == 0x7F && t.fctype == 0x01 && ok:
-		st.cntlid = uint16(dw0)
+		st.cntlid, c.qn.name = uint16(dw0), ""
 		m.u(fNVMeCntlid, uint64(dw0&0xFFFF))
 		m.sumU("cntlid", uint64(dw0&0xFFFF))
 	case t.opc == 0x7F && t.fctype == 0x04 && ok:

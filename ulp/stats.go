@@ -11,6 +11,12 @@ import (
 type Stats struct {
 	Messages [numProtos]uint64
 	ByName   map[CmdKey]*CmdStats
+	// Queues are the queues (connections) with their own rows and depth,
+	// Stuck the commands outstanding at the end of the capture (depth.go);
+	// the Dropped counts are those past MaxQueues and MaxStuck.
+	Queues                      []*Queue
+	Stuck                       []Stuck
+	QueuesDropped, StuckDropped int
 }
 
 // CmdKey names a row: protocol and command name.
@@ -74,6 +80,22 @@ func (s *Stats) Merge(o *Stats) {
 	}
 	if s.ByName == nil {
 		s.ByName = map[CmdKey]*CmdStats{}
+	}
+	s.QueuesDropped += o.QueuesDropped
+	for _, q := range o.Queues {
+		if len(s.Queues) >= MaxQueues {
+			s.QueuesDropped++
+			continue
+		}
+		s.Queues = append(s.Queues, q)
+	}
+	s.StuckDropped += o.StuckDropped
+	for _, x := range o.Stuck {
+		if len(s.Stuck) >= MaxStuck {
+			s.StuckDropped++
+			continue
+		}
+		s.Stuck = append(s.Stuck, x)
 	}
 	for k, r := range o.ByName {
 		x := s.ByName[k]

@@ -119,6 +119,9 @@ type Command struct {
 	// and last data operation (phase.go); Phased says they are set.
 	Queue, Transfer, Backend time.Duration
 	Phased                   bool
+	// QueueName is what the protocol calls the command's queue (depth.go:
+	// "qid 1 cntlid 1 nqn...", "iqn... tsih 0x1"; "" when it names none).
+	QueueName string
 }
 
 // Has says which of a Command's target fields are set.
@@ -273,6 +276,16 @@ type Conn struct {
 	iser iserState
 	smb  smbState
 
+	// Queue and depth (depth.go): the analyzer's name of the connection,
+	// the capture's end, the time and frame of the unit being fed, the
+	// outstanding commands over time, what the protocol calls the queue.
+	connName  string
+	end, now  time.Time
+	nowFrame  int
+	depth     Depth
+	qn        queueNames
+	finishing bool
+
 	// Stats counts what this connection decoded.
 	Stats *Stats
 }
@@ -327,6 +340,7 @@ func (c *Conn) finding(at At, i2r bool, code finding.Code, format string, args .
 // ULP private data, or nil.
 func (c *Conn) Handshake(at At, i2r bool, f *decode.MPAFrame) *Message {
 	c.fromStart = true
+	c.now, c.nowFrame = at.Time, at.Last
 	pd := f.ULPPrivateData()
 	if !c.sure {
 		if p := classifyPD(pd, f, i2r, c.port); p != None {
@@ -388,6 +402,7 @@ func (c *Conn) Segment(at At, i2r bool, s *decode.Segment, missing int) *Message
 	if c.proto == None && c.tries[0] >= maxTries && c.tries[1] >= maxTries && !c.forced {
 		return nil // gave up: not a storage protocol
 	}
+	c.now, c.nowFrame = at.Time, at.Last
 	switch op := s.RDMAP.Opcode; {
 	case s.DDP.Tagged && op == decode.OpWrite:
 		c.rdmaWrite(at, i2r, s, missing)
@@ -584,6 +599,7 @@ func (c *Conn) newTask(at At, p Proto, id uint64, name string) (t, old *task) {
 	t.cmd = Command{Proto: p, Name: name, ID: id, RequestFrame: at.Last, Start: at.Time}
 	t.key = id
 	c.tasks[id] = t
+	c.depthChanged()
 	if c.opened == nil { // the message's fields are its first command's (an SMB2 compound's first)
 		c.opened, c.openedSeq = t, t.seq // its target is read from the message once decoded
 	}
@@ -630,6 +646,7 @@ func (c *Conn) dropTask(t *task) {
 	}
 	if c.tasks[t.key] == t {
 		delete(c.tasks, t.key)
+		c.depthChanged()
 		if len(c.freeTasks) < 64 && t.data == nil {
 			c.freeTasks = append(c.freeTasks, t)
 		}
@@ -781,6 +798,7 @@ func (c *Conn) complete(at At, t *task, a *sendAsm, status string, ok bool, m *M
 		}
 	}
 	cmd.STags, cmd.NSTags = t.stags, t.nstags
+	cmd.QueueName = c.queueName()
 	c.dropTask(t)
 	c.done = append(c.done, *cmd)
 	if c.Stats == nil {
@@ -804,13 +822,18 @@ func (c *Conn) Finish() {
 			ts[j], ts[j-1] = ts[j-1], ts[j]
 		}
 	}
+	c.finishing = true // what is left is outstanding at the end, not answered
 	for _, t := range ts {
 		t.cmd.STags, t.cmd.NSTags = t.stags, t.nstags
+		t.cmd.QueueName = c.queueName()
 		c.done = append(c.done, t.cmd)
 		if c.Stats == nil {
 			c.Stats = &Stats{}
 		}
 		c.Stats.add(&t.cmd)
+	}
+	c.finishQueue(ts)
+	for _, t := range ts {
 		c.dropTask(t)
 	}
 }
