@@ -138,7 +138,7 @@ var wireSize = map[string]int{
 	"smbd.max_receive_size": 4, "smbd.max_fragmented_size": 4, "smbd.flags": 2, "smbd.remaining": 4,
 	"smbd.data_offset": 4, "smbd.data_length": 4,
 	"smb2.msg_id": 8, "smb2.session_id": 8, "smb2.tree_id": 4, "smb2.async_id": 8, "smb2.credits": 2,
-	"smb2.flags": 4, "smb2.length": 4, "smb2.offset": 8, "smb2.remaining_bytes": 4, "smb2.token": 4,
+	"smb2.flags": 4, "smb2.credit_charge": 2, "smb2.length": 4, "smb2.offset": 8, "smb2.remaining_bytes": 4, "smb2.token": 4,
 	"smb2.data_length": 4, "smb2.data_remaining": 4, "smb2.count": 4,
 	"smb2.max_read_size": 4, "smb2.max_write_size": 4,
 	// named values
