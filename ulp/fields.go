@@ -164,9 +164,9 @@ var (
 	fULPInline   = def("ulp.inline", decode.KindUint, false, "data octets carried in the Sends themselves (in-capsule, immediate, inline)")
 	// The latency's phases (phase.go): on a response whose command moved
 	// data of its own; the three sum to ulp.latency_ns.
-	fULPQueue    = def("ulp.phase.queue_ns", decode.KindUint, false, "target queueing: the command Send's last segment to the first data operation (the target's first Read Request or RDMA Write, or the first data Send), nanoseconds")
-	fULPTransfer = def("ulp.phase.transfer_ns", decode.KindUint, false, "transfer: the first data operation to the last data segment (last Read Response, RDMA Write or data Send), nanoseconds")
-	fULPBackend  = def("ulp.phase.backend_ns", decode.KindUint, false, "target backend: the last data segment to the response's last segment, nanoseconds")
+	fULPQueue    = def("ulp.phase_queue_ns", decode.KindUint, false, "target queueing: the command Send's last segment to the first data operation (the target's first Read Request or RDMA Write, or the first data Send), nanoseconds")
+	fULPTransfer = def("ulp.phase_transfer_ns", decode.KindUint, false, "transfer: the first data operation to the last data segment (last Read Response, RDMA Write or data Send), nanoseconds")
+	fULPBackend  = def("ulp.phase_backend_ns", decode.KindUint, false, "target backend: the last data segment to the response's last segment, nanoseconds")
 )
 
 // Prefixes are the protocol names a display filter may use alone, as
