@@ -55,6 +55,15 @@ func writeULPQueues(w io.Writer, s *ulp.Stats, p ulp.Proto) bool {
 	approx := false
 	for _, q := range qs {
 		fmt.Fprintf(tw, "%s\t(depth)\tmax %d\tmean %.2f\t\t\t\t\t\t\t\n", QueueLabel(q.Key), q.Depth.Max, q.Depth.Mean())
+		for i := range q.Windows {
+			if ws := q.Windows[i].Series; len(ws) > 0 {
+				lo, hi := ws[0].Value, ws[0].Value
+				for _, p := range ws {
+					lo, hi = min(lo, p.Value), max(hi, p.Value)
+				}
+				fmt.Fprintf(tw, "\t(%s)\tmin %d\tmax %d\tlast %d\t%d changes\t\t\t\t\t\n", ulp.WindowNames[i], lo, hi, ws[len(ws)-1].Value, len(ws))
+			}
+		}
 		keys := make([]ulp.CmdKey, 0, len(q.Rows))
 		for k := range q.Rows {
 			keys = append(keys, k)

@@ -108,6 +108,9 @@ type Queue struct {
 	Key   QueueKey
 	Rows  map[CmdKey]*CmdStats
 	Depth Depth
+	// Windows are the queue's flow-control windows over time (window.go),
+	// by WinSMBDClient...; empty where the protocol has none.
+	Windows [NumWindows]Window
 }
 
 // Stuck is a command outstanding when the capture ends.
@@ -199,7 +202,7 @@ func (c *Conn) finishQueue(ts []*task) {
 			Start: t.cmd.Start, Age: end.Sub(t.cmd.Start), AER: c.proto == NVMe && t.opc == 0x0C && (c.nvme.haveQID || c.nvme.pdReq) && c.nvme.qid == 0})
 	}
 	c.depth.end = end
-	c.Stats.Queues = append(c.Stats.Queues, &Queue{Key: key, Rows: c.Stats.ByName, Depth: c.depth})
+	c.Stats.Queues = append(c.Stats.Queues, &Queue{Key: key, Rows: c.Stats.ByName, Depth: c.depth, Windows: c.windows})
 }
 
 // loginNames takes the TargetName of an iSCSI Login Request's keys (RFC

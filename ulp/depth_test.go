@@ -3,12 +3,14 @@ package ulp_test
 import (
 	"bytes"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/gen"
 	"github.com/iwkit/iwkit/pcap"
+	"github.com/iwkit/iwkit/ulp"
 )
 
 // msgTimes keeps the frame and time of every ULP message of a Send, and
@@ -86,6 +88,17 @@ func TestDepthSeries(t *testing.T) {
 	mean := area / float64(mt.last.Sub(mt.times[0]))
 	if q.Depth.Max != mx || math.Abs(q.Depth.Mean()-mean) > 1e-9 {
 		t.Errorf("max %d mean %v, truth %d %v", q.Depth.Max, q.Depth.Mean(), mx, mean)
+	}
+	// SQ head from the completions' SQHD, SQ tail from the submissions
+	// (the Connect and the six Flushes), at every change
+	for w, want := range map[int][]int64{ulp.WinNVMeSQHead: {1, 2, 3, 4, 5, 6}, ulp.WinNVMeSQTail: {1, 2, 3, 4, 5, 6, 7}} {
+		var got []int64
+		for _, p := range q.Windows[w].Series {
+			got = append(got, p.Value)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", ulp.WindowNames[w], got, want)
+		}
 	}
 	if len(rep.ULP.Stuck) != 1 || rep.ULP.Stuck[0].ID != 16 || rep.ULP.Stuck[0].Age != mt.last.Sub(mt.times[8]) || rep.ULP.Stuck[0].AER {
 		t.Errorf("outstanding at the end %+v, want cid 16 aged %v", rep.ULP.Stuck, mt.last.Sub(mt.times[8]))

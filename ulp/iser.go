@@ -242,6 +242,7 @@ func (c *Conn) iserSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 	switch {
 	case !i2r: // ExpCmdSN, MaxCmdSN
 		c.iser.expCmdSN, c.iser.maxCmdSN, c.iser.window = be32(bhs[28:]), be32(bhs[32:]), true
+		c.window(WinISCSICmdSN, int64(int32(c.iser.maxCmdSN-c.iser.expCmdSN)+1)) // window.go
 	case !imm && iop != 0x05 && iop != 0x03: // CmdSN at 24 on all but Data-Out and Login
 		c.cmdWindow(at, name, itt, be32(bhs[24:]))
 	}

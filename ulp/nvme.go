@@ -640,6 +640,7 @@ func (c *Conn) nvmeResponse(at At, a *sendAsm, b []byte, m *Message) bool {
 	m.u(fNVMeDW0, uint64(dw0))
 	m.u(fNVMeDW1, uint64(dw1))
 	m.u(fNVMeSQHD, uint64(sqhd))
+	c.window(WinNVMeSQHead, int64(sqhd)) // window.go
 	m.u(fNVMeSQID, uint64(sqid))
 	m.e(fNVMeStatus, uint64(sf>>1), status)
 	m.u(fNVMeSCT, uint64(sct))

@@ -283,6 +283,8 @@ type Conn struct {
 	end, now  time.Time
 	nowFrame  int
 	depth     Depth
+	windows   [NumWindows]Window
+	sqTail    int
 	qn        queueNames
 	finishing bool
 
@@ -600,6 +602,9 @@ func (c *Conn) newTask(at At, p Proto, id uint64, name string) (t, old *task) {
 	t.key = id
 	c.tasks[id] = t
 	c.depthChanged()
+	if p == NVMe {
+		c.nvmeSQTail()
+	}
 	if c.opened == nil { // the message's fields are its first command's (an SMB2 compound's first)
 		c.opened, c.openedSeq = t, t.seq // its target is read from the message once decoded
 	}

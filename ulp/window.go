@@ -1,6 +1,10 @@
 package ulp
 
-import "github.com/iwkit/iwkit/decode"
+import (
+	"time"
+
+	"github.com/iwkit/iwkit/decode"
+)
 
 // SMB2 credits ([MS-SMB2] §3.3.1.1, §3.3.5.2.3): the server keeps a
 // command sequence window of MessageIds the client may use; it starts as
@@ -17,6 +21,7 @@ var fSMB2Charge = def("smb2.credit_charge", decode.KindUint, false, "CreditCharg
 type smb2Window struct {
 	known bool   // the NEGOTIATE with MessageId 0 was seen: the window is known
 	top   uint64 // ids below it were granted
+	next  uint64 // ids below it were used
 }
 
 func (c *Conn) smb2Window(at At, h []byte, resp bool, cmd uint16, msgID uint64, m *Message, first bool) {
@@ -28,6 +33,7 @@ func (c *Conn) smb2Window(at At, h []byte, resp bool, cmd uint16, msgID uint64, 
 	if resp {
 		if w.known {
 			w.top += uint64(le16(h[14:])) // CreditResponse
+			c.window(WinSMB2Credits, int64(w.top)-int64(w.next))
 		}
 		return
 	}
@@ -38,8 +44,81 @@ func (c *Conn) smb2Window(at At, h []byte, resp bool, cmd uint16, msgID uint64, 
 		return
 	}
 	n := max(charge, 1)
+	w.next = max(w.next, msgID+n)
+	c.window(WinSMB2Credits, int64(w.top)-int64(w.next))
 	if msgID+n > w.top || msgID+n < msgID {
 		c.finding(at, true, CodeSMB2CreditWindow, "SMB2 request MessageId %d CreditCharge %d uses ids up to %d, but the server's credits granted ids below %d only ([MS-SMB2] §3.3.5.2.3)",
 			msgID, charge, msgID+n-1, w.top)
 	}
+}
+
+// Flow-control windows over time (issue 27): what each protocol lets the
+// sender have outstanding, recorded at every change of the queue's
+// connection, as Depth records the outstanding commands.
+const (
+	WinSMBDClient = iota // SMB Direct send credits the client holds ([MS-SMBD] §3.1.5.1)
+	WinSMBDServer        // ... the server holds
+	WinSMB2Credits       // SMB2 MessageIds granted and not yet used ([MS-SMB2] §3.3.1.1)
+	WinRPCCredits        // RPC-over-RDMA credits the responder granted (RFC 8166 §3.3.1)
+	WinISCSICmdSN        // iSCSI command window MaxCmdSN - ExpCmdSN + 1 (RFC 7143 §4.2.2.1)
+	WinNVMeSQHead        // NVMe SQ head pointer, SQHD of the completions (NVMe Base §4.6)
+	WinNVMeSQTail        // NVMe SQ tail: the commands the host submitted, modulo the queue size
+	NumWindows
+)
+
+// WindowNames name the windows, as the -z tables print them.
+var WindowNames = [NumWindows]string{"smbd client credits", "smbd server credits", "smb2 credits", "rpcrdma credits", "iscsi cmdsn window", "nvme sq head", "nvme sq tail"}
+
+// WindowPoint is a window's value from Time on (Frame changed it).
+type WindowPoint struct {
+	Time  time.Time
+	Frame int
+	Value int64
+}
+
+// Window is one window's series (at most MaxDepthPoints points).
+type Window struct {
+	Series    []WindowPoint
+	Truncated bool
+}
+
+// window records value v of window w, when it changed.
+func (c *Conn) window(w int, v int64) {
+	s := &c.windows[w]
+	if n := len(s.Series); n > 0 && s.Series[n-1].Value == v {
+		return
+	}
+	if len(s.Series) >= MaxDepthPoints {
+		s.Truncated = true
+		return
+	}
+	s.Series = append(s.Series, WindowPoint{c.now, c.nowFrame, v})
+}
+
+// smbdCredits records both sides' SMB Direct send credits.
+func (c *Conn) smbdCredits() {
+	st := &c.smb
+	if st.creditsKnown[0] {
+		c.window(WinSMBDClient, int64(st.credits[0]))
+	}
+	if st.creditsKnown[1] {
+		c.window(WinSMBDServer, int64(st.credits[1]))
+	}
+}
+
+// nvmeSQTail counts a submitted NVMe command into the SQ tail.
+func (c *Conn) nvmeSQTail() {
+	st := &c.nvme
+	size := 0
+	switch {
+	case st.connectSQSize > 0:
+		size = int(st.connectSQSize) + 1
+	case st.pdReq:
+		size = int(st.hsqsize) + 1
+	}
+	c.sqTail++
+	if size > 0 {
+		c.sqTail %= size
+	}
+	c.window(WinNVMeSQTail, int64(c.sqTail))
 }

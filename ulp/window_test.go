@@ -1,9 +1,11 @@
 package ulp_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/iwkit/iwkit/gen"
+	"github.com/iwkit/iwkit/ulp"
 )
 
 // TestSMB2CreditWindow: the server grants ids below 1 (NEGOTIATE) + 2 +
@@ -38,7 +40,7 @@ func TestSMB2CreditWindow(t *testing.T) {
 		send("r2i", smbdData(1, 0, resp(8, 1))),
 		send("i2r", smbdData(0, 0, req(12, 5))), // ids 12..16: 16 is not below 16
 	)
-	col, _ := analyzeBytes(t, genPcap(t, &gen.Scenario{Name: "smb2-window", Seed: 9, Connections: []gen.Connection{c}}), analyzeConfig())
+	col, rep := analyzeBytes(t, genPcap(t, &gen.Scenario{Name: "smb2-window", Seed: 9, Connections: []gen.Connection{c}}), analyzeConfig())
 	n := 0
 	for _, f := range col.findings {
 		if f == "smb2.credit_window" {
@@ -47,5 +49,19 @@ func TestSMB2CreditWindow(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d smb2.credit_window findings, want 1 (MessageId 12 CreditCharge 5): %v", n, col.findings)
+	}
+	// ids granted and not used, at every change: NEGOTIATE uses 0 (0 left),
+	// its response grants 2, MessageId 1 uses one, ... the last request
+	// overdraws by one.
+	want := []int64{0, 2, 1, 9, 7, 3, 7, 3, 4, -1}
+	if len(rep.ULP.Queues) != 1 {
+		t.Fatalf("%d queues", len(rep.ULP.Queues))
+	}
+	var got []int64
+	for _, p := range rep.ULP.Queues[0].Windows[ulp.WinSMB2Credits].Series {
+		got = append(got, p.Value)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("smb2 credits over time %v, want %v", got, want)
 	}
 }
