@@ -56,13 +56,13 @@ func (c *Conn) smb2Window(at At, h []byte, resp bool, cmd uint16, msgID uint64, 
 // sender have outstanding, recorded at every change of the queue's
 // connection, as Depth records the outstanding commands.
 const (
-	WinSMBDClient = iota // SMB Direct send credits the client holds ([MS-SMBD] §3.1.5.1)
-	WinSMBDServer        // ... the server holds
-	WinSMB2Credits       // SMB2 MessageIds granted and not yet used ([MS-SMB2] §3.3.1.1)
-	WinRPCCredits        // RPC-over-RDMA credits the responder granted (RFC 8166 §3.3.1)
-	WinISCSICmdSN        // iSCSI command window MaxCmdSN - ExpCmdSN + 1 (RFC 7143 §4.2.2.1)
-	WinNVMeSQHead        // NVMe SQ head pointer, SQHD of the completions (NVMe Base §4.6)
-	WinNVMeSQTail        // NVMe SQ tail: the commands the host submitted, modulo the queue size
+	WinSMBDClient  = iota // SMB Direct send credits the client holds ([MS-SMBD] §3.1.5.1)
+	WinSMBDServer         // ... the server holds
+	WinSMB2Credits        // SMB2 MessageIds granted and not yet used ([MS-SMB2] §3.3.1.1)
+	WinRPCCredits         // RPC-over-RDMA credits the responder granted (RFC 8166 §3.3.1)
+	WinISCSICmdSN         // iSCSI command window MaxCmdSN - ExpCmdSN + 1 (RFC 7143 §4.2.2.1)
+	WinNVMeSQHead         // NVMe SQ head pointer, SQHD of the completions (NVMe Base §4.6)
+	WinNVMeSQTail         // NVMe SQ tail: the commands the host submitted, modulo the queue size
 	NumWindows
 )
 
