@@ -209,7 +209,8 @@ func (c *Conn) smbSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool {
 		}
 	}
 	st.credits[1-d] += int(credGr)
-	c.smbdCredits()                                                    // window.go
+	c.smbdCredits() // the credits over time (window.go)
+
 	if mr := st.maxRecv[1-d]; mr > 0 && uint64(a.total) > uint64(mr) { // not uint32(a.total): a Send past 4 GiB would wrap under the limit
 		c.finding(at, i2r, CodeSMBDTooLarge, "SMB Direct message of %d octets, larger than the peer's MaxReceiveSize %d ([MS-SMBD] §3.1.5.1)", a.total, mr)
 	}
