@@ -15,9 +15,14 @@ import (
 // Connect; iSCSI TargetName and TSIH from the Login; the server address
 // for NFS and SMB2) and counts its outstanding commands at every change.
 
-// MaxDepthPoints bounds a queue's depth series: past it the series stops
-// (Depth.Truncated) while Max and Mean stay exact.
-const MaxDepthPoints = 1 << 16
+// MaxDepthPoints bounds a queue's depth series (and each window's): past
+// it the series stops (Truncated) while Max and Mean stay exact.
+// MaxSeriesPoints bounds the points of all the queues a Stats keeps: past
+// it a queue keeps its rows, Max and Mean, not its series.
+const (
+	MaxDepthPoints  = 1 << 12
+	MaxSeriesPoints = 1 << 20
+)
 
 // MaxQueues bounds the queues a Stats lists (Stats.QueuesDropped counts
 // the rest, still in the totals); MaxStuck the outstanding commands listed.

@@ -104,3 +104,22 @@ func TestDepthSeries(t *testing.T) {
 		t.Errorf("outstanding at the end %+v, want cid 16 aged %v", rep.ULP.Stuck, mt.last.Sub(mt.times[8]))
 	}
 }
+
+// TestDepthBounded: past MaxDepthPoints changes a queue's series stops
+// (Truncated) while its max and mean stay exact.
+func TestDepthBounded(t *testing.T) {
+	sc := &gen.Scenario{Name: "depth-bounded", Seed: 32, Repeat: ulp.MaxDepthPoints/2 + 10, Connections: []gen.Connection{nvmeConn("10.0.0.1:40021", 1,
+		send("i2r", sqe(0x00, 7, 1, 0x40, 0, 0, 0)), send("r2i", cqe(7, 1, 1, 0, 0)))}}
+	src, err := pcap.NewReader(bytes.NewReader(genPcap(t, sc)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := analyze.Run(src, analyze.Config{}, &msgTimes{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := rep.ULP.Queues[0]
+	if len(q.Depth.Series) != ulp.MaxDepthPoints || !q.Depth.Truncated || q.Depth.Max != 1 || q.Depth.Mean() <= 0 || q.Depth.Mean() >= 1 {
+		t.Errorf("%d points, truncated %v, max %d, mean %v", len(q.Depth.Series), q.Depth.Truncated, q.Depth.Max, q.Depth.Mean())
+	}
+}

@@ -17,6 +17,7 @@ type Stats struct {
 	Queues                      []*Queue
 	Stuck                       []Stuck
 	QueuesDropped, StuckDropped int
+	points                      int // of the Queues' series (MaxSeriesPoints)
 }
 
 // CmdKey names a row: protocol and command name.
@@ -88,6 +89,18 @@ func (s *Stats) Merge(o *Stats) {
 			continue
 		}
 		s.Queues = append(s.Queues, q)
+		n := len(q.Depth.Series)
+		for i := range q.Windows {
+			n += len(q.Windows[i].Series)
+		}
+		if s.points+n > MaxSeriesPoints {
+			q.Depth.Series, q.Depth.Truncated = nil, true
+			for i := range q.Windows {
+				q.Windows[i].Series, q.Windows[i].Truncated = nil, true
+			}
+			n = 0
+		}
+		s.points += n
 	}
 	s.StuckDropped += o.StuckDropped
 	for _, x := range o.Stuck {
