@@ -98,6 +98,7 @@ func (h *handler) ulpPDU(c *reassembly.Conn, e *reassembly.PDUEvent, r *Record) 
 	*s = pduSite("", c, e)
 	s.ulp = uc
 	if p.IsMPAFrame {
+		ulpName(uc, c)
 		if !h.ulpGuard(c, s, func() { r.ULP = uc.Handshake(at, i2r, &p.MPA) }) {
 			return nil
 		}
@@ -142,6 +143,16 @@ func (h *handler) ulpAfter(c *reassembly.Conn, d reassembly.Dir, uc *ulp.Conn, e
 	}
 }
 
+// ulpName names the queue's connection "initiator > responder" (once the
+// MPA Request says which end is which).
+func ulpName(uc *ulp.Conn, c *reassembly.Conn) {
+	init := reassembly.DirAB
+	if c.Initiator >= 0 {
+		init = reassembly.Dir(c.Initiator)
+	}
+	uc.SetName(c.Addr[init].String() + " > " + c.Addr[init.Other()].String())
+}
+
 // ulpGap tells the connection's ULP state of octets the capture lost.
 func (h *handler) ulpGap(c *reassembly.Conn) {
 	if uc := h.u.conns[int(c.ID)]; uc != nil {
@@ -162,6 +173,10 @@ func (h *handler) ulpClosed(id, frame int, t time.Time) {
 		return
 	}
 	s := site{ulp: uc, c: h.conns[id], t: h.last, what: "the end of the connection"}
+	uc.SetEnd(h.last) // what is outstanding is that old at the close or the end
+	if c := h.conns[id]; c != nil {
+		ulpName(uc, c)
+	}
 	if !h.guard(&s, uc.Finish) {
 		h.contained(&s)
 	}

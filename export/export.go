@@ -569,6 +569,16 @@ func (e *Exporter) command(r *analyze.Record) {
 	} else {
 		w.null()
 	}
+	if c.Phased {
+		w.i64(int64(c.Queue))
+		w.i64(int64(c.Transfer))
+		w.i64(int64(c.Backend))
+	} else {
+		w.null()
+		w.null()
+		w.null()
+	}
+	w.strOrNull(c.QueueName)
 	e.codes = e.codes[:0]
 	if r.Conn != nil {
 		for _, f := range e.recent[r.Conn.ID] {

@@ -176,6 +176,8 @@ const (
 	SMB2Magic              // reassembled SMB Direct message does not start with an SMB2 header
 	SMB2Channel            // READ/WRITE RDMA channel info not whole 16-octet descriptors inside the message
 	SMB2SizeLimit          // READ/WRITE length above the MaxReadSize/MaxWriteSize of SMB2 NEGOTIATE
+	// issue 27 windows (h-stor2)
+	SMB2CreditWindow // SMB2 request whose MessageId + CreditCharge lies beyond the credits the server granted
 
 	numCodes
 )
@@ -333,4 +335,5 @@ var infos = [numCodes]Info{
 	SMB2Magic:               {Name: "smb2.bad_magic", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "reassembled SMB Direct message does not start with an SMB2 header"},
 	SMB2Channel:             {Name: "smb2.channel_info", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "READ/WRITE RDMA channel info not whole 16-octet descriptors inside the message"},
 	SMB2SizeLimit:           {Name: "smb2.size_limit", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.4", Summary: "READ Length or WRITE Length/RemainingBytes above the MaxReadSize/MaxWriteSize of SMB2 NEGOTIATE"},
+	SMB2CreditWindow:        {Name: "smb2.credit_window", Severity: Error, Stage: StageULP, Ref: "MS-SMB2 §3.3.5.2.3", Summary: "SMB2 request whose MessageId + CreditCharge lies beyond the sequence window the server's credits granted"},
 }

@@ -47,8 +47,12 @@ type conn struct {
 	pass       int
 	passBytes  int64
 	lastSender int
-	skipped    bool // frames of it were before the capture started
-	seen       bool // a frame of it was captured
+	// pinned: the next frame with payload is stamped at pinAt (Op.Gap,
+	// Op.ResponseGap), after lastData, the last frame with payload.
+	pinned          bool
+	pinAt, lastData time.Duration
+	skipped         bool // frames of it were before the capture started
+	seen            bool // a frame of it was captured
 	// genFrames counts its frames; the capture misses the first skip
 	// (mid-stream start).
 	genFrames   int
@@ -464,7 +468,7 @@ func (c *conn) nextSender() int {
 		}
 		i = 0
 	}
-	if ops[i].Op == OpNamePause || ops[i].Delay > 0 {
+	if ops[i].Op == OpNamePause || ops[i].Delay > 0 || ops[i].Gap > 0 {
 		return -1
 	}
 	return dirIndex(ops[i].Dir)
@@ -535,6 +539,17 @@ func (c *conn) runOp(i int, op *Op) error {
 			return nil
 		}
 		g.now += time.Duration(op.Delay)
+	}
+	if op.Gap > 0 {
+		for _, x := range c.h {
+			if err := x.flush(); err != nil {
+				return err
+			}
+		}
+		if err := c.ackIdle(-1); err != nil {
+			return err
+		}
+		c.pin(time.Duration(op.Gap))
 	}
 	size := int(op.Size)
 	if len(op.Payload) > 0 {
@@ -655,6 +670,9 @@ func (c *conn) runOp(i int, op *Op) error {
 		if err := h.flush(); err != nil {
 			return err
 		}
+		if op.ResponseGap > 0 {
+			c.pin(time.Duration(op.ResponseGap))
+		}
 		if resp.opc == decode.OpAtomicResponse {
 			resp.aresp.OrigRequestID = m.areq.RequestID
 		}
@@ -680,6 +698,12 @@ func (c *conn) runOp(i int, op *Op) error {
 		return err
 	}
 	return c.ackIdle(next)
+}
+
+// pin stamps the connection's next frame with payload gap after its last
+// one (Op.Gap, Op.ResponseGap).
+func (c *conn) pin(gap time.Duration) {
+	c.pinned, c.pinAt = true, c.lastData+gap
 }
 
 // countRead counts a Read Request from h as outstanding and notes on m

@@ -244,6 +244,12 @@ func (g *generator) loop() error {
 // how many payload octets were captured.
 func (g *generator) writeFrame(h *half, f *tcpFields, payload []byte, snap int) (int, int, error) {
 	c := h.c
+	if c.pinned && len(payload) > 0 {
+		// A planted gap: the whole time since the last payload frame, no
+		// turnaround latency on top.
+		c.pinned, c.lastSender = false, h.d
+		g.now = max(g.now, c.pinAt)
+	}
 	if c.lastSender != h.d {
 		if c.lastSender >= 0 {
 			g.now += g.latency
@@ -260,6 +266,9 @@ func (g *generator) writeFrame(h *half, f *tcpFields, payload []byte, snap int) 
 		capLen = snap
 	}
 	ts := g.start.Add(g.now)
+	if len(payload) > 0 {
+		c.lastData = g.now
+	}
 	g.now += time.Duration(float64(wire+wireOverhead)*g.psPerByte) / 1000
 	g.genFrames++
 	c.genFrames++

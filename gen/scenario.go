@@ -257,6 +257,17 @@ type Op struct {
 	Unanswered bool `json:"unanswered,omitempty" yaml:"unanswered,omitempty"`
 	// Delay is idle time before the operation (e.g. "50us").
 	Delay Duration `json:"delay,omitempty" yaml:"delay,omitempty"`
+	// Gap stamps the operation's first frame exactly Gap after the
+	// connection's previous frame that carried payload (no serialization
+	// or turnaround latency in between; ACKs in between stay inside it), so
+	// a scenario plants a known time between two operations: the target
+	// queueing before a storage command's first RDMA operation, its
+	// backend before the response. ResponseGap does the same for the
+	// response of a read or an atomic, after the request's last frame: a
+	// known RDMA transfer time. A gap shorter than the ACKs generated in
+	// it is stretched to them.
+	Gap         Duration `json:"gap,omitempty" yaml:"gap,omitempty"`
+	ResponseGap Duration `json:"response_gap,omitempty" yaml:"response_gap,omitempty"`
 	// Repeat runs the operation this many times (0 and 1: once); writes
 	// and reads advance their TO by Size each time.
 	Repeat int `json:"repeat,omitempty" yaml:"repeat,omitempty"`
@@ -672,6 +683,9 @@ func (c *Connection) validate() error {
 		}
 		if op.Delay < 0 || time.Duration(op.Delay) > time.Hour {
 			return fmt.Errorf("op %d: delay %v outside 0..1h", i, time.Duration(op.Delay))
+		}
+		if op.Gap < 0 || time.Duration(op.Gap) > time.Hour || op.ResponseGap < 0 || time.Duration(op.ResponseGap) > time.Hour {
+			return fmt.Errorf("op %d: gap %v or response_gap %v outside 0..1h", i, time.Duration(op.Gap), time.Duration(op.ResponseGap))
 		}
 		switch op.Headers {
 		case "", "auto", "none", "ddp", "ddp_rdma":

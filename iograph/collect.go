@@ -6,6 +6,7 @@ import (
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/pcap"
 	"github.com/iwkit/iwkit/track"
+	"github.com/iwkit/iwkit/ulp"
 )
 
 // Collector gathers, from the frames and records of one shard of a run,
@@ -16,7 +17,9 @@ type Collector struct {
 	Start time.Time // the first frame's
 	IO    *Bins
 	Lat   Latency
-	seen  bool
+	// Cmds are the answered storage commands' latencies, by command.
+	Cmds map[ulp.CmdKey]*Latency
+	seen bool
 }
 
 // MaxIntervals bounds the I/O graph of a Collector; it starts at 1 ms.
@@ -40,6 +43,10 @@ func (c *Collector) Record(r *analyze.Record) {
 		if r.Op.Kind == track.OpRead && r.Op.Status == track.OpOK {
 			c.Lat.Add(r.Op.Latency)
 		}
+	case analyze.KindCommand:
+		if r.Cmd.Answered {
+			c.cmd(ulp.CmdKey{Proto: r.Cmd.Proto, Name: r.Cmd.Name}).Add(r.Cmd.Latency)
+		}
 	}
 }
 
@@ -54,6 +61,33 @@ func Merge(cs []*Collector) *Collector {
 		for i := range cs[0].Lat {
 			cs[0].Lat[i] += o.Lat[i]
 		}
+		for k, l := range o.Cmds {
+			x := cs[0].cmd(k)
+			for i := range x {
+				x[i] += l[i]
+			}
+		}
 	}
 	return cs[0]
+}
+
+// maxCmdNames bounds the command names a Collector keeps apart.
+const maxCmdNames = 256
+
+func (c *Collector) cmd(k ulp.CmdKey) *Latency {
+	l := c.Cmds[k]
+	if l == nil {
+		if c.Cmds == nil {
+			c.Cmds = map[ulp.CmdKey]*Latency{}
+		}
+		if len(c.Cmds) >= maxCmdNames {
+			k.Name = "(other)"
+			if l = c.Cmds[k]; l != nil {
+				return l
+			}
+		}
+		l = &Latency{}
+		c.Cmds[k] = l
+	}
+	return l
 }

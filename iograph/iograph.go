@@ -99,5 +99,14 @@ func (l *Latency) Add(d time.Duration) {
 	l[b]++
 }
 
+// Total is the durations counted.
+func (l *Latency) Total() uint64 {
+	n := uint64(0)
+	for _, x := range l {
+		n += x
+	}
+	return n
+}
+
 // Low is the lower edge of bin i (the upper edge of bin i-1).
 func Low(i int) time.Duration { return time.Duration(100 * math.Pow(10, float64(i)/12)) }

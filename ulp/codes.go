@@ -44,4 +44,5 @@ const (
 	CodeSMBDNegotiate      = finding.SMBDNegotiate
 	CodeSMB2Magic          = finding.SMB2Magic
 	CodeSMB2Channel        = finding.SMB2Channel
+	CodeSMB2CreditWindow   = finding.SMB2CreditWindow
 )

@@ -138,7 +138,7 @@ var wireSize = map[string]int{
 	"smbd.max_receive_size": 4, "smbd.max_fragmented_size": 4, "smbd.flags": 2, "smbd.remaining": 4,
 	"smbd.data_offset": 4, "smbd.data_length": 4,
 	"smb2.msg_id": 8, "smb2.session_id": 8, "smb2.tree_id": 4, "smb2.async_id": 8, "smb2.credits": 2,
-	"smb2.flags": 4, "smb2.length": 4, "smb2.offset": 8, "smb2.remaining_bytes": 4, "smb2.token": 4,
+	"smb2.flags": 4, "smb2.credit_charge": 2, "smb2.length": 4, "smb2.offset": 8, "smb2.remaining_bytes": 4, "smb2.token": 4,
 	"smb2.data_length": 4, "smb2.data_remaining": 4, "smb2.count": 4,
 	"smb2.max_read_size": 4, "smb2.max_write_size": 4,
 	// named values
@@ -162,6 +162,11 @@ var (
 	fULPReads    = def("ulp.rdma_reads", decode.KindUint, false, "RDMA Read Requests against the command's STags")
 	fULPWrites   = def("ulp.rdma_writes", decode.KindUint, false, "RDMA Write messages into the command's STags")
 	fULPInline   = def("ulp.inline", decode.KindUint, false, "data octets carried in the Sends themselves (in-capsule, immediate, inline)")
+	// The latency's phases (phase.go): on a response whose command moved
+	// data of its own; the three sum to ulp.latency_ns.
+	fULPQueue    = def("ulp.phase_queue_ns", decode.KindUint, false, "target queueing: the command Send's last segment to the first data operation (the target's first Read Request or RDMA Write, or the first data Send), nanoseconds")
+	fULPTransfer = def("ulp.phase_transfer_ns", decode.KindUint, false, "transfer: the first data operation to the last data segment (last Read Response, RDMA Write or data Send), nanoseconds")
+	fULPBackend  = def("ulp.phase_backend_ns", decode.KindUint, false, "target backend: the last data segment to the response's last segment, nanoseconds")
 )
 
 // Prefixes are the protocol names a display filter may use alone, as
@@ -280,6 +285,11 @@ func (m *Message) addLink(c *Command) {
 	}
 	if c.Inline > 0 {
 		m.u(fULPInline, c.Inline)
+	}
+	if c.Phased {
+		m.u(fULPQueue, uint64(c.Queue))
+		m.u(fULPTransfer, uint64(c.Transfer))
+		m.u(fULPBackend, uint64(c.Backend))
 	}
 	m.Summary = append(m.Summary, " ("...)
 	m.Summary = append(m.Summary, c.Name...)

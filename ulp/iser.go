@@ -242,6 +242,7 @@ func (c *Conn) iserSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 	switch {
 	case !i2r: // ExpCmdSN, MaxCmdSN
 		c.iser.expCmdSN, c.iser.maxCmdSN, c.iser.window = be32(bhs[28:]), be32(bhs[32:]), true
+		c.window(WinISCSICmdSN, int64(int32(c.iser.maxCmdSN-c.iser.expCmdSN)+1)) // window.go
 	case !imm && iop != 0x05 && iop != 0x03: // CmdSN at 24 on all but Data-Out and Login
 		c.cmdWindow(at, name, itt, be32(bhs[24:]))
 	}
@@ -354,6 +355,9 @@ func (c *Conn) iserSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 		m.u(fISCSICSG, uint64(f1>>2&3))
 		m.u(fISCSINSG, uint64(f1&3))
 		m.u(fISCSITSIH, uint64(be16(bhs[14:])))
+		if iop == 0x23 && be16(bhs[14:]) != 0 {
+			c.qn.tsih, c.qn.name = be16(bhs[14:]), "" // names the queue (depth.go)
+		}
 		m.sumU("csg", uint64(f1>>2&3))
 		m.sumU("nsg", uint64(f1&3))
 		if iop == 0x23 {
@@ -365,6 +369,7 @@ func (c *Conn) iserSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 		c.iscsiText(at, i2r, a, iop, itt, "Text", data, m, true, "")
 	case 0x05: // unsolicited Data-Out (RFC 7145 §7.3.4): data carried in Sends
 		if t := c.task(uint64(itt)); t != nil {
+			t.dataOp(a.start, at.Time) // host-driven data: a phase as the target's RDMA is
 			t.cmd.Inline += uint64(dsl)
 			if t.cmd.Expected >= uint64(dsl) {
 				t.cmd.Expected -= uint64(dsl)
@@ -405,6 +410,7 @@ func (c *Conn) iscsiText(at At, i2r bool, a *sendAsm, iop uint8, itt uint32, nam
 		if !i2r && strings.Contains(" "+k+" ", " InitialR2T=No ") {
 			c.iser.unsolicited = true
 		}
+		c.loginNames(i2r, iop, k)
 		m.sumU("keys", uint64(strings.Count(k, "=")))
 	}
 	if i2r {

@@ -522,6 +522,7 @@ func (c *Conn) nvmeConnectFields(d []byte, m *Message, frame int, qid uint16) {
 	m.u(fNVMeCCntlid, uint64(cntlid))
 	sub, host := cstr(d[256:512]), cstr(d[512:768])
 	m.s(fNVMeSubNQN, sub)
+	c.qn.subnqn, c.qn.name = sub, "" // names the queue (depth.go)
 	m.s(fNVMeHostNQN, host)
 	c.disc.connect(Connected{Frame: frame, QID: qid, SubNQN: sub})
 	m.sum(" subnqn ", sub, " hostnqn ", host)
@@ -643,6 +644,7 @@ func (c *Conn) nvmeResponse(at At, a *sendAsm, b []byte, m *Message) bool {
 	m.u(fNVMeDW0, uint64(dw0))
 	m.u(fNVMeDW1, uint64(dw1))
 	m.u(fNVMeSQHD, uint64(sqhd))
+	c.window(WinNVMeSQHead, int64(sqhd)) // window.go
 	m.u(fNVMeSQID, uint64(sqid))
 	m.e(fNVMeStatus, uint64(sf>>1), status)
 	m.u(fNVMeSCT, uint64(sct))
@@ -665,7 +667,7 @@ func (c *Conn) nvmeResponse(at At, a *sendAsm, b []byte, m *Message) bool {
 	ok := sf>>1 == 0
 	switch {
 	case t.opc == 0x7F && t.fctype == 0x01 && ok:
-		st.cntlid = uint16(dw0)
+		st.cntlid, c.qn.name = uint16(dw0), ""
 		m.u(fNVMeCntlid, uint64(dw0&0xFFFF))
 		m.sumU("cntlid", uint64(dw0&0xFFFF))
 	case t.opc == 0x7F && t.fctype == 0x04 && ok:

@@ -786,6 +786,7 @@ func (c *Conn) rpcReply(at At, i2r bool, a *sendAsm, xid uint32, rpc []byte, m *
 			c.finding(at, false, CodeRPCZeroCredit, "RPC-over-RDMA reply xid 0x%x grants 0 credits: a responder grants at least one (RFC 8166 §3.3.1)", xid)
 		}
 		st.credits = credit
+		c.window(WinRPCCredits, int64(credit)) // window.go
 	}
 	t := c.task(rpcTaskKey(xid, i2r))
 	if t == nil {

@@ -19,6 +19,7 @@ type smbState struct {
 	maxRead, maxWrite uint32
 	credits           [2]int // send credits the client [0] / server [1] holds
 	creditsKnown      [2]bool
+	win               smb2Window // window.go
 	frag              [2]smbFrag
 }
 
@@ -208,6 +209,8 @@ func (c *Conn) smbSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool {
 		}
 	}
 	st.credits[1-d] += int(credGr)
+	c.smbdCredits() // the credits over time (window.go)
+
 	if mr := st.maxRecv[1-d]; mr > 0 && uint64(a.total) > uint64(mr) { // not uint32(a.total): a Send past 4 GiB would wrap under the limit
 		c.finding(at, i2r, CodeSMBDTooLarge, "SMB Direct message of %d octets, larger than the peer's MaxReceiveSize %d ([MS-SMBD] §3.1.5.1)", a.total, mr)
 	}
@@ -282,6 +285,7 @@ func (c *Conn) smb2One(at At, i2r bool, a *sendAsm, h []byte, m *Message, first 
 	status, cmd, credits, flags := le32(h[8:]), le16(h[12:]), le16(h[14:]), le32(h[16:])
 	msgID := le64(h[24:])
 	resp := flags&1 != 0
+	c.smb2Window(at, h, resp, cmd, msgID, m, first) // window.go
 	name := "0x" + strconv.FormatUint(uint64(cmd), 16)
 	if int(cmd) < len(smb2Cmds) {
 		name = smb2Cmds[cmd]

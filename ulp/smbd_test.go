@@ -119,6 +119,8 @@ func smbConn(client string, reqPD, repPD []byte, ops ...gen.Op) gen.Connection {
 
 func smbScenario() *gen.Scenario {
 	neg := append(smb2Hdr(0, false, 0, 0), make([]byte, 36)...)
+	negResp := smb2Hdr(0, true, 0, 0)
+	le.PutUint16(negResp[14:], 64) // CreditResponse: MessageIds 1..64 ([MS-SMB2] §3.3.1.1)
 	c := smbConn("10.0.0.1:45001",
 		[]byte{0x10, 0, 0, 0, 1, 0, 0, 0}, // Linux cifs.ko: little-endian IRD 16 ORD 1
 		[]byte{0, 0, 0, 16, 0, 0, 0, 16},
@@ -128,7 +130,7 @@ func smbScenario() *gen.Scenario {
 		// an SMB2 NEGOTIATE in two fragments, as cifs.ko splits its requests
 		send("i2r", smbdData(0, 36, neg[:64])),
 		send("i2r", smbdData(0, 0, neg[64:])),
-		send("r2i", smbdData(1, 0, append(smb2Hdr(0, true, 0, 0), make([]byte, 64)...))),
+		send("r2i", smbdData(1, 0, append(negResp, make([]byte, 64)...))),
 		send("i2r", smbdData(0, 0, smb2Read(5, 65536, 0x7a01, 0x7f0000000000))),
 		rdmaWrite(0x7a01, 0x7f0000000000, 65536),
 		sendInv(smbdData(1, 0, smb2ReadResp(5, 65536)), 0x7a01),

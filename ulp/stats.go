@@ -11,6 +11,13 @@ import (
 type Stats struct {
 	Messages [numProtos]uint64
 	ByName   map[CmdKey]*CmdStats
+	// Queues are the queues (connections) with their own rows and depth,
+	// Stuck the commands outstanding at the end of the capture (depth.go);
+	// the Dropped counts are those past MaxQueues and MaxStuck.
+	Queues                      []*Queue
+	Stuck                       []Stuck
+	QueuesDropped, StuckDropped int
+	points                      int // of the Queues' series (MaxSeriesPoints)
 }
 
 // CmdKey names a row: protocol and command name.
@@ -28,6 +35,9 @@ type CmdStats struct {
 	// Latency is the distribution of the answered commands' latencies
 	// (Command.Latency, ns), as the export's commands.latency_ns holds them.
 	Latency percentile.Dist
+	// Queue, Transfer and Backend are the distributions of the phases of
+	// the answered commands that have them (Command.Phased; phase.go).
+	Queue, Transfer, Backend percentile.Dist
 }
 
 func (s *Stats) add(c *Command) {
@@ -54,6 +64,11 @@ func (s *Stats) add(c *Command) {
 		r.Errors[c.Status]++
 	}
 	r.Latency.Add(int64(c.Latency))
+	if c.Phased {
+		r.Queue.Add(int64(c.Queue))
+		r.Transfer.Add(int64(c.Transfer))
+		r.Backend.Add(int64(c.Backend))
+	}
 }
 
 // Merge adds o's rows to s.
@@ -67,6 +82,34 @@ func (s *Stats) Merge(o *Stats) {
 	if s.ByName == nil {
 		s.ByName = map[CmdKey]*CmdStats{}
 	}
+	s.QueuesDropped += o.QueuesDropped
+	for _, q := range o.Queues {
+		if len(s.Queues) >= MaxQueues {
+			s.QueuesDropped++
+			continue
+		}
+		s.Queues = append(s.Queues, q)
+		n := len(q.Depth.Series)
+		for i := range q.Windows {
+			n += len(q.Windows[i].Series)
+		}
+		if s.points+n > MaxSeriesPoints {
+			q.Depth.Series, q.Depth.Truncated = nil, true
+			for i := range q.Windows {
+				q.Windows[i].Series, q.Windows[i].Truncated = nil, true
+			}
+			n = 0
+		}
+		s.points += n
+	}
+	s.StuckDropped += o.StuckDropped
+	for _, x := range o.Stuck {
+		if len(s.Stuck) >= MaxStuck {
+			s.StuckDropped++
+			continue
+		}
+		s.Stuck = append(s.Stuck, x)
+	}
 	for k, r := range o.ByName {
 		x := s.ByName[k]
 		if x == nil {
@@ -78,6 +121,9 @@ func (s *Stats) Merge(o *Stats) {
 		x.Octets += r.Octets
 		x.Inline += r.Inline
 		x.Latency.Merge(&r.Latency)
+		x.Queue.Merge(&r.Queue)
+		x.Transfer.Merge(&r.Transfer)
+		x.Backend.Merge(&r.Backend)
 		for e, n := range r.Errors {
 			if x.Errors == nil {
 				x.Errors = map[string]uint64{}

@@ -115,6 +115,13 @@ type Command struct {
 	Has                              Has
 	NSID                             uint32
 	LUN, LBA, Blocks, Offset, Length uint64
+	// Queue, Transfer and Backend split Latency at the command's first
+	// and last data operation (phase.go); Phased says they are set.
+	Queue, Transfer, Backend time.Duration
+	Phased                   bool
+	// QueueName is what the protocol calls the command's queue (depth.go:
+	// "qid 1 cntlid 1 nqn...", "iqn... tsih 0x1"; "" when it names none).
+	QueueName string
 }
 
 // Has says which of a Command's target fields are set.
@@ -192,6 +199,7 @@ type task struct {
 	failed     bool
 	readOctets uint64 // of Moved, by RDMA Read
 	reads      int    // entries in Conn.sinks
+	ph         phaseMarks
 }
 
 // stagUse is an STag advertised by a task.
@@ -269,6 +277,18 @@ type Conn struct {
 	iser iserState
 	smb  smbState
 
+	// Queue and depth (depth.go): the analyzer's name of the connection,
+	// the capture's end, the time and frame of the unit being fed, the
+	// outstanding commands over time, what the protocol calls the queue.
+	connName  string
+	end, now  time.Time
+	nowFrame  int
+	depth     Depth
+	windows   [NumWindows]Window
+	sqTail    int
+	qn        queueNames
+	finishing bool
+
 	// Stats counts what this connection decoded.
 	Stats *Stats
 }
@@ -323,6 +343,7 @@ func (c *Conn) finding(at At, i2r bool, code finding.Code, format string, args .
 // ULP private data, or nil.
 func (c *Conn) Handshake(at At, i2r bool, f *decode.MPAFrame) *Message {
 	c.fromStart = true
+	c.now, c.nowFrame = at.Time, at.Last
 	pd := f.ULPPrivateData()
 	if !c.sure {
 		if p := classifyPD(pd, f, i2r, c.port); p != None {
@@ -384,6 +405,7 @@ func (c *Conn) Segment(at At, i2r bool, s *decode.Segment, missing int) *Message
 	if c.proto == None && c.tries[0] >= maxTries && c.tries[1] >= maxTries && !c.forced {
 		return nil // gave up: not a storage protocol
 	}
+	c.now, c.nowFrame = at.Time, at.Last
 	switch op := s.RDMAP.Opcode; {
 	case s.DDP.Tagged && op == decode.OpWrite:
 		c.rdmaWrite(at, i2r, s, missing)
@@ -580,6 +602,10 @@ func (c *Conn) newTask(at At, p Proto, id uint64, name string) (t, old *task) {
 	t.cmd = Command{Proto: p, Name: name, ID: id, RequestFrame: at.Last, Start: at.Time}
 	t.key = id
 	c.tasks[id] = t
+	c.depthChanged()
+	if p == NVMe {
+		c.nvmeSQTail()
+	}
 	if c.opened == nil { // the message's fields are its first command's (an SMB2 compound's first)
 		c.opened, c.openedSeq = t, t.seq // its target is read from the message once decoded
 	}
@@ -626,6 +652,7 @@ func (c *Conn) dropTask(t *task) {
 	}
 	if c.tasks[t.key] == t {
 		delete(c.tasks, t.key)
+		c.depthChanged()
 		if len(c.freeTasks) < 64 && t.data == nil {
 			c.freeTasks = append(c.freeTasks, t)
 		}
@@ -655,6 +682,7 @@ func (c *Conn) rdmaWrite(at At, i2r bool, s *decode.Segment, missing int) {
 		c.finding(at, i2r, CodeSTagWrongOp, "RDMA Write into STag 0x%08x, which %s %s advertised for the responder to read from, not to write (ulp-reference.md §6.1)", s.DDP.STag, protoTitle[c.proto], u.t.cmd.Name)
 	}
 	u.used = true
+	u.t.dataOp(at.Time, at.Time)
 	u.t.cmd.Moved += uint64(len(s.Payload) + missing) // what the wire moved, captured or not
 	if u.t.wantData > 0 && c.proto == NVMe {
 		nvmeLogData(u.t, s, missing) // a discovery log page
@@ -680,6 +708,7 @@ func (c *Conn) readRequest(at At, i2r bool, r *decode.ReadRequest) {
 		c.finding(at, i2r, CodeSTagWrongOp, "RDMA Read Request from STag 0x%08x, which %s %s advertised for the responder to write into, not to read (ulp-reference.md §6.1)", r.SrcSTag, protoTitle[c.proto], u.t.cmd.Name)
 	}
 	u.used = true
+	u.t.dataOp(at.Time, at.Time) // the target's first RDMA operation, when it reads
 	u.t.cmd.Reads++
 	if len(c.sinks) < 4*c.lim.Tasks {
 		c.sinks[r.SinkSTag] = u.t
@@ -700,6 +729,7 @@ func (c *Conn) readResponse(at At, i2r bool, s *decode.Segment, missing int) *Me
 	if t == nil {
 		return nil
 	}
+	t.dataOp(at.Time, at.Time)
 	t.cmd.Moved += uint64(len(s.Payload) + missing)
 	t.readOctets += uint64(len(s.Payload) + missing)
 	var m *Message
@@ -750,6 +780,7 @@ func (c *Conn) complete(at At, t *task, a *sendAsm, status string, ok bool, m *M
 	cmd.Status, cmd.OK, cmd.Answered = status, ok, true
 	cmd.ResponseFrame, cmd.End = at.Last, at.Time
 	cmd.Latency = at.Time.Sub(cmd.Start)
+	cmd.setPhases(&t.ph)
 	if a != nil && (a.opcode == decode.OpSendInv || a.opcode == decode.OpSendSEInv) {
 		found := false
 		for _, s := range t.stags[:t.nstags] {
@@ -773,6 +804,7 @@ func (c *Conn) complete(at At, t *task, a *sendAsm, status string, ok bool, m *M
 		}
 	}
 	cmd.STags, cmd.NSTags = t.stags, t.nstags
+	cmd.QueueName = c.queueName()
 	c.dropTask(t)
 	c.done = append(c.done, *cmd)
 	if c.Stats == nil {
@@ -796,13 +828,18 @@ func (c *Conn) Finish() {
 			ts[j], ts[j-1] = ts[j-1], ts[j]
 		}
 	}
+	c.finishing = true // what is left is outstanding at the end, not answered
 	for _, t := range ts {
 		t.cmd.STags, t.cmd.NSTags = t.stags, t.nstags
+		t.cmd.QueueName = c.queueName()
 		c.done = append(c.done, t.cmd)
 		if c.Stats == nil {
 			c.Stats = &Stats{}
 		}
 		c.Stats.add(&t.cmd)
+	}
+	c.finishQueue(ts)
+	for _, t := range ts {
 		c.dropTask(t)
 	}
 }

@@ -1,0 +1,224 @@
+package ulp
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Queues and depth (issue 27, "queues", "depth and what is stuck"). In
+// every protocol here a connection is one queue: an NVMe-oF RDMA queue
+// pair is one connection (NVMe-oF RDMA transport §3.3), an iSCSI
+// connection carries one session's commands (RFC 7143 §4.2), SMB2 and
+// NFS multiplex their trees and files over it. A Conn names its queue by
+// what the protocol calls it (NVMe QID, CNTLID and subsystem NQN from the
+// Connect; iSCSI TargetName and TSIH from the Login; the server address
+// for NFS and SMB2) and counts its outstanding commands at every change.
+
+// MaxDepthPoints bounds a queue's depth series (and each window's): past
+// it the series stops (Truncated) while Max and Mean stay exact.
+// MaxSeriesPoints bounds the points of all the queues a Stats keeps: past
+// it a queue keeps its rows, Max and Mean, not its series.
+const (
+	MaxDepthPoints  = 1 << 12
+	MaxSeriesPoints = 1 << 20
+)
+
+// MaxQueues bounds the queues a Stats lists (Stats.QueuesDropped counts
+// the rest, still in the totals); MaxStuck the outstanding commands listed.
+const (
+	MaxQueues = 1 << 14
+	MaxStuck  = 1 << 10
+)
+
+// DepthPoint is the queue's depth (outstanding commands) from Time on:
+// Frame is the frame of the command or response that changed it.
+type DepthPoint struct {
+	Time  time.Time
+	Frame int
+	Depth int
+}
+
+// Depth is a queue's outstanding commands over time.
+type Depth struct {
+	// Series holds a point at every change (a command sent, answered, or
+	// dropped as a duplicate), in order; at most MaxDepthPoints.
+	Series    []DepthPoint
+	Truncated bool
+	Max       int
+	// started: a change was seen; first and last are the first and the
+	// latest change; area integrates depth × ns from first to last; end
+	// is the capture's end (SetEnd).
+	started     bool
+	cur         int
+	first, last time.Time
+	area        float64
+	end         time.Time
+}
+
+func (d *Depth) change(t time.Time, frame, depth int) {
+	if !d.started {
+		d.started, d.first = true, t
+	} else if t.After(d.last) {
+		d.area += float64(d.cur) * float64(t.Sub(d.last))
+	}
+	if t.After(d.last) || d.last.IsZero() {
+		d.last = t
+	}
+	d.cur = depth
+	d.Max = max(d.Max, depth)
+	if len(d.Series) < MaxDepthPoints {
+		d.Series = append(d.Series, DepthPoint{t, frame, depth})
+	} else {
+		d.Truncated = true
+	}
+}
+
+// Mean is the time-weighted mean depth from the queue's first command to
+// the end of the capture: the area under the series over its span.
+func (d *Depth) Mean() float64 {
+	if !d.started {
+		return 0
+	}
+	end := d.end
+	if end.Before(d.last) {
+		end = d.last
+	}
+	span := end.Sub(d.first)
+	if span <= 0 {
+		return float64(d.cur)
+	}
+	return (d.area + float64(d.cur)*float64(end.Sub(d.last))) / float64(span)
+}
+
+// End is the time the mean runs to: the capture's end, or the last change.
+func (d *Depth) End() time.Time {
+	if d.end.Before(d.last) {
+		return d.last
+	}
+	return d.end
+}
+
+// QueueKey names a queue: its protocol, its connection as the analyzer
+// names it (SetName: "client > server"), and what the protocol calls it.
+type QueueKey struct {
+	Proto Proto
+	Conn  string
+	Name  string
+}
+
+// Queue is one queue's commands (rows by command name, as Stats.ByName)
+// and depth.
+type Queue struct {
+	Key   QueueKey
+	Rows  map[CmdKey]*CmdStats
+	Depth Depth
+	// Windows are the queue's flow-control windows over time (window.go),
+	// by WinSMBDClient...; empty where the protocol has none.
+	Windows [NumWindows]Window
+}
+
+// Stuck is a command outstanding when the capture ends.
+type Stuck struct {
+	Queue        QueueKey
+	Name         string
+	ID           uint64
+	RequestFrame int
+	Start        time.Time
+	// Age is the capture's end minus Start.
+	Age time.Duration
+	// AER: an NVMe Asynchronous Event Request, outstanding by design
+	// until the controller has an event (NVMe Base §5.2).
+	AER bool
+}
+
+// queueNames is what the protocol said its queue is.
+type queueNames struct {
+	subnqn string // NVMe Connect data
+	target string // iSCSI Login TargetName
+	tsih   uint16 // iSCSI Login response TSIH
+	name   string // cached Name (reset when one of the above changes)
+}
+
+// SetName tells the Conn how the analyzer names its connection (the
+// queue's QueueKey.Conn).
+func (c *Conn) SetName(s string) { c.connName = s }
+
+// SetEnd tells the Conn when the capture ended: the age of what is still
+// outstanding, the span of the mean depth.
+func (c *Conn) SetEnd(t time.Time) { c.end = t }
+
+// queueName is the queue's name by its protocol.
+func (c *Conn) queueName() string {
+	q := &c.qn
+	if q.name != "" {
+		return q.name
+	}
+	var b []byte
+	switch c.proto {
+	case NVMe:
+		st := &c.nvme
+		if st.haveQID || st.pdReq {
+			b = strconv.AppendUint(append(b, "qid "...), uint64(st.qid), 10)
+		}
+		if st.cntlid != 0 {
+			b = strconv.AppendUint(append(b, " cntlid "...), uint64(st.cntlid), 10)
+		}
+		if q.subnqn != "" {
+			b = append(append(b, ' '), q.subnqn...)
+		}
+	case ISER:
+		if q.target != "" {
+			b = append(b, q.target...)
+		}
+		if q.tsih != 0 {
+			b = strconv.AppendUint(append(b, " tsih 0x"...), uint64(q.tsih), 16)
+		}
+	}
+	q.name = strings.TrimSpace(string(b))
+	return q.name
+}
+
+// depthChanged records the queue's depth after a command came or went.
+func (c *Conn) depthChanged() {
+	if c.finishing {
+		return
+	}
+	c.depth.change(c.now, c.nowFrame, len(c.tasks))
+}
+
+// finishQueue reports the queue and what is still outstanding into the
+// Conn's Stats (Finish).
+func (c *Conn) finishQueue(ts []*task) {
+	if c.Stats == nil || c.proto == None {
+		return
+	}
+	key := QueueKey{Proto: c.proto, Conn: c.connName, Name: c.queueName()}
+	end := c.end
+	if end.IsZero() {
+		end = c.now
+	}
+	for _, t := range ts {
+		if len(c.Stats.Stuck) >= MaxStuck {
+			c.Stats.StuckDropped++
+			continue
+		}
+		c.Stats.Stuck = append(c.Stats.Stuck, Stuck{Queue: key, Name: t.cmd.Name, ID: t.cmd.ID, RequestFrame: t.cmd.RequestFrame,
+			Start: t.cmd.Start, Age: end.Sub(t.cmd.Start), AER: c.proto == NVMe && t.opc == 0x0C && (c.nvme.haveQID || c.nvme.pdReq) && c.nvme.qid == 0})
+	}
+	c.depth.end = end
+	c.Stats.Queues = append(c.Stats.Queues, &Queue{Key: key, Rows: c.Stats.ByName, Depth: c.depth, Windows: c.windows})
+}
+
+// loginNames takes the TargetName of an iSCSI Login Request's keys (RFC
+// 7143 §13.4) to name the queue.
+func (c *Conn) loginNames(i2r bool, iop uint8, keys string) {
+	if !i2r || iop != 0x03 {
+		return
+	}
+	for _, kv := range strings.Split(keys, " ") {
+		if v, ok := strings.CutPrefix(kv, "TargetName="); ok && v != c.qn.target {
+			c.qn.target, c.qn.name = v, ""
+		}
+	}
+}
