@@ -27,9 +27,9 @@ UNION ALL SELECT capture, 'commands', conn, NULL, proto, command, latency_ns FRO
 // within percentile.RelError of it. Partial buckets per capture set,
 // reduced as the README says, give the whole set's answers exactly, and
 // percentile.BucketQuantile (the contract in Go) gives the macro's. The
-// README's macro is the one iwsql defines.
+// docs/iwsql.md's macro is the one iwsql defines.
 func TestLatencyHist(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/iwsql.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,8 +36,9 @@ func readmeQuery(t *testing.T, marks ...string) string {
 	return ""
 }
 
-// zRows are the rows of a -z table as render.WriteStat (iwdump -z) prints
-// them, by their first cell, each the cells by column name.
+// zRows are the rows of a -z table's first part (the totals) as
+// render.WriteStat (iwdump -z) prints them, by their first cell, each the
+// cells by column name.
 func zRows(t *testing.T, text string) map[string]map[string]string {
 	t.Helper()
 	cols := regexp.MustCompile(`\s{2,}`)
@@ -48,7 +49,10 @@ func zRows(t *testing.T, text string) map[string]map[string]string {
 	head := cols.Split(strings.TrimSpace(lines[2]), -1)
 	rows := map[string]map[string]string{}
 	for _, l := range lines[3:] {
-		if l == "" || strings.HasPrefix(l, "=") || strings.HasPrefix(l, "~") {
+		if l == "" || strings.HasPrefix(l, "=") {
+			break // the totals table ends; the phases and queues follow
+		}
+		if strings.HasPrefix(l, "~") {
 			continue
 		}
 		cells := cols.Split(strings.TrimSpace(l), -1)
