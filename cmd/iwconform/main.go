@@ -4,6 +4,8 @@
 //	iwconform [flags] HOST:PORT          dial the target (an rping server)
 //	iwconform --listen [flags] [ADDR:]PORT   the target dials us, once per case
 //	iwconform --serve [ADDR:]PORT [flags]    run an iwkit rping target
+//	iwconform --fuzz DIR [flags] HOST:PORT    wire-fuzz the target (endpoint/wirefuzz)
+//	iwconform --replay CASE HOST:PORT        replay a case the fuzzer wrote
 //
 // It prints one row per case (id, RFC clause, what was sent, the expected
 // reaction, what came back, verdict, seconds) as a table and a summary
@@ -57,9 +59,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		junit   = fs.String("junit", "", "also write the results as JUnit XML to `FILE` (for CI)")
 		repeat  = fs.Int("repeat", 1, "run the selected cases `N` times (an intermittent target); rows carry run")
 		pcapDir = fs.String("pcap-dir", "", "write each case's traffic to `DIR`/ID.pcap (ID-RUN.pcap with --repeat; not with --listen)")
+		fz      fuzzFlags
 	)
+	fs.StringVar(&fz.dir, "fuzz", "", "wire-fuzz the target, checking its liveness after every input; record in `DIR` (log.ndjson, inputs/*.pcap, case.json and case.pcap when it dies)")
+	fs.StringVar(&fz.replay, "replay", "", "play the fuzzer's `CASE` file against the target (exit 1 if it dies); with --fuzz DIR, record DIR/replay.pcap")
+	fs.IntVar(&fz.inputs, "fuzz-inputs", 0, "--fuzz: stop after `N` inputs (0: no limit)")
+	fs.DurationVar(&fz.dur, "fuzz-time", 0, "--fuzz: stop after this long (0: no limit)")
+	fs.Int64Var(&fz.seed, "seed", 0, "--fuzz: the input generator's seed (0: from the clock)")
+	fs.StringVar(&fz.restart, "restart-cmd", "", "--fuzz: shell `CMD` that restarts a dead target while minimising (its last output line, if HOST:PORT, is the new address)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: iwconform [flags] HOST:PORT | iwconform --listen [flags] [ADDR:]PORT | iwconform --serve [ADDR:]PORT\n")
+		fmt.Fprintf(fs.Output(), "usage: iwconform [flags] HOST:PORT | iwconform --listen [flags] [ADDR:]PORT | iwconform --serve [ADDR:]PORT\n"+
+			"       iwconform --fuzz DIR [flags] HOST:PORT | iwconform --replay CASE HOST:PORT\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -106,6 +116,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	addr := fs.Arg(0)
+	if fz.dir != "" || fz.replay != "" {
+		fz.crc, fz.timeout = *crc, *timeout
+		return runFuzz(ctx, fz, addr, stdout, stderr)
+	}
 	if *listen && !strings.Contains(addr, ":") {
 		addr = ":" + addr
 	}

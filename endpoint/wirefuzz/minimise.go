@@ -30,9 +30,16 @@ func (m *minimiser) run(ctx context.Context) {
 		m.cas.Minimised.Attempts = m.attempts
 		m.cas.Minimised.Restarts = m.restarts
 	}()
-	// Whole inputs first: the last alone is the likeliest culprit.
+	// Whole inputs first: the last alone is the likeliest culprit. Then
+	// its skeleton (the Request as it is, the first and last steps with
+	// no mutations): a restart is dear (a VM boot), and a skeleton that
+	// still kills saves most of the chunked steps; one that does not
+	// costs only a probe.
 	if n := len(m.cas.Inputs); n > 1 {
 		m.try(ctx, m.cas.Inputs[n-1:])
+	}
+	if sk, ok := skeleton(m.cas.Inputs); ok {
+		m.try(ctx, sk)
 	}
 	m.ddmin(ctx, func(c []Input) []unit {
 		u := make([]unit, len(c))
@@ -42,6 +49,23 @@ func (m *minimiser) run(ctx context.Context) {
 		return u
 	})
 	m.ddmin(ctx, units)
+}
+
+// skeleton is the case's last input alone with only its Request, first
+// and last steps, the steps' mutations dropped; ok is false when that is
+// no smaller than the case.
+func skeleton(c []Input) ([]Input, bool) {
+	last := c[len(c)-1].clone()
+	sk := Input{Request: last.Request}
+	if n := len(last.Steps); n > 0 {
+		sk.Steps = append(sk.Steps, Step{Op: last.Steps[0].Op, PDU: last.Steps[0].PDU, Data: last.Steps[0].Data, MS: last.Steps[0].MS})
+		if n > 1 {
+			l := last.Steps[n-1]
+			sk.Steps = append(sk.Steps, Step{Op: l.Op, PDU: l.PDU, Data: l.Data, MS: l.MS})
+		}
+	}
+	out := []Input{sk}
+	return out, size(out) != size(c)
 }
 
 // unit is one removable part of a case: a whole input (step and mut -1),
