@@ -28,6 +28,7 @@ import (
 
 	"github.com/iwkit/iwkit/capture"
 	"github.com/iwkit/iwkit/internal/exitcode"
+	"github.com/iwkit/iwkit/endpoint"
 	"github.com/iwkit/iwkit/replay"
 )
 
@@ -50,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		assume  string
 		asJSON  bool
 		timeout float64
+		mask    string
+		pcapOut string
 	)
 	str := func(p *string, names []string, usage string) {
 		for i, n := range names {
@@ -96,11 +99,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&assume, "assume", "", "stateful: MPA parameters of connections without a captured handshake: crc,markers,rev=N,ird=N,ord=N")
 	fs.BoolVar(&asJSON, "json", false, "stateful: the report as JSON objects, one per difference, the summary last")
 	fs.Float64Var(&timeout, "timeout", 10, "stateful: wait at most this many `seconds` for each thing the peer should do")
+	fs.StringVar(&mask, "mask", "", "stateful: leave uncompared the fields that differ every run, by `RULES` (comma-separated; perftest)")
+	fs.StringVar(&pcapOut, "pcap", "", "stateful: write what was played and what the peer sent to `FILE` (pcap)")
 	var in capture.Options
 	in.Register(fs, capture.Read) // -r FILE, or FILE after the flags
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: iwreplay -i IFACE [--pps N | --mbps N | --multiplier X | --topspeed] [--loop N] [--limit N] [--duration S] [--preload] [--stats S] FILE")
-		fmt.Fprintln(fs.Output(), "       iwreplay --connect HOST:PORT | --listen [ADDR:]PORT [--conn N] [--assume LIST] [--multiplier X | --topspeed] [--timeout S] [--json] FILE")
+		fmt.Fprintln(fs.Output(), "       iwreplay --connect HOST:PORT | --listen [ADDR:]PORT [--conn N] [--assume LIST] [--multiplier X | --topspeed] [--timeout S] [--mask RULES] [--pcap FILE] [--json] FILE")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -120,7 +125,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if connect != "" || listen != "" {
 		return stateful(stdout, stderr, statefulArgs{file: in.Files[0], connect: connect, listen: listen, conn: conn, assume: assume,
-			json: asJSON, timeout: timeout, iface: iface, o: o, limit: limit, dur: dur, stats: stats})
+			json: asJSON, timeout: timeout, iface: iface, o: o, limit: limit, dur: dur, stats: stats, mask: mask, pcap: pcapOut})
 	}
 	if iface == "" {
 		fs.Usage()
@@ -162,6 +167,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 type statefulArgs struct {
 	file, connect, listen, assume, iface string
+	mask, pcap                           string
 	conn                                 int
 	json                                 bool
 	timeout, dur                         float64
@@ -195,12 +201,29 @@ func stateful(stdout, stderr io.Writer, a statefulArgs) int {
 	}
 	o := replay.StatefulOptions{Side: replay.Initiator, Addr: a.connect, Multiplier: a.o.Multiplier, Topspeed: a.o.Topspeed,
 		Timeout: time.Duration(a.timeout * float64(time.Second))}
+	var err error
 	if a.listen != "" {
 		o.Side, o.Addr = replay.Responder, a.listen
 		if !strings.Contains(a.listen, ":") {
 			o.Addr = ":" + a.listen
 		}
 		o.Ready = func(addr net.Addr) { fmt.Fprintf(stderr, "iwreplay: listening on %v\n", addr) }
+	}
+	if o.Mask, err = replay.ParseMasks(a.mask); err != nil {
+		return usage(err.Error())
+	}
+	if a.pcap != "" {
+		f, err := os.Create(a.pcap)
+		if err != nil {
+			fmt.Fprintln(stderr, "iwreplay:", err)
+			return exitcode.Failure
+		}
+		defer f.Close()
+		if o.Capture, err = endpoint.NewCapture(f); err != nil {
+			fmt.Fprintln(stderr, "iwreplay:", err)
+			return exitcode.Failure
+		}
+		defer o.Capture.Flush()
 	}
 	s, err := replay.LoadScript(a.file, a.conn, as)
 	if err != nil {
