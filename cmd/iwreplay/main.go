@@ -27,8 +27,8 @@ import (
 	"time"
 
 	"github.com/iwkit/iwkit/capture"
-	"github.com/iwkit/iwkit/internal/exitcode"
 	"github.com/iwkit/iwkit/endpoint"
+	"github.com/iwkit/iwkit/internal/exitcode"
 	"github.com/iwkit/iwkit/replay"
 )
 
