@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"time"
 
@@ -181,3 +182,22 @@ func (t *Tap) Fin(out bool) { t.f.fin(out) }
 
 // Reset records an RST from the local side (out) or from the peer.
 func (t *Tap) Reset(out bool) { t.f.frame(out, frame.TCPFlagRST|frame.TCPFlagACK, nil) }
+
+// CreateCapture starts a pcap file at path; done flushes and closes it.
+func CreateCapture(path string) (c *Capture, done func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c, err = NewCapture(f); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return c, func() error {
+		err := c.Flush()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}, nil
+}

@@ -213,17 +213,12 @@ func stateful(stdout, stderr io.Writer, a statefulArgs) int {
 		return usage(err.Error())
 	}
 	if a.pcap != "" {
-		f, err := os.Create(a.pcap)
-		if err != nil {
+		var done func() error
+		if o.Capture, done, err = endpoint.CreateCapture(a.pcap); err != nil {
 			fmt.Fprintln(stderr, "iwreplay:", err)
 			return exitcode.Failure
 		}
-		defer f.Close()
-		if o.Capture, err = endpoint.NewCapture(f); err != nil {
-			fmt.Fprintln(stderr, "iwreplay:", err)
-			return exitcode.Failure
-		}
-		defer o.Capture.Flush()
+		defer done()
 	}
 	s, err := replay.LoadScript(a.file, a.conn, as)
 	if err != nil {

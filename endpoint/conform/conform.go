@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -594,19 +593,11 @@ func termOctets(t *decode.Terminate) []byte {
 
 // newCaseCapture starts a pcap file at path; the func flushes and closes it.
 func newCaseCapture(path string) (*endpoint.Capture, func(), error) {
-	f, err := os.Create(path)
+	c, done, err := endpoint.CreateCapture(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := endpoint.NewCapture(f)
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return c, func() {
-		c.Flush()
-		f.Close()
-	}, nil
+	return c, func() { done() }, nil
 }
 
 // open makes the case's connection.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"syscall"
 	"time"
 
@@ -321,21 +320,4 @@ func (p *player) probe(ctx context.Context, capt *endpoint.Capture) error {
 }
 
 // newPcap starts a pcap file at path; done flushes and closes it.
-func newPcap(path string) (*endpoint.Capture, func() error, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	c, err := endpoint.NewCapture(f)
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return c, func() error {
-		err := c.Flush()
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		return err
-	}, nil
-}
+var newPcap = endpoint.CreateCapture
