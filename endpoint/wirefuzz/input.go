@@ -39,7 +39,7 @@ func (m Mut) String() string { return fmt.Sprintf("%s=%d", m.F, m.V) }
 
 // Step ops.
 const (
-	OpAwait = "await" // read the MPA Reply
+	OpAwait = "await" // read the MPA Reply (after the first, nothing)
 	OpFPDU  = "fpdu"  // send an FPDU built from template PDU with Muts
 	OpRaw   = "raw"   // send Data (hex) as it is
 	OpSleep = "sleep" // pause MS milliseconds

@@ -153,6 +153,7 @@ func (p *player) play(ctx context.Context, in Input, capt *endpoint.Capture) (Ou
 	decode.ParseMPAFrame(req, &reqFrame)
 	crc := reqFrame.CRC
 	q := newQueues()
+	replied := false
 	if err := c.writeSplit(req, split); err != nil {
 		o.Reaction = "write: " + errText(err)
 		c.close()
@@ -165,6 +166,10 @@ func (p *player) play(ctx context.Context, in Input, capt *endpoint.Capture) (Ou
 		var err error
 		switch s.Op {
 		case OpAwait:
+			if replied {
+				break // the Reply is in: a later await waits for nothing
+			}
+			replied = true
 			var f decode.MPAFrame
 			f, err = c.readMPA()
 			switch {
