@@ -30,16 +30,26 @@ func (m *minimiser) run(ctx context.Context) {
 		m.cas.Minimised.Attempts = m.attempts
 		m.cas.Minimised.Restarts = m.restarts
 	}()
-	// Whole inputs first: the last alone is the likeliest culprit. Then
-	// its skeleton (the Request as it is, the first and last steps with
-	// no mutations): a restart is dear (a VM boot), and a skeleton that
-	// still kills saves most of the chunked steps; one that does not
-	// costs only a probe.
-	if n := len(m.cas.Inputs); n > 1 {
-		m.try(ctx, m.cas.Inputs[n-1:])
+	// A restart is dear (a VM boot), and only a candidate that kills
+	// costs one: first the candidates that likely live and say much when
+	// they do not. The last input's prefixes, shortest first (its
+	// Request, its first steps, then the FIN every input ends with): the
+	// first that kills ends where the failure starts. Then its skeleton
+	// (the Request, the first and last steps, no step mutations), then
+	// the last input alone.
+	last := m.cas.Inputs[len(m.cas.Inputs)-1]
+	for n := 1; n < len(last.Steps) && !m.stop; n++ {
+		p := last.clone()
+		p.Steps = p.Steps[:n]
+		if m.try(ctx, []Input{p}) {
+			break
+		}
 	}
 	if sk, ok := skeleton(m.cas.Inputs); ok {
 		m.try(ctx, sk)
+	}
+	if n := len(m.cas.Inputs); n > 1 {
+		m.try(ctx, m.cas.Inputs[n-1:])
 	}
 	m.ddmin(ctx, func(c []Input) []unit {
 		u := make([]unit, len(c))
