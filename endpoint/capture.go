@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"time"
 
@@ -159,4 +160,44 @@ func (f *flowTap) frame(out bool, flags uint8, payload []byte) {
 			f.rfin = true
 		}
 	}
+}
+
+// Tap records one connection that the caller drives itself (octets it
+// writes and reads raw, as a wire fuzzer does) into the capture: Sent and
+// Recv record octets, Fin a FIN from either side, Reset an RST from the
+// local side. active says the local side opened the connection.
+type Tap struct{ f *flowTap }
+
+// Tap starts recording conn: a three-way handshake first.
+func (c *Capture) Tap(conn net.Conn, active bool) *Tap { return &Tap{c.newFlow(conn, active)} }
+
+// Sent records octets the local side wrote.
+func (t *Tap) Sent(b []byte) { t.f.sent(b) }
+
+// Recv records octets the local side read.
+func (t *Tap) Recv(b []byte) { t.f.recv(b) }
+
+// Fin records a FIN from the local side (out) or from the peer.
+func (t *Tap) Fin(out bool) { t.f.fin(out) }
+
+// Reset records an RST from the local side (out) or from the peer.
+func (t *Tap) Reset(out bool) { t.f.frame(out, frame.TCPFlagRST|frame.TCPFlagACK, nil) }
+
+// CreateCapture starts a pcap file at path; done flushes and closes it.
+func CreateCapture(path string) (c *Capture, done func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c, err = NewCapture(f); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return c, func() error {
+		err := c.Flush()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}, nil
 }

@@ -34,6 +34,11 @@ type StatefulOptions struct {
 	// that follows its Reply too soon unread (README, siw deviation 8),
 	// and on a slow or loaded host the capture's gap may not be enough.
 	StartDelay time.Duration
+	// Mask leaves the octets these rules name uncompared (ParseMasks).
+	Mask []MaskRule
+	// Capture, when set, records every connection of the replay (what
+	// was played and what the peer sent) as a pcap.
+	Capture *endpoint.Capture
 }
 
 // Difference is one way the live peer (or the replay) departed from the
@@ -64,6 +69,8 @@ type Result struct {
 	// Redials is how many times the Initiator dialled again after a
 	// refusal or a reset before the MPA Reply.
 	Redials int
+	// Masked counts the octets the Mask rules left uncompared.
+	Masked int
 }
 
 // pconn is one connection of a replay.
@@ -453,6 +460,16 @@ func (p *player) learn(i, frame int, what string, captured, live []byte) {
 						skip[k] = true
 					}
 					break
+				}
+			}
+		}
+	}
+	for _, r := range p.o.Mask {
+		for _, rg := range r.octets(p.s, i, captured) {
+			for k := max(rg[0], 0); k < min(rg[1], len(captured)); k++ {
+				if !skip[k] {
+					skip[k] = true
+					p.res.Masked++
 				}
 			}
 		}

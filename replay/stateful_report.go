@@ -61,7 +61,8 @@ func (r *Result) Report(w io.Writer, asJSON bool) {
 			Differences int     `json:"differences"`
 			Seconds     float64 `json:"seconds"`
 			Redials     int     `json:"redials"`
-		}{r.Side.String(), r.Conns, r.Operations, r.Matched, len(r.Differences), r.Duration.Seconds(), r.Redials})
+			Masked      int     `json:"masked,omitempty"`
+		}{r.Side.String(), r.Conns, r.Operations, r.Matched, len(r.Differences), r.Duration.Seconds(), r.Redials, r.Masked})
 		return
 	}
 	for _, d := range r.Differences {
@@ -74,6 +75,9 @@ func (r *Result) Report(w io.Writer, asJSON bool) {
 	redials := ""
 	if r.Redials > 0 {
 		redials = fmt.Sprintf(" (%d redials)", r.Redials)
+	}
+	if r.Masked > 0 {
+		redials += fmt.Sprintf(" (%d octets masked)", r.Masked)
 	}
 	fmt.Fprintf(w, "Replayed the %s of connection %s: %d operations, %d matched, %d differences in %.6f seconds%s\n",
 		r.Side, strings.Join(conns, ","), r.Operations, r.Matched, len(r.Differences), r.Duration.Seconds(), redials)

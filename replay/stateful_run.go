@@ -32,7 +32,7 @@ func clampRD(v uint16) int { return min(int(v), 0x3FFE) }
 // config is the MPA configuration that reproduces this side's frame.
 func (p *player) config(c *pconn, f *decode.MPAFrame) *endpoint.Config {
 	cfg := &endpoint.Config{Rev: int(f.Rev), CRC: f.CRC, Markers: f.Markers, Timeout: p.o.Timeout,
-		PrivateData: p.rewrite(f.ULPPrivateData())}
+		PrivateData: p.rewrite(f.ULPPrivateData()), Capture: p.o.Capture}
 	if f.HasV2 {
 		cfg.PeerToPeer = f.V2.PeerToPeer
 		cfg.RTR = rtrSet(f)

@@ -18,6 +18,8 @@ var doc = cli.Command{
 		"iwconform [--crc] [--markers] [--p2p] [--mpa-rev 1|2|129] [--run PREFIX,...] [--json] [--junit FILE] [--repeat N] [--pcap-dir DIR] HOST:PORT",
 		"iwconform --listen [flags] [ADDR:]PORT",
 		"iwconform --serve [ADDR:]PORT [-v] [--rfc7306]",
+		"iwconform --fuzz DIR [--fuzz-inputs N] [--fuzz-time D] [--seed N] [--restart-cmd CMD] HOST:PORT",
+		"iwconform --replay CASE [--fuzz DIR] HOST:PORT",
 		"iwconform --list",
 	},
 	Description: `iwconform runs a conformance and fault-injection suite against any iWARP peer: each case opens a new connection, sends one fault (a bad CRC, a wrong DDP or RDMAP version, an STag or offset out of bounds, a Read Request beyond IRD, a missing RTR, ...) and checks the peer's reaction against the RFC clause it names: a Terminate with the right layer, error type and code, a close, or completions with the right values. A target is any rping server (rping -s -P, or iwconform --serve): cases that need a valid STag learn it from rping's first exchange.

@@ -4,6 +4,8 @@
 //	iwconform [flags] HOST:PORT          dial the target (an rping server)
 //	iwconform --listen [flags] [ADDR:]PORT   the target dials us, once per case
 //	iwconform --serve [ADDR:]PORT [flags]    run an iwkit rping target
+//	iwconform --fuzz DIR [flags] HOST:PORT    wire-fuzz the target (endpoint/wirefuzz)
+//	iwconform --replay CASE HOST:PORT        replay a case the fuzzer wrote
 //
 // It prints one row per case (id, RFC clause, what was sent, the expected
 // reaction, what came back, verdict, seconds) as a table and a summary
@@ -59,7 +61,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		junit   = fs.String("junit", "", "also write the results as JUnit XML to `FILE` (for CI)")
 		repeat  = fs.Int("repeat", 1, "run the selected cases `N` times (an intermittent target); rows carry run")
 		pcapDir = fs.String("pcap-dir", "", "write each case's traffic to `DIR`/ID.pcap (ID-RUN.pcap with --repeat; not with --listen)")
+		fz      fuzzFlags
 	)
+	fs.StringVar(&fz.dir, "fuzz", "", "wire-fuzz the target, checking its liveness after every input; record in `DIR` (log.ndjson, inputs/*.pcap, case.json and case.pcap when it dies)")
+	fs.StringVar(&fz.replay, "replay", "", "play the fuzzer's `CASE` file against the target (exit 1 if it dies); with --fuzz DIR, record DIR/replay.pcap")
+	fs.IntVar(&fz.inputs, "fuzz-inputs", 0, "--fuzz: stop after `N` inputs (0: no limit)")
+	fs.DurationVar(&fz.dur, "fuzz-time", 0, "--fuzz: stop after this long (0: no limit)")
+	fs.Int64Var(&fz.seed, "seed", 0, "--fuzz: the input generator's seed (0: from the clock)")
+	fs.StringVar(&fz.restart, "restart-cmd", "", "--fuzz: shell `CMD` that restarts a dead target while minimising (its last output line, if HOST:PORT, is the new address)")
 	doc.Setup(fs, stderr) // -h, --help, --version (doc.go)
 	if code, done := doc.Done(fs, fs.Parse(args), stdout); done {
 		return code
@@ -105,6 +114,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitcode.Usage
 	}
 	addr := fs.Arg(0)
+	if fz.dir != "" || fz.replay != "" {
+		fz.crc, fz.timeout = *crc, *timeout
+		return runFuzz(ctx, fz, addr, stdout, stderr)
+	}
 	if *listen && !strings.Contains(addr, ":") {
 		addr = ":" + addr
 	}

@@ -304,8 +304,8 @@ func (a *app) client() int {
 		fmt.Fprintln(a.stderr, "iwperf: --plot draws a size sweep: it needs -a")
 		return 2
 	}
-	if f.perftest && (f.all || f.infinite) {
-		fmt.Fprintln(a.stderr, "iwperf: --perftest runs one size (-s), not -a or --run_infinitely")
+	if f.perftest && f.all {
+		fmt.Fprintln(a.stderr, "iwperf: --perftest runs one size (-s), not -a")
 		return 2
 	}
 	if f.infinite {
@@ -318,7 +318,11 @@ func (a *app) client() int {
 		fmt.Fprint(a.stdout, perf.Line)
 		perf.Header(a.stdout, a.test, f.gbits)
 		o.Tick = func(r perf.Row) { perf.FormatRow(a.stdout, a.test, r, f.gbits) }
-		res, err := perf.Run(context.WithoutCancel(a.ctx), a.dialer(), o)
+		run := perf.Run
+		if f.perftest {
+			run = perf.RunPerftest
+		}
+		res, err := run(context.WithoutCancel(a.ctx), a.dialer(), o)
 		fmt.Fprint(a.stdout, perf.Line)
 		if err != nil {
 			return a.fail(err)

@@ -12,7 +12,7 @@ var doc = cli.Command{
 	Summary: "replay iWARP captures onto an interface, or one side of them statefully against a live peer",
 	Synopsis: []string{
 		"iwreplay -i IFACE [--pps N | --mbps N | --multiplier X | --topspeed] [--loop N] [--limit N] [--duration S] [--preload] [--stats S] FILE",
-		"iwreplay {--connect HOST:PORT | --listen [ADDR:]PORT} [--conn N] [--assume LIST] [--decode-as PORT[=proto]] [--multiplier X | --topspeed] [--timeout S] [--json] FILE",
+		"iwreplay {--connect HOST:PORT | --listen [ADDR:]PORT} [--conn N] [--assume LIST] [--decode-as PORT[=proto]] [--multiplier X | --topspeed] [--timeout S] [--mask RULES] [--pcap FILE] [--json] FILE",
 	},
 	Description: `Stateless, iwreplay sends the frames of a capture onto an Ethernet interface as captured, with tcpreplay's flags, pacing and closing report, through a pure-Go AF_PACKET socket (no libpcap; root or CAP_NET_RAW).
 

@@ -30,6 +30,7 @@ import (
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/capture"
+	"github.com/iwkit/iwkit/endpoint"
 	"github.com/iwkit/iwkit/internal/exitcode"
 	"github.com/iwkit/iwkit/replay"
 )
@@ -53,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		assume  string
 		asJSON  bool
 		timeout float64
+		mask    string
+		pcapOut string
 	)
 	str := func(p *string, names []string, usage string) {
 		for i, n := range names {
@@ -99,6 +102,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&assume, "assume", "", "stateful: MPA parameters of connections without a captured handshake: crc,markers,rev=N,ird=N,ord=N")
 	fs.BoolVar(&asJSON, "json", false, "stateful: the report as JSON objects, one per difference, the summary last")
 	fs.Float64Var(&timeout, "timeout", 10, "stateful: wait at most this many `seconds` for each thing the peer should do")
+	fs.StringVar(&mask, "mask", "", "stateful: leave uncompared the fields that differ every run, by `RULES` (comma-separated; perftest)")
+	fs.StringVar(&pcapOut, "pcap", "", "stateful: write what was played and what the peer sent to `FILE` (pcap)")
 	var in capture.Options
 	in.Register(fs, capture.Read|capture.DecodeAs) // -r FILE, or FILE after the flags; --decode-as for stateful replay
 	doc.Setup(fs, stderr)                          // -h, --help, --version (doc.go)
@@ -124,7 +129,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if connect != "" || listen != "" {
 		return stateful(stdout, stderr, statefulArgs{file: in.Files[0], connect: connect, listen: listen, conn: conn, assume: assume,
-			json: asJSON, timeout: timeout, iface: iface, o: o, limit: limit, dur: dur, stats: stats, in: &in})
+			json: asJSON, timeout: timeout, iface: iface, o: o, limit: limit, dur: dur, stats: stats, mask: mask, pcap: pcapOut, in: &in})
 	}
 	if iface == "" {
 		fs.Usage()
@@ -170,6 +175,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 type statefulArgs struct {
 	file, connect, listen, assume, iface string
+	mask, pcap                           string
 	conn                                 int
 	json                                 bool
 	timeout, dur                         float64
@@ -204,12 +210,24 @@ func stateful(stdout, stderr io.Writer, a statefulArgs) int {
 	}
 	o := replay.StatefulOptions{Side: replay.Initiator, Addr: a.connect, Multiplier: a.o.Multiplier, Topspeed: a.o.Topspeed,
 		Timeout: time.Duration(a.timeout * float64(time.Second))}
+	var err error
 	if a.listen != "" {
 		o.Side, o.Addr = replay.Responder, a.listen
 		if !strings.Contains(a.listen, ":") {
 			o.Addr = ":" + a.listen
 		}
 		o.Ready = func(addr net.Addr) { fmt.Fprintf(stderr, "iwreplay: listening on %v\n", addr) }
+	}
+	if o.Mask, err = replay.ParseMasks(a.mask); err != nil {
+		return usage(err.Error())
+	}
+	if a.pcap != "" {
+		var done func() error
+		if o.Capture, done, err = endpoint.CreateCapture(a.pcap); err != nil {
+			fmt.Fprintln(stderr, "iwreplay:", err)
+			return exitcode.Failure
+		}
+		defer done()
 	}
 	s, err := replay.LoadScriptWith(a.file, a.conn, as, analyze.Config{Ports: a.in.Ports, DecodeAs: a.in.DecodeAs})
 	if err != nil {

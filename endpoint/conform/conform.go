@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -81,6 +80,8 @@ type Options struct {
 	// PcapDir, when set, gets each case's own traffic as ID.pcap
 	// (ID-RUN.pcap with Repeat), when the suite dials.
 	PcapDir string
+
+	beforeDial func(*endpoint.QP) // a case's hook on its QP before the MPA exchange
 }
 
 // Row is one case's result.
@@ -132,9 +133,10 @@ func (r reaction) String() string {
 // connection closed (FIN or reset) without a Terminate, or (ok) the case's
 // operations completed as the RFC requires, checked by the case itself.
 type expect struct {
-	causes []decode.TermCause
-	closed bool
-	ok     bool
+	causes  []decode.TermCause
+	closed  bool
+	ok      bool
+	anyTerm bool // a Terminate of any cause (the fault breaks framing: what the target reads is not defined)
 }
 
 func term(layer, etype, code uint8) expect {
@@ -151,6 +153,9 @@ func (e expect) String() string {
 	for _, c := range e.causes {
 		s = append(s, fmt.Sprintf("Terminate 0x%x/0x%x/0x%02x %s", c.Layer, c.EType, c.Code, c.Short()))
 	}
+	if e.anyTerm {
+		s = append(s, "a Terminate")
+	}
 	if e.closed {
 		s = append(s, "close or reset, no Terminate")
 	}
@@ -163,7 +168,7 @@ func (e expect) String() string {
 func (e expect) match(r reaction) bool {
 	switch r.kind {
 	case "terminate":
-		return e.matchCause(r.cause)
+		return e.anyTerm || e.matchCause(r.cause)
 	case "close", "reset":
 		return e.closed
 	case "ok":
@@ -213,7 +218,8 @@ type conn struct {
 	sink     decode.ReadRequest // the target's Read Request (its Data Sink)
 	learned  bool
 	gotRead  chan struct{}
-	selfTerm bool // the case sent a Terminate itself
+	selfTerm bool    // the case sent a Terminate itself
+	others   []*conn // more connections of the case, closed with it
 }
 
 // STag is the target's learned rdma_buf STag, TO and length.
@@ -358,7 +364,7 @@ func Cases() []Case {
 			expect: term(2, 0, 0x07), run: func(c *conn) (string, error) {
 				return "", c.post(c.advert(1)) // the fault was injected before connecting
 			}},
-	}, append(atomicCases(), stackCases()...)...)
+	}, append(append(atomicCases(), stackCases()...), rfc5040Cases()...)...)
 }
 
 // Run runs the suite, calling emit with each row as it completes.
@@ -587,19 +593,11 @@ func termOctets(t *decode.Terminate) []byte {
 
 // newCaseCapture starts a pcap file at path; the func flushes and closes it.
 func newCaseCapture(path string) (*endpoint.Capture, func(), error) {
-	f, err := os.Create(path)
+	c, done, err := endpoint.CreateCapture(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := endpoint.NewCapture(f)
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return c, func() {
-		c.Flush()
-		f.Close()
-	}, nil
+	return c, func() { done() }, nil
 }
 
 // open makes the case's connection.
@@ -647,6 +645,9 @@ func open(ctx context.Context, o *Options, ln *endpoint.Listener, cfg endpoint.C
 	}
 	if omitRTR {
 		c.qp.InjectFault(endpoint.Fault{Kind: endpoint.FaultOmitRTR, On: endpoint.OnRTR})
+	}
+	if o.beforeDial != nil {
+		o.beforeDial(c.qp)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -774,6 +775,9 @@ func (c *conn) reaction(ctx context.Context, d time.Duration) reaction {
 // Error is an Immediate Error in Closing and Terminate, verbs V00 §6.3).
 func (c *conn) close() {
 	c.qp.Destroy()
+	for _, o := range c.others {
+		o.close()
+	}
 }
 
 // MaxServeConns bounds the connections Serve serves at once; a request

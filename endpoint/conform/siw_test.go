@@ -88,6 +88,27 @@ var siwDefault = map[string]siwWant{
 	"rdmap-atomic-misaligned":     {Skip, "n/a"},
 	"rdmap-atomic-invalid":        {Skip, "n/a"},
 	"rdmap-atomic-bounds":         {Skip, "n/a"},
+	// rfc5040.go (issue 31).
+	"rdmap-send-inv-invalid":      {Pass, "Terminate 0x0/0x2/0x09"},
+	"rdmap-send-inv-stag0":        {Pass, "Terminate 0x0/0x2/0x09"},
+	"rdmap-send-inv-other-stream": {Pass, "Terminate 0x0/0x1/0x09"},
+	"ddp-stag-other-stream":       {Pass, "Terminate 0x1/0x1/0x02"},
+	"ddp-write-read-only":         {Skip, "n/a"}, // dialing: no Read-only STag of rping's
+	"mpa-markers-unnegotiated":    {Pass, "Terminate 0x1/0x2/0x06"},
+	"mpa-fpduptr":                 {Skip, "n/a"}, // siw takes no markers
+	"rdmap-term-ddp-header":       {Pass, "Terminate 0x1/0x2/0x01"},
+	"rdmap-term-rdma-header":      {Pass, "Terminate 0x0/0x1/0x00"},
+	"mpa-request-c":               {Pass, "Terminate 0x2/0x0/0x02"},
+	"mpa-key":                     {Pass, "close (FIN, no Reply)"},
+	"mpa-pd-length":               {Pass, "close (FIN, no Reply)"},
+	"mpa-unknown-rev":             {Pass, "close (FIN, no Reply)"},
+	// siw checks R in a Request (RFC 5044 §7.1.1: not checked on
+	// reception) and answers with a Reject, then keeps the connection.
+	"mpa-request-r": {Fail, "Reject (Rev 2)"},
+	"mpa-ird-ord":   {Pass, "Reply IRD 0x1 ORD 0x1"},
+	// siw answers IRD/ORD 0x3FFF (no negotiation) with its own values
+	// (0x80), not the echo RFC 6581 §9.1 requires.
+	"mpa-ird-ord-none": {Fail, "Reply IRD 0x80 ORD 0x80"},
 }
 
 // with returns want with the entries of over replaced.
@@ -116,7 +137,10 @@ func ids(want map[string]siwWant) []string {
 // (rping's advertisement, or a prefix of one). A fault as the first FPDU
 // would crash siw whenever it has not yet read the RTR: the iwcm.c:969
 // BUG (peers/siw/iwcm-969.md), reproduced on purpose at the end of
-// TestSiwConform.
+// TestSiwConform. mpa-rtr-type is not among them: its first FPDU is an
+// RTR of a type siw did not name, and one run of it in p2p-write-rtr
+// took the guest down with the same BUG (the guest died after that
+// variant, whose last case it was).
 var p2pCases = []string{"mpa-truncated", "ddp-stag-invalid", "ddp-bounds", "ddp-wrap",
 	"rdmap-read-invalid", "rdmap-read-bounds", "rdmap-read-wrap", "rdmap-ird",
 	"rdmap-read-response-unsolicited", "rdmap-read-response-oversize", "mpa-rtr-missing"}
@@ -209,9 +233,13 @@ func TestSiwConform(t *testing.T) {
 	r := s.vm.Wait()
 	t.Logf("VM: exit code %d, killed %v, timed out %v, %v from boot to the end", r.ExitCode, r.Killed, r.TimedOut, time.Since(start).Round(time.Second))
 	if !sent {
-		t.Fatalf("the guest ended before the iwcm969 phase (exit code %d, oops %q)\n%s", r.ExitCode, r.KillLine, r.Tail(4000))
+		// The variants' rows are still checked (and logged) below.
+		t.Errorf("the guest ended before the iwcm969 phase (exit code %d, oops %q)\n%s", r.ExitCode, r.KillLine, r.Tail(4000))
 	}
 	for _, v := range siwVariants {
+		if _, ran := rows[v.name]; !ran && !sent {
+			continue // the guest died before the variant (reported above)
+		}
 		t.Run(v.name, func(t *testing.T) {
 			got := map[string]Row{}
 			for _, row := range rows[v.name] {
@@ -240,6 +268,9 @@ func TestSiwConform(t *testing.T) {
 		}
 		t.Fatal("the default variant ran no ddp-no-recv case")
 	})
+	if !sent {
+		return
+	}
 	t.Run("siw-siw-p2p", func(t *testing.T) { checkSiwSiw(t, r.Console) })
 	t.Run("iwcm969", func(t *testing.T) { checkIwcm969(t, r, reply) })
 }

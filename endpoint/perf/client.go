@@ -183,7 +183,14 @@ func Run(ctx context.Context, dial Dialer, o Options) (Result, error) {
 	}
 	var stopTick func()
 	if o.Every > 0 && o.Tick != nil {
-		stopTick = ticker(&o, conns)
+		stopTick = ticker(&o, func() (n int64) {
+			for _, c := range conns {
+				if c.p.prog != nil {
+					n += c.p.prog.Load()
+				}
+			}
+			return n
+		})
 	}
 	ss := make([]stats, len(conns))
 	errs := make([]error, len(conns))
@@ -213,7 +220,9 @@ func Run(ctx context.Context, dial Dialer, o Options) (Result, error) {
 	return res, nil
 }
 
-func ticker(o *Options, conns []*clientConn) func() {
+// ticker calls o.Tick every o.Every with the row of the messages that
+// progress says completed in the period, until the func it returns.
+func ticker(o *Options, progress func() int64) func() {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -228,12 +237,7 @@ func ticker(o *Options, conns []*clientConn) func() {
 			case <-done:
 				return
 			case now := <-t.C:
-				var n int64
-				for _, c := range conns {
-					if c.p.prog != nil {
-						n += c.p.prog.Load()
-					}
-				}
+				n := progress()
 				sec := now.Sub(lastT).Seconds()
 				d := n - last
 				r := Row{Size: o.Size, Iters: int(d), Elapsed: now.Sub(lastT), AvgBps: float64(d) * float64(o.Size) / sec, MsgRate: float64(d) / sec}

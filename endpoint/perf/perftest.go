@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/iwkit/iwkit/endpoint"
@@ -27,8 +28,14 @@ func checkPerftest(o *Options) error {
 	if ptLayout[o.Test] == nil {
 		return fmt.Errorf("perf: perftest's exchange is implemented for %v, not %s", PerftestTests, o.Test)
 	}
-	if o.Bidir || o.Duration > 0 || o.Every > 0 {
-		return errors.New("perf: with perftest's exchange, only a run of -n iterations one way")
+	if o.Bidir {
+		return errors.New("perf: with perftest's exchange, runs go one way (no -b)")
+	}
+	if (o.Duration > 0 || o.Every > 0) && o.Test != WriteBW && o.Test != ReadBW {
+		// write_bw's and read_bw's servers only wait for the client's end
+		// of run and its report, whatever the client's loop; the other
+		// tests' servers count the client's -n messages.
+		return fmt.Errorf("perf: with perftest's exchange, -D and --run_infinitely are for %s and %s", WriteBW, ReadBW)
 	}
 	if o.Test == WriteLat && o.QPs != 1 {
 		return errors.New("perf: perftest's write_lat runs on one QP") // run_iter_lat_write uses QP 0 only
@@ -104,7 +111,9 @@ func (r *ptRun) newPeer(i int) (*endpoint.QP, error) {
 func (r *ptRun) exchange(ctx context.Context) error {
 	r.mine = make([]ptDest, len(r.peers))
 	for i, p := range r.peers {
-		r.mine[i] = ptDest{QPN: p.qp.Num(), PSN: rand.Uint32() & 0xffffff, RKey: uint32(p.buf.STag()), VAddr: p.buf.Addr()}
+		// out_reads is 1 but for the Read tests, as perftest sends it
+		// (testdata/siw/ib_write_bw_4096.pcap, frame 65).
+		r.mine[i] = ptDest{OutReads: 1, QPN: p.qp.Num(), PSN: rand.Uint32() & 0xffffff, RKey: uint32(p.buf.STag()), VAddr: p.buf.Addr()}
 		switch r.o.Test {
 		case ReadBW, ReadLat:
 			r.mine[i].OutReads = uint32(min(r.o.Depth, 128))
@@ -220,6 +229,23 @@ func RunPerftest(ctx context.Context, dial Dialer, o Options) (Result, error) {
 		return r.res, err
 	}
 	clk := &clock{iters: o.Iters, stop: o.Stop}
+	stopTick := func() {}
+	if o.Duration > 0 {
+		clk.end = time.Now().Add(o.Duration)
+	} else if o.Every > 0 {
+		clk.forever = true
+	}
+	if o.Every > 0 && o.Tick != nil {
+		for _, p := range r.peers {
+			p.prog = new(atomic.Int64)
+		}
+		stopTick = ticker(&o, func() (n int64) {
+			for _, p := range r.peers {
+				n += p.prog.Load()
+			}
+			return n
+		})
+	}
 	ss, err := r.each(func(i int, p *peer) (stats, error) {
 		adv := advert{Addr: r.rem[i].VAddr, RKey: r.rem[i].RKey, Len: max(o.Size, r.cycle)}
 		switch {
@@ -232,6 +258,7 @@ func RunPerftest(ctx context.Context, dial Dialer, o Options) (Result, error) {
 		}
 		return p.activeBW(ctx, &o, adv, clk)
 	})
+	stopTick()
 	if err != nil {
 		return r.res, err
 	}

@@ -237,10 +237,19 @@ func uniqueName() string {
 	return fmt.Sprintf("iwkit-siwpeer-%d-%d-%s", os.Getpid(), n, hex.EncodeToString(b[:]))
 }
 
+// Owner is what Start needs of the caller that owns the VM: a
+// testing.TB, or a Session (keep.go) for a command.
+type Owner interface {
+	Helper()
+	TempDir() string
+	Logf(format string, args ...any)
+	Cleanup(func())
+}
+
 // Start boots the VM to run command (bash, as root, cwd /out) and returns
 // once qemu runs. The VM ends when the guest powers off after the command,
 // on Kill, on the timeout, at t's cleanup, or when the test binary dies.
-func (p *Peer) Start(t testing.TB, command string, o Options) (*VM, error) {
+func (p *Peer) Start(t Owner, command string, o Options) (*VM, error) {
 	t.Helper()
 	if o.Timeout == 0 {
 		o.Timeout = 5 * time.Minute

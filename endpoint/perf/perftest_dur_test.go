@@ -1,0 +1,75 @@
+package perf
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/iwkit/iwkit/endpoint"
+)
+
+// TestPerftestDuration: under perftest's exchange, write_bw and read_bw
+// run for -D (the server, which only waits for the end of the run, gets
+// the client's count in its report), and --run_infinitely ticks a row
+// per period until stopped; the tests whose servers count -n messages
+// refuse both, and -b is refused.
+func TestPerftestDuration(t *testing.T) {
+	for _, test := range []string{WriteBW, ReadBW} {
+		t.Run(test, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			l, err := endpoint.Listen(ctx, "tcp", "127.0.0.1:0", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			serve := func() chan Result {
+				ch := make(chan Result, 1)
+				go func() {
+					r, err := ServePerftest(ctx, l, Options{Test: test, Size: 4096})
+					if err != nil {
+						t.Errorf("server: %v", err)
+					}
+					ch <- r
+				}()
+				return ch
+			}
+			sv := serve()
+			cl, err := RunPerftest(ctx, TCPDialer(l.Addr().String()), Options{Test: test, Size: 4096, Duration: 300 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := <-sv
+			if cl.Row.Iters <= 0 || s.Row.Iters != cl.Row.Iters {
+				t.Errorf("-D: client %d iterations, the server's report %d", cl.Row.Iters, s.Row.Iters)
+			}
+			// --run_infinitely: a row every period until Stop; the test
+			// stops it at its second row (no timed assertion).
+			sv = serve()
+			stop := make(chan struct{})
+			var ticks atomic.Int32
+			var once sync.Once
+			cl, err = RunPerftest(ctx, TCPDialer(l.Addr().String()), Options{Test: test, Size: 4096, Every: 100 * time.Millisecond, Stop: stop,
+				Tick: func(r Row) {
+					if ticks.Add(1) == 2 {
+						once.Do(func() { close(stop) })
+					}
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s = <-sv
+			if ticks.Load() < 1 || cl.Row.Iters <= 0 || s.Row.Iters != cl.Row.Iters {
+				t.Errorf("--run_infinitely: %d ticks, client %d iterations, server %d", ticks.Load(), cl.Row.Iters, s.Row.Iters)
+			}
+		})
+	}
+	for _, o := range []Options{{Test: SendBW, Duration: time.Second}, {Test: WriteLat, Every: time.Second}, {Test: WriteBW, Bidir: true}} {
+		if err := checkPerftest(&o); err == nil || !strings.Contains(err.Error(), "perftest") {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+}
