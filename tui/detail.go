@@ -57,7 +57,7 @@ func (l *loader) Load(i int) *Detail {
 	r := ix.Row(i)
 	d := &Detail{Row: r}
 	if r.Kind == RowFinding {
-		d.Lines = l.findingLines(ix.Finding(int(r.Aux)))
+		d.Lines = append(l.findingLines(ix.Finding(int(r.Aux))), ix.commentLines(int(r.First), int(r.Last))...)
 		return d
 	}
 	c := ix.Conn(int(r.Conn))
@@ -199,6 +199,7 @@ func (l *loader) lines(d *Detail, c *ConnInfo, in *render.TreeInput) []Line {
 		frames = fmt.Sprintf("frames %d-%d", r.First, r.Last)
 	}
 	out := []Line{note(0, 0, "%s  conn %d %s  %s > %s  seq %d-%d (%d octets on the wire)", frames, c.ID, c.DirName(r.Dir), c.Addr[r.Dir], c.Addr[1-r.Dir], r.Seq, r.End, r.End-r.Seq)}
+	out = append(out, l.ix.commentLines(int(r.First), int(r.Last))...) // pcapng packet comments
 	// Findings raised on this PDU's frames.
 	ix := l.ix
 	ix.mu.RLock()

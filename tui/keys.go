@@ -47,6 +47,7 @@ const (
 	ActGrowList
 	ActShrinkList
 	ActWhole
+	ActWriteFindings
 	numActions
 )
 
@@ -90,6 +91,7 @@ var Keys = []Key{
 	{Names: "v", Runes: []rune{'v'}, Action: ActGraphUnit, Where: "graph", Help: "I/O graph: PDUs or octets"},
 	{Names: "c", Runes: []rune{'c'}, Action: ActGraphConn, Where: "graph", Help: "I/O graph: next connection (all, 1, 2, ...)"},
 	{Names: "w", Runes: []rune{'w'}, Action: ActWrite, Where: "main", Help: "write the shown rows' frames to a pcap/pcapng file"},
+	{Names: "E", Runes: []rune{'E'}, Action: ActWriteFindings, Where: "main", Help: "save all frames as pcapng, findings as packet comments (frame.comment)"},
 	{Names: "W", Runes: []rune{'W'}, Action: ActWriteConn, Where: "main", Help: "write the row's connection to a pcap/pcapng file"},
 	{Names: "x", Runes: []rune{'x'}, Action: ActWhole, Where: "all", Help: "the selected line whole, wrapped (a list row, tree line or view line cut with …)"},
 	{Names: "\\", Runes: []rune{'\\'}, Action: ActZoom, Where: "main", Help: "zoom the focused pane to the whole page (again: back)"},

@@ -148,6 +148,9 @@ func (c *listContent) GetCell(row, col int) *tview.TableCell {
 	if col == 0 && c.u.List.Marks[i] {
 		text = "*" + text
 	}
+	if col == 0 && ix.Commented(&r) {
+		text = commentMark + text // comments.go
+	}
 	if col < len(colWidths) && len(text) < colWidths[col] {
 		// Fixed widths: columns do not shift as larger numbers scroll in.
 		text = strings.Repeat(" ", colWidths[col]-len(text)) + text
@@ -652,6 +655,8 @@ func (u *UI) Do(a Action) {
 		u.showPage("graph")
 	case ActWrite:
 		u.openBar("write", "Write shown rows to: ", "")
+	case ActWriteFindings:
+		u.openBar("writefindings", "Write pcapng with findings as comments to: ", "")
 	case ActWriteConn:
 		if i := u.List.RowAt(u.List.Cursor); i >= 0 {
 			u.openBar("writeconn", fmt.Sprintf("Write connection %d to: ", u.S.Ix.Row(i).Conn), "")
@@ -806,7 +811,7 @@ func (u *UI) barDone(key tcell.Key) {
 			u.status.SetText(u.statusText())
 			return
 		}
-	case "write", "writeconn":
+	case "write", "writeconn", "writefindings":
 		if text == "" {
 			break
 		}
@@ -819,20 +824,26 @@ func (u *UI) barDone(key tcell.Key) {
 			return
 		}
 		u.overwrite = ""
-		var n int
+		var n, c int
 		var err error
-		if mode == "write" {
+		switch mode {
+		case "write":
 			n, err = WriteRows(u.S.Ix, u.List, text)
-		} else {
+		case "writefindings":
+			n, c, err = WriteFindings(u.S.Ix, text) // comments.go
+		default:
 			r := u.S.Ix.Row(u.List.RowAt(u.List.Cursor))
 			n, err = WriteConn(u.S.Ix, int(r.Conn), text)
 		}
-		if err != nil {
+		switch {
+		case err != nil:
 			u.msg = "[red]" + tview.Escape(err.Error()) + "[-]"
-		} else {
+		case mode == "writefindings":
+			u.msg = fmt.Sprintf("wrote %d frames, %d with findings as comments, to %s", n, c, tview.Escape(text))
+		default:
 			u.msg = fmt.Sprintf("wrote %d frames to %s", n, tview.Escape(text))
-			u.saved = true
 		}
+		u.saved = u.saved || err == nil
 	}
 	u.closeBar()
 	u.table.Select(u.List.Cursor+1, 0)
