@@ -131,6 +131,7 @@ type STagUse struct {
 type Index struct {
 	mu       sync.RWMutex
 	rows     chunked[Row]
+	tcp      chunked[Row] // TCP segment rows (tcp.go), numbered from tcpBase
 	findings []Finding
 	ops      []Op
 	conns    map[int]*ConnInfo
@@ -168,6 +169,9 @@ func (ix *Index) Len() int {
 func (ix *Index) Row(i int) Row {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	if i >= tcpBase {
+		return ix.tcpRow(i) // tcp.go
+	}
 	return *ix.rows.At(i)
 }
 
@@ -255,7 +259,7 @@ func (ix *Index) STags() []STagUse {
 func (ix *Index) Bytes() int {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	n := ix.rows.Cap()*int(unsafe.Sizeof(Row{})) + ix.ulp.bytes()
+	n := (ix.rows.Cap()+ix.tcp.Cap())*int(unsafe.Sizeof(Row{})) + ix.ulp.bytes()
 	n += cap(ix.findings)*int(unsafe.Sizeof(Finding{})) + cap(ix.ops)*int(unsafe.Sizeof(Op{})) + cap(ix.cmds)*int(unsafe.Sizeof(Cmd{})) + cap(ix.cmdSTags)*4
 	n += len(ix.stags)*int(unsafe.Sizeof(STagUse{})+16) + len(ix.adverts)*int(unsafe.Sizeof(Advert{})+16)
 	ix.store.mu.Lock()
@@ -302,6 +306,11 @@ func (x *indexer) Record(r *analyze.Record) {
 		n := ix.rows.Len()
 		ix.mu.RUnlock()
 		defer x.match(r, n)
+	} else if keptSegment(r) {
+		ix.mu.RLock()
+		n := ix.tcp.Len()
+		ix.mu.RUnlock()
+		defer x.match(r, tcpBase+n)
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -333,6 +342,10 @@ func (x *indexer) Record(r *analyze.Record) {
 		x.op(r)
 	case analyze.KindCommand:
 		x.command(r)
+	case analyze.KindSegment:
+		if keptSegment(r) {
+			x.segment(r) // tcp.go
+		}
 	}
 }
 

@@ -48,6 +48,7 @@ const (
 	ActShrinkList
 	ActWhole
 	ActWriteFindings
+	ActTCP
 	numActions
 )
 
@@ -90,6 +91,7 @@ var Keys = []Key{
 	{Names: "i", Runes: []rune{'i'}, Action: ActGraph, Where: "all", Help: "I/O graph: PDUs or octets per interval"},
 	{Names: "v", Runes: []rune{'v'}, Action: ActGraphUnit, Where: "graph", Help: "I/O graph: PDUs or octets"},
 	{Names: "c", Runes: []rune{'c'}, Action: ActGraphConn, Where: "graph", Help: "I/O graph: next connection (all, 1, 2, ...)"},
+	{Names: "T", Runes: []rune{'T'}, Action: ActTCP, Where: "main", Help: "TCP rows: SYN, FIN, RST, bare ACKs, retransmissions (again: PDUs only)"},
 	{Names: "w", Runes: []rune{'w'}, Action: ActWrite, Where: "main", Help: "write the shown rows' frames to a pcap/pcapng file"},
 	{Names: "E", Runes: []rune{'E'}, Action: ActWriteFindings, Where: "main", Help: "save all frames as pcapng, findings as packet comments (frame.comment)"},
 	{Names: "W", Runes: []rune{'W'}, Action: ActWriteConn, Where: "main", Help: "write the row's connection to a pcap/pcapng file"},

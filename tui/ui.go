@@ -97,6 +97,8 @@ func nodeColor(n *render.Node) tcell.Color {
 // finding severity, then by opcode.
 func rowColor(r *Row) tcell.Color {
 	switch {
+	case r.Kind == RowTCP:
+		return tcpColor(r) // tcp.go
 	case r.Kind == RowFPDU && decode.Opcode(r.Op) == decode.OpTerminate:
 		return tcell.ColorPurple
 	case r.Sev == finding.Error.Rank() || r.Flags&FlagCRCBad != 0:
@@ -655,6 +657,11 @@ func (u *UI) Do(a Action) {
 		u.showPage("graph")
 	case ActWrite:
 		u.openBar("write", "Write shown rows to: ", "")
+	case ActTCP:
+		u.List.SetTCP(!u.List.TCP())
+		u.table.Select(u.List.Cursor+1, 0)
+		u.dRow = -1
+		u.showDetail()
 	case ActWriteFindings:
 		u.openBar("writefindings", "Write pcapng with findings as comments to: ", "")
 	case ActWriteConn:
