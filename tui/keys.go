@@ -49,6 +49,8 @@ const (
 	ActWhole
 	ActWriteFindings
 	ActTCP
+	ActCopy
+	ActCopyTree
 	numActions
 )
 
@@ -92,6 +94,8 @@ var Keys = []Key{
 	{Names: "v", Runes: []rune{'v'}, Action: ActGraphUnit, Where: "graph", Help: "I/O graph: PDUs or octets"},
 	{Names: "c", Runes: []rune{'c'}, Action: ActGraphConn, Where: "graph", Help: "I/O graph: next connection (all, 1, 2, ...)"},
 	{Names: "T", Runes: []rune{'T'}, Action: ActTCP, Where: "main", Help: "TCP rows: SYN, FIN, RST, bare ACKs, retransmissions (again: PDUs only)"},
+	{Names: "y", Runes: []rune{'y'}, Action: ActCopy, Where: "main", Help: "copy to the clipboard (OSC 52, also over ssh): the list line, the tree line (name = value), the octets"},
+	{Names: "Y", Runes: []rune{'Y'}, Action: ActCopyTree, Where: "main", Help: "copy the whole tree to the clipboard (OSC 52)"},
 	{Names: "w", Runes: []rune{'w'}, Action: ActWrite, Where: "main", Help: "write the shown rows' frames to a pcap/pcapng file"},
 	{Names: "E", Runes: []rune{'E'}, Action: ActWriteFindings, Where: "main", Help: "save all frames as pcapng, findings as packet comments (frame.comment)"},
 	{Names: "W", Runes: []rune{'W'}, Action: ActWriteConn, Where: "main", Help: "write the row's connection to a pcap/pcapng file"},

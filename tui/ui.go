@@ -60,6 +60,7 @@ type UI struct {
 	once      sync.Once
 	lastLen   int
 	lastGen   uint64
+	scr       tcell.Screen // the screen drawn on (clip.go)
 }
 
 // Theme: the terminal's own foreground and background, and the eight
@@ -174,7 +175,8 @@ func New(s *Session) *UI {
 	u.table = tview.NewTable().SetContent(&listContent{u: u}).SetFixed(1, 0).SetSelectable(true, false)
 	// The list's rows grow under the table as the index does (not only at
 	// Refresh), so any draw may be the one that would chase the end.
-	u.App.SetBeforeDrawFunc(func(tcell.Screen) bool {
+	u.App.SetBeforeDrawFunc(func(scr tcell.Screen) bool {
+		u.keepScreen(scr) // clip.go
 		u.keepOffset(u.List.Cursor >= u.List.Len()-1)
 		return false
 	})
@@ -657,6 +659,10 @@ func (u *UI) Do(a Action) {
 		u.showPage("graph")
 	case ActWrite:
 		u.openBar("write", "Write shown rows to: ", "")
+	case ActCopy:
+		u.copySelection() // clip.go
+	case ActCopyTree:
+		u.copyTree()
 	case ActTCP:
 		u.List.SetTCP(!u.List.TCP())
 		u.table.Select(u.List.Cursor+1, 0)
