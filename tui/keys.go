@@ -51,6 +51,7 @@ const (
 	ActTCP
 	ActCopy
 	ActCopyTree
+	ActFollowStream
 	numActions
 )
 
@@ -94,6 +95,7 @@ var Keys = []Key{
 	{Names: "v", Runes: []rune{'v'}, Action: ActGraphUnit, Where: "graph", Help: "I/O graph: PDUs or octets"},
 	{Names: "c", Runes: []rune{'c'}, Action: ActGraphConn, Where: "graph", Help: "I/O graph: next connection (all, 1, 2, ...)"},
 	{Names: "T", Runes: []rune{'T'}, Action: ActTCP, Where: "main", Help: "TCP rows: SYN, FIN, RST, bare ACKs, retransmissions (again: PDUs only)"},
+	{Names: "F", Runes: []rune{'F'}, Action: ActFollowStream, Where: "main", Help: "follow the row's MPA stream: hex and ASCII, FPDU boundaries, markers; d direction, n p page"},
 	{Names: "y", Runes: []rune{'y'}, Action: ActCopy, Where: "main", Help: "copy to the clipboard (OSC 52, also over ssh): the list line, the tree line (name = value), the octets"},
 	{Names: "Y", Runes: []rune{'Y'}, Action: ActCopyTree, Where: "main", Help: "copy the whole tree to the clipboard (OSC 52)"},
 	{Names: "w", Runes: []rune{'w'}, Action: ActWrite, Where: "main", Help: "write the shown rows' frames to a pcap/pcapng file"},

@@ -61,6 +61,7 @@ type UI struct {
 	lastLen   int
 	lastGen   uint64
 	scr       tcell.Screen // the screen drawn on (clip.go)
+	follow    *followView  // follow.go
 }
 
 // Theme: the terminal's own foreground and background, and the eight
@@ -235,6 +236,9 @@ func New(s *Session) *UI {
 		u.pages.AddPage(name, v.t, true, false)
 	}
 	u.pages.AddPage("graph", u.graph, true, false)
+	u.follow = newFollowView()
+	u.follow.SetInputCapture(u.followKeys)
+	u.pages.AddPage("follow", u.follow, true, false)
 	u.pages.AddPage("help", u.help, true, false)
 	u.page = "main"
 	u.quitModal = tview.NewModal().SetText("The live capture is not saved (w writes it). Quit anyway?").
@@ -534,6 +538,8 @@ func (u *UI) showPage(name string) {
 		u.App.SetFocus(u.panes[u.pane])
 	case "graph":
 		u.App.SetFocus(u.graph)
+	case "follow":
+		u.App.SetFocus(u.follow)
 	case "help":
 		u.App.SetFocus(u.help)
 	default:
@@ -659,6 +665,8 @@ func (u *UI) Do(a Action) {
 		u.showPage("graph")
 	case ActWrite:
 		u.openBar("write", "Write shown rows to: ", "")
+	case ActFollowStream:
+		u.openFollow() // follow.go
 	case ActCopy:
 		u.copySelection() // clip.go
 	case ActCopyTree:
