@@ -159,7 +159,7 @@ func (c *listContent) GetCell(row, col int) *tview.TableCell {
 		// Fixed widths: columns do not shift as larger numbers scroll in.
 		text = strings.Repeat(" ", colWidths[col]-len(text)) + text
 	}
-	cell := tview.NewTableCell(text).SetTextColor(rowColor(&r))
+	cell := tview.NewTableCell(tview.Escape(text)).SetTextColor(rowColor(&r)) // "TCP [SYN]" is no style tag
 	if col == 4 {
 		cell.SetExpansion(1)
 	}
@@ -353,7 +353,11 @@ func (u *UI) statusText() string {
 	read, total, done, err := ix.Progress()
 	var b strings.Builder
 	fmt.Fprintf(&b, "[::b]%s[::-]  ", tview.Escape(u.S.Name))
-	fmt.Fprintf(&b, "rows %d/%d", u.List.Len(), ix.Len())
+	rows := ix.Len()
+	if u.List.TCP() {
+		rows += ix.TCPLen() // tcp.go
+	}
+	fmt.Fprintf(&b, "rows %d/%d", u.List.Len(), rows)
 	if fr := u.S.Filter(); fr != nil && u.List.flt != nil {
 		n, fdone, ferr := fr.Status()
 		fmt.Fprintf(&b, "  filter %q %d", fr.Expr, n)
