@@ -70,28 +70,7 @@ func (u *UI) copyTree() {
 // octets in hex, the printable ones.
 func hexDump(b []byte) string {
 	var s strings.Builder
-	for off := 0; off < len(b); off += 16 {
-		line := b[off:min(off+16, len(b))]
-		fmt.Fprintf(&s, "%04x ", off)
-		for i := 0; i < 16; i++ {
-			if i == 8 {
-				s.WriteByte(' ')
-			}
-			if i < len(line) {
-				fmt.Fprintf(&s, " %02x", line[i])
-			} else {
-				s.WriteString("   ")
-			}
-		}
-		s.WriteString("  ")
-		for _, c := range line {
-			if c < 0x20 || c > 0x7e {
-				c = '.'
-			}
-			s.WriteByte(c)
-		}
-		s.WriteByte('\n')
-	}
+	appendFollowDump(&s, b, nil, "")
 	return s.String()
 }
 

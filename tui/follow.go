@@ -142,23 +142,28 @@ func (u *UI) fillFollow() {
 	v.ScrollToBeginning()
 }
 
-// appendFollowDump writes octets as hex and ASCII lines in colour, the
-// octets of markers in reverse.
+// appendFollowDump writes octets as hex and ASCII lines (offset, 16
+// octets, the printable ones, as the hex pane and iwdump -x): with a
+// colour, as tview tags in that colour, the octets mark says in reverse;
+// without, plain text (the clipboard's hex dump).
 func appendFollowDump(b *strings.Builder, w []byte, mark []bool, colour string) {
+	tags := colour != ""
 	for off := 0; off < len(w); off += 16 {
 		line := w[off:min(off+16, len(w))]
-		fmt.Fprintf(b, "[%s]%04x ", colour, off)
+		if tags {
+			fmt.Fprintf(b, "[%s]", colour)
+		}
+		fmt.Fprintf(b, "%04x ", off)
 		for k := 0; k < 16; k++ {
 			if k == 8 {
 				b.WriteByte(' ')
 			}
-			if k >= len(line) {
+			switch {
+			case k >= len(line):
 				b.WriteString("   ")
-				continue
-			}
-			if mark[off+k] {
+			case tags && mark[off+k]:
 				fmt.Fprintf(b, " [::r]%02x[::-]", line[k])
-			} else {
+			default:
 				fmt.Fprintf(b, " %02x", line[k])
 			}
 		}
@@ -167,12 +172,15 @@ func appendFollowDump(b *strings.Builder, w []byte, mark []bool, colour string) 
 			if ch < 0x20 || ch > 0x7e {
 				ch = '.'
 			}
-			if ch == '[' {
+			if ch == '[' && tags {
 				b.WriteString("[[]") // tview's escape of a tag's opening
 				continue
 			}
 			b.WriteByte(ch)
 		}
-		b.WriteString("[-]\n")
+		if tags {
+			b.WriteString("[-]")
+		}
+		b.WriteByte('\n')
 	}
 }
