@@ -60,6 +60,10 @@ type Config struct {
 	// internal.decoder_panic finding (contain.go); by default it does,
 	// except in a test binary.
 	Panics PanicMode
+	// Segments hands out a KindSegment record for each TCP segment that
+	// opens or closes a connection, carries no data, or carries data that
+	// is not new (reassembly.SegmentEvent): iwtui's TCP rows.
+	Segments bool
 }
 
 // The defaults of Config's limits.
@@ -82,7 +86,7 @@ func (c *Config) limits(n int) (reassembly.Config, track.Limits, int) {
 		keep = DefaultKeepConns
 	}
 	flows = max(1, flows/n)
-	rc := reassembly.Config{Ports: c.Ports, MaxFlows: flows, MemoryBudget: mem / int64(n)}
+	rc := reassembly.Config{Ports: c.Ports, MaxFlows: flows, MemoryBudget: mem / int64(n), Segments: c.Segments}
 	// The tracker keeps every flow's connection (one it forgot while the
 	// flow lives would come back without its handshake).
 	return rc, track.Limits{Conns: flows, RetainedConns: max(1, keep/n)}, max(1, keep/n)
@@ -570,6 +574,15 @@ func (h *handler) Retransmission(c *reassembly.Conn, e *reassembly.RetransEvent)
 func (h *handler) Finding(c *reassembly.Conn, e *reassembly.FindingEvent) {
 	r := h.finding(c, e.Dir, e.Frame, c.LastTime, e.Code, fmt.Sprintf("%s (seq %d, %d octets)", e.Code.Info().Summary, e.Seq, e.Len))
 	r.HasSeq, r.Seq, r.End = true, e.Seq, e.Seq+uint32(e.Len)
+	h.emit()
+}
+
+// Segment hands out a TCP segment the reassembler reports (Config.Segments).
+func (h *handler) Segment(c *reassembly.Conn, e *reassembly.SegmentEvent) {
+	r := h.reset(KindSegment, e.Frame, e.Time)
+	r.onConn(c, e.Dir)
+	r.HasSeq, r.Seq, r.End = true, e.Seq, e.Seq+uint32(e.Len)
+	r.Seg = *e
 	h.emit()
 }
 

@@ -7,7 +7,6 @@ import (
 	"github.com/iwkit/iwkit/decode"
 	"github.com/iwkit/iwkit/filter"
 	"github.com/iwkit/iwkit/finding"
-	"github.com/iwkit/iwkit/internal/digits"
 	"github.com/iwkit/iwkit/reassembly"
 	"github.com/iwkit/iwkit/track"
 	"github.com/iwkit/iwkit/ulp"
@@ -44,6 +43,11 @@ const (
 	// KindCommand: a storage-protocol command completed (Record.Cmd):
 	// linked to the RDMA operations that moved its data, with its latency.
 	KindCommand
+	// KindSegment: a TCP segment that opens or closes the connection,
+	// carries no data, or carries data that is not new: a retransmission,
+	// or out of order (Record.Seg; only with Config.Segments). Conn is its
+	// connection, iWARP or not (yet).
+	KindSegment
 )
 
 func (k Kind) String() string {
@@ -66,6 +70,8 @@ func (k Kind) String() string {
 		return "terminate"
 	case KindCommand:
 		return "command"
+	case KindSegment:
+		return "segment"
 	}
 	return "unknown"
 }
@@ -110,9 +116,13 @@ type Record struct {
 	// when none), Cmd the command of a KindCommand record.
 	ULP *ulp.Message
 	Cmd *ulp.Command
+	// Seg is the segment of a KindSegment record (a value: a sharded run's
+	// copy of the record needs no more).
+	Seg reassembly.SegmentEvent
 
 	h     *handler         // raised it: STags asks its tracker
 	stags []track.STagInfo // STags of a copy (Run with workers)
+	addr  [2][16]byte      // the ip.src, ip.dst filter values (addrValue)
 }
 
 // STags returns, for an operation record, the tracker's STag ledger
@@ -156,6 +166,23 @@ type RecordField struct {
 	Kind decode.FieldKind
 	Desc string // "" for the finding.* fields, which -e does not print
 	Get  filter.Getter[*Record]
+	// Either names the two fields this one stands for (ip.addr: ip.src
+	// or ip.dst; filter.Either); Get is nil then. -e prints both values.
+	Either [2]string
+}
+
+// noEither: a field of its own (RecordField.Either).
+var noEither [2]string
+
+func timeValue(d time.Duration) decode.Value {
+	return decode.Value{Kind: decode.KindTime, U: uint64(d)}
+}
+
+// addrValue is address a as a KindAddr value, its octets in r's scratch
+// i (no allocation).
+func (r *Record) addrValue(i int, a netip.Addr) decode.Value {
+	r.addr[i] = a.As16()
+	return decode.Value{Kind: decode.KindAddr, B: r.addr[i][:]}
 }
 
 func uintValue(x uint64) decode.Value { return decode.Value{Kind: decode.KindUint, U: x} }
@@ -189,41 +216,49 @@ func withConn(get func(r *Record) decode.Value) filter.Getter[*Record] {
 var RecordFields = []RecordField{
 	// frame: the frame a PDU or finding is reported at (iwdump -Y 'frame
 	// == N' finds what a query over an export points at).
-	{"frame", decode.KindUint, "number of the frame holding the PDU's last octet", frameOf},
-	{"time", decode.KindString, "seconds since the first frame (6 decimals, as NDJSON)", func(r *Record) (decode.Value, bool) {
-		return textValue(digits.AppendSeconds(nil, r.Rel)), true
-	}},
-	{"conn", decode.KindUint, "connection number", withConn(func(r *Record) decode.Value { return uintValue(r.Conn.ID) })},
+	{"frame", decode.KindUint, "number of the frame holding the PDU's last octet", frameOf, noEither},
+	{"time", decode.KindTime, "seconds since the first frame (6 decimals, as NDJSON)", func(r *Record) (decode.Value, bool) {
+		// What -e prints: rounded to the microsecond.
+		return timeValue((r.Rel + 500*time.Nanosecond).Truncate(time.Microsecond)), true
+	}, noEither},
+	{"conn", decode.KindUint, "connection number", withConn(func(r *Record) decode.Value { return uintValue(r.Conn.ID) }), noEither},
 	{"dir", decode.KindString, "i2r (from the MPA initiator) or r2i", withConn(func(r *Record) decode.Value {
 		return decode.Value{Kind: decode.KindString, S: DirName(r.Conn, r.Dir)}
-	})},
-	{"src", decode.KindString, "sender ip:port", withConn(func(r *Record) decode.Value { return textValue(r.Src.AppendTo(nil)) })},
-	{"dst", decode.KindString, "receiver ip:port", withConn(func(r *Record) decode.Value { return textValue(r.Dst.AppendTo(nil)) })},
+	}), noEither},
+	{"src", decode.KindString, "sender ip:port", withConn(func(r *Record) decode.Value { return textValue(r.Src.AppendTo(nil)) }), noEither},
+	{"dst", decode.KindString, "receiver ip:port", withConn(func(r *Record) decode.Value { return textValue(r.Dst.AppendTo(nil)) }), noEither},
+	// Wireshark's names for the TCP/IP endpoints (IPv4 and IPv6 alike).
+	{"ip.src", decode.KindAddr, "sender IP address (IPv4 or IPv6)", withConn(func(r *Record) decode.Value { return r.addrValue(0, r.Src.Addr()) }), noEither},
+	{"ip.dst", decode.KindAddr, "receiver IP address (IPv4 or IPv6)", withConn(func(r *Record) decode.Value { return r.addrValue(1, r.Dst.Addr()) }), noEither},
+	{"ip.addr", decode.KindAddr, "ip.src or ip.dst (-e: both)", nil, [2]string{"ip.src", "ip.dst"}},
+	{"tcp.srcport", decode.KindUint, "sender TCP port", withConn(func(r *Record) decode.Value { return uintValue(uint64(r.Src.Port())) }), noEither},
+	{"tcp.dstport", decode.KindUint, "receiver TCP port", withConn(func(r *Record) decode.Value { return uintValue(uint64(r.Dst.Port())) }), noEither},
+	{"tcp.port", decode.KindUint, "tcp.srcport or tcp.dstport (-e: both)", nil, [2]string{"tcp.srcport", "tcp.dstport"}},
 	{"missing", decode.KindUint, "octets of the PDU not captured", func(r *Record) (decode.Value, bool) {
 		if r.Kind != KindPDU {
 			return decode.Value{}, false
 		}
 		return uintValue(uint64(r.PDU.Missing)), true
-	}},
-	{"frame.number", decode.KindUint, "as tshark: frame", frameOf},
-	{"frame.time_relative", decode.KindString, "as tshark: seconds since the first frame, 9 decimals", func(r *Record) (decode.Value, bool) {
-		return textValue(digits.AppendNanos(nil, r.Rel)), true
-	}},
-	{"frame.time_epoch", decode.KindString, "as tshark: seconds since the epoch, 9 decimals", func(r *Record) (decode.Value, bool) {
-		return textValue(digits.AppendNanos(nil, time.Duration(r.Time.UnixNano()))), true
-	}},
+	}, noEither},
+	{"frame.number", decode.KindUint, "as tshark: frame", frameOf, noEither},
+	{"frame.time_relative", decode.KindTime, "as tshark: seconds since the first frame, 9 decimals", func(r *Record) (decode.Value, bool) {
+		return timeValue(r.Rel), true
+	}, noEither},
+	{"frame.time_epoch", decode.KindTime, "as tshark: seconds since the epoch, 9 decimals", func(r *Record) (decode.Value, bool) {
+		return timeValue(time.Duration(r.Time.UnixNano())), true
+	}, noEither},
 	{"finding", decode.KindBool, "", func(r *Record) (decode.Value, bool) {
 		return decode.Value{Kind: decode.KindBool, U: 1}, r.Kind == KindFinding
-	}},
+	}, noEither},
 	{"finding.severity", decode.KindString, "", findingOnly(func(r *Record) decode.Value {
 		return decode.Value{Kind: decode.KindString, S: r.Finding.Severity.String()}
-	})},
+	}), noEither},
 	{"finding.code", decode.KindString, "", findingOnly(func(r *Record) decode.Value {
 		return decode.Value{Kind: decode.KindString, S: r.Finding.Code.String()}
-	})},
+	}), noEither},
 	{"finding.message", decode.KindString, "", findingOnly(func(r *Record) decode.Value {
 		return decode.Value{Kind: decode.KindString, S: r.Finding.Message}
-	})},
+	}), noEither},
 }
 
 // ResolveField serves display filters (package filter) over records: the
@@ -231,7 +266,7 @@ var RecordFields = []RecordField{
 // ULP field table for the storage-protocol messages.
 func ResolveField(name string) (filter.Getter[*Record], decode.FieldKind, bool) {
 	for i := range RecordFields {
-		if rf := &RecordFields[i]; rf.Name == name {
+		if rf := &RecordFields[i]; rf.Name == name && rf.Get != nil {
 			return rf.Get, rf.Kind, true
 		}
 	}
@@ -249,5 +284,16 @@ func ResolveField(name string) (filter.Getter[*Record], decode.FieldKind, bool) 
 
 // CompileFilter compiles a display filter (iwdump -Y) over records.
 func CompileFilter(expr string) (*filter.Filter[*Record], error) {
-	return filter.Compile(expr, ResolveField)
+	return filter.Compile(expr, ResolveField, filter.Either(EitherField))
+}
+
+// EitherField reports the two fields a record field stands for (ip.addr:
+// ip.src or ip.dst; tcp.port).
+func EitherField(name string) (a, b string, ok bool) {
+	for i := range RecordFields {
+		if rf := &RecordFields[i]; rf.Name == name && rf.Either[0] != "" {
+			return rf.Either[0], rf.Either[1], true
+		}
+	}
+	return "", "", false
 }

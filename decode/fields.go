@@ -3,6 +3,7 @@ package decode
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"net/netip"
 	"strconv"
 )
 
@@ -15,11 +16,24 @@ const (
 	KindEnum                        // Value.U with its name in Value.S
 	KindString                      // Value.S
 	KindBytes                       // Value.B
+	// KindTime is a time in nanoseconds, Value.U holding an int64 (a
+	// record's times: since the first frame, or since the epoch); display
+	// filters compare it as a number of seconds (`time > 1.5`).
+	KindTime
+	// KindAddr is an IP address, Value.B its 16 octets (IPv4 as
+	// IPv4-mapped IPv6, RFC 4291 §2.5.5.2); display filters compare it
+	// with an address or a prefix (`ip.addr == 10.0.0.0/8`).
+	KindAddr
 )
 
 func (k FieldKind) String() string {
-	return [...]string{"", "bool", "uint", "enum", "string", "bytes"}[k]
+	if int(k) >= len(kindNames) {
+		return "?"
+	}
+	return kindNames[k]
 }
+
+var kindNames = [...]string{"", "bool", "uint", "enum", "string", "bytes", "time", "addr"}
 
 // Value is one field's value in a PDU. It never owns memory: S points at
 // static names and B aliases the PDU's octets.
@@ -96,8 +110,34 @@ func (f *Field) AppendValue(b []byte, v Value) []byte {
 		return append(b, v.S...)
 	case KindBytes:
 		return hex.AppendEncode(b, v.B)
+	case KindTime:
+		return AppendTime(b, v)
+	case KindAddr:
+		return AddrOf(v).AppendTo(b)
 	}
 	return b
+}
+
+// AppendTime appends a KindTime value in seconds with 9 decimals (as
+// tshark's frame.time_relative).
+func AppendTime(b []byte, v Value) []byte {
+	ns := int64(v.U)
+	if ns < 0 {
+		b = append(b, '-')
+		ns = -ns
+	}
+	b = strconv.AppendInt(b, ns/1e9, 10)
+	frac := strconv.AppendInt(nil, ns%1e9+1e9, 10) // "1" and 9 digits
+	return append(append(b, '.'), frac[1:]...)
+}
+
+// AddrOf is the address of a KindAddr value (IPv4 unmapped); the zero
+// Addr for any other.
+func AddrOf(v Value) netip.Addr {
+	if v.Kind != KindAddr || len(v.B) != 16 {
+		return netip.Addr{}
+	}
+	return netip.AddrFrom16([16]byte(v.B)).Unmap()
 }
 
 func vBool(x bool) Value {

@@ -13,11 +13,13 @@
 //	test    = FIELD [ op literal ]
 //	op      = "==" | "!=" | "<" | "<=" | ">" | ">=" | "contains"
 //	literal = number (decimal or 0x-hex) | "string" | true | false
+//	        | seconds (1.5, for a time) | address or prefix (10.0.0.1, fe80::1, 10.0.0.0/8)
 package filter
 
 import (
 	"bytes"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -88,7 +90,8 @@ type cmpNode[R any] struct {
 	num   uint64
 	isNum bool
 	str   string
-	raw   []byte // for contains on bytes
+	raw   []byte       // for contains on bytes
+	pfx   netip.Prefix // an address field's literal (an address: its /32 or /128)
 }
 
 func cmpUint(a, b uint64, o op) bool {
@@ -121,6 +124,16 @@ func cmpString(a, b string, o op) bool {
 	return cmpUint(uint64(strings.Compare(a, b)+1), 1, o)
 }
 
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
 func (n *cmpNode[R]) eval(r R) bool {
 	v, ok := n.get(r)
 	if !ok {
@@ -136,6 +149,14 @@ func (n *cmpNode[R]) eval(r R) bool {
 		return cmpString(v.S, n.str, n.op)
 	case decode.KindString:
 		return cmpString(v.S, n.str, n.op)
+	case decode.KindTime:
+		// Signed: a frame before the first (a capture out of time order)
+		// has a negative relative time.
+		a, b := int64(v.U), int64(n.num)
+		return cmpUint(uint64(cmpInt(a, b)+1), 1, n.op)
+	case decode.KindAddr:
+		in := n.pfx.Contains(decode.AddrOf(v))
+		return in == (n.op == opEq)
 	case decode.KindBytes:
 		switch n.op {
 		case opContains:
@@ -149,9 +170,28 @@ func (n *cmpNode[R]) eval(r R) bool {
 	return false
 }
 
+// Option changes how Compile reads field names.
+type Option func(*options)
+
+type options struct {
+	either func(name string) (a, b string, ok bool)
+}
+
+// Either names the fields that stand for either of two others, as
+// Wireshark's ip.addr (ip.src or ip.dst) and tcp.port: `ip.addr == X`
+// is `ip.src == X || ip.dst == X`, a bare `ip.addr` tests either's
+// presence, and `ip.addr != X` is `ip.src != X && ip.dst != X` (neither
+// is X: Wireshark's !=, "all not equal").
+func Either(f func(name string) (a, b string, ok bool)) Option {
+	return func(o *options) { o.either = f }
+}
+
 // Compile parses src against the fields resolve knows.
-func Compile[R any](src string, resolve Resolver[R]) (*Filter[R], error) {
+func Compile[R any](src string, resolve Resolver[R], opts ...Option) (*Filter[R], error) {
 	p := &parser[R]{src: src, resolve: resolve}
+	for _, o := range opts {
+		o(&p.opts)
+	}
 	p.next()
 	if p.tok.kind == tEOF {
 		return nil, p.errAt(0, "empty filter")
@@ -193,6 +233,7 @@ type parser[R any] struct {
 	pos     int
 	tok     token
 	resolve Resolver[R]
+	opts    options
 }
 
 func (p *parser[R]) errAt(col int, msg string) error {
@@ -353,18 +394,82 @@ func (p *parser[R]) unary() (node[R], error) {
 
 func (p *parser[R]) test() (node[R], error) {
 	name, at := p.tok.text, p.tok.pos
+	if _, _, ok := p.resolve(name); !ok && p.opts.either != nil {
+		if a, b, ok := p.opts.either(name); ok {
+			return p.eitherTest(name, a, b)
+		}
+	}
 	get, kind, ok := p.resolve(name)
 	if !ok {
 		return nil, p.errAt(at, fmt.Sprintf("unknown field %q", name))
 	}
 	p.next()
+	return p.compare(name, get, kind)
+}
+
+// eitherTest compiles a test of a field that stands for two (Either).
+func (p *parser[R]) eitherTest(name, a, b string) (node[R], error) {
+	ga, ka, oka := p.resolve(a)
+	gb, _, okb := p.resolve(b)
+	if !oka || !okb {
+		return nil, p.errAt(p.tok.pos, fmt.Sprintf("field %q stands for %s and %s, which are unknown", name, a, b))
+	}
+	p.next()
+	if p.tok.kind != tOp {
+		return orNode[R]{presentNode[R]{ga}, presentNode[R]{gb}}, nil
+	}
+	// Compile the comparison once, then use it on both fields.
+	na, err := p.compare(name, ga, ka)
+	if err != nil {
+		return nil, err
+	}
+	ca := na.(*cmpNode[R])
+	cb := *ca
+	cb.get = gb
+	if ca.op == opNe {
+		return andNode[R]{ca, &cb}, nil
+	}
+	return orNode[R]{ca, &cb}, nil
+}
+
+// compare compiles what follows a field name: nothing (presence) or a
+// comparison with a literal.
+func (p *parser[R]) compare(name string, get Getter[R], kind decode.FieldKind) (node[R], error) {
 	if p.tok.kind != tOp {
 		return presentNode[R]{get}, nil
 	}
 	o, opAt := opNames[p.tok.text], p.tok.pos
-	p.next()
+	if kind == decode.KindAddr {
+		p.nextWord() // an address: 10.0.0.1, fe80::1, 10.0.0.0/8
+	} else {
+		p.next()
+	}
 	lit := p.tok
 	n := &cmpNode[R]{get: get, op: o}
+	switch {
+	case kind == decode.KindAddr && (lit.kind == tNumber || lit.kind == tString):
+		if o != opEq && o != opNe {
+			return nil, p.errAt(opAt, fmt.Sprintf("%s is an address: only == and != apply", name))
+		}
+		pfx, err := parseAddr(lit.text)
+		if err != nil {
+			return nil, p.errAt(lit.pos, fmt.Sprintf("bad address %q (write 10.0.0.1, fe80::1 or a prefix 10.0.0.0/8)", lit.text))
+		}
+		n.pfx = pfx
+		p.next()
+		return n, nil
+	case kind == decode.KindTime && (lit.kind == tNumber || lit.kind == tString):
+		if o == opContains {
+			return nil, p.errAt(opAt, fmt.Sprintf("contains needs a string or bytes field; %s is a time", name))
+		}
+		ns, err := parseSeconds(lit.text)
+		if err != nil {
+			return nil, p.errAt(lit.pos, fmt.Sprintf("bad time %q (seconds, as 1.5 or 0.000123)", lit.text))
+		}
+		n.num, n.isNum = uint64(ns), true
+		p.next()
+		return n, nil
+	}
 	switch lit.kind {
 	case tNumber:
 		if kind == decode.KindBytes {
@@ -417,6 +522,68 @@ func (p *parser[R]) test() (node[R], error) {
 	}
 	p.next()
 	return n, nil
+}
+
+// nextWord reads the next token as an address literal: a quoted string,
+// or the characters up to a space, a parenthesis or an operator.
+func (p *parser[R]) nextWord() {
+	s := p.src
+	for p.pos < len(s) && (s[p.pos] == ' ' || s[p.pos] == '\t' || s[p.pos] == '\n') {
+		p.pos++
+	}
+	start := p.pos
+	if p.pos >= len(s) || s[p.pos] == '"' {
+		p.next()
+		return
+	}
+	for p.pos < len(s) && !strings.ContainsRune(" \t\n()&|!=<>\"", rune(s[p.pos])) {
+		p.pos++
+	}
+	if p.pos == start {
+		p.next()
+		return
+	}
+	p.tok = token{tNumber, s[start:p.pos], start}
+}
+
+// parseAddr reads an address (its one-address prefix) or a prefix.
+func parseAddr(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		pfx, err := netip.ParsePrefix(s)
+		return pfx.Masked(), err
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// parseSeconds reads seconds with up to 9 decimals ("1.5", "0.000123",
+// "2") as nanoseconds, exactly (no float rounding).
+func parseSeconds(s string) (int64, error) {
+	whole, frac, _ := strings.Cut(s, ".")
+	if whole == "" && frac == "" || len(frac) > 9 {
+		return 0, fmt.Errorf("bad seconds %q", s)
+	}
+	var w uint64
+	var err error
+	if whole != "" {
+		if w, err = strconv.ParseUint(whole, 10, 64); err != nil || w > 9e9 {
+			return 0, fmt.Errorf("bad seconds %q", s)
+		}
+	}
+	var f uint64
+	if frac != "" {
+		if f, err = strconv.ParseUint(frac, 10, 64); err != nil {
+			return 0, fmt.Errorf("bad seconds %q", s)
+		}
+		for i := len(frac); i < 9; i++ {
+			f *= 10
+		}
+	}
+	return int64(w*1e9 + f), nil
 }
 
 func opNamesRev(o op) string {

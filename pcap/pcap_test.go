@@ -292,6 +292,9 @@ func FuzzReader(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	// pcapng with packet comments (opt_comment options in EPBs).
+	ng, _ := commentCapture(f)
+	f.Add(ng)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := NewReader(bytes.NewReader(data))
 		if err != nil {

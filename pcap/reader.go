@@ -39,6 +39,11 @@ type Frame struct {
 	OrigLen   int // octets on the wire
 	LinkType  layers.LinkType
 	Data      []byte
+	// Comments are the frame's packet comments (pcapng opt_comment in its
+	// Enhanced Packet Block, the pcapng draft §4.3 and §3.5.1), nil when
+	// it has none: what Wireshark shows as frame.comment. Classic pcap
+	// has no place for them.
+	Comments []string
 }
 
 // Truncated reports whether the capture cut the frame short (snaplen).
@@ -167,9 +172,10 @@ func (r *Reader) Next(f *Frame) error {
 	)
 	if r.ng != nil {
 		var ci = &f.Timestamp
-		d, c, e := r.ng.ZeroCopyReadPacketData()
+		d, c, opts, e := r.ng.ZeroCopyReadPacketDataWithOptions()
 		data, err = d, e
 		if err == nil {
+			f.Comments = opts.Comments // pcapgo allocates them per block
 			*ci = c.Timestamp
 			f.CapLen, f.OrigLen = c.CaptureLength, c.Length
 			lt = r.ng.LinkType()
@@ -178,6 +184,7 @@ func (r *Reader) Next(f *Frame) error {
 			}
 		}
 	} else {
+		f.Comments = nil
 		err = r.pcap.next(f)
 		data, lt = f.Data, f.LinkType
 	}

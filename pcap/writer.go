@@ -3,6 +3,7 @@ package pcap
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -74,6 +75,30 @@ func (w *Writer) WriteFrame(ts time.Time, data []byte, origLen int) error {
 	}
 	return w.pcap.WritePacket(ci, data)
 }
+
+// WriteFrameComments writes one frame with its packet comments: in
+// pcapng, opt_comment options of its Enhanced Packet Block (one per
+// comment; the pcapng draft §4.3); classic pcap has no place for them and
+// WriteFrameComments reports ErrNoComments there (the frame is written).
+func (w *Writer) WriteFrameComments(ts time.Time, data []byte, origLen int, comments []string) error {
+	if len(comments) == 0 {
+		return w.WriteFrame(ts, data, origLen)
+	}
+	if w.ng == nil {
+		if err := w.WriteFrame(ts, data, origLen); err != nil {
+			return err
+		}
+		return ErrNoComments
+	}
+	if origLen < len(data) {
+		origLen = len(data)
+	}
+	ci := gopacket.CaptureInfo{Timestamp: ts, CaptureLength: len(data), Length: origLen}
+	return w.ng.WritePacketWithOptions(ci, data, pcapgo.NgPacketOptions{Comments: comments})
+}
+
+// ErrNoComments says a classic pcap file cannot hold packet comments.
+var ErrNoComments = errors.New("classic pcap cannot hold packet comments (write .pcapng)")
 
 // Flush writes buffered frames out; call it before closing the file.
 func (w *Writer) Flush() error {

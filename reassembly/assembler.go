@@ -110,6 +110,10 @@ type Config struct {
 	// at Flush most recently active first: a sharding program uses it to
 	// put the shards' events in the order one Assembler raises them.
 	Removing func(c *Conn, reason CloseReason)
+	// Segments: tell a Handler that is a SegmentHandler of the segments
+	// that open or close connections, carry no data, or carry data that
+	// is not new (SegmentEvent); iwtui's TCP rows.
+	Segments bool
 }
 
 func (c *Config) defaults() {
@@ -221,6 +225,8 @@ func (s *Stats) Add(o Stats) {
 type Assembler struct {
 	cfg   Config
 	h     Handler
+	sh    SegmentHandler // h, with Config.Segments (segments.go)
+	evSeg SegmentEvent
 	flows map[flowKey]*flow
 	last  *flow
 	lru   flow // sentinel of the LRU list (lru.next: most recent)
@@ -256,6 +262,9 @@ type Assembler struct {
 func New(cfg Config, h Handler) *Assembler {
 	cfg.defaults()
 	a := &Assembler{cfg: cfg, h: h, flows: make(map[flowKey]*flow)}
+	if cfg.Segments {
+		a.sh, _ = h.(SegmentHandler)
+	}
 	a.lru.next, a.lru.prev = &a.lru, &a.lru
 	a.ooo.onext, a.ooo.oprev = &a.ooo, &a.ooo
 	a.pool.budget = cfg.MemoryBudget

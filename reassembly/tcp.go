@@ -201,6 +201,7 @@ func (fl *flow) reused(d Dir, p *pcap.Packet) bool {
 func (fl *flow) segment(d Dir, frame int, ts time.Time, p *pcap.Packet) {
 	a := fl.a
 	fl.c.LastFrame, fl.c.LastTime = frame, ts
+	fl.segmentEvent(d, frame, ts, p) // segments.go: before the stream takes it in
 	if fl.closed {
 		a.stats.IgnoredSegments++
 		return

@@ -212,7 +212,18 @@ func (p *FieldsPrinter) Record(r *analyze.Record) {
 		case c.rec >= 0:
 			// Fields of the frame (all but missing) occur once a line,
 			// as tshark's frame.number.
-			if c.n == 0 || recordFields[c.rec].Name == "missing" {
+			rf := recordFields[c.rec]
+			switch {
+			case rf.Either[0] != "":
+				// ip.addr, tcp.port: both values, as tshark's two occurrences.
+				if c.n == 0 {
+					for _, name := range rf.Either {
+						if b, ok := p.appendRecordValue(c.next(), name, r); ok {
+							c.add(b)
+						}
+					}
+				}
+			case c.n == 0 || rf.Name == "missing":
 				c.add(p.appendRecordField(c.next(), c.rec, r))
 			}
 		case c.uf != nil:
@@ -257,7 +268,30 @@ func (p *FieldsPrinter) appendRecordField(b []byte, i int, r *analyze.Record) []
 	case "frame.time_epoch":
 		return appendNanos(b, time.Duration(r.Time.UnixNano()))
 	}
+	b, _ = p.appendRecordValue(b, recordFields[i].Name, r)
 	return b
+}
+
+// appendRecordValue writes record field name's value by its kind (an
+// address as text, a number in decimal); false when r has none.
+func (p *FieldsPrinter) appendRecordValue(b []byte, name string, r *analyze.Record) ([]byte, bool) {
+	get, _, ok := analyze.ResolveField(name)
+	if !ok {
+		return b, false
+	}
+	v, ok := get(r)
+	if !ok {
+		return b, false
+	}
+	switch v.Kind {
+	case decode.KindAddr:
+		return decode.AddrOf(v).AppendTo(b), true
+	case decode.KindTime:
+		return decode.AppendTime(b, v), true
+	case decode.KindUint, decode.KindBool:
+		return strconv.AppendUint(b, v.U, 10), true
+	}
+	return p.appendText(b, v.S), true
 }
 
 // appendNanos writes seconds with 9 decimals, as tshark's relative and
@@ -385,7 +419,14 @@ func WriteGlossary(w io.Writer) {
 		if rf.Kind == decode.KindUint {
 			base = "BASE_DEC"
 		}
-		fmt.Fprintf(w, "F\t%s\t%s\t%s\tframe\t%s\t0x0\t\n", rf.Desc, rf.Name, ftType(rf.Kind, 0, 0), base)
+		ft := ftType(rf.Kind, 0, 0)
+		if rf.Kind == decode.KindUint && strings.HasPrefix(rf.Name, "tcp.") {
+			ft = "FT_UINT16" // ports
+		}
+		if rf.Name == "frame.time_epoch" {
+			ft = "FT_ABSOLUTE_TIME"
+		}
+		fmt.Fprintf(w, "F\t%s\t%s\t%s\tframe\t%s\t0x0\t\n", rf.Desc, rf.Name, ft, base)
 	}
 	seen := map[string]bool{}
 	proto := func(name string) string {
@@ -442,6 +483,10 @@ func ftType(k decode.FieldKind, size int, mask uint64) string {
 		return "FT_STRING"
 	case decode.KindBytes:
 		return "FT_BYTES"
+	case decode.KindTime:
+		return "FT_RELATIVE_TIME"
+	case decode.KindAddr:
+		return "FT_IPv4" // as Wireshark's ip.* (ours take IPv6 too)
 	case decode.KindEnum:
 		if size == 0 {
 			return "FT_UINT8" // named values: tshark's value_string fields

@@ -56,6 +56,9 @@ const (
 	// NodeFinding is a finding raised on the PDU's frames: Sev, Code, its
 	// message in Text, and Frame the other frame it names (0 none).
 	NodeFinding
+	// NodeTCP is the TCP header of the segment holding the PDU's last
+	// octet (TreeInput.TCP; tcp.go): first, above the PDU's protocols.
+	NodeTCP
 )
 
 // Node is one line of the detail tree.
@@ -82,6 +85,7 @@ type Node struct {
 
 	field  *decode.Field
 	ufield *ulp.Field
+	tcp    TCPHeader // NodeTCP
 }
 
 // Desc is the description of the node's field, from its table ("" for
@@ -117,6 +121,9 @@ type TreeInput struct {
 	ULPNote string
 	// Findings are the findings raised on the PDU's frames.
 	Findings []TreeFinding
+	// TCP, when set, is the header of the segment that carried the PDU's
+	// last octet: the tree's first line (iwtui; -V prints fields only).
+	TCP *TCPHeader
 }
 
 // TreeFinding is a finding as the tree shows it; Frame is another frame it
@@ -135,6 +142,9 @@ type TreeFinding struct {
 // allocates nothing of its own (the field table's getters may: a
 // Terminate's cause is named with fmt; a fault's text is its error's).
 func AppendNodes(dst []Node, in *TreeInput) []Node {
+	if in.TCP != nil {
+		dst = AppendTCP(dst, in.TCP)
+	}
 	base := len(dst)
 	if in.Err != nil {
 		dst = append(dst, Node{Kind: NodeDecodeError, Text: in.Err.Error(), Sev: finding.Error, HasSev: true})
@@ -357,6 +367,8 @@ func (n *Node) AppendText(b []byte) []byte {
 		return append(append(b, "decode error: "...), n.Text...)
 	case NodeFinding:
 		return append(append(n.AppendFindingHead(b), ": "...), n.Text...)
+	case NodeTCP:
+		return n.appendTCPText(b)
 	}
 	return append(b, n.Text...)
 }

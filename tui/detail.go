@@ -47,6 +47,7 @@ type loader struct {
 	have      []bool
 	scr       []byte
 	mk        []decode.MarkerAt
+	tcp       render.TCPHeader // gather's: the last segment of the PDU's octets
 }
 
 // Load decodes row i: it reads frames First..Last, keeps the TCP payload
@@ -56,8 +57,11 @@ func (l *loader) Load(i int) *Detail {
 	ix := l.ix
 	r := ix.Row(i)
 	d := &Detail{Row: r}
+	if r.Kind == RowTCP {
+		return l.loadTCP(r) // tcp.go
+	}
 	if r.Kind == RowFinding {
-		d.Lines = l.findingLines(ix.Finding(int(r.Aux)))
+		d.Lines = append(l.findingLines(ix.Finding(int(r.Aux))), ix.commentLines(int(r.First), int(r.Last))...)
 		return d
 	}
 	c := ix.Conn(int(r.Conn))
@@ -72,6 +76,9 @@ func (l *loader) Load(i int) *Detail {
 	d.Wire = append([]byte(nil), l.wire...)
 	l.decode(d, c)
 	in := render.TreeInput{PDU: &d.PDU, Seq: r.Seq, Wire: len(d.Wire), Missing: int(r.End-r.Seq) - len(d.Wire), Err: d.Err}
+	if l.tcp.Frame > 0 {
+		in.TCP = &l.tcp // the segment of the PDU's last octet
+	}
 	if ix.HasULP(i) {
 		in.ULP, in.ULPNote = l.ulpMessage(c, i, &r)
 	}
@@ -89,6 +96,7 @@ func (l *loader) gather(c *ConnInfo, r *Row) error {
 	var p pcap.Packet
 	var err error
 	got := 0
+	l.tcp = render.TCPHeader{}
 	for fr := int(r.First); fr <= int(r.Last); fr++ {
 		if l.buf, err = l.ix.store.read(fr, &f, l.buf); err != nil {
 			return err
@@ -98,6 +106,9 @@ func (l *loader) gather(c *ConnInfo, r *Row) error {
 		}
 		if p.Src != src.Addr() || p.SrcPort != src.Port() || p.Dst != dst.Addr() || p.DstPort != dst.Port() {
 			continue
+		}
+		if int32(p.Seq+uint32(len(p.Payload))-r.Seq) > 0 && int32(r.End-p.Seq) > 0 {
+			l.tcp = tcpHeader(fr, &p) // holds octets of the PDU
 		}
 		// The part of the segment inside [Seq, End), modulo 2^32.
 		for k := range p.Payload {
@@ -199,6 +210,7 @@ func (l *loader) lines(d *Detail, c *ConnInfo, in *render.TreeInput) []Line {
 		frames = fmt.Sprintf("frames %d-%d", r.First, r.Last)
 	}
 	out := []Line{note(0, 0, "%s  conn %d %s  %s > %s  seq %d-%d (%d octets on the wire)", frames, c.ID, c.DirName(r.Dir), c.Addr[r.Dir], c.Addr[1-r.Dir], r.Seq, r.End, r.End-r.Seq)}
+	out = append(out, l.ix.commentLines(int(r.First), int(r.Last))...) // pcapng packet comments
 	// Findings raised on this PDU's frames.
 	ix := l.ix
 	ix.mu.RLock()

@@ -132,6 +132,7 @@ type STagUse struct {
 type Index struct {
 	mu       sync.RWMutex
 	rows     chunked[Row]
+	tcp      chunked[Row] // TCP segment rows (tcp.go), numbered from tcpBase
 	findings []Finding
 	ops      chunked[opRec] // in the order the tracker completes them
 	opExt    chunked[Op]    // the operations a row does not tell
@@ -173,6 +174,9 @@ func (ix *Index) Len() int {
 func (ix *Index) Row(i int) Row {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	if i >= tcpBase {
+		return ix.tcpRow(i) // tcp.go
+	}
 	return *ix.rows.At(i)
 }
 
@@ -364,7 +368,7 @@ func (ix *Index) STags() []STagUse {
 func (ix *Index) Bytes() int {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	n := ix.rows.Cap()*int(unsafe.Sizeof(Row{})) + ix.ulp.bytes()
+	n := (ix.rows.Cap()+ix.tcp.Cap())*int(unsafe.Sizeof(Row{})) + ix.ulp.bytes()
 	n += cap(ix.findings)*int(unsafe.Sizeof(Finding{})) + ix.ops.Cap()*int(unsafe.Sizeof(opRec{})) + ix.opExt.Cap()*int(unsafe.Sizeof(Op{})) + cap(ix.cmds)*int(unsafe.Sizeof(Cmd{})) + cap(ix.cmdSTags)*4
 	n += len(ix.stags)*int(unsafe.Sizeof(STagUse{})+16) + len(ix.adverts)*int(unsafe.Sizeof(Advert{})+16)
 	ix.store.mu.Lock()
@@ -434,6 +438,11 @@ func (x *indexer) Record(r *analyze.Record) {
 		n := ix.rows.Len()
 		ix.mu.RUnlock()
 		defer x.match(r, n)
+	} else if keptSegment(r) {
+		ix.mu.RLock()
+		n := ix.tcp.Len()
+		ix.mu.RUnlock()
+		defer x.match(r, tcpBase+n)
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -465,6 +474,10 @@ func (x *indexer) Record(r *analyze.Record) {
 		x.op(r)
 	case analyze.KindCommand:
 		x.command(r)
+	case analyze.KindSegment:
+		if keptSegment(r) {
+			x.segment(r) // tcp.go
+		}
 	}
 }
 

@@ -51,6 +51,11 @@ const (
 	ActColouring
 	ActSort
 	ActSortReverse
+	ActWriteFindings
+	ActTCP
+	ActCopy
+	ActCopyTree
+	ActFollowStream
 	numActions
 )
 
@@ -93,7 +98,12 @@ var Keys = []Key{
 	{Names: "i", Runes: []rune{'i'}, Action: ActGraph, Where: "all", Help: "I/O graph: PDUs or octets per interval"},
 	{Names: "v", Runes: []rune{'v'}, Action: ActGraphUnit, Where: "graph", Help: "I/O graph: PDUs or octets"},
 	{Names: "c", Runes: []rune{'c'}, Action: ActGraphConn, Where: "graph", Help: "I/O graph: next connection (all, 1, 2, ...)"},
+	{Names: "T", Runes: []rune{'T'}, Action: ActTCP, Where: "main", Help: "TCP rows: SYN, FIN, RST, bare ACKs, retransmissions (again: PDUs only)"},
+	{Names: "F", Runes: []rune{'F'}, Action: ActFollowStream, Where: "main", Help: "follow the row's MPA stream: hex and ASCII, FPDU boundaries, markers; d direction, n p page"},
+	{Names: "y", Runes: []rune{'y'}, Action: ActCopy, Where: "main", Help: "copy to the clipboard (OSC 52, also over ssh): the list line, the tree line (name = value), the octets"},
+	{Names: "Y", Runes: []rune{'Y'}, Action: ActCopyTree, Where: "main", Help: "copy the whole tree to the clipboard (OSC 52)"},
 	{Names: "w", Runes: []rune{'w'}, Action: ActWrite, Where: "main", Help: "write the shown rows' frames to a pcap/pcapng file"},
+	{Names: "E", Runes: []rune{'E'}, Action: ActWriteFindings, Where: "main", Help: "save all frames as pcapng, findings as packet comments (frame.comment)"},
 	{Names: "W", Runes: []rune{'W'}, Action: ActWriteConn, Where: "main", Help: "write the row's connection to a pcap/pcapng file"},
 	{Names: "x", Runes: []rune{'x'}, Action: ActWhole, Where: "all", Help: "the selected line whole, wrapped (a list row, tree line or view line cut with …)"},
 	{Names: "\\", Runes: []rune{'\\'}, Action: ActZoom, Where: "main", Help: "zoom the focused pane to the whole page (again: back)"},
@@ -108,7 +118,7 @@ var Keys = []Key{
 	{Names: "Enter", Keys: []tcell.Key{tcell.KeyEnter}, Action: ActJump, Where: "views", Help: "views: go to the frame the line names"},
 	{Names: "s", Runes: []rune{'s'}, Action: ActSort, Where: "views", Help: "views: sort by the next column (after the last: the view's own order)"},
 	{Names: "S", Runes: []rune{'S'}, Action: ActSortReverse, Where: "views", Help: "views: reverse the order"},
-	{Names: "T", Runes: []rune{'T'}, Action: ActTheme, Where: "all", Help: "next theme: dark, light, none (--theme)"},
+	{Names: "L", Runes: []rune{'L'}, Action: ActTheme, Where: "all", Help: "next theme: dark, light, none (--theme)"},
 	{Names: "Z", Runes: []rune{'Z'}, Action: ActColouring, Where: "all", Help: "the list's colouring rules on or off"},
 	{Names: "b", Runes: []rune{'b'}, Action: ActBlame, Where: "views", Help: "operations, findings: go to the frame a Terminate blames; commands: to the response"},
 	{Names: "j k  Up Down", Action: ActNone, Where: "all", Help: "move (list, tree, views); in hex: by 16 octets"},

@@ -65,6 +65,8 @@ type List struct {
 	sel    []int32 // rows shown; nil with no filter and no follow: all
 	all    bool
 	seen   int    // rows of the index examined for sel
+	tcp    bool   // the TCP rows are shown too (T; tcp.go)
+	seenT  int    // TCP rows examined for sel
 	gen    uint64 // flt.Gen() when sel was built
 	Cursor int    // position in the shown rows
 	Marks  map[int]bool
@@ -89,8 +91,8 @@ func (l *List) SetFollow(f Follow) {
 
 func (l *List) rebuild() {
 	cur := l.RowAt(l.Cursor)
-	l.sel, l.seen = l.sel[:0], 0
-	l.all = l.flt == nil && !l.follow.On
+	l.sel, l.seen, l.seenT = l.sel[:0], 0, 0
+	l.all = l.flt == nil && !l.follow.On && !l.tcp
 	l.Refresh()
 	if cur >= 0 {
 		l.GoRow(cur)
@@ -109,25 +111,61 @@ func (l *List) Refresh() {
 			// keeping the cursor on its row.
 			anchor = l.RowAt(l.Cursor)
 			l.gen = g
-			l.sel, l.seen = l.sel[:0], 0
+			l.sel, l.seen, l.seenT = l.sel[:0], 0, 0
 		}
 	}
 	if anchor >= 0 {
 		defer l.GoRow(anchor)
 	}
-	n := l.ix.Len()
 	l.ix.mu.RLock()
 	defer l.ix.mu.RUnlock()
-	for i := l.seen; i < n; i++ {
-		if !l.follow.match(l.ix.rows.At(i)) {
-			continue
-		}
-		if l.flt != nil && !l.flt.Match(i) {
-			continue
-		}
-		l.sel = append(l.sel, int32(i))
+	n, m := l.ix.rows.Len(), 0
+	if l.tcp {
+		m = l.ix.tcp.Len()
 	}
-	l.seen = n
+	i, j := l.seen, l.seenT
+	for {
+		// A TCP row goes before the PDU row its Aux numbers (tcp.go).
+		if j < m && int(l.ix.tcp.At(j).Aux) <= i {
+			if l.follow.match(l.ix.tcp.At(j)) && (l.flt == nil || l.flt.Match(tcpBase+j)) {
+				l.sel = append(l.sel, int32(tcpBase+j))
+			}
+			j++
+			continue
+		}
+		if i >= n {
+			break
+		}
+		if l.follow.match(l.ix.rows.At(i)) && (l.flt == nil || l.flt.Match(i)) {
+			l.sel = append(l.sel, int32(i))
+		}
+		i++
+	}
+	l.seen, l.seenT = n, j
+}
+
+// SetTCP shows the TCP rows too, or not (tcp.go).
+func (l *List) SetTCP(on bool) {
+	l.tcp = on
+	l.rebuild()
+}
+
+// TCP reports whether the TCP rows are shown.
+func (l *List) TCP() bool { return l.tcp }
+
+// before reports whether index row a comes before index row b in the
+// list: a TCP row before the PDU row its Aux numbers, TCP rows in their
+// order.
+func (l *List) before(a, b int) bool {
+	key := func(i int) (int, int) {
+		if i >= tcpBase {
+			return 2 * int(l.ix.Row(i).Aux), i - tcpBase
+		}
+		return 2*i + 1, 0
+	}
+	a1, a2 := key(a)
+	b1, b2 := key(b)
+	return a1 < b1 || a1 == b1 && a2 < b2
 }
 
 // Len is the number of rows shown.
@@ -158,7 +196,7 @@ func (l *List) GoRow(i int) {
 	lo, hi := 0, len(l.sel)
 	for lo < hi {
 		m := (lo + hi) / 2
-		if int(l.sel[m]) < i {
+		if l.before(int(l.sel[m]), i) {
 			lo = m + 1
 		} else {
 			hi = m
@@ -315,6 +353,8 @@ func (ix *Index) appendRowSummary(b []byte, r *Row) []byte {
 		b = append(b, f.Code.String()...)
 		b = append(b, ": "...)
 		return append(b, f.Message...)
+	case RowTCP:
+		return appendTCPSummary(b, r) // tcp.go
 	case RowMPA:
 		if r.Flags&FlagReply != 0 {
 			b = append(b, "MPA Reply"...)

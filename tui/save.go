@@ -82,6 +82,12 @@ func (ix *Index) sameAsSource(path string) bool {
 // frame is written, so a failure (or no frame to write) leaves an existing
 // file as it was; it refuses the capture's own files.
 func writeFrames(ix *Index, path string, from, to int, keep func(n int, p *pcap.Packet, ok bool) bool) (int, error) {
+	return writeFramesAs(ix, path, pcap.FormatForName(path), from, to, keep, nil)
+}
+
+// writeFramesAs is writeFrames in a given format, with extra comments
+// for frames (nil: the frames' own only).
+func writeFramesAs(ix *Index, path string, format pcap.Format, from, to int, keep func(n int, p *pcap.Packet, ok bool) bool, extra func(int) []string) (int, error) {
 	if ix.sameAsSource(path) {
 		return 0, fmt.Errorf("%s %w", path, ErrSameFile)
 	}
@@ -89,7 +95,7 @@ func writeFrames(ix *Index, path string, from, to int, keep func(n int, p *pcap.
 	if err != nil {
 		return 0, err
 	}
-	n, err := writeKept(ix, fh, path, from, to, keep)
+	n, err := writeKept(ix, fh, format, from, to, keep, extra)
 	if cerr := fh.Close(); err == nil {
 		err = cerr
 	}
@@ -103,8 +109,9 @@ func writeFrames(ix *Index, path string, from, to int, keep func(n int, p *pcap.
 	return n, nil
 }
 
-// writeKept writes the kept frames to fh in the format path's name asks for.
-func writeKept(ix *Index, fh *os.File, path string, from, to int, keep func(n int, p *pcap.Packet, ok bool) bool) (int, error) {
+// writeKept writes the kept frames to fh in format, each with its packet
+// comments (pcapng; classic pcap cannot hold them) and extra's.
+func writeKept(ix *Index, fh *os.File, format pcap.Format, from, to int, keep func(n int, p *pcap.Packet, ok bool) bool, extra func(int) []string) (int, error) {
 	bw := bufio.NewWriterSize(fh, 1<<20)
 	var w *pcap.Writer
 	var f pcap.Frame
@@ -121,11 +128,11 @@ func writeKept(ix *Index, fh *os.File, path string, from, to int, keep func(n in
 			continue
 		}
 		if w == nil {
-			if w, err = pcap.NewWriter(bw, pcap.FormatForName(path), f.LinkType, 0); err != nil {
+			if w, err = pcap.NewWriter(bw, format, f.LinkType, 0); err != nil {
 				return 0, err
 			}
 		}
-		if err := w.WriteFrame(f.Timestamp, f.Data, f.OrigLen); err != nil {
+		if err := w.WriteFrameComments(f.Timestamp, f.Data, f.OrigLen, ix.frameComments(i, extra)); err != nil && !errors.Is(err, pcap.ErrNoComments) {
 			return n, err
 		}
 		n++

@@ -147,12 +147,12 @@ func TestScreens(t *testing.T) {
 			s.runes(":254")
 			s.key(tcell.KeyEnter)
 			s.key(tcell.KeyTab)
-			s.runes("jhjhj ") // MPA folded, DDP folded, RDMAP toggled
+			s.runes("jjhjhj ") // past the TCP line: MPA folded, DDP folded, RDMAP toggled
 		}},
 		{"tree-field", func(s *screen) {
 			s.runes("jjjjjjjjjj") // down the list to an FPDU
 			s.key(tcell.KeyTab)
-			s.runes("jjjj")
+			s.runes("jjjjj") // past the TCP line
 		}},
 		{"follow-conn", func(s *screen) { s.runes("jjjc") }},
 		{"write-prompt", func(s *screen) { s.runes("w") }},

@@ -68,21 +68,30 @@ type FilterRun struct {
 	Err   error
 	gen   atomic.Uint64
 	count int
+	tcp   []uint64 // the TCP rows it matches (tcpBase + bit)
 }
 
 // Match reports whether row i passes.
 func (fr *FilterRun) Match(i int) bool {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
+	if i >= tcpBase {
+		i -= tcpBase
+		return i/64 < len(fr.tcp) && fr.tcp[i/64]&(1<<(i%64)) != 0
+	}
 	return i/64 < len(fr.bits) && fr.bits[i/64]&(1<<(i%64)) != 0
 }
 
 func (fr *FilterRun) set(i int) {
 	fr.mu.Lock()
-	for len(fr.bits) <= i/64 {
-		fr.bits = append(fr.bits, 0)
+	bits := &fr.bits
+	if i >= tcpBase {
+		bits, i = &fr.tcp, i-tcpBase
 	}
-	fr.bits[i/64] |= 1 << (i % 64)
+	for len(*bits) <= i/64 {
+		*bits = append(*bits, 0)
+	}
+	(*bits)[i/64] |= 1 << (i % 64)
 	fr.count++
 	fr.mu.Unlock()
 	fr.gen.Add(1)
@@ -338,9 +347,10 @@ func (s *Session) rerun(src analyze.Source, c analyze.Consumer) error {
 // are captured.
 func (s *Session) runConfig() analyze.Config {
 	if s.live != nil {
-		return analyze.Config{Ports: s.cfg.Ports, DecodeAs: s.cfg.DecodeAs, Workers: 1}
+		return analyze.Config{Ports: s.cfg.Ports, DecodeAs: s.cfg.DecodeAs, Workers: 1, Segments: true}
 	}
-	return analyze.Config{Ports: s.cfg.Ports, DecodeAs: s.cfg.DecodeAs, Workers: s.cfg.Workers, InputSize: s.Ix.total}
+	// Segments: the TCP rows (tcp.go).
+	return analyze.Config{Ports: s.cfg.Ports, DecodeAs: s.cfg.DecodeAs, Workers: s.cfg.Workers, InputSize: s.Ix.total, Segments: true}
 }
 
 // matcher numbers the rows of a filter pass as the indexer does.
@@ -348,9 +358,18 @@ type matcher struct {
 	fr  *FilterRun
 	s   *Session
 	row int
+	tcp int // TCP rows numbered so far
 }
 
 func (m *matcher) Record(r *analyze.Record) {
+	if keptSegment(r) {
+		// TCP rows below the cut's are the pass's too (tcp.go).
+		if m.row < m.fr.cut && m.fr.f.Match(r) {
+			m.fr.set(tcpBase + m.tcp)
+		}
+		m.tcp++
+		return
+	}
 	if r.Kind != analyze.KindPDU && r.Kind != analyze.KindFinding {
 		return
 	}

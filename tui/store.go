@@ -24,6 +24,9 @@ type store struct {
 	// sources are the paths the capture was read from (none when live):
 	// a file written from the capture must never be one of them.
 	sources []string
+	// comments are the frames' packet comments (pcapng), by frame number
+	// (comments.go).
+	comments map[int][]string
 
 	// spill
 	spill   *os.File
@@ -146,6 +149,7 @@ func (x *spillSource) Next(f *pcap.Frame) error {
 		return err
 	}
 	s.setOffset(f.Number, s.written)
+	s.addComments(f.Number, f.Comments)
 	s.written += 16 + int64(len(f.Data))
 	return nil
 }

@@ -61,7 +61,7 @@ func TestNoColorCursor(t *testing.T) {
 	}
 }
 
-// TestThemes: --theme names dark, light and none; T cycles them, Z turns
+// TestThemes: --theme names dark, light and none; L cycles them, Z turns
 // the list's colouring rules off and on; dark and light colour a
 // Terminate, a Read and an error each its own way.
 func TestThemes(t *testing.T) {
@@ -82,7 +82,7 @@ func TestThemes(t *testing.T) {
 				t.Errorf("theme %s: the six rules share colours", th.Name)
 			}
 		}
-		s.runes("T")
+		s.runes("L")
 	}
 	if len(seen) != 3 || palette.Name != "dark" {
 		t.Fatalf("T cycled %v, now %s", seen, palette.Name)

@@ -76,6 +76,8 @@ type UI struct {
 	// loop (the benchmarks, deferLater)
 	pendMu  sync.Mutex
 	pending []func()
+	scr     tcell.Screen // the screen drawn on (clip.go)
+	follow  *followView  // follow.go
 }
 
 // deferLater makes later queue its functions for settle (a screen
@@ -110,6 +112,8 @@ func rowColor(r *Row) tcell.Color {
 		return tcell.ColorDefault
 	}
 	switch {
+	case r.Kind == RowTCP:
+		return tcpColor(r) // tcp.go
 	case r.Kind == RowFPDU && decode.Opcode(r.Op) == decode.OpTerminate:
 		return palette.Terminate
 	case r.Sev == finding.Error.Rank() || r.Flags&FlagCRCBad != 0:
@@ -183,6 +187,9 @@ func (c *listContent) GetCell(row, at int) *tview.TableCell {
 	if col == 0 && c.u.List.Marks[i] {
 		text = "*" + text
 	}
+	if col == 0 && ix.Commented(&r) {
+		text = commentMark + text // comments.go
+	}
 	if col == 0 && !palette.Colour && row-1 == c.u.List.Cursor {
 		text = "▶" + text // without colour, the cursor is marked too
 	}
@@ -190,7 +197,7 @@ func (c *listContent) GetCell(row, at int) *tview.TableCell {
 		// Fixed widths: columns do not shift as larger numbers scroll in.
 		text = strings.Repeat(" ", w-len(text)) + text
 	}
-	cell := tview.NewTableCell(text).SetTextColor(rowColor(&r))
+	cell := tview.NewTableCell(tview.Escape(text)).SetTextColor(rowColor(&r)) // "TCP [SYN]" is no style tag
 	if col == 4 {
 		cell.SetExpansion(1)
 	}
@@ -207,7 +214,8 @@ func New(s *Session) *UI {
 	u.table = tview.NewTable().SetContent(&listContent{u: u}).SetFixed(1, 0).SetSelectable(true, false)
 	// The list's rows grow under the table as the index does (not only at
 	// Refresh), so any draw may be the one that would chase the end.
-	u.App.SetBeforeDrawFunc(func(tcell.Screen) bool {
+	u.App.SetBeforeDrawFunc(func(scr tcell.Screen) bool {
+		u.keepScreen(scr) // clip.go
 		u.keepOffset(u.List.Cursor >= u.List.Len()-1)
 		return false
 	})
@@ -269,6 +277,9 @@ func New(s *Session) *UI {
 		u.pages.AddPage(name, f, true, false)
 	}
 	u.pages.AddPage("graph", u.graph, true, false)
+	u.follow = newFollowView()
+	u.follow.SetInputCapture(u.followKeys)
+	u.pages.AddPage("follow", u.follow, true, false)
 	u.pages.AddPage("help", u.help, true, false)
 	u.page = "main"
 	u.quitModal = tview.NewModal().SetText("The live capture is not saved (w writes it). Quit anyway?").
@@ -384,7 +395,11 @@ func (u *UI) statusText() string {
 	read, total, done, err := ix.Progress()
 	var b strings.Builder
 	fmt.Fprintf(&b, "[::b]%s[::-]  ", tview.Escape(u.S.Name))
-	fmt.Fprintf(&b, "rows %d/%d", u.List.Len(), ix.Len())
+	rows := ix.Len()
+	if u.List.TCP() {
+		rows += ix.TCPLen() // tcp.go
+	}
+	fmt.Fprintf(&b, "rows %d/%d", u.List.Len(), rows)
 	if fr := u.S.Filter(); fr != nil && u.List.flt != nil {
 		n, fdone, ferr := fr.Status()
 		fmt.Fprintf(&b, "  filter %q %d", fr.Expr, n)
@@ -571,6 +586,8 @@ func (u *UI) showPage(name string) {
 		u.App.SetFocus(u.panes[u.pane])
 	case "graph":
 		u.App.SetFocus(u.graph)
+	case "follow":
+		u.App.SetFocus(u.follow)
 	case "help":
 		u.App.SetFocus(u.help)
 	default:
@@ -596,6 +613,9 @@ func (u *UI) keys(ev *tcell.EventKey) *tcell.EventKey {
 	}
 	if u.page == "whole" {
 		return u.wholeKeys(ev)
+	}
+	if u.page == "follow" && ev.Key() == tcell.KeyRune && strings.ContainsRune("dnp", ev.Rune()) {
+		return ev // the follow view's own keys (followKeys): direction, pages
 	}
 	a := Lookup(ev, u.where())
 	if u.page == "help" && a != ActQuit && a != ActHelp && a != ActBack {
@@ -708,6 +728,19 @@ func (u *UI) Do(a Action) {
 		u.showPage("graph")
 	case ActWrite:
 		u.openBar("write", "Write shown rows to: ", "")
+	case ActFollowStream:
+		u.openFollow() // follow.go
+	case ActCopy:
+		u.copySelection() // clip.go
+	case ActCopyTree:
+		u.copyTree()
+	case ActTCP:
+		u.List.SetTCP(!u.List.TCP())
+		u.table.Select(u.List.Cursor+1, 0)
+		u.dRow = -1
+		u.showDetail()
+	case ActWriteFindings:
+		u.openBar("writefindings", "Write pcapng with findings as comments to: ", "")
 	case ActWriteConn:
 		if i := u.List.RowAt(u.List.Cursor); i >= 0 {
 			u.openBar("writeconn", fmt.Sprintf("Write connection %d to: ", u.S.Ix.Row(i).Conn), "")
@@ -895,7 +928,7 @@ func (u *UI) barDone(key tcell.Key) {
 			u.status.SetText(u.statusText())
 			return
 		}
-	case "write", "writeconn":
+	case "write", "writeconn", "writefindings":
 		if text == "" {
 			break
 		}
@@ -908,20 +941,26 @@ func (u *UI) barDone(key tcell.Key) {
 			return
 		}
 		u.overwrite = ""
-		var n int
+		var n, c int
 		var err error
-		if mode == "write" {
+		switch mode {
+		case "write":
 			n, err = WriteRows(u.S.Ix, u.List, text)
-		} else {
+		case "writefindings":
+			n, c, err = WriteFindings(u.S.Ix, text) // comments.go
+		default:
 			r := u.S.Ix.Row(u.List.RowAt(u.List.Cursor))
 			n, err = WriteConn(u.S.Ix, int(r.Conn), text)
 		}
-		if err != nil {
+		switch {
+		case err != nil:
 			u.msg = "[red]" + tview.Escape(err.Error()) + "[-]"
-		} else {
+		case mode == "writefindings":
+			u.msg = fmt.Sprintf("wrote %d frames, %d with findings as comments, to %s", n, c, tview.Escape(text))
+		default:
 			u.msg = fmt.Sprintf("wrote %d frames to %s", n, tview.Escape(text))
-			u.saved = true
 		}
+		u.saved = u.saved || err == nil
 	}
 	u.closeBar()
 	u.table.Select(u.List.Cursor+1, 0)

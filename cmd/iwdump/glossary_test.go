@@ -30,6 +30,10 @@ func TestGlossaryNamesWork(t *testing.T) {
 			cmp = name + " == 1"
 		case ft == "FT_BYTES":
 			cmp = name + " == 00"
+		case ft == "FT_IPv4":
+			cmp = name + " == 10.0.2.15"
+		case strings.HasSuffix(ft, "_TIME"):
+			cmp = name + " >= 0.5"
 		}
 		for _, args := range [][]string{{"-Y", name}, {"-Y", cmp}, {"-T", "fields", "-e", name}} {
 			var out bytes.Buffer

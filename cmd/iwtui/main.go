@@ -36,7 +36,7 @@ func parse(args []string, stdout, stderr io.Writer) (cfg tui.Config, display str
 	var in capture.Options
 	in.Register(fs, capture.All)
 	fs.StringVar(&display, "Y", "", "start with the display `filter` applied (iwdump -Y language)")
-	theme := fs.String("theme", "", "colour `theme`: "+tui.ThemeNames()+" (default dark, or the settings file's; none when NO_COLOR is set); T cycles them, Z turns the list's colouring rules off")
+	theme := fs.String("theme", "", "colour `theme`: "+tui.ThemeNames()+" (default dark, or the settings file's; none when NO_COLOR is set); L cycles them, Z turns the list's colouring rules off")
 	tfmt := fs.String("t", "", "time `format` of the list: r (seconds since the first frame), a (time of day, UTC), ad (date and time, UTC), e (seconds since the epoch), as iwdump -t (default r, or the settings file's)")
 	doc.Setup(fs, stderr) // -h, --help, --version (doc.go)
 	if code, done := doc.Done(fs, fs.Parse(args), stdout); done {

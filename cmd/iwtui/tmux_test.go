@@ -125,7 +125,7 @@ func TestTmuxULP(t *testing.T) {
 	m.keys("Tab")
 	m.wait(`▾ MPA`)
 	// Fold MPA, DDP, RDMAP and the framing: the NVMe-oF fields show.
-	m.keys("j", "Left", "j", "Left", "j", "Left", "j", "Left")
+	m.keys("j", "j", "Left", "j", "Left", "j", "Left", "j", "Left") // past the TCP line
 	m.wait(`▸ FPDU framing`)
 	m.wait(`nvme.opcode = Fabrics`)
 	m.wait(`nvme.fctype = Property Get`)
