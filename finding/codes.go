@@ -162,6 +162,7 @@ const (
 	RPCRDMAInline          // Send larger than the receiver's inline receive size
 	RPCRDMAObsolete        // RDMA_MSGP or RDMA_DONE (obsolete)
 	RPCRDMAError           // RDMA_ERROR
+	RPCRDMAReplyCut        // RDMA_NOMSG reply larger than the octets kept of its reply chunk: decoded from a prefix
 	RPCDenied              // RPC call denied (MSG_DENIED)
 	ISEROpcode             // iSER header with an invalid opcode or reserved bits
 	ISERWSV                // iSCSI W/R bits and iSER WSV/RSV disagree
@@ -320,6 +321,7 @@ var infos = [numCodes]Info{
 	RPCRDMAObsolete:         {Name: "rpcrdma.obsolete_proc", Severity: Warning, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "RDMA_MSGP or RDMA_DONE (obsolete)"},
 	RPCRDMAError:            {Name: "rpcrdma.error", Severity: Note, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "RDMA_ERROR"},
 	RPCDenied:               {Name: "rpc.denied", Severity: Warning, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "RPC call denied (MSG_DENIED)"},
+	RPCRDMAReplyCut:         {Name: "rpcrdma.reply_chunk_cut", Severity: Note, Stage: StageULP, Ref: "RFC 8166 §3.6", Summary: "RDMA_NOMSG reply larger than the octets kept of its reply chunk: decoded from a prefix"},
 	ISEROpcode:              {Name: "iser.bad_header", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.3", Summary: "iSER header with an invalid opcode or reserved bits"},
 	ISERWSV:                 {Name: "iser.stag_flags", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.3", Summary: "iSCSI W/R bits and iSER WSV/RSV disagree"},
 	ISCSICmdSN:              {Name: "iscsi.cmdsn_window", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.3", Summary: "non-immediate command whose CmdSN is outside the ExpCmdSN..MaxCmdSN window the target announced"},

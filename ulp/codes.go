@@ -34,6 +34,7 @@ const (
 	CodeRPCObsolete        = finding.RPCRDMAObsolete
 	CodeRPCError           = finding.RPCRDMAError
 	CodeRPCDenied          = finding.RPCDenied
+	CodeRPCReplyCut        = finding.RPCRDMAReplyCut
 	CodeISEROpcode         = finding.ISEROpcode
 	CodeISERWSV            = finding.ISERWSV
 	CodeSMBDLegacyLE       = finding.SMBDLegacyLE

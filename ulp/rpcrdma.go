@@ -18,6 +18,7 @@ type rpcState struct {
 	credits  uint32    // last credits granted by the responder (0: none yet)
 	segs     []rpcSeg  // scratch: the chunk segments of the message at hand
 	inline   uint64    // scratch: WRITE data octets carried in the call itself
+	kept     int       // octets of reply chunks held for RDMA_NOMSG replies (rpcreply.go)
 }
 
 type rpcSeg struct {
@@ -30,37 +31,39 @@ type rpcSeg struct {
 }
 
 var (
-	fRPCRDMACMVer  = def("rpcrdma.cm.version", decode.KindUint, false, "RFC 8797 private data: version (1)")
-	fRPCRDMACMInv  = def("rpcrdma.cm.invalidate", decode.KindBool, false, "RFC 8797 R flag: the sender accepts Send With Invalidate")
-	fRPCRDMACMSend = def("rpcrdma.cm.send_size", decode.KindUint, false, "RFC 8797: the sender's largest inline Send, octets")
-	fRPCRDMACMRecv = def("rpcrdma.cm.recv_size", decode.KindUint, false, "RFC 8797: the sender's inline receive buffer, octets")
-	fRPCRDMAXID    = def("rpcrdma.xid", decode.KindUint, true, "rdma_xid: the RPC XID of the message carried")
-	fRPCRDMAVers   = def("rpcrdma.vers", decode.KindUint, false, "rdma_vers (1)")
-	fRPCRDMACredit = def("rpcrdma.credits", decode.KindUint, false, "rdma_credit: requested (call) or granted (reply)")
-	fRPCRDMAProc   = def("rpcrdma.proc", decode.KindEnum, false, "rdma_proc: RDMA_MSG, RDMA_NOMSG, RDMA_MSGP, RDMA_DONE, RDMA_ERROR")
-	fRPCRDMAReads  = def("rpcrdma.read_segments", decode.KindUint, false, "read list: segments")
-	fRPCRDMAWrites = def("rpcrdma.write_chunks", decode.KindUint, false, "write list: chunks")
-	fRPCRDMAReply  = def("rpcrdma.reply_segments", decode.KindUint, false, "reply chunk: segments (absent: no field)")
-	fRPCRDMAHandle = def("rpcrdma.handle", decode.KindUint, true, "handle (STag) of the first chunk segment")
-	fRPCRDMAChunks = def("rpcrdma.chunks", decode.KindString, false, "every chunk segment: list, position, handle:length@offset")
-	fRPCRDMAErr    = def("rpcrdma.err", decode.KindEnum, false, "RDMA_ERROR: ERR_VERS or ERR_CHUNK")
-	fRPCXID        = def("rpc.xid", decode.KindUint, true, "RPC transaction id")
-	fRPCMsgType    = def("rpc.msg_type", decode.KindEnum, false, "CALL or REPLY")
-	fRPCProgram    = def("rpc.program", decode.KindEnum, false, "program (100003 NFS, 100227 NFS_ACL, ...)")
-	fRPCVersion    = def("rpc.version", decode.KindUint, false, "program version")
-	fRPCProcedure  = def("rpc.procedure", decode.KindEnum, false, "procedure, named for NFS and NFS_ACL")
-	fRPCAuth       = def("rpc.auth_flavor", decode.KindEnum, false, "credential flavor")
-	fRPCReplyStat  = def("rpc.reply_stat", decode.KindEnum, false, "MSG_ACCEPTED or MSG_DENIED")
-	fRPCAccept     = def("rpc.accept_stat", decode.KindEnum, false, "accepted reply status")
-	fNFSProcedure  = def("nfs.procedure", decode.KindEnum, false, "NFSv3 procedure")
-	fNFSOps        = def("nfs.ops", decode.KindString, false, "NFSv4 COMPOUND operations, in order (… when the walk stopped)")
-	fNFSMinor      = def("nfs.minorversion", decode.KindUint, false, "NFSv4 COMPOUND minor version")
-	fNFSStatus     = def("nfs.status", decode.KindEnum, false, "NFS status of the reply (nfsstat3 / nfsstat4)")
-	fNFSOffset     = def("nfs.offset", decode.KindUint, false, "READ/WRITE file offset")
-	fNFSCount      = def("nfs.count", decode.KindUint, false, "READ/WRITE count, octets")
-	fNFSEOF        = def("nfs.eof", decode.KindBool, false, "READ reply: eof, the read reached the end of the file")
-	fNFSResults    = def("nfs.results", decode.KindString, false, "NFSv4 COMPOUND reply: each operation and its nfsstat4, in order (… when the walk stopped)")
-	fNFSStable     = def("nfs.stable", decode.KindEnum, false, "WRITE stable_how: UNSTABLE (0), DATA_SYNC (1), FILE_SYNC (2)")
+	fRPCRDMACMVer     = def("rpcrdma.cm.version", decode.KindUint, false, "RFC 8797 private data: version (1)")
+	fRPCRDMACMInv     = def("rpcrdma.cm.invalidate", decode.KindBool, false, "RFC 8797 R flag: the sender accepts Send With Invalidate")
+	fRPCRDMACMSend    = def("rpcrdma.cm.send_size", decode.KindUint, false, "RFC 8797: the sender's largest inline Send, octets")
+	fRPCRDMACMRecv    = def("rpcrdma.cm.recv_size", decode.KindUint, false, "RFC 8797: the sender's inline receive buffer, octets")
+	fRPCRDMAXID       = def("rpcrdma.xid", decode.KindUint, true, "rdma_xid: the RPC XID of the message carried")
+	fRPCRDMAVers      = def("rpcrdma.vers", decode.KindUint, false, "rdma_vers (1)")
+	fRPCRDMACredit    = def("rpcrdma.credits", decode.KindUint, false, "rdma_credit: requested (call) or granted (reply)")
+	fRPCRDMAProc      = def("rpcrdma.proc", decode.KindEnum, false, "rdma_proc: RDMA_MSG, RDMA_NOMSG, RDMA_MSGP, RDMA_DONE, RDMA_ERROR")
+	fRPCRDMAReads     = def("rpcrdma.read_segments", decode.KindUint, false, "read list: segments")
+	fRPCRDMAWrites    = def("rpcrdma.write_chunks", decode.KindUint, false, "write list: chunks")
+	fRPCRDMAReply     = def("rpcrdma.reply_segments", decode.KindUint, false, "reply chunk: segments (absent: no field)")
+	fRPCRDMAHandle    = def("rpcrdma.handle", decode.KindUint, true, "handle (STag) of the first chunk segment")
+	fRPCRDMAChunks    = def("rpcrdma.chunks", decode.KindString, false, "every chunk segment: list, position, handle:length@offset")
+	fRPCRDMAReplyLen  = def("rpcrdma.reply_chunk_octets", decode.KindUint, false, "RDMA_NOMSG: octets of the RPC reply reassembled from the RDMA Writes into the reply chunk (RFC 8166 §3.6)")
+	fRPCRDMAReplyPart = def("rpcrdma.reply_chunk_partial", decode.KindBool, false, "RDMA_NOMSG: the reply chunk's octets are not all in the capture or over the kept size; the fields are decoded from a prefix")
+	fRPCRDMAErr       = def("rpcrdma.err", decode.KindEnum, false, "RDMA_ERROR: ERR_VERS or ERR_CHUNK")
+	fRPCXID           = def("rpc.xid", decode.KindUint, true, "RPC transaction id")
+	fRPCMsgType       = def("rpc.msg_type", decode.KindEnum, false, "CALL or REPLY")
+	fRPCProgram       = def("rpc.program", decode.KindEnum, false, "program (100003 NFS, 100227 NFS_ACL, ...)")
+	fRPCVersion       = def("rpc.version", decode.KindUint, false, "program version")
+	fRPCProcedure     = def("rpc.procedure", decode.KindEnum, false, "procedure, named for NFS and NFS_ACL")
+	fRPCAuth          = def("rpc.auth_flavor", decode.KindEnum, false, "credential flavor")
+	fRPCReplyStat     = def("rpc.reply_stat", decode.KindEnum, false, "MSG_ACCEPTED or MSG_DENIED")
+	fRPCAccept        = def("rpc.accept_stat", decode.KindEnum, false, "accepted reply status")
+	fNFSProcedure     = def("nfs.procedure", decode.KindEnum, false, "NFSv3 procedure")
+	fNFSOps           = def("nfs.ops", decode.KindString, false, "NFSv4 COMPOUND operations, in order (… when the walk stopped)")
+	fNFSMinor         = def("nfs.minorversion", decode.KindUint, false, "NFSv4 COMPOUND minor version")
+	fNFSStatus        = def("nfs.status", decode.KindEnum, false, "NFS status of the reply (nfsstat3 / nfsstat4)")
+	fNFSOffset        = def("nfs.offset", decode.KindUint, false, "READ/WRITE file offset")
+	fNFSCount         = def("nfs.count", decode.KindUint, false, "READ/WRITE count, octets")
+	fNFSEOF           = def("nfs.eof", decode.KindBool, false, "READ reply: eof, the read reached the end of the file")
+	fNFSResults       = def("nfs.results", decode.KindString, false, "NFSv4 COMPOUND reply: each operation and its nfsstat4, in order (… when the walk stopped)")
+	fNFSStable        = def("nfs.stable", decode.KindEnum, false, "WRITE stable_how: UNSTABLE (0), DATA_SYNC (1), FILE_SYNC (2)")
 )
 
 var rpcProcNames = []string{"RDMA_MSG", "RDMA_NOMSG", "RDMA_MSGP", "RDMA_DONE", "RDMA_ERROR"}
@@ -298,7 +301,7 @@ func (c *Conn) rpcSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool {
 	if proc == 1 { // RDMA_NOMSG: the RPC message is in a chunk
 		m.sum("RPC-over-RDMA NOMSG xid 0x", strconv.FormatUint(uint64(xid), 16))
 		if !i2r {
-			return c.rpcReply(at, i2r, a, xid, nil, m, credit)
+			return c.rpcNoMsg(at, a, xid, m, credit)
 		}
 		m.sum(" (long call in a Position-zero read chunk)")
 		return true
@@ -319,6 +322,35 @@ func (c *Conn) rpcSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool {
 		return c.rpcReply(at, i2r, a, rxid, rpc, m, credit)
 	}
 	return false
+}
+
+// rpcNoMsg decodes an RDMA_NOMSG reply: the RPC reply is the octets the
+// responder RDMA-Wrote into the call's reply chunk (rpcreply.go).
+func (c *Conn) rpcNoMsg(at At, a *sendAsm, xid uint32, m *Message, credit uint32) bool {
+	var msg []byte
+	var total uint64
+	whole := false
+	if t := c.task(rpcTaskKey(xid, false)); t != nil {
+		msg, total, whole = c.replyMessage(t)
+		if t.reply != nil && t.reply.cut {
+			c.finding(at, false, CodeRPCReplyCut, "RDMA_NOMSG reply xid 0x%x: %d octets in the reply chunk, %d kept (at most %d per reply, %d per connection): decoded from the prefix", xid, total, len(msg), c.lim.Message, 4*c.lim.Message)
+		}
+	}
+	if len(msg) < 12 || be32(msg) != xid || be32(msg[4:]) != 1 {
+		return c.rpcReply(at, false, a, xid, nil, m, credit) // nothing (or no reply) in the chunk: linked, no status
+	}
+	nf, ns := len(m.F), len(m.Summary)
+	m.u(fRPCRDMAReplyLen, uint64(len(msg)))
+	if !whole {
+		m.b(fRPCRDMAReplyPart, true)
+	}
+	m.u(fRPCXID, uint64(xid))
+	m.sum(" | ")
+	if c.rpcReply(at, false, a, xid, msg, m, credit) {
+		return true
+	}
+	m.F, m.Summary = m.F[:nf], m.Summary[:ns] // a prefix too short for the status
+	return c.rpcReply(at, false, a, xid, nil, m, credit)
 }
 
 // rpcChunkFields adds the chunk lists of st.segs to m.
@@ -463,6 +495,7 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 	}
 	t.cmd.Expected = readTotal
 	t.cmd.Inline = st.inline
+	c.replyAdvertise(t)
 	// Credits: calls outstanding beyond the last grant (RFC 8166 §3.3.1;
 	// before any reply the requester holds one credit).
 	granted := max(st.credits, 1)
@@ -767,6 +800,9 @@ func (c *Conn) rpcReply(at At, i2r bool, a *sendAsm, xid uint32, rpc []byte, m *
 					nn := "NFS_OK"
 					if ns != 0 {
 						nn = nfsErrName(ns)
+						if strings.HasPrefix(t.cmd.Name, "NFSv4") {
+							nn = nfs4StatName(ns) // nfsstat4 (RFC 8881 §15.1)
+						}
 						status, ok = nn, false
 					}
 					m.e(fNFSStatus, uint64(ns), nn)

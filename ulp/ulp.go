@@ -192,6 +192,9 @@ type task struct {
 	failed     bool
 	readOctets uint64 // of Moved, by RDMA Read
 	reads      int    // entries in Conn.sinks
+	// reply holds what the responder RDMA-Wrote into an RPC call's reply
+	// chunk (RFC 8166 §3.6), for decoding an RDMA_NOMSG reply; nil else.
+	reply *replyChunk
 }
 
 // stagUse is an STag advertised by a task.
@@ -623,6 +626,10 @@ func (c *Conn) dropTask(t *task) {
 			}
 		}
 	}
+	if t.reply != nil {
+		c.rpc.kept -= t.reply.kept
+		t.reply = nil
+	}
 	if c.tasks[t.key] == t {
 		delete(c.tasks, t.key)
 		if len(c.freeTasks) < 64 && t.data == nil {
@@ -657,6 +664,9 @@ func (c *Conn) rdmaWrite(at At, i2r bool, s *decode.Segment, missing int) {
 	u.t.cmd.Moved += uint64(len(s.Payload) + missing) // what the wire moved, captured or not
 	if u.t.wantData > 0 && c.proto == NVMe {
 		nvmeLogData(u.t, s, missing) // a discovery log page
+	}
+	if u.t.reply != nil {
+		c.replyWrite(u.t, s, missing)
 	}
 	if s.DDP.Last {
 		u.t.cmd.Writes++
