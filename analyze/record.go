@@ -249,5 +249,5 @@ func ResolveField(name string) (filter.Getter[*Record], decode.FieldKind, bool) 
 
 // CompileFilter compiles a display filter (iwdump -Y) over records.
 func CompileFilter(expr string) (*filter.Filter[*Record], error) {
-	return filter.Compile(expr, ResolveField)
+	return filter.CompileMulti(expr, ResolveField, ulpNth)
 }

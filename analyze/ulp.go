@@ -186,3 +186,19 @@ func ulpField(name string) (filter.Getter[*Record], decode.FieldKind, bool) {
 		return r.ULP.Get(id)
 	}, f.Kind, true
 }
+
+// ulpNth serves display filters the occurrences of a ULP field: the
+// message's and each SMB2 compound member's (ulp.Message.Members), so
+// smb2.command == "CLOSE" matches a compound with a CLOSE in any member.
+func ulpNth(name string) filter.Nth[*Record] {
+	id, _, ok := ulp.FieldByName(name)
+	if !ok {
+		return nil
+	}
+	return func(r *Record, i int) (decode.Value, bool) {
+		if r.Kind != KindPDU || r.ULP == nil {
+			return decode.Value{}, false
+		}
+		return r.ULP.Nth(id, i)
+	}
+}

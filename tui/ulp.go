@@ -300,6 +300,9 @@ func (g *ulpGrab) Record(r *analyze.Record) {
 // during the record's call: its fields, and the octets they alias.
 func keepMessage(m *ulp.Message) *ulp.Message {
 	k := &ulp.Message{Proto: m.Proto, F: append([]ulp.FV(nil), m.F...)}
+	for _, mb := range m.Members { // an SMB2 compound's later members
+		k.Members = append(k.Members, ulp.Member{F: append([]ulp.FV(nil), mb.F...)})
+	}
 	for i := range k.F {
 		if v := &k.F[i].V; v.B != nil {
 			v.B = append([]byte(nil), v.B...)

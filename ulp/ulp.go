@@ -130,8 +130,8 @@ const (
 )
 
 // target copies the request message's addressing fields into c.
-func (c *Command) target(m *Message) {
-	for _, fv := range m.F {
+func (c *Command) target(f []FV) {
+	for _, fv := range f {
 		x := fv.V.U
 		switch fv.ID {
 		case fNVMeNSID:
@@ -520,7 +520,7 @@ func (c *Conn) message(at At, i2r bool, a *sendAsm) *Message {
 		return m
 	}
 	if t := c.opened; t != nil && t.seq == c.openedSeq {
-		t.cmd.target(m)
+		t.cmd.target(m.F)
 	}
 	c.opened = nil
 	c.decoded++
@@ -788,7 +788,7 @@ func (c *Conn) complete(at At, t *task, a *sendAsm, status string, ok bool, m *M
 		c.Stats = &Stats{}
 	}
 	c.Stats.add(cmd)
-	if m != nil && m.Cmd == nil { // the first command a message completes
+	if m != nil && (m.Cmd == nil || m.into > 0) { // the first command a message completes, and an SMB2 compound member's
 		m.addLink(&c.done[len(c.done)-1])
 	}
 }
