@@ -146,6 +146,7 @@ const (
 	ULPUnknownTask         // response for a command id / tag / xid that is not outstanding
 	ULPTaskConflict        // two outstanding commands with the same id / tag / xid
 	ULPReadSinkRights      // the responder rejects the Read Response into its own Read sink: an iWARP Read sink needs r
+	ULPObjectsFull         // more handles named on a connection than the object tables keep: newer names are not learnt
 	NVMeCMData             // NVMe-oF CM private data malformed (length, RECFMT)
 	NVMeConnectParam       // Fabrics Connect QID/SQSIZE differ from the CM private data
 	NVMePRP                // PSDT 00 (PRP) on a fabric
@@ -303,6 +304,7 @@ var infos = [numCodes]Info{
 	ULPMovedMismatch:        {Name: "ulp.moved_mismatch", Severity: Warning, Stage: StageULP, Ref: "ulp-reference §6.1", Summary: "octets moved by RDMA differ from the command's length"},
 	ULPUnknownTask:          {Name: "ulp.unknown_task", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.1", Summary: "response for a command id / tag / xid that is not outstanding"},
 	ULPTaskConflict:         {Name: "ulp.task_conflict", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.1", Summary: "two outstanding commands with the same id / tag / xid"},
+	ULPObjectsFull:          {Name: "ulp.objects_full", Severity: Note, Stage: StageULP, Ref: "ulp-reference §6.1", Summary: "more handles named on a connection than the object tables keep (4096 each): newer names are not learnt"},
 	ULPReadSinkRights:       {Name: "ulp.read_sink_rights", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.1", Summary: "the responder rejects the Read Response into its own Read sink: an iWARP Read sink needs remote write access"},
 	NVMeCMData:              {Name: "nvme.cm_private_data", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.2", Summary: "NVMe-oF CM private data malformed (length, RECFMT)"},
 	NVMeConnectParam:        {Name: "nvme.connect_mismatch", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.2", Summary: "Fabrics Connect QID/SQSIZE differ from the CM private data"},

@@ -14,6 +14,7 @@ const (
 	CodeUnknownTask        = finding.ULPUnknownTask
 	CodeTaskConflict       = finding.ULPTaskConflict
 	CodeReadSinkRights     = finding.ULPReadSinkRights
+	CodeObjectsFull        = finding.ULPObjectsFull
 	CodeNVMeCMData         = finding.NVMeCMData
 	CodeNVMeConnectParam   = finding.NVMeConnectParam
 	CodeNVMePRP            = finding.NVMePRP

@@ -18,6 +18,8 @@ type rpcState struct {
 	credits  uint32    // last credits granted by the responder (0: none yet)
 	segs     []rpcSeg  // scratch: the chunk segments of the message at hand
 	inline   uint64    // scratch: WRITE data octets carried in the call itself
+	cur      string    // scratch: the name of an NFSv4 call's current filehandle (objects.go)
+	getfh    string    // scratch: the name at the call's GETFH
 	kept     int       // octets of reply chunks held for RDMA_NOMSG replies (rpcreply.go)
 }
 
@@ -63,6 +65,7 @@ var (
 	fNFSCount         = def("nfs.count", decode.KindUint, false, "READ/WRITE count, octets")
 	fNFSEOF           = def("nfs.eof", decode.KindBool, false, "READ reply: eof, the read reached the end of the file")
 	fNFSResults       = def("nfs.results", decode.KindString, false, "NFSv4 COMPOUND reply: each operation and its nfsstat4, in order (… when the walk stopped)")
+	fNFSName          = def("nfs.name", decode.KindString, false, "the object the call acts on: LOOKUP/CREATE/OPEN's directory/name, or the name its file handle was looked up by (objects.go)")
 	fNFSStable        = def("nfs.stable", decode.KindEnum, false, "WRITE stable_how: UNSTABLE (0), DATA_SYNC (1), FILE_SYNC (2)")
 )
 
@@ -426,9 +429,10 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 	m.e(fRPCProgram, uint64(prog), pn)
 	m.u(fRPCVersion, uint64(vers))
 	m.e(fRPCAuth, uint64(flavor), rpcAuthNames[flavor])
-	detail := ""
+	detail, obj := "", ""
 	switch {
 	case prog == 100003 && vers == 3 && int(proc) < len(nfs3Procs):
+		obj = c.nfs3Object(x, proc)
 		procName = nfs3Procs[proc]
 		name = "NFSv3 " + procName
 		m.e(fNFSProcedure, uint64(proc), procName)
@@ -449,7 +453,9 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 		}
 	case prog == 100003 && vers == 4 && proc == 1:
 		procName = "COMPOUND"
+		st.cur, st.getfh = "", ""
 		ops, minor, main := c.walk(nfs4Compound, &x, rpc)
+		obj = st.cur
 		m.u(fNFSMinor, uint64(minor))
 		m.s(fNFSOps, ops)
 		name = "NFSv4 " + main
@@ -477,6 +483,10 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 		name = "NFS_ACL " + procName
 	}
 	m.e(fRPCProcedure, uint64(proc), procName)
+	if obj != "" {
+		m.s(fNFSName, obj)
+		detail = " " + obj + detail
+	}
 	m.sum("RPC call xid 0x", strconv.FormatUint(uint64(xid), 16), " ", name, detail)
 	// The task and its chunks (ulp-reference.md §4.7).
 	t, old := c.newTask(at, RPCRDMA, rpcTaskKey(xid, !i2r), name)
@@ -493,6 +503,7 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 			readTotal += uint64(s.length)
 		}
 	}
+	t.cmd.Object, t.proc, t.getfh = obj, proc, st.getfh
 	t.cmd.Expected = readTotal
 	t.cmd.Inline = st.inline
 	c.replyAdvertise(t)
@@ -657,7 +668,11 @@ func (c *Conn) readChunkAt(pos int) bool {
 // nfs4Args skips one op's arguments; false when the op is unknown.
 func (c *Conn) nfs4Args(x *xdr, op uint32, rpc []byte) bool {
 	switch op {
-	case 10, 24, 23, 32, 31, 16: // GETFH PUTROOTFH PUTPUBFH SAVEFH RESTOREFH LOOKUPP
+	case 10: // GETFH: the reply returns the current filehandle, named so far
+		c.rpc.getfh = c.rpc.cur
+	case 24, 23: // PUTROOTFH PUTPUBFH
+		c.rpc.cur = "/"
+	case 32, 31, 16: // SAVEFH RESTOREFH LOOKUPP
 	case 3, 52, 58: // ACCESS, SECINFO_NO_NAME, RECLAIM_COMPLETE
 		x.skip(4)
 	case 57, 30:
@@ -672,7 +687,11 @@ func (c *Conn) nfs4Args(x *xdr, op uint32, rpc []byte) bool {
 		x.skip(28)
 	case 53:
 		x.skip(32)
-	case 22, 15, 28, 33: // PUTFH, LOOKUP, REMOVE, SECINFO
+	case 22: // PUTFH
+		c.rpc.cur = c.fhName(x.opaqueBytes(128))
+	case 15: // LOOKUP
+		c.rpc.cur = joinPath(c.rpc.cur, string(x.opaqueBytes(maxName)))
+	case 28, 33: // REMOVE, SECINFO
 		x.opaque()
 	case 29: // RENAME
 		x.opaque()
@@ -706,7 +725,9 @@ func (c *Conn) nfs4Args(x *xdr, op uint32, rpc []byte) bool {
 			}
 		}
 		switch claim := x.u32(); claim {
-		case 0, 3:
+		case 0: // CLAIM_NULL: a name in the current directory
+			c.rpc.cur = joinPath(c.rpc.cur, string(x.opaqueBytes(maxName)))
+		case 3:
 			x.opaque()
 		case 1:
 			x.skip(4)
@@ -806,7 +827,10 @@ func (c *Conn) rpcReply(at At, i2r bool, a *sendAsm, xid uint32, rpc []byte, m *
 						status, ok = nn, false
 					}
 					m.e(fNFSStatus, uint64(ns), nn)
-					c.nfsResults(&x, t.cmd.Name, ns, m)
+					if ns == 0 && strings.HasPrefix(t.cmd.Name, "NFSv3 ") {
+						c.nfs3Learn(at, x, t, t.proc)
+					}
+					c.nfsResults(at, &x, t, ns, m)
 				}
 			}
 		}
@@ -841,6 +865,9 @@ func (c *Conn) rpcReply(at At, i2r bool, a *sendAsm, xid uint32, rpc []byte, m *
 	}
 	if t.cmd.Expected > 0 && ok && c.readMoved(t) != t.cmd.Expected {
 		c.finding(at, false, CodeMovedMismatch, "RPC call xid 0x%x: read chunks of %d octets, %d RDMA-Read", xid, t.cmd.Expected, c.readMoved(t))
+	}
+	if t.cmd.Object != "" && rpc != nil {
+		m.s(fNFSName, t.cmd.Object)
 	}
 	c.complete(at, t, a, status, ok, m)
 	return true

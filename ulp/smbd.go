@@ -20,6 +20,7 @@ type smbState struct {
 	credits           [2]int // send credits the client [0] / server [1] holds
 	creditsKnown      [2]bool
 	frag              [2]smbFrag
+	related           string // the file a compound's CREATE named, for its related members
 }
 
 type smbFrag struct {
@@ -71,6 +72,8 @@ var (
 	fSMB2DataRem  = def("smb2.data_remaining", decode.KindUint, false, "READ response DataRemaining: octets RDMA-Written")
 	fSMB2Count    = def("smb2.count", decode.KindUint, false, "WRITE response Count: octets written")
 	fSMB2MaxRead  = def("smb2.max_read_size", decode.KindUint, false, "NEGOTIATE response: MaxReadSize")
+	fSMB2Share    = def("smb2.share", decode.KindString, false, "the share (TREE_CONNECT path) of the message's TreeId, where the capture holds its TREE_CONNECT (objects.go)")
+	fSMB2Filename = def("smb2.filename", decode.KindString, false, "the file: a CREATE's name, or the name the CREATE that opened the FileId gave ([MS-SMB2] §2.2.13)")
 	fSMB2MaxWrite = def("smb2.max_write_size", decode.KindUint, false, "NEGOTIATE response: MaxWriteSize")
 )
 
@@ -260,6 +263,7 @@ func (c *Conn) smb2(at At, i2r bool, a *sendAsm, b []byte, m *Message) {
 		return
 	}
 	n := 0
+	c.smb.related = ""
 	for off := 0; off+64 <= len(b) && n < 32; n++ {
 		h := b[off:]
 		next := int(le32(h[20:]))
@@ -344,6 +348,7 @@ func (c *Conn) smb2One(at At, i2r bool, a *sendAsm, h []byte, m *Message, first 
 			c.tasks[msgID] = old
 			return nil
 		}
+		c.smb2Names(at, h, cmd, false, status, t, m)
 		var chOff, chLen int
 		var channel, remBytes uint32
 		switch {
@@ -415,6 +420,7 @@ func (c *Conn) smb2One(at At, i2r bool, a *sendAsm, h []byte, m *Message, first 
 		}
 		return nil
 	}
+	c.smb2Names(at, h, cmd, true, status, t, m)
 	ok := status == 0 || status == 0xC0000016 || status == 0x80000006 && cmd == 14
 	switch {
 	case cmd == 8 && len(body) >= 12 && ok: // READ response §2.2.20

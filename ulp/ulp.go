@@ -109,6 +109,10 @@ type Command struct {
 	RequestFrame, ResponseFrame int
 	Start, End                  time.Time
 	Latency                     time.Duration
+	// Object is the file or share the command acts on, from the names the
+	// connection learnt (objects.go): an SMB2 \\server\share\dir\file, an
+	// NFS dir/name; "" when the capture does not hold what named it.
+	Object string
 	// What the command addresses, from its request's fields (Has says
 	// which are set): NVMe NSID, SLBA and NLB; iSCSI LUN, SCSI LBA and
 	// blocks; the file offset and count of an NFS or SMB2 READ or WRITE.
@@ -195,6 +199,13 @@ type task struct {
 	// reply holds what the responder RDMA-Wrote into an RPC call's reply
 	// chunk (RFC 8166 §3.6), for decoding an RDMA_NOMSG reply; nil else.
 	reply *replyChunk
+	// what the command names (objects.go): the SMB2 share and file and
+	// the FileId a CLOSE forgets; the NFS procedure, and the name an
+	// NFSv4 GETFH in the call returns the handle of.
+	share, file string
+	fid         [16]byte
+	proc        uint32
+	getfh       string
 }
 
 // stagUse is an STag advertised by a task.
@@ -266,6 +277,7 @@ type Conn struct {
 	lastSinks [8]uint32 // sink STags of the latest Read Responses
 	nSinks    int
 
+	objs objects
 	nvme nvmeState
 	rpc  rpcState
 	iser iserState
