@@ -47,6 +47,10 @@ const (
 	ActGrowList
 	ActShrinkList
 	ActWhole
+	ActCmdSort
+	ActCmdReverse
+	ActCmdFind
+	ActCmdNext
 	numActions
 )
 
@@ -101,6 +105,10 @@ var Keys = []Key{
 	{Names: "Enter  Space", Keys: []tcell.Key{tcell.KeyEnter}, Runes: []rune{' '}, Action: ActToggle, Where: "tree", Help: "tree: fold or unfold the line; on a line that names a frame, go there"},
 	{Names: "Left h", Keys: []tcell.Key{tcell.KeyLeft}, Runes: []rune{'h'}, Action: ActFold, Where: "tree", Help: "tree: fold the line (on a field: its protocol)"},
 	{Names: "Right l", Keys: []tcell.Key{tcell.KeyRight}, Runes: []rune{'l'}, Action: ActUnfold, Where: "tree", Help: "tree: unfold the line"},
+	{Names: "s  S", Runes: []rune{'s'}, Action: ActCmdSort, Where: "views", Help: "commands: sort by the next key (frame, latency, octets, command, status, object); S reverses"},
+	{Names: "", Runes: []rune{'S'}, Action: ActCmdReverse, Where: "views", Help: ""},
+	{Names: "f  n", Runes: []rune{'f'}, Action: ActCmdFind, Where: "views", Help: "commands: find a command by name, object or status; n the next"},
+	{Names: "", Runes: []rune{'n'}, Action: ActCmdNext, Where: "views", Help: ""},
 	{Names: "Enter", Keys: []tcell.Key{tcell.KeyEnter}, Action: ActJump, Where: "views", Help: "views: go to the frame the line names"},
 	{Names: "b", Runes: []rune{'b'}, Action: ActBlame, Where: "views", Help: "operations, findings: go to the frame a Terminate blames; commands: to the response"},
 	{Names: "j k  Up Down", Action: ActNone, Where: "all", Help: "move (list, tree, views); in hex: by 16 octets"},

@@ -20,6 +20,7 @@ import (
 // built on another and only QueueUpdateDraw crosses over (batched by a
 // ticker, never one redraw per packet).
 type UI struct {
+	cmdv      cmdView // the commands view (commands.go)
 	S         *Session
 	App       *tview.Application
 	List      *List
@@ -685,6 +686,10 @@ func (u *UI) Do(a Action) {
 		u.showPage("cmds")
 	case ActWhole:
 		u.showWhole()
+	case ActCmdSort, ActCmdReverse, ActCmdFind, ActCmdNext:
+		if u.page == "cmds" {
+			u.cmdAction(a)
+		}
 	case ActZoom, ActArrange, ActGrowList, ActShrinkList:
 		u.layoutAction(a)
 	case ActJump, ActBlame:
@@ -791,6 +796,11 @@ func (u *UI) barDone(key tcell.Key) {
 		u.List.AddHistory(text)
 		u.List.SetFilter(fr)
 		u.msg = ""
+	case "cmdfind":
+		u.closeBar()
+		u.cmdFound(text)
+		u.status.SetText(u.statusText())
+		return
 	case "find":
 		u.List.Search = text
 		if !u.List.Find(text, 1) {

@@ -39,6 +39,7 @@ type Cmd struct {
 	nstags                      uint8
 	Proto                       ulp.Proto
 	OK, Answered                bool
+	Object                      string // the file or share (ulp.Command.Object)
 }
 
 // Label is the command as the commands view and the STags view name it:
@@ -144,7 +145,7 @@ func (x *indexer) command(r *analyze.Record) {
 	c := Cmd{Name: m.Name, Status: m.Status, ID: m.ID, Expected: m.Expected, Moved: m.Moved, Latency: m.Latency,
 		Rel: int64(r.Rel - m.Latency), Conn: int32(r.Conn.ID), RequestFrame: int32(m.RequestFrame), ResponseFrame: int32(m.ResponseFrame),
 		Inline: uint32(min(m.Inline, 1<<32-1)), Reads: uint16(min(m.Reads, 1<<16-1)), Writes: uint16(min(m.Writes, 1<<16-1)),
-		stags: uint32(len(ix.cmdSTags)), nstags: uint8(m.NSTags), Proto: m.Proto, OK: m.OK, Answered: m.Answered}
+		stags: uint32(len(ix.cmdSTags)), nstags: uint8(m.NSTags), Proto: m.Proto, OK: m.OK, Answered: m.Answered, Object: m.Object}
 	ix.cmdSTags = append(ix.cmdSTags, m.STags[:m.NSTags]...)
 	for _, stag := range m.STags[:m.NSTags] {
 		k := [2]uint64{uint64(c.Conn), uint64(stag)}

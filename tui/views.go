@@ -276,36 +276,6 @@ func (u *UI) fillSTags() {
 	v.done()
 }
 
-func (u *UI) fillCmds() {
-	v := u.views["cmds"]
-	v.reset("Frame", "Time", "Conn", "Command", "Status", "Latency", "Expected", "Moved", "Inline", "Reads", "Writes", "STags", "Response")
-	for _, c := range u.S.Ix.Cmds() {
-		color, status, lat, resp := tcell.ColorDefault, c.Status, "", ""
-		switch {
-		case !c.Answered:
-			color, status = tcell.ColorOlive, "unanswered"
-		case !c.OK:
-			color = tcell.ColorRed
-		}
-		if c.Latency > 0 {
-			lat = c.Latency.Round(time.Microsecond).String()
-		}
-		if c.ResponseFrame > 0 {
-			resp = fmt.Sprintf("frame %d", c.ResponseFrame)
-		}
-		stags := ""
-		for k, st := range u.S.Ix.CmdSTags(&c) {
-			if k > 0 {
-				stags += " "
-			}
-			stags += fmt.Sprintf("0x%x", st)
-		}
-		v.add(color, int(c.RequestFrame), int(c.ResponseFrame), fmt.Sprint(c.RequestFrame), secs(c.Rel), fmt.Sprint(c.Conn), c.Label(), status, lat,
-			fmt.Sprint(c.Expected), fmt.Sprint(c.Moved), fmt.Sprint(c.Inline), fmt.Sprint(c.Reads), fmt.Sprint(c.Writes), stags, resp)
-	}
-	v.done()
-}
-
 // ioGraph draws PDUs or ULPDU octets per interval over the capture, of
 // every connection or one, with a line of findings under it, in block
 // characters.
