@@ -160,9 +160,9 @@ func (c *Conn) smb2Names(at At, h []byte, cmd uint16, resp bool, status uint32, 
 				st.related = file
 			}
 		default:
-			if at := fileIDAt(cmd); at >= 0 && len(body) >= at+16 {
+			if off := fileIDAt(cmd); off >= 0 && len(body) >= off+16 {
 				var fid [16]byte
-				copy(fid[:], body[at:at+16])
+				copy(fid[:], body[off:off+16])
 				if fid == relatedFileID && flags&4 != 0 {
 					file = st.related
 				} else {
@@ -186,7 +186,7 @@ func (c *Conn) smb2Names(at At, h []byte, cmd uint16, resp bool, status uint32, 
 			var fid [16]byte
 			copy(fid[:], body[64:80])
 			c.putFile(at, fid, file)
-		case cmd == 6 && status == 0 && t.fid != (relatedFileID):
+		case cmd == 6 && status == 0 && t.fid != relatedFileID:
 			delete(c.objs.files, t.fid)
 		}
 	}
@@ -240,7 +240,7 @@ func (c *Conn) nfs3Object(x xdr, proc uint32) string {
 	return name
 }
 
-// nfsLearn learns the file handle an NFS reply returns for the object its
+// nfs3Learn learns the file handle an NFS reply returns for the object its
 // call named: NFSv3 LOOKUP3resok's object (RFC 1813 §3.3.3), CREATE,
 // MKDIR, SYMLINK, MKNOD's post_op_fh3 (§3.3.8).
 func (c *Conn) nfs3Learn(at At, x xdr, t *task, proc uint32) {

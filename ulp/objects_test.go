@@ -117,3 +117,28 @@ func TestSMB2ObjectNames(t *testing.T) {
 		}
 	}
 }
+
+// TestObjectsBounded: a connection that opens more files than the tables
+// keep (4096) names the newer ones no more, with a note, and keeps
+// decoding.
+func TestObjectsBounded(t *testing.T) {
+	ops := []gen.Op{send("i2r", smbdNegReq()), send("r2i", smbdNegResp(255))}
+	const n = 4100
+	for i := uint64(1); i <= n; i++ {
+		name := "f" + strings.Repeat("x", int(i%7)) + string(rune('a'+i%26))
+		ops = append(ops,
+			send("i2r", smbdData(1, 0, smb2Create(i, 0, name))),
+			send("r2i", smbdData(1, 0, smb2CreateResp(i, 0, 0, [2]uint64{i, i}))))
+	}
+	ops = append(ops, send("i2r", smbdData(1, 0, smb2FileOp(7, n+1, 0, [2]uint64{1, 1}, false))),
+		send("i2r", smbdData(1, 0, smb2FileOp(7, n+2, 0, [2]uint64{n, n}, false))))
+	pd := []byte{0, 0, 0, 16, 0, 0, 0, 16}
+	sc := &gen.Scenario{Name: "objects-bounded", Seed: 10, Connections: []gen.Connection{smbConn("10.0.0.1:45004", pd, pd, ops...)}}
+	data := genPcap(t, sc)
+	col, _ := analyzeBytes(t, data, analyzeConfig())
+	checkFindings(t, col, []string{"ulp.objects_full"}, "smbd.credit_overrun")
+	got := filterFrames(t, data, `smb2.command == "FLUSH" && smb2.filename`)
+	if len(got) != 1 {
+		t.Errorf("FLUSHes with a name: %v, want the one of the first file only", got)
+	}
+}
