@@ -63,17 +63,7 @@ func TestCommandsView(t *testing.T) {
 	}
 	// the display filter applies: only the commands whose request or
 	// response it shows
-	fr, err := u.S.ApplyFilter(`smb2.filename == "dir\\file.txt"`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, done, _ := fr.Status(); done {
-			break
-		}
-		runtime.Gosched()
-	}
-	u.List.SetFilter(fr)
+	u.List.SetFilter(applyFilter(t, u.S, `smb2.filename == "dir\\file.txt"`))
 	u.fillCmds()
 	var objs []string
 	for _, c := range rows() {
@@ -84,5 +74,20 @@ func TestCommandsView(t *testing.T) {
 	}
 	if len(rows()) != 5 { // CREATE, READ, WRITE, FLUSH, CLOSE of dir\file.txt
 		t.Errorf("filtered commands: %v", objs)
+	}
+}
+
+// applyFilter applies a display filter to s and waits for its pass.
+func applyFilter(t *testing.T, s *Session, expr string) *FilterRun {
+	t.Helper()
+	fr, err := s.ApplyFilter(expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, done, _ := fr.Status(); done {
+			return fr
+		}
+		runtime.Gosched()
 	}
 }
