@@ -196,6 +196,12 @@ func (k *keeper) record(r *Record, frames []byte) *Record {
 		}
 		cm.Summary = k.octets.copy(m.Summary)
 		cm.Cmd = keepVal(&k.cmds, m.Cmd)
+		if len(m.Members) > 0 { // an SMB2 compound: its members' fields too
+			cm.Members = make([]ulp.Member, len(m.Members))
+			for i := range m.Members {
+				cm.Members[i].F = k.fvs.copy(m.Members[i].F)
+			}
+		}
 		c.ULP = cm
 	}
 	return c

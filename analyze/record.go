@@ -284,7 +284,7 @@ func ResolveField(name string) (filter.Getter[*Record], decode.FieldKind, bool) 
 
 // CompileFilter compiles a display filter (iwdump -Y) over records.
 func CompileFilter(expr string) (*filter.Filter[*Record], error) {
-	return filter.Compile(expr, ResolveField, filter.Either(EitherField))
+	return filter.CompileMulti(expr, ResolveField, ulpNth, filter.Either(EitherField))
 }
 
 // EitherField reports the two fields a record field stands for (ip.addr:

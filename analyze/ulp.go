@@ -245,3 +245,19 @@ func responder(c *reassembly.Conn) netip.AddrPort {
 	}
 	return c.Addr[1]
 }
+
+// ulpNth serves display filters the occurrences of a ULP field: the
+// message's and each SMB2 compound member's (ulp.Message.Members), so
+// smb2.command == "CLOSE" matches a compound with a CLOSE in any member.
+func ulpNth(name string) filter.Nth[*Record] {
+	id, _, ok := ulp.FieldByName(name)
+	if !ok {
+		return nil
+	}
+	return func(r *Record, i int) (decode.Value, bool) {
+		if r.Kind != KindPDU || r.ULP == nil {
+			return decode.Value{}, false
+		}
+		return r.ULP.Nth(id, i)
+	}
+}

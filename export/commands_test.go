@@ -48,6 +48,13 @@ func TestCommandsRoundTrip(t *testing.T) {
 					continue
 				}
 				requests[frame] = append(requests[frame], flat)
+				if ms, ok := o["members"].([]any); ok { // an SMB2 compound's later members: requests too
+					for _, mb := range ms {
+						mf := map[string]any{}
+						flatten("", mb.(map[string]any), mf)
+						requests[frame] = append(requests[frame], mf)
+					}
+				}
 				if flat["ulp_command"] != nil {
 					resps = append(resps, flat)
 				}

@@ -555,6 +555,7 @@ func (e *Exporter) command(r *analyze.Record) {
 	opt(ulp.HasBlocks, c.Blocks)
 	opt(ulp.HasOffset, c.Offset)
 	opt(ulp.HasLength, c.Length)
+	w.strOrNull(c.Object)
 	w.u64(c.Expected)
 	w.u64(c.Moved)
 	w.u64(c.Inline)

@@ -228,6 +228,7 @@ var Commands = newTable("commands", "storage-protocol commands (NVMe-oF, iSCSI o
 		{Name: "blocks", Type: Uint64, Optional: true, Desc: "NVMe NLB (1-based) or SCSI transfer length, blocks"},
 		{Name: "file_offset", Type: Uint64, Optional: true, Desc: "NFS or SMB2 READ/WRITE file offset"},
 		{Name: "length", Type: Uint64, Optional: true, Desc: "NFS READ/WRITE count, SMB2 READ/WRITE Length"},
+		{Name: "object", Type: String, Optional: true, Desc: "the file or share the command acts on, where the capture holds what named its handle: SMB2 \\\\server\\share\\file (smb2.share, smb2.filename), NFS dir/name (nfs.name)"},
 		{Name: "expected_octets", Type: Uint64, Desc: "octets the command said would move by RDMA (ulp.expected)"},
 		{Name: "rdma_octets", Type: Uint64, Desc: "octets the RDMA Writes and Read Responses on its STags moved (ulp.rdma_octets)"},
 		{Name: "inline_octets", Type: Uint64, Desc: "data octets carried in the Sends (ulp.inline)"},

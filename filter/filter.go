@@ -32,6 +32,15 @@ type Getter[R any] func(r R) (decode.Value, bool)
 // Resolver finds the getter and kind of a field by name.
 type Resolver[R any] func(name string) (Getter[R], decode.FieldKind, bool)
 
+// Nth reads occurrence i (from 0) of a field a record may carry more than
+// once (each member of an SMB2 compound has its smb2.command); false past
+// the last.
+type Nth[R any] func(r R, i int) (decode.Value, bool)
+
+// Multi gives the Nth of a field that may occur more than once, nil for a
+// field that occurs at most once.
+type Multi[R any] func(name string) Nth[R]
+
 // Filter is a compiled display filter.
 type Filter[R any] struct {
 	root node[R]
@@ -60,12 +69,22 @@ type node[R any] interface{ eval(r R) bool }
 type orNode[R any] struct{ a, b node[R] }
 type andNode[R any] struct{ a, b node[R] }
 type notNode[R any] struct{ a node[R] }
-type presentNode[R any] struct{ get Getter[R] }
+type presentNode[R any] struct {
+	get Getter[R]
+	nth Nth[R] // set: any occurrence
+}
 
-func (n orNode[R]) eval(r R) bool      { return n.a.eval(r) || n.b.eval(r) }
-func (n andNode[R]) eval(r R) bool     { return n.a.eval(r) && n.b.eval(r) }
-func (n notNode[R]) eval(r R) bool     { return !n.a.eval(r) }
-func (n presentNode[R]) eval(r R) bool { _, ok := n.get(r); return ok }
+func (n orNode[R]) eval(r R) bool  { return n.a.eval(r) || n.b.eval(r) }
+func (n andNode[R]) eval(r R) bool { return n.a.eval(r) && n.b.eval(r) }
+func (n notNode[R]) eval(r R) bool { return !n.a.eval(r) }
+func (n presentNode[R]) eval(r R) bool {
+	if n.nth != nil {
+		_, ok := n.nth(r, 0)
+		return ok
+	}
+	_, ok := n.get(r)
+	return ok
+}
 
 type op uint8
 
@@ -92,6 +111,10 @@ type cmpNode[R any] struct {
 	str   string
 	raw   []byte       // for contains on bytes
 	pfx   netip.Prefix // an address field's literal (an address: its /32 or /128)
+	// nth, for a field that may occur more than once: as in Wireshark, the
+	// comparison holds when any occurrence satisfies it, but != holds
+	// when every occurrence differs (none equals).
+	nth Nth[R]
 }
 
 func cmpUint(a, b uint64, o op) bool {
@@ -135,10 +158,25 @@ func cmpInt(a, b int64) int {
 }
 
 func (n *cmpNode[R]) eval(r R) bool {
-	v, ok := n.get(r)
+	if n.nth == nil {
+		v, ok := n.get(r)
+		return ok && n.holds(v)
+	}
+	v, ok := n.nth(r, 0)
 	if !ok {
 		return false
 	}
+	for i := 1; ok; i++ {
+		if h := n.holds(v); h != (n.op == opNe) {
+			return h
+		}
+		v, ok = n.nth(r, i)
+	}
+	return n.op == opNe
+}
+
+// holds compares one occurrence.
+func (n *cmpNode[R]) holds(v decode.Value) bool {
 	switch v.Kind {
 	case decode.KindBool, decode.KindUint:
 		return cmpUint(v.U, n.num, n.op)
@@ -188,7 +226,13 @@ func Either(f func(name string) (a, b string, ok bool)) Option {
 
 // Compile parses src against the fields resolve knows.
 func Compile[R any](src string, resolve Resolver[R], opts ...Option) (*Filter[R], error) {
-	p := &parser[R]{src: src, resolve: resolve}
+	return CompileMulti(src, resolve, nil, opts...)
+}
+
+// CompileMulti is Compile where the fields multi names may occur more
+// than once in a record (see cmpNode.nth).
+func CompileMulti[R any](src string, resolve Resolver[R], multi Multi[R], opts ...Option) (*Filter[R], error) {
+	p := &parser[R]{src: src, resolve: resolve, multi: multi}
 	for _, o := range opts {
 		o(&p.opts)
 	}
@@ -234,6 +278,7 @@ type parser[R any] struct {
 	tok     token
 	resolve Resolver[R]
 	opts    options
+	multi   Multi[R]
 }
 
 func (p *parser[R]) errAt(col int, msg string) error {
@@ -404,7 +449,11 @@ func (p *parser[R]) test() (node[R], error) {
 		return nil, p.errAt(at, fmt.Sprintf("unknown field %q", name))
 	}
 	p.next()
-	return p.compare(name, get, kind)
+	var nth Nth[R]
+	if p.multi != nil {
+		nth = p.multi(name)
+	}
+	return p.compare(name, get, kind, nth)
 }
 
 // eitherTest compiles a test of a field that stands for two (Either).
@@ -416,10 +465,10 @@ func (p *parser[R]) eitherTest(name, a, b string) (node[R], error) {
 	}
 	p.next()
 	if p.tok.kind != tOp {
-		return orNode[R]{presentNode[R]{ga}, presentNode[R]{gb}}, nil
+		return orNode[R]{presentNode[R]{get: ga}, presentNode[R]{get: gb}}, nil
 	}
 	// Compile the comparison once, then use it on both fields.
-	na, err := p.compare(name, ga, ka)
+	na, err := p.compare(name, ga, ka, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -434,9 +483,9 @@ func (p *parser[R]) eitherTest(name, a, b string) (node[R], error) {
 
 // compare compiles what follows a field name: nothing (presence) or a
 // comparison with a literal.
-func (p *parser[R]) compare(name string, get Getter[R], kind decode.FieldKind) (node[R], error) {
+func (p *parser[R]) compare(name string, get Getter[R], kind decode.FieldKind, nth Nth[R]) (node[R], error) {
 	if p.tok.kind != tOp {
-		return presentNode[R]{get}, nil
+		return presentNode[R]{get, nth}, nil
 	}
 	o, opAt := opNames[p.tok.text], p.tok.pos
 	if kind == decode.KindAddr {
@@ -445,7 +494,7 @@ func (p *parser[R]) compare(name string, get Getter[R], kind decode.FieldKind) (
 		p.next()
 	}
 	lit := p.tok
-	n := &cmpNode[R]{get: get, op: o}
+	n := &cmpNode[R]{get: get, op: o, nth: nth}
 	switch {
 	case kind == decode.KindAddr && (lit.kind == tNumber || lit.kind == tString):
 		if o != opEq && o != opNe {

@@ -146,6 +146,7 @@ const (
 	ULPUnknownTask         // response for a command id / tag / xid that is not outstanding
 	ULPTaskConflict        // two outstanding commands with the same id / tag / xid
 	ULPReadSinkRights      // the responder rejects the Read Response into its own Read sink: an iWARP Read sink needs r
+	ULPObjectsFull         // more handles named on a connection than the object tables keep: newer names are not learnt
 	NVMeCMData             // NVMe-oF CM private data malformed (length, RECFMT)
 	NVMeConnectParam       // Fabrics Connect QID/SQSIZE differ from the CM private data
 	NVMePRP                // PSDT 00 (PRP) on a fabric
@@ -162,6 +163,7 @@ const (
 	RPCRDMAInline          // Send larger than the receiver's inline receive size
 	RPCRDMAObsolete        // RDMA_MSGP or RDMA_DONE (obsolete)
 	RPCRDMAError           // RDMA_ERROR
+	RPCRDMAReplyCut        // RDMA_NOMSG reply larger than the octets kept of its reply chunk: decoded from a prefix
 	RPCDenied              // RPC call denied (MSG_DENIED)
 	ISEROpcode             // iSER header with an invalid opcode or reserved bits
 	ISERWSV                // iSCSI W/R bits and iSER WSV/RSV disagree
@@ -304,6 +306,7 @@ var infos = [numCodes]Info{
 	ULPMovedMismatch:        {Name: "ulp.moved_mismatch", Severity: Warning, Stage: StageULP, Ref: "ulp-reference §6.1", Summary: "octets moved by RDMA differ from the command's length"},
 	ULPUnknownTask:          {Name: "ulp.unknown_task", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.1", Summary: "response for a command id / tag / xid that is not outstanding"},
 	ULPTaskConflict:         {Name: "ulp.task_conflict", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.1", Summary: "two outstanding commands with the same id / tag / xid"},
+	ULPObjectsFull:          {Name: "ulp.objects_full", Severity: Note, Stage: StageULP, Ref: "ulp-reference §6.1", Summary: "more handles named on a connection than the object tables keep (4096 each): newer names are not learnt"},
 	ULPReadSinkRights:       {Name: "ulp.read_sink_rights", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.1", Summary: "the responder rejects the Read Response into its own Read sink: an iWARP Read sink needs remote write access"},
 	NVMeCMData:              {Name: "nvme.cm_private_data", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.2", Summary: "NVMe-oF CM private data malformed (length, RECFMT)"},
 	NVMeConnectParam:        {Name: "nvme.connect_mismatch", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.2", Summary: "Fabrics Connect QID/SQSIZE differ from the CM private data"},
@@ -322,6 +325,7 @@ var infos = [numCodes]Info{
 	RPCRDMAObsolete:         {Name: "rpcrdma.obsolete_proc", Severity: Warning, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "RDMA_MSGP or RDMA_DONE (obsolete)"},
 	RPCRDMAError:            {Name: "rpcrdma.error", Severity: Note, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "RDMA_ERROR"},
 	RPCDenied:               {Name: "rpc.denied", Severity: Warning, Stage: StageULP, Ref: "ulp-reference §6.5", Summary: "RPC call denied (MSG_DENIED)"},
+	RPCRDMAReplyCut:         {Name: "rpcrdma.reply_chunk_cut", Severity: Note, Stage: StageULP, Ref: "RFC 8166 §3.6", Summary: "RDMA_NOMSG reply larger than the octets kept of its reply chunk: decoded from a prefix"},
 	ISEROpcode:              {Name: "iser.bad_header", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.3", Summary: "iSER header with an invalid opcode or reserved bits"},
 	ISERWSV:                 {Name: "iser.stag_flags", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.3", Summary: "iSCSI W/R bits and iSER WSV/RSV disagree"},
 	ISCSICmdSN:              {Name: "iscsi.cmdsn_window", Severity: Error, Stage: StageULP, Ref: "ulp-reference §6.3", Summary: "non-immediate command whose CmdSN is outside the ExpCmdSN..MaxCmdSN window the target announced"},

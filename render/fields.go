@@ -230,14 +230,19 @@ func (p *FieldsPrinter) Record(r *analyze.Record) {
 			if r.ULP == nil {
 				continue
 			}
-			v, ok := r.ULP.Get(c.uid)
-			switch {
-			case !ok:
-			case c.uf.List:
-				// one occurrence per item, as tshark repeats nfs.opcode
-				c.uf.Items(v.S, func(item string) { c.add(p.appendText(c.next(), item)) })
-			default:
-				c.add(p.appendValue(c.next(), c, v))
+			// every occurrence: an SMB2 compound's members each have
+			// theirs, as tshark repeats smb2.cmd
+			for k := 0; ; k++ {
+				v, ok := r.ULP.Nth(c.uid, k)
+				if !ok {
+					break
+				}
+				if c.uf.List {
+					// one occurrence per item, as tshark repeats nfs.opcode
+					c.uf.Items(v.S, func(item string) { c.add(p.appendText(c.next(), item)) })
+				} else {
+					c.add(p.appendValue(c.next(), c, v))
+				}
 			}
 		default:
 			if v, ok := c.f.GetIn(pdu, m); ok {

@@ -16,9 +16,23 @@ import (
 // appendULPNodes appends the nodes of a storage-protocol message's fields,
 // in table order, under a line per protocol (*sec as in appendSection).
 // The field naming the command's request frame links to it.
+//
+// An SMB2 compound's later members follow, each under a line of its own
+// with its occurrence of the fields ([MS-SMB2] §3.2.4.1.4).
 func appendULPNodes(dst []Node, sec *string, m *ulp.Message) []Node {
+	dst = appendULPFields(dst, sec, m.Sorted())
+	for i := range m.Members {
+		mb := &m.Members[i]
+		*sec = "smb2"
+		dst = append(dst, Node{Kind: NodeNote, Text: "SMB2 compound member " + strconv.Itoa(i+2)})
+		dst = appendULPFields(dst, sec, mb.Sorted())
+	}
+	return dst
+}
+
+func appendULPFields(dst []Node, sec *string, fvs []ulp.FV) []Node {
 	fs := ulp.Fields()
-	for _, fv := range m.Sorted() {
+	for _, fv := range fvs {
 		f := &fs[fv.ID]
 		dst = appendSection(dst, sec, f.Name)
 		n := Node{Kind: NodeULPField, Depth: strings.Count(f.Name, "."), Name: f.Name, Value: fv.V, ufield: f}
@@ -41,10 +55,30 @@ var ulpReqFrame = func() ulp.FieldID {
 // AppendULPJSON appends a storage-protocol message's fields as nested
 // JSON members, each preceded by a comma: `,"ulp":{...},"nvme":{...}`
 // (the dotted names' prefixes are objects, as for decode's fields).
+//
+// An SMB2 compound's later members follow in an array, each an object of
+// the same form: `,"members":[{"smb2":{"member":2,"command":"CLOSE",...}}]`.
 func AppendULPJSON(b []byte, m *ulp.Message, numeric bool) []byte {
+	b = appendULPJSONFields(b, m.Sorted(), numeric)
+	if len(m.Members) == 0 {
+		return b
+	}
+	b = append(jsonComma(b), `"members":[`...)
+	for i := range m.Members {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		b = appendULPJSONFields(b, m.Members[i].Sorted(), numeric)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+func appendULPJSONFields(b []byte, fvs []ulp.FV, numeric bool) []byte {
 	fs := ulp.Fields()
 	var open []string // path of the objects open
-	for _, fv := range m.Sorted() {
+	for _, fv := range fvs {
 		f := &fs[fv.ID]
 		parts := strings.Split(f.Name, ".")
 		dirs := parts[:len(parts)-1]

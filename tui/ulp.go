@@ -39,6 +39,7 @@ type Cmd struct {
 	nstags                      uint8
 	Proto                       ulp.Proto
 	OK, Answered                bool
+	Object                      string // the file or share (ulp.Command.Object)
 }
 
 // Label is the command as the commands view and the STags view name it:
@@ -144,7 +145,7 @@ func (x *indexer) command(r *analyze.Record) {
 	c := Cmd{Name: m.Name, Status: m.Status, ID: m.ID, Expected: m.Expected, Moved: m.Moved, Latency: m.Latency,
 		Rel: int64(r.Rel - m.Latency), Conn: int32(r.Conn.ID), RequestFrame: int32(m.RequestFrame), ResponseFrame: int32(m.ResponseFrame),
 		Inline: uint32(min(m.Inline, 1<<32-1)), Reads: uint16(min(m.Reads, 1<<16-1)), Writes: uint16(min(m.Writes, 1<<16-1)),
-		stags: uint32(len(ix.cmdSTags)), nstags: uint8(m.NSTags), Proto: m.Proto, OK: m.OK, Answered: m.Answered}
+		stags: uint32(len(ix.cmdSTags)), nstags: uint8(m.NSTags), Proto: m.Proto, OK: m.OK, Answered: m.Answered, Object: m.Object}
 	ix.cmdSTags = append(ix.cmdSTags, m.STags[:m.NSTags]...)
 	for _, stag := range m.STags[:m.NSTags] {
 		k := [2]uint64{uint64(c.Conn), uint64(stag)}
@@ -314,6 +315,9 @@ func (g *ulpGrab) Record(r *analyze.Record) {
 // during the record's call: its fields, and the octets they alias.
 func keepMessage(m *ulp.Message) *ulp.Message {
 	k := &ulp.Message{Proto: m.Proto, F: append([]ulp.FV(nil), m.F...)}
+	for _, mb := range m.Members { // an SMB2 compound's later members
+		k.Members = append(k.Members, ulp.Member{F: append([]ulp.FV(nil), mb.F...)})
+	}
 	for i := range k.F {
 		if v := &k.F[i].V; v.B != nil {
 			v.B = append([]byte(nil), v.B...)

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -15,16 +14,7 @@ func TestULPFilter(t *testing.T) {
 	}
 	defer s.Close()
 	s.Wait()
-	fr, err := s.ApplyFilter("nvme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, done, _ := fr.Status(); done {
-			break
-		}
-		runtime.Gosched()
-	}
+	fr := applyFilter(t, s, "nvme")
 	n := 0
 	for i := 0; i < s.Ix.Len(); i++ {
 		r := s.Ix.Row(i)

@@ -493,7 +493,8 @@ func (u *UI) fillSTags() {
 func (u *UI) fillCmds() {
 	v := u.views["cmds"]
 	ix := u.S.Ix
-	v.reset(ix.NumCmds(), "Frame", "Time", "Conn", "Command", "Status", "Latency", "Expected", "Moved", "Inline", "Reads", "Writes", "STags", "Response")
+	rdma := u.rdmaFrames() // commands.go
+	v.reset(ix.NumCmds(), "Frame", "Time", "Conn", "Command", "Status", "Latency", "Expected", "Moved", "Inline", "Reads", "Writes", "STags", "Response", "Object", "RDMA frames")
 	v.cell = func(e, col int) string {
 		c := ix.Cmd(e)
 		switch col {
@@ -534,6 +535,10 @@ func (u *UI) fillCmds() {
 				b = fmt.Appendf(b, "0x%x", st)
 			}
 			return string(b)
+		case 13:
+			return c.Object
+		case 14:
+			return CmdRDMAFrames(&c, ix.CmdSTags(&c), rdma)
 		}
 		if c.ResponseFrame > 0 {
 			return fmt.Sprintf("frame %d", c.ResponseFrame)

@@ -14,6 +14,7 @@ const (
 	CodeUnknownTask        = finding.ULPUnknownTask
 	CodeTaskConflict       = finding.ULPTaskConflict
 	CodeReadSinkRights     = finding.ULPReadSinkRights
+	CodeObjectsFull        = finding.ULPObjectsFull
 	CodeNVMeCMData         = finding.NVMeCMData
 	CodeNVMeConnectParam   = finding.NVMeConnectParam
 	CodeNVMePRP            = finding.NVMePRP
@@ -34,6 +35,7 @@ const (
 	CodeRPCObsolete        = finding.RPCRDMAObsolete
 	CodeRPCError           = finding.RPCRDMAError
 	CodeRPCDenied          = finding.RPCDenied
+	CodeRPCReplyCut        = finding.RPCRDMAReplyCut
 	CodeISEROpcode         = finding.ISEROpcode
 	CodeISERWSV            = finding.ISERWSV
 	CodeSMBDLegacyLE       = finding.SMBDLegacyLE

@@ -202,11 +202,79 @@ type Message struct {
 	Summary []byte
 	// Cmd is the command this message completes, if any.
 	Cmd *Command
+	// Members are the messages of an SMB2 compound after the first
+	// (the NextCommand chain, [MS-SMB2] §3.2.4.1.4): each has its own
+	// occurrence of the fields the first has in F (smb2.command,
+	// smb2.msg_id, ...). A display filter matches a field in any of them;
+	// -V, JSON ("members") and -T fields show every occurrence.
+	Members []Member
+	into    int // fields go to F (0) or to Members[into-1]
 }
+
+// Member is one message of a compound after the first: its fields, in the
+// order decoded.
+type Member struct {
+	F []FV
+}
+
+// Sorted returns the member's fields in the order decoded: its position
+// (smb2.member), its smb2.* fields, then what the linking found (ulp.*)
+// for a response.
+func (mb *Member) Sorted() []FV { return mb.F }
 
 func (m *Message) reset(p Proto) {
 	m.Proto, m.F, m.Summary, m.Cmd = p, m.F[:0], m.Summary[:0], nil
+	m.Members, m.into = m.Members[:0], 0
 	m.F = append(m.F, FV{fULP, decode.Value{Kind: decode.KindEnum, U: uint64(p), S: p.String()}})
+}
+
+// member directs the fields that follow to a new member (true), or back
+// to the message (false).
+func (m *Message) member(on bool) {
+	if !on {
+		m.into = 0
+		return
+	}
+	n := len(m.Members)
+	if n < cap(m.Members) {
+		m.Members = m.Members[:n+1]
+		m.Members[n].F = m.Members[n].F[:0]
+	} else {
+		m.Members = append(m.Members, Member{})
+	}
+	m.into = n + 1
+}
+
+// Nth returns occurrence i (from 0) of field id: the message's, then each
+// member's in order; false past the last.
+func (m *Message) Nth(id FieldID, i int) (decode.Value, bool) {
+	v, ok := m.Get(id)
+	if ok {
+		if i == 0 {
+			return v, true
+		}
+		i--
+	}
+	for k := range m.Members {
+		for _, fv := range m.Members[k].F {
+			if fv.ID == id {
+				if i == 0 {
+					return fv.V, true
+				}
+				i--
+			}
+		}
+	}
+	return decode.Value{}, false
+}
+
+func (m *Message) add(fv FV) {
+	if m.into == 0 {
+		m.F = append(m.F, fv)
+		return
+	}
+	mb := &m.Members[m.into-1]
+	mb.F = append(mb.F, fv)
 }
 
 // Get returns field id's value, false when the message does not carry it.
@@ -220,20 +288,20 @@ func (m *Message) Get(id FieldID) (decode.Value, bool) {
 }
 
 func (m *Message) u(id FieldID, x uint64) {
-	m.F = append(m.F, FV{id, decode.Value{Kind: decode.KindUint, U: x}})
+	m.add(FV{id, decode.Value{Kind: decode.KindUint, U: x}})
 }
 func (m *Message) b(id FieldID, x bool) {
 	v := decode.Value{Kind: decode.KindBool}
 	if x {
 		v.U = 1
 	}
-	m.F = append(m.F, FV{id, v})
+	m.add(FV{id, v})
 }
 func (m *Message) e(id FieldID, x uint64, name string) {
-	m.F = append(m.F, FV{id, decode.Value{Kind: decode.KindEnum, U: x, S: name}})
+	m.add(FV{id, decode.Value{Kind: decode.KindEnum, U: x, S: name}})
 }
 func (m *Message) s(id FieldID, x string) {
-	m.F = append(m.F, FV{id, decode.Value{Kind: decode.KindString, S: x}})
+	m.add(FV{id, decode.Value{Kind: decode.KindString, S: x}})
 }
 
 // sum appends to the summary.
@@ -257,8 +325,9 @@ func (m *Message) sumX(label string, x uint64) {
 
 // Sorted returns the fields in table order (insertion sort in place: a
 // message has a few dozen fields at most).
-func (m *Message) Sorted() []FV {
-	f := m.F
+func (m *Message) Sorted() []FV { return sortFV(m.F) }
+
+func sortFV(f []FV) []FV {
 	for i := 1; i < len(f); i++ {
 		for j := i; j > 0 && f[j].ID < f[j-1].ID; j-- {
 			f[j], f[j-1] = f[j-1], f[j]
@@ -267,9 +336,14 @@ func (m *Message) Sorted() []FV {
 	return f
 }
 
-// addLink adds the linking fields of a completed command.
+// addLink adds the linking fields of a completed command; the message's
+// first completed command is its Cmd and goes into the summary too (a
+// compound member's adds its fields only).
 func (m *Message) addLink(c *Command) {
-	m.Cmd = c
+	first := m.Cmd == nil
+	if first {
+		m.Cmd = c
+	}
 	m.s(fULPCommand, c.Name)
 	m.u(fULPReqFrame, uint64(c.RequestFrame))
 	m.u(fULPLatency, uint64(c.Latency))
@@ -290,6 +364,9 @@ func (m *Message) addLink(c *Command) {
 		m.u(fULPQueue, uint64(c.Queue))
 		m.u(fULPTransfer, uint64(c.Transfer))
 		m.u(fULPBackend, uint64(c.Backend))
+	}
+	if !first {
+		return
 	}
 	m.Summary = append(m.Summary, " ("...)
 	m.Summary = append(m.Summary, c.Name...)

@@ -57,6 +57,7 @@ type cmdRec struct {
 	ok, answered         bool
 	expected, moved, inl uint64
 	reads, writes        int
+	object               string
 }
 
 func (c *collector) Record(r *analyze.Record) {
@@ -75,7 +76,7 @@ func (c *collector) Record(r *analyze.Record) {
 		c.findings = append(c.findings, r.Finding.Code.String())
 	case analyze.KindCommand:
 		x := r.Cmd
-		c.cmds = append(c.cmds, cmdRec{x.Name, x.ID, x.OK, x.Answered, x.Expected, x.Moved, x.Inline, x.Reads, x.Writes})
+		c.cmds = append(c.cmds, cmdRec{x.Name, x.ID, x.OK, x.Answered, x.Expected, x.Moved, x.Inline, x.Reads, x.Writes, x.Object})
 	}
 }
 

@@ -105,7 +105,8 @@ var nfs4ErrNames = map[uint32]string{10009: "NFS4ERR_SAME", 10010: "NFS4ERR_DENI
 // named name: an NFSv3 READ's eof (READ3resok, RFC 1813 §3.3.6), an
 // NFSv4 COMPOUND's results (COMPOUND4res, RFC 8881 §16.2.2): each
 // operation's nfsstat4 in nfs.results, and a READ's eof.
-func (c *Conn) nfsResults(x *xdr, name string, status uint32, m *Message) {
+func (c *Conn) nfsResults(at At, x *xdr, t *task, status uint32, m *Message) {
+	name := t.cmd.Name
 	switch {
 	case name == "NFSv3 READ" && status == 0:
 		if x.u32() == 1 { // post_op_attr: attributes_follow, fattr3
@@ -143,6 +144,11 @@ func (c *Conn) nfsResults(x *xdr, name string, status uint32, m *Message) {
 			if op == 25 { // READ4resok: eof, data (perhaps in a write chunk): the walk ends
 				if eof := x.u32(); x.ok {
 					m.b(fNFSEOF, eof != 0)
+				}
+			}
+			if y := *x; op == 10 && t.getfh != "" { // GETFH: the handle of the object the call named
+				if fh := y.opaqueBytes(128); y.ok {
+					c.putFH(at, fh, t.getfh)
 				}
 			}
 			if !nfs4ResOK(x, op) {

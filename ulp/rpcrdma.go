@@ -18,6 +18,9 @@ type rpcState struct {
 	credits  uint32    // last credits granted by the responder (0: none yet)
 	segs     []rpcSeg  // scratch: the chunk segments of the message at hand
 	inline   uint64    // scratch: WRITE data octets carried in the call itself
+	cur      string    // scratch: the name of an NFSv4 call's current filehandle (objects.go)
+	getfh    string    // scratch: the name at the call's GETFH
+	kept     int       // octets of reply chunks held for RDMA_NOMSG replies (rpcreply.go)
 }
 
 type rpcSeg struct {
@@ -30,37 +33,40 @@ type rpcSeg struct {
 }
 
 var (
-	fRPCRDMACMVer  = def("rpcrdma.cm.version", decode.KindUint, false, "RFC 8797 private data: version (1)")
-	fRPCRDMACMInv  = def("rpcrdma.cm.invalidate", decode.KindBool, false, "RFC 8797 R flag: the sender accepts Send With Invalidate")
-	fRPCRDMACMSend = def("rpcrdma.cm.send_size", decode.KindUint, false, "RFC 8797: the sender's largest inline Send, octets")
-	fRPCRDMACMRecv = def("rpcrdma.cm.recv_size", decode.KindUint, false, "RFC 8797: the sender's inline receive buffer, octets")
-	fRPCRDMAXID    = def("rpcrdma.xid", decode.KindUint, true, "rdma_xid: the RPC XID of the message carried")
-	fRPCRDMAVers   = def("rpcrdma.vers", decode.KindUint, false, "rdma_vers (1)")
-	fRPCRDMACredit = def("rpcrdma.credits", decode.KindUint, false, "rdma_credit: requested (call) or granted (reply)")
-	fRPCRDMAProc   = def("rpcrdma.proc", decode.KindEnum, false, "rdma_proc: RDMA_MSG, RDMA_NOMSG, RDMA_MSGP, RDMA_DONE, RDMA_ERROR")
-	fRPCRDMAReads  = def("rpcrdma.read_segments", decode.KindUint, false, "read list: segments")
-	fRPCRDMAWrites = def("rpcrdma.write_chunks", decode.KindUint, false, "write list: chunks")
-	fRPCRDMAReply  = def("rpcrdma.reply_segments", decode.KindUint, false, "reply chunk: segments (absent: no field)")
-	fRPCRDMAHandle = def("rpcrdma.handle", decode.KindUint, true, "handle (STag) of the first chunk segment")
-	fRPCRDMAChunks = def("rpcrdma.chunks", decode.KindString, false, "every chunk segment: list, position, handle:length@offset")
-	fRPCRDMAErr    = def("rpcrdma.err", decode.KindEnum, false, "RDMA_ERROR: ERR_VERS or ERR_CHUNK")
-	fRPCXID        = def("rpc.xid", decode.KindUint, true, "RPC transaction id")
-	fRPCMsgType    = def("rpc.msg_type", decode.KindEnum, false, "CALL or REPLY")
-	fRPCProgram    = def("rpc.program", decode.KindEnum, false, "program (100003 NFS, 100227 NFS_ACL, ...)")
-	fRPCVersion    = def("rpc.version", decode.KindUint, false, "program version")
-	fRPCProcedure  = def("rpc.procedure", decode.KindEnum, false, "procedure, named for NFS and NFS_ACL")
-	fRPCAuth       = def("rpc.auth_flavor", decode.KindEnum, false, "credential flavor")
-	fRPCReplyStat  = def("rpc.reply_stat", decode.KindEnum, false, "MSG_ACCEPTED or MSG_DENIED")
-	fRPCAccept     = def("rpc.accept_stat", decode.KindEnum, false, "accepted reply status")
-	fNFSProcedure  = def("nfs.procedure", decode.KindEnum, false, "NFSv3 procedure")
-	fNFSOps        = def("nfs.ops", decode.KindString, false, "NFSv4 COMPOUND operations, in order (… when the walk stopped)")
-	fNFSMinor      = def("nfs.minorversion", decode.KindUint, false, "NFSv4 COMPOUND minor version")
-	fNFSStatus     = def("nfs.status", decode.KindEnum, false, "NFS status of the reply (nfsstat3 / nfsstat4)")
-	fNFSOffset     = def("nfs.offset", decode.KindUint, false, "READ/WRITE file offset")
-	fNFSCount      = def("nfs.count", decode.KindUint, false, "READ/WRITE count, octets")
-	fNFSEOF        = def("nfs.eof", decode.KindBool, false, "READ reply: eof, the read reached the end of the file")
-	fNFSResults    = def("nfs.results", decode.KindString, false, "NFSv4 COMPOUND reply: each operation and its nfsstat4, in order (… when the walk stopped)")
-	fNFSStable     = def("nfs.stable", decode.KindEnum, false, "WRITE stable_how: UNSTABLE (0), DATA_SYNC (1), FILE_SYNC (2)")
+	fRPCRDMACMVer     = def("rpcrdma.cm.version", decode.KindUint, false, "RFC 8797 private data: version (1)")
+	fRPCRDMACMInv     = def("rpcrdma.cm.invalidate", decode.KindBool, false, "RFC 8797 R flag: the sender accepts Send With Invalidate")
+	fRPCRDMACMSend    = def("rpcrdma.cm.send_size", decode.KindUint, false, "RFC 8797: the sender's largest inline Send, octets")
+	fRPCRDMACMRecv    = def("rpcrdma.cm.recv_size", decode.KindUint, false, "RFC 8797: the sender's inline receive buffer, octets")
+	fRPCRDMAXID       = def("rpcrdma.xid", decode.KindUint, true, "rdma_xid: the RPC XID of the message carried")
+	fRPCRDMAVers      = def("rpcrdma.vers", decode.KindUint, false, "rdma_vers (1)")
+	fRPCRDMACredit    = def("rpcrdma.credits", decode.KindUint, false, "rdma_credit: requested (call) or granted (reply)")
+	fRPCRDMAProc      = def("rpcrdma.proc", decode.KindEnum, false, "rdma_proc: RDMA_MSG, RDMA_NOMSG, RDMA_MSGP, RDMA_DONE, RDMA_ERROR")
+	fRPCRDMAReads     = def("rpcrdma.read_segments", decode.KindUint, false, "read list: segments")
+	fRPCRDMAWrites    = def("rpcrdma.write_chunks", decode.KindUint, false, "write list: chunks")
+	fRPCRDMAReply     = def("rpcrdma.reply_segments", decode.KindUint, false, "reply chunk: segments (absent: no field)")
+	fRPCRDMAHandle    = def("rpcrdma.handle", decode.KindUint, true, "handle (STag) of the first chunk segment")
+	fRPCRDMAChunks    = def("rpcrdma.chunks", decode.KindString, false, "every chunk segment: list, position, handle:length@offset")
+	fRPCRDMAReplyLen  = def("rpcrdma.reply_chunk_octets", decode.KindUint, false, "RDMA_NOMSG: octets of the RPC reply reassembled from the RDMA Writes into the reply chunk (RFC 8166 §3.6)")
+	fRPCRDMAReplyPart = def("rpcrdma.reply_chunk_partial", decode.KindBool, false, "RDMA_NOMSG: the reply chunk's octets are not all in the capture or over the kept size; the fields are decoded from a prefix")
+	fRPCRDMAErr       = def("rpcrdma.err", decode.KindEnum, false, "RDMA_ERROR: ERR_VERS or ERR_CHUNK")
+	fRPCXID           = def("rpc.xid", decode.KindUint, true, "RPC transaction id")
+	fRPCMsgType       = def("rpc.msg_type", decode.KindEnum, false, "CALL or REPLY")
+	fRPCProgram       = def("rpc.program", decode.KindEnum, false, "program (100003 NFS, 100227 NFS_ACL, ...)")
+	fRPCVersion       = def("rpc.version", decode.KindUint, false, "program version")
+	fRPCProcedure     = def("rpc.procedure", decode.KindEnum, false, "procedure, named for NFS and NFS_ACL")
+	fRPCAuth          = def("rpc.auth_flavor", decode.KindEnum, false, "credential flavor")
+	fRPCReplyStat     = def("rpc.reply_stat", decode.KindEnum, false, "MSG_ACCEPTED or MSG_DENIED")
+	fRPCAccept        = def("rpc.accept_stat", decode.KindEnum, false, "accepted reply status")
+	fNFSProcedure     = def("nfs.procedure", decode.KindEnum, false, "NFSv3 procedure")
+	fNFSOps           = def("nfs.ops", decode.KindString, false, "NFSv4 COMPOUND operations, in order (… when the walk stopped)")
+	fNFSMinor         = def("nfs.minorversion", decode.KindUint, false, "NFSv4 COMPOUND minor version")
+	fNFSStatus        = def("nfs.status", decode.KindEnum, false, "NFS status of the reply (nfsstat3 / nfsstat4)")
+	fNFSOffset        = def("nfs.offset", decode.KindUint, false, "READ/WRITE file offset")
+	fNFSCount         = def("nfs.count", decode.KindUint, false, "READ/WRITE count, octets")
+	fNFSEOF           = def("nfs.eof", decode.KindBool, false, "READ reply: eof, the read reached the end of the file")
+	fNFSResults       = def("nfs.results", decode.KindString, false, "NFSv4 COMPOUND reply: each operation and its nfsstat4, in order (… when the walk stopped)")
+	fNFSName          = def("nfs.name", decode.KindString, false, "the object the call acts on: LOOKUP/CREATE/OPEN's directory/name, or the name its file handle was looked up by (objects.go)")
+	fNFSStable        = def("nfs.stable", decode.KindEnum, false, "WRITE stable_how: UNSTABLE (0), DATA_SYNC (1), FILE_SYNC (2)")
 )
 
 var rpcProcNames = []string{"RDMA_MSG", "RDMA_NOMSG", "RDMA_MSGP", "RDMA_DONE", "RDMA_ERROR"}
@@ -298,7 +304,7 @@ func (c *Conn) rpcSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool {
 	if proc == 1 { // RDMA_NOMSG: the RPC message is in a chunk
 		m.sum("RPC-over-RDMA NOMSG xid 0x", strconv.FormatUint(uint64(xid), 16))
 		if !i2r {
-			return c.rpcReply(at, i2r, a, xid, nil, m, credit)
+			return c.rpcNoMsg(at, a, xid, m, credit)
 		}
 		m.sum(" (long call in a Position-zero read chunk)")
 		return true
@@ -319,6 +325,35 @@ func (c *Conn) rpcSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool {
 		return c.rpcReply(at, i2r, a, rxid, rpc, m, credit)
 	}
 	return false
+}
+
+// rpcNoMsg decodes an RDMA_NOMSG reply: the RPC reply is the octets the
+// responder RDMA-Wrote into the call's reply chunk (rpcreply.go).
+func (c *Conn) rpcNoMsg(at At, a *sendAsm, xid uint32, m *Message, credit uint32) bool {
+	var msg []byte
+	var total uint64
+	whole := false
+	if t := c.task(rpcTaskKey(xid, false)); t != nil {
+		msg, total, whole = c.replyMessage(t)
+		if t.reply != nil && t.reply.cut {
+			c.finding(at, false, CodeRPCReplyCut, "RDMA_NOMSG reply xid 0x%x: %d octets in the reply chunk, %d kept (at most %d per reply, %d per connection): decoded from the prefix", xid, total, len(msg), c.lim.Message, 4*c.lim.Message)
+		}
+	}
+	if len(msg) < 12 || be32(msg) != xid || be32(msg[4:]) != 1 {
+		return c.rpcReply(at, false, a, xid, nil, m, credit) // nothing (or no reply) in the chunk: linked, no status
+	}
+	nf, ns := len(m.F), len(m.Summary)
+	m.u(fRPCRDMAReplyLen, uint64(len(msg)))
+	if !whole {
+		m.b(fRPCRDMAReplyPart, true)
+	}
+	m.u(fRPCXID, uint64(xid))
+	m.sum(" | ")
+	if c.rpcReply(at, false, a, xid, msg, m, credit) {
+		return true
+	}
+	m.F, m.Summary = m.F[:nf], m.Summary[:ns] // a prefix too short for the status
+	return c.rpcReply(at, false, a, xid, nil, m, credit)
 }
 
 // rpcChunkFields adds the chunk lists of st.segs to m.
@@ -394,9 +429,10 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 	m.e(fRPCProgram, uint64(prog), pn)
 	m.u(fRPCVersion, uint64(vers))
 	m.e(fRPCAuth, uint64(flavor), rpcAuthNames[flavor])
-	detail := ""
+	detail, obj := "", ""
 	switch {
 	case prog == 100003 && vers == 3 && int(proc) < len(nfs3Procs):
+		obj = c.nfs3Object(x, proc)
 		procName = nfs3Procs[proc]
 		name = "NFSv3 " + procName
 		m.e(fNFSProcedure, uint64(proc), procName)
@@ -417,7 +453,9 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 		}
 	case prog == 100003 && vers == 4 && proc == 1:
 		procName = "COMPOUND"
+		st.cur, st.getfh = "", ""
 		ops, main := c.walk(nfs4Compound, &x, rpc, m)
+		obj = st.cur
 		name = "NFSv4 " + main
 		detail = " ops " + ops
 	case prog == 100003 && proc == 0:
@@ -441,6 +479,10 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 		name = "NFS_ACL " + procName
 	}
 	m.e(fRPCProcedure, uint64(proc), procName)
+	if obj != "" {
+		m.s(fNFSName, obj)
+		detail = " " + obj + detail
+	}
 	m.sum("RPC call xid 0x", strconv.FormatUint(uint64(xid), 16), " ", name, detail)
 	// The task and its chunks (ulp-reference.md §4.7).
 	t, old := c.newTask(at, RPCRDMA, rpcTaskKey(xid, !i2r), name)
@@ -457,8 +499,10 @@ func (c *Conn) rpcCall(at At, i2r bool, a *sendAsm, rpc []byte, m *Message, cred
 			readTotal += uint64(s.length)
 		}
 	}
+	t.cmd.Object, t.proc, t.getfh = obj, proc, st.getfh
 	t.cmd.Expected = readTotal
 	t.cmd.Inline = st.inline
+	c.replyAdvertise(t)
 	// Credits: calls outstanding beyond the last grant (RFC 8166 §3.3.1;
 	// before any reply the requester holds one credit).
 	granted := max(st.credits, 1)
@@ -627,7 +671,11 @@ func (c *Conn) readChunkAt(pos int) bool {
 // nfs4Args skips one op's arguments; false when the op is unknown.
 func (c *Conn) nfs4Args(x *xdr, op uint32, rpc []byte) bool {
 	switch op {
-	case 10, 24, 23, 32, 31, 16: // GETFH PUTROOTFH PUTPUBFH SAVEFH RESTOREFH LOOKUPP
+	case 10: // GETFH: the reply returns the current filehandle, named so far
+		c.rpc.getfh = c.rpc.cur
+	case 24, 23: // PUTROOTFH PUTPUBFH
+		c.rpc.cur = "/"
+	case 32, 31, 16: // SAVEFH RESTOREFH LOOKUPP
 	case 3, 52, 58: // ACCESS, SECINFO_NO_NAME, RECLAIM_COMPLETE
 		x.skip(4)
 	case 57, 30:
@@ -642,7 +690,11 @@ func (c *Conn) nfs4Args(x *xdr, op uint32, rpc []byte) bool {
 		x.skip(28)
 	case 53:
 		x.skip(32)
-	case 22, 15, 28, 33: // PUTFH, LOOKUP, REMOVE, SECINFO
+	case 22: // PUTFH
+		c.rpc.cur = c.fhName(x.opaqueBytes(128))
+	case 15: // LOOKUP
+		c.rpc.cur = joinPath(c.rpc.cur, string(x.opaqueBytes(maxName)))
+	case 28, 33: // REMOVE, SECINFO
 		x.opaque()
 	case 29: // RENAME
 		x.opaque()
@@ -676,7 +728,9 @@ func (c *Conn) nfs4Args(x *xdr, op uint32, rpc []byte) bool {
 			}
 		}
 		switch claim := x.u32(); claim {
-		case 0, 3:
+		case 0: // CLAIM_NULL: a name in the current directory
+			c.rpc.cur = joinPath(c.rpc.cur, string(x.opaqueBytes(maxName)))
+		case 3:
 			x.opaque()
 		case 1:
 			x.skip(4)
@@ -770,10 +824,16 @@ func (c *Conn) rpcReply(at At, i2r bool, a *sendAsm, xid uint32, rpc []byte, m *
 					nn := "NFS_OK"
 					if ns != 0 {
 						nn = nfsErrName(ns)
+						if strings.HasPrefix(t.cmd.Name, "NFSv4") {
+							nn = nfs4StatName(ns) // nfsstat4 (RFC 8881 §15.1)
+						}
 						status, ok = nn, false
 					}
 					m.e(fNFSStatus, uint64(ns), nn)
-					c.nfsResults(&x, t.cmd.Name, ns, m)
+					if ns == 0 && strings.HasPrefix(t.cmd.Name, "NFSv3 ") {
+						c.nfs3Learn(at, x, t, t.proc)
+					}
+					c.nfsResults(at, &x, t, ns, m)
 				}
 			}
 		}
@@ -809,6 +869,9 @@ func (c *Conn) rpcReply(at At, i2r bool, a *sendAsm, xid uint32, rpc []byte, m *
 	}
 	if t.cmd.Expected > 0 && ok && c.readMoved(t) != t.cmd.Expected {
 		c.finding(at, false, CodeMovedMismatch, "RPC call xid 0x%x: read chunks of %d octets, %d RDMA-Read", xid, t.cmd.Expected, c.readMoved(t))
+	}
+	if t.cmd.Object != "" && rpc != nil {
+		m.s(fNFSName, t.cmd.Object)
 	}
 	c.complete(at, t, a, status, ok, m)
 	return true

@@ -21,6 +21,7 @@ type smbState struct {
 	creditsKnown      [2]bool
 	win               smb2Window // window.go
 	frag              [2]smbFrag
+	related           string // the file a compound's CREATE named, for its related members
 }
 
 type smbFrag struct {
@@ -61,6 +62,7 @@ var (
 	fSMB2Credits  = def("smb2.credits", decode.KindUint, false, "CreditRequest / CreditResponse")
 	fSMB2Flags    = def("smb2.flags", decode.KindUint, true, "Flags")
 	fSMB2Compound = def("smb2.compound", decode.KindUint, false, "SMB2 messages in this reassembled message (NextCommand chain)")
+	fSMB2Member   = def("smb2.member", decode.KindUint, false, "position of the SMB2 message in its compound, from 1 ([MS-SMB2] §3.2.4.1.4): each member has its own smb2.* fields")
 	fSMB2Length   = def("smb2.length", decode.KindUint, false, "READ Length / WRITE Length (inline)")
 	fSMB2Offset   = def("smb2.offset", decode.KindUint, false, "READ/WRITE file offset")
 	fSMB2Channel  = def("smb2.channel", decode.KindEnum, false, "READ/WRITE Channel: NONE, RDMA_V1, RDMA_V1_INVALIDATE, RDMA_TRANSFORM")
@@ -71,6 +73,8 @@ var (
 	fSMB2DataRem  = def("smb2.data_remaining", decode.KindUint, false, "READ response DataRemaining: octets RDMA-Written")
 	fSMB2Count    = def("smb2.count", decode.KindUint, false, "WRITE response Count: octets written")
 	fSMB2MaxRead  = def("smb2.max_read_size", decode.KindUint, false, "NEGOTIATE response: MaxReadSize")
+	fSMB2Share    = def("smb2.share", decode.KindString, false, "the share (TREE_CONNECT path) of the message's TreeId, where the capture holds its TREE_CONNECT (objects.go)")
+	fSMB2Filename = def("smb2.filename", decode.KindString, false, "the file: a CREATE's name, or the name the CREATE that opened the FileId gave ([MS-SMB2] §2.2.13)")
 	fSMB2MaxWrite = def("smb2.max_write_size", decode.KindUint, false, "NEGOTIATE response: MaxWriteSize")
 )
 
@@ -262,6 +266,7 @@ func (c *Conn) smb2(at At, i2r bool, a *sendAsm, b []byte, m *Message) {
 		return
 	}
 	n := 0
+	c.smb.related = ""
 	for off := 0; off+64 <= len(b) && n < 32; n++ {
 		h := b[off:]
 		next := int(le32(h[20:]))
@@ -269,7 +274,16 @@ func (c *Conn) smb2(at At, i2r bool, a *sendAsm, b []byte, m *Message) {
 		if next >= 64 && next < len(h) {
 			end = next
 		}
-		c.smb2One(at, i2r, a, h[:end], m, n == 0)
+		if n > 0 {
+			// A later member of a compound ([MS-SMB2] §3.2.4.1.4): its
+			// own occurrence of every field, as the first has.
+			m.member(true)
+			m.u(fSMB2Member, uint64(n+1))
+		}
+		if t := c.smb2One(at, i2r, a, h[:end], m, n == 0); t != nil && n > 0 {
+			t.cmd.target(m.Members[len(m.Members)-1].F) // the first's is read from m.F (Conn.message)
+		}
+		m.member(false)
 		if next < 64 || next%8 != 0 {
 			n++
 			break
@@ -278,10 +292,13 @@ func (c *Conn) smb2(at At, i2r bool, a *sendAsm, b []byte, m *Message) {
 	}
 	if n > 1 {
 		m.u(fSMB2Compound, uint64(n))
+		m.u(fSMB2Member, 1)
 	}
 }
 
-func (c *Conn) smb2One(at At, i2r bool, a *sendAsm, h []byte, m *Message, first bool) {
+// smb2One decodes one SMB2 message of a chain; it returns the task a
+// request opened (nil for a response, or a request not tracked).
+func (c *Conn) smb2One(at At, i2r bool, a *sendAsm, h []byte, m *Message, first bool) *task {
 	status, cmd, credits, flags := le32(h[8:]), le16(h[12:]), le16(h[14:]), le32(h[16:])
 	msgID := le64(h[24:])
 	resp := flags&1 != 0
@@ -290,21 +307,21 @@ func (c *Conn) smb2One(at At, i2r bool, a *sendAsm, h []byte, m *Message, first 
 	if int(cmd) < len(smb2Cmds) {
 		name = smb2Cmds[cmd]
 	}
+	m.e(fSMB2Command, uint64(cmd), name)
+	m.b(fSMB2Resp, resp)
+	if resp {
+		m.e(fSMB2Status, uint64(status), ntName(status))
+	}
+	m.u(fSMB2MsgID, msgID)
+	m.u(fSMB2Session, le64(h[40:]))
+	if flags&2 != 0 {
+		m.u(fSMB2Async, le64(h[32:]))
+	} else {
+		m.u(fSMB2Tree, uint64(le32(h[36:])))
+	}
+	m.u(fSMB2Credits, uint64(credits))
+	m.u(fSMB2Flags, uint64(flags))
 	if first {
-		m.e(fSMB2Command, uint64(cmd), name)
-		m.b(fSMB2Resp, resp)
-		if resp {
-			m.e(fSMB2Status, uint64(status), ntName(status))
-		}
-		m.u(fSMB2MsgID, msgID)
-		m.u(fSMB2Session, le64(h[40:]))
-		if flags&2 != 0 {
-			m.u(fSMB2Async, le64(h[32:]))
-		} else {
-			m.u(fSMB2Tree, uint64(le32(h[36:])))
-		}
-		m.u(fSMB2Credits, uint64(credits))
-		m.u(fSMB2Flags, uint64(flags))
 		m.sum(" | SMB2 ", name)
 	} else {
 		m.sum("; SMB2 ", name)
@@ -322,10 +339,8 @@ func (c *Conn) smb2One(at At, i2r bool, a *sendAsm, h []byte, m *Message, first 
 	if resp && cmd == 0 && status == 0 && len(body) >= 40 { // NEGOTIATE response [MS-SMB2] §2.2.4
 		st := &c.smb
 		st.maxRead, st.maxWrite = le32(body[32:]), le32(body[36:])
-		if first {
-			m.u(fSMB2MaxRead, uint64(st.maxRead))
-			m.u(fSMB2MaxWrite, uint64(st.maxWrite))
-		}
+		m.u(fSMB2MaxRead, uint64(st.maxRead))
+		m.u(fSMB2MaxWrite, uint64(st.maxWrite))
 	}
 	if !resp {
 		t, old := c.newTask(at, SMBD, msgID, "SMB2 "+name)
@@ -335,18 +350,17 @@ func (c *Conn) smb2One(at At, i2r bool, a *sendAsm, h []byte, m *Message, first 
 		if cmd == 12 && old != nil {
 			c.dropTask(t)
 			c.tasks[msgID] = old
-			return
+			return nil
 		}
+		c.smb2Names(at, h, cmd, false, status, t, m)
 		var chOff, chLen int
 		var channel, remBytes uint32
 		switch {
 		case cmd == 8 && len(body) >= 48: // READ request [MS-SMB2] §2.2.19
 			length, offset := le32(body[4:]), le64(body[8:])
 			channel, chOff, chLen = le32(body[36:]), int(le16(body[44:])), int(le16(body[46:]))
-			if first {
-				m.u(fSMB2Length, uint64(length))
-				m.u(fSMB2Offset, offset)
-			}
+			m.u(fSMB2Length, uint64(length))
+			m.u(fSMB2Offset, offset)
 			m.sumU("len", uint64(length))
 			m.sumU("off", offset)
 			if mr := c.smb.maxRead; mr > 0 && length > mr {
@@ -355,11 +369,9 @@ func (c *Conn) smb2One(at At, i2r bool, a *sendAsm, h []byte, m *Message, first 
 		case cmd == 9 && len(body) >= 48: // WRITE request §2.2.21
 			length, offset := le32(body[4:]), le64(body[8:])
 			channel, remBytes, chOff, chLen = le32(body[32:]), le32(body[36:]), int(le16(body[40:])), int(le16(body[42:]))
-			if first {
-				m.u(fSMB2Length, uint64(length))
-				m.u(fSMB2Offset, offset)
-				m.u(fSMB2RemBytes, uint64(remBytes))
-			}
+			m.u(fSMB2Length, uint64(length))
+			m.u(fSMB2Offset, offset)
+			m.u(fSMB2RemBytes, uint64(remBytes))
 			m.sumU("len", uint64(max(length, remBytes)))
 			m.sumU("off", offset)
 			if mw := c.smb.maxWrite; mw > 0 && max(length, remBytes) > mw {
@@ -367,17 +379,15 @@ func (c *Conn) smb2One(at At, i2r bool, a *sendAsm, h []byte, m *Message, first 
 			}
 			t.cmd.Inline = uint64(length)
 		default:
-			return
+			return t
 		}
-		if first {
-			m.e(fSMB2Channel, uint64(channel), nameIdx(smb2Channels, channel))
-		}
+		m.e(fSMB2Channel, uint64(channel), nameIdx(smb2Channels, channel))
 		if channel != 1 && channel != 2 {
-			return
+			return t
 		}
 		if chLen%16 != 0 || chOff+chLen > len(h) || chOff < 64 {
 			c.finding(at, true, CodeSMB2Channel, "SMB2 %s with channel %s: ChannelInfoOffset %d Length %d do not hold whole descriptors inside the message ([MS-SMB2] §2.2.19)", name, smb2Channels[channel], chOff, chLen)
-			return
+			return t
 		}
 		var sb strings.Builder
 		var total uint64
@@ -387,7 +397,7 @@ func (c *Conn) smb2One(at At, i2r bool, a *sendAsm, h []byte, m *Message, first 
 			total += uint64(l)
 			if sb.Len() > 0 {
 				sb.WriteByte(' ')
-			} else if first {
+			} else {
 				m.u(fSMB2Token, uint64(token))
 			}
 			sb.WriteString("0x" + strconv.FormatUint(uint64(token), 16) + ":" + strconv.FormatUint(uint64(l), 10) + "@0x" + strconv.FormatUint(off, 16))
@@ -395,43 +405,38 @@ func (c *Conn) smb2One(at At, i2r bool, a *sendAsm, h []byte, m *Message, first 
 				m.sumX("token", uint64(token))
 			}
 		}
-		if first {
-			m.s(fSMB2Desc, sb.String())
-		}
+		m.s(fSMB2Desc, sb.String())
 		if cmd == 9 {
 			t.cmd.Expected = uint64(remBytes)
 		} else {
 			t.cmd.Expected = 0 // a READ may get less than asked at end of file
 		}
-		return
+		return t
 	}
 	// a response
 	if status == 0x103 && flags&2 != 0 {
-		return // interim response: the final one follows
+		return nil // interim response: the final one follows
 	}
 	t := c.task(msgID)
 	if t == nil {
 		if c.fromStart && !c.lossy && msgID != 0xFFFFFFFFFFFFFFFF {
 			c.finding(at, false, CodeUnknownTask, "SMB2 %s response for MessageId %d, which no outstanding request has", name, msgID)
 		}
-		return
+		return nil
 	}
+	c.smb2Names(at, h, cmd, true, status, t, m)
 	ok := status == 0 || status == 0xC0000016 || status == 0x80000006 && cmd == 14
 	switch {
 	case cmd == 8 && len(body) >= 12 && ok: // READ response §2.2.20
 		dl, dr := le32(body[4:]), le32(body[8:])
-		if first {
-			m.u(fSMB2DataLen, uint64(dl))
-			m.u(fSMB2DataRem, uint64(dr))
-		}
+		m.u(fSMB2DataLen, uint64(dl))
+		m.u(fSMB2DataRem, uint64(dr))
 		if t.nstags > 0 && uint64(dr) != t.cmd.Moved {
 			c.finding(at, false, CodeMovedMismatch, "SMB2 READ response DataRemaining %d, but %d octets were RDMA-Written ([MS-SMB2] §3.3.5.12)", dr, t.cmd.Moved)
 		}
 	case cmd == 9 && len(body) >= 8 && ok: // WRITE response §2.2.22
 		cnt := le32(body[4:])
-		if first {
-			m.u(fSMB2Count, uint64(cnt))
-		}
+		m.u(fSMB2Count, uint64(cnt))
 		if t.nstags > 0 && uint64(cnt) != t.cmd.Moved {
 			c.finding(at, false, CodeMovedMismatch, "SMB2 WRITE response Count %d, but %d octets were RDMA-Read ([MS-SMB2] §3.3.5.13)", cnt, t.cmd.Moved)
 		}
@@ -440,4 +445,5 @@ func (c *Conn) smb2One(at At, i2r bool, a *sendAsm, h []byte, m *Message, first 
 		t.failed = true
 	}
 	c.complete(at, t, a, ntName(status), ok, m)
+	return nil
 }

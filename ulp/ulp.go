@@ -109,6 +109,10 @@ type Command struct {
 	RequestFrame, ResponseFrame int
 	Start, End                  time.Time
 	Latency                     time.Duration
+	// Object is the file or share the command acts on, from the names the
+	// connection learnt (objects.go): an SMB2 \\server\share\dir\file, an
+	// NFS dir/name; "" when the capture does not hold what named it.
+	Object string
 	// What the command addresses, from its request's fields (Has says
 	// which are set): NVMe NSID, SLBA and NLB; iSCSI LUN, SCSI LBA and
 	// blocks; the file offset and count of an NFS or SMB2 READ or WRITE.
@@ -137,8 +141,8 @@ const (
 )
 
 // target copies the request message's addressing fields into c.
-func (c *Command) target(m *Message) {
-	for _, fv := range m.F {
+func (c *Command) target(f []FV) {
+	for _, fv := range f {
 		x := fv.V.U
 		switch fv.ID {
 		case fNVMeNSID:
@@ -200,6 +204,16 @@ type task struct {
 	readOctets uint64 // of Moved, by RDMA Read
 	reads      int    // entries in Conn.sinks
 	ph         phaseMarks
+	// reply holds what the responder RDMA-Wrote into an RPC call's reply
+	// chunk (RFC 8166 §3.6), for decoding an RDMA_NOMSG reply; nil else.
+	reply *replyChunk
+	// what the command names (objects.go): the SMB2 share and file and
+	// the FileId a CLOSE forgets; the NFS procedure, and the name an
+	// NFSv4 GETFH in the call returns the handle of.
+	share, file string
+	fid         [16]byte
+	proc        uint32
+	getfh       string
 }
 
 // stagUse is an STag advertised by a task.
@@ -272,6 +286,7 @@ type Conn struct {
 	lastSinks [8]uint32 // sink STags of the latest Read Responses
 	nSinks    int
 
+	objs objects
 	nvme nvmeState
 	rpc  rpcState
 	iser iserState
@@ -540,7 +555,7 @@ func (c *Conn) message(at At, i2r bool, a *sendAsm) *Message {
 		return m
 	}
 	if t := c.opened; t != nil && t.seq == c.openedSeq {
-		t.cmd.target(m)
+		t.cmd.target(m.F)
 	}
 	c.opened = nil
 	c.decoded++
@@ -650,6 +665,10 @@ func (c *Conn) dropTask(t *task) {
 			}
 		}
 	}
+	if t.reply != nil {
+		c.rpc.kept -= t.reply.kept
+		t.reply = nil
+	}
 	if c.tasks[t.key] == t {
 		delete(c.tasks, t.key)
 		c.depthChanged()
@@ -686,6 +705,9 @@ func (c *Conn) rdmaWrite(at At, i2r bool, s *decode.Segment, missing int) {
 	u.t.cmd.Moved += uint64(len(s.Payload) + missing) // what the wire moved, captured or not
 	if u.t.wantData > 0 && c.proto == NVMe {
 		nvmeLogData(u.t, s, missing) // a discovery log page
+	}
+	if u.t.reply != nil {
+		c.replyWrite(u.t, s, missing)
 	}
 	if s.DDP.Last {
 		u.t.cmd.Writes++
@@ -811,7 +833,7 @@ func (c *Conn) complete(at At, t *task, a *sendAsm, status string, ok bool, m *M
 		c.Stats = &Stats{}
 	}
 	c.Stats.add(cmd)
-	if m != nil && m.Cmd == nil { // the first command a message completes
+	if m != nil && (m.Cmd == nil || m.into > 0) { // the first command a message completes, and an SMB2 compound member's
 		m.addLink(&c.done[len(c.done)-1])
 	}
 }

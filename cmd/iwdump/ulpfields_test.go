@@ -350,7 +350,6 @@ func TestULPFieldsAgainstTshark(t *testing.T) {
 func tsharkULPOneSided(p ulpTsharkPair, tv, ov string, get func(ours string) (string, string)) string {
 	rpcOrNFS := strings.HasPrefix(p.ts, "rpc.") || strings.HasPrefix(p.ts, "nfs.")
 	tMsg, _ := get("rpc.msg_type")
-	_, oProc := get("rpcrdma.proc")
 	_, oXID := get("rpcrdma.xid")
 	_, oReads := get("rpcrdma.read_segments")
 	switch {
@@ -365,12 +364,8 @@ func tsharkULPOneSided(p ulpTsharkPair, tv, ov string, get func(ours string) (st
 		// tshark lists a COMPOUND reply's operations too; iwdump lists
 		// the call's.
 		return "nfs reply ops"
-	case ov == "" && rpcOrNFS && oProc == "1":
-		// RDMA_NOMSG: the RPC message is in the reply chunk, which the
-		// responder RDMA-Writes; tshark reassembles it from the Writes,
-		// iwdump keeps no payload of tagged messages (ulp.rdma_octets
-		// counts it).
-		return "RPC message in a chunk"
+	// RDMA_NOMSG: both decode the RPC reply from the RDMA Writes into the
+	// reply chunk (issue 27; before, iwdump had no rpc.* there).
 	case ov == "" && rpcOrNFS && oXID == "":
 		// tshark shows a call with a read chunk again at the Read
 		// Response that completes the chunk's data.
@@ -388,10 +383,25 @@ func tsharkULPOneSided(p ulpTsharkPair, tv, ov string, get func(ours string) (st
 }
 
 func compareULPValue(p ulpTsharkPair, tv, ov string, names map[string]string) string {
-	if strings.HasPrefix(p.ts, "smb2.") {
-		// An SMB2 compound (NextCommand chain): tshark shows every
-		// message's header, iwdump the first's (smb2.compound counts them).
-		tv, _, _ = strings.Cut(tv, "|")
+	if strings.HasPrefix(p.ts, "smb2.") && p.how != "first" {
+		// An SMB2 compound (NextCommand chain): both show every member's
+		// header, one occurrence each (before issue 27, iwdump only the
+		// first's); compared occurrence by occurrence. tshark may have
+		// more: a field of the same name inside a command's body (the
+		// second smb2.flags of an IOCTL response's interface list).
+		ts, os := strings.Split(tv, "|"), strings.Split(ov, "|")
+		if len(ts) > 1 || len(os) > 1 {
+			if len(ts) < len(os) {
+				return fmt.Sprintf("tshark %q, iwdump %q: iwdump has more occurrences", tv, ov)
+			}
+			ts = ts[:len(os)]
+			for i := range os {
+				if msg := compareULPValue(p, ts[i], os[i], names); msg != "" {
+					return fmt.Sprintf("occurrence %d of %q / %q: %s", i+1, tv, ov, msg)
+				}
+			}
+			return ""
+		}
 	}
 	switch p.how {
 	case "first":
