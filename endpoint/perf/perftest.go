@@ -310,8 +310,11 @@ func ServePerftest(ctx context.Context, l *endpoint.Listener, o Options) (Result
 		return r.res, err
 	}
 	for i := range r.peers {
+		// A connection that fails its MPA exchange (a port scanner, a
+		// health check, a client that went silent) is not perftest's:
+		// skip it, as for the control connection, within the deadline.
 		actx, cancel := context.WithTimeout(ctx, o.Timeout)
-		req, err := l.Accept(actx)
+		req, err := acceptClient(actx, l, o.Log)
 		cancel()
 		if err == nil {
 			var qp *endpoint.QP
