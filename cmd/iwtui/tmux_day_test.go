@@ -77,7 +77,12 @@ func TestTmuxDay(t *testing.T) {
 	if err != nil || !strings.Contains(buf, " = ") {
 		t.Fatalf("tmux paste buffer after y: %q %v", buf, err)
 	}
-	// Save with the findings as comments.
+	// Save with the findings as comments, on a wide screen: at 80
+	// columns the status line is cut after the file's path, whose length
+	// depends on the test's temporary directory.
+	if out, err := m.run("resize-window", "-t", "iw", "-x", "200", "-y", "50"); err != nil {
+		t.Fatalf("resize-window: %v %s", err, out)
+	}
 	out := filepath.Join(dir, "findings.pcapng")
 	m.keys("E") // from the tree (Esc then E would read as Alt-E)
 	m.wait(`Write pcapng with findings`)
