@@ -14,34 +14,42 @@ import (
 // (viewtable.go).
 
 // rdmaFrames lists, per connection and STag, the RDMA operations on it
-// (track's, as the operations view shows them): Writes, and Read Requests
-// by their Data Source STag.
-func (u *UI) rdmaFrames() map[[2]uint64][]Op {
-	m := map[[2]uint64][]Op{}
-	for _, op := range u.S.Ix.Ops() {
+// (track's, as the operations view shows them) by their index in the
+// Index: Writes, and Read Requests by their Data Source STag. Indexes, not
+// copies: the index keeps its operations compact (16 octets each), and a
+// copy of every one would cost the memory the views were made to save.
+func (u *UI) rdmaFrames() map[[2]uint64][]int32 {
+	ix := u.S.Ix
+	m := map[[2]uint64][]int32{}
+	for i, n := 0, ix.NumOps(); i < n; i++ {
+		op := ix.Op(i)
+		var k [2]uint64
 		switch op.Kind {
 		case track.OpWrite:
-			k := [2]uint64{uint64(op.Conn), uint64(op.STag)}
-			m[k] = append(m[k], op)
+			k = [2]uint64{uint64(op.Conn), uint64(op.STag)}
 		case track.OpRead:
-			k := [2]uint64{uint64(op.Conn), uint64(op.SrcSTag)}
-			m[k] = append(m[k], op)
+			k = [2]uint64{uint64(op.Conn), uint64(op.SrcSTag)}
+		default:
+			continue
 		}
+		m[k] = append(m[k], int32(i))
 	}
 	return m
 }
 
 // CmdRDMAFrames words the RDMA frames of command c: "W 14-17" for a
 // Write's segments, "R 32→33-49" for a Read Request and its Responses,
-// those on its STags between its request and its response.
-func CmdRDMAFrames(c *Cmd, stags []uint32, ops map[[2]uint64][]Op) string {
+// those on its STags between its request and its response (ops:
+// rdmaFrames).
+func CmdRDMAFrames(ix *Index, c *Cmd, stags []uint32, ops map[[2]uint64][]int32) string {
 	var b strings.Builder
 	end := int(c.ResponseFrame)
 	if end == 0 {
 		end = 1<<31 - 1
 	}
 	for _, st := range stags {
-		for _, op := range ops[[2]uint64{uint64(c.Conn), uint64(st)}] {
+		for _, i := range ops[[2]uint64{uint64(c.Conn), uint64(st)}] {
+			op := ix.Op(int(i))
 			if op.RequestFrame < int(c.RequestFrame) || op.RequestFrame > end {
 				continue
 			}

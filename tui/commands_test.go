@@ -32,7 +32,7 @@ func TestCommandsView(t *testing.T) {
 		c := ix.Cmd(e)
 		if w, ok := want[c.ID]; ok {
 			seen++
-			if got := CmdRDMAFrames(&c, ix.CmdSTags(&c), ops); got != w {
+			if got := CmdRDMAFrames(ix, &c, ix.CmdSTags(&c), ops); got != w {
 				t.Errorf("%s mid %d: RDMA frames %q, want %q", c.Name, c.ID, got, w)
 			}
 		}

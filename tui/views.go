@@ -538,7 +538,7 @@ func (u *UI) fillCmds() {
 		case 13:
 			return c.Object
 		case 14:
-			return CmdRDMAFrames(&c, ix.CmdSTags(&c), rdma)
+			return CmdRDMAFrames(ix, &c, ix.CmdSTags(&c), rdma)
 		}
 		if c.ResponseFrame > 0 {
 			return fmt.Sprintf("frame %d", c.ResponseFrame)
