@@ -8,7 +8,7 @@ package analyze
 // switched off for that connection (its state is no longer trusted), and
 // the rest of the run goes on: the other layers of the connection, the
 // other connections. Report.Panics counts them and iwdump exits with
-// status 3 (README, "Exit status").
+// status 3 (docs/exit-status.md).
 //
 // Containment never hides a panic from a test or a fuzzer: under
 // Config.Panics' default (PanicAuto) it is off in a test binary

@@ -7,8 +7,8 @@
 // Tables: connections, pdus (the field table's fields as columns),
 // operations (with Terminates and the frame they blame), findings,
 // commands (the storage-protocol commands, analyze.KindCommand), and
-// captures (one row per capture set). The schema is a contract (README
-// "Export"); Tables lists it and TestSchemaDoc holds the README to it.
+// captures (one row per capture set). The schema is a contract (docs/parquet.md);
+// Tables lists it and TestSchemaDoc holds docs/parquet.md to it.
 //
 // An Exporter is an analyze.Consumer of one capture set. Its part files
 // are written under hidden temporary names and renamed into place when

@@ -8,7 +8,7 @@ import (
 )
 
 // The latency_hist table: the latencies of the operations and commands
-// tables in a form that merges (README "Statistics that merge"). Each
+// tables in a form that merges (docs/iwsql.md "Statistics that merge"). Each
 // row counts the latencies of one connection and one kind of operation
 // (or one storage command) that fall in one bucket of percentile.Bucket,
 // the log-linear bucketing of the project's percentile package: exact
@@ -19,7 +19,7 @@ import (
 // equal to it wherever its bucket holds one value.
 
 // LatencyHist is the table.
-var LatencyHist = newTable("latency_hist", "the latencies of operations and commands as mergeable histogram buckets: per connection and kind of operation (or storage command), the count, sum, least and greatest latency in each bucket of the percentile package's log-linear bucketing (README \"Statistics that merge\")",
+var LatencyHist = newTable("latency_hist", "the latencies of operations and commands as mergeable histogram buckets: per connection and kind of operation (or storage command), the count, sum, least and greatest latency in each bucket of the percentile package's log-linear bucketing (docs/iwsql.md \"Statistics that merge\")",
 	[]Column{
 		{Name: "source", Type: String, Desc: "the table whose latency_ns the row counts: operations or commands"},
 		{Name: "conn", Type: Int64, Desc: "connection number, as in that table"},

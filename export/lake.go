@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// The commit protocol (README "The export: layout"). A writer writes
+// The commit protocol (docs/export.md "The export: layout"). A writer writes
 // every table's part of a capture set under a hidden temporary name
 // (.part-<writer>.parquet.tmp, held locked while the writer lives), then
 // renames them to part-<commit>.parquet, the captures part last: that

@@ -6,7 +6,7 @@ import (
 	"github.com/iwkit/iwkit/decode"
 )
 
-// The tables and their columns: a contract (README "Export"). Columns may
+// The tables and their columns: a contract (docs/parquet.md). Columns may
 // be added; none changes name, type or meaning. The capture name is not a
 // column of the files: it is the Hive partition (capture=NAME in the
 // path), which every engine reads as a column.
@@ -207,8 +207,8 @@ var Connections = newTable("connections", "one row per iWARP connection: address
 	}))
 
 // Commands: the storage-protocol commands, one row per command answered
-// or left unanswered (analyze.KindCommand with Config.Unanswered; README
-// "Storage protocols"). One table for the
+// or left unanswered (analyze.KindCommand with Config.Unanswered;
+// docs/storage.md). One table for the
 // four protocols, not one each: every command has the same shape (an id,
 // a name, a status, octets moved by RDMA and inline, STags, frames and
 // latency); what only some have (NSID, LUN, LBA, file offset) is a few
@@ -262,7 +262,7 @@ var Captures = newTable("captures", "one row per exported capture set: its files
 		{Name: "findings", Type: Int64, Desc: "rows in findings"},
 		{Name: "exported_at", Type: Time, Desc: "when the export finished"},
 		{Name: "commands", Type: Int64, Desc: "rows in commands"},
-		{Name: "commit_id", Type: String, Desc: "the commit this row records: every table's part of the set is part-<commit_id>.parquet; of a set's commits the greatest is the live one (README \"The export: layout\")"},
+		{Name: "commit_id", Type: String, Desc: "the commit this row records: every table's part of the set is part-<commit_id>.parquet; of a set's commits the greatest is the live one (docs/export.md \"The export: layout\")"},
 		{Name: "writer", Type: String, Desc: "the writer that made the commit (its temporary files were .part-<writer>.parquet.tmp)"},
 		{Name: "host", Type: String, Desc: "host name of the machine that wrote it"},
 		{Name: "iwkit_version", Type: String, Desc: "iwkit module version and VCS revision of the writer"},
@@ -274,7 +274,7 @@ var Captures = newTable("captures", "one row per exported capture set: its files
 		{Name: "latency_hist", Type: Int64, Desc: "rows in latency_hist"},
 	})
 
-// Tables lists the exported tables, in the order the README shows them.
-// Captures goes last: its part's rename is a commit (README "The commit
-// protocol").
+// Tables lists the exported tables, in the order docs/parquet.md shows them.
+// Captures goes last: its part's rename is a commit (docs/export.md, "The
+// commit protocol").
 var Tables = []*Table{Connections, Pdus, Operations, Findings, Commands, LatencyHist, Captures}

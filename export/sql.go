@@ -69,8 +69,8 @@ func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") 
 // a millionth, percentile.Rank). Rows of one bucket (several partitions,
 // several flushes) may come apart: they are added up. The list is walked
 // once (list_reduce), starting from -rank so that no lambda needs the
-// group's total. iwsql defines it in every session; README "Statistics
-// that merge" shows it for other DuckDB sessions.
+// group's total. iwsql defines it in every session; docs/iwsql.md
+// ("Statistics that merge") shows it for other DuckDB sessions.
 const HistQuantileSQL = `CREATE OR REPLACE MACRO hist_quantile(lower_ns, cnt, max_ns, q) AS (list_reduce(
   list({'lo': lower_ns::BIGINT, 'n': cnt::BIGINT, 'mx': max_ns::BIGINT, 'done': false} ORDER BY lower_ns),
   (acc, x) -> CASE

@@ -39,7 +39,7 @@ const (
 	Uint32s                    // LIST of required INT32 (INT(32, false))
 )
 
-// SQL names the type as DuckDB shows it: what the README's schema lists.
+// SQL names the type as DuckDB shows it: what docs/parquet.md lists.
 func (t ColType) SQL() string {
 	return [...]string{"", "BOOLEAN", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "BIGINT", "VARCHAR", "BLOB",
 		"TIMESTAMP WITH TIME ZONE", "BIGINT[]", "VARCHAR[]", "UINTEGER[]"}[t]

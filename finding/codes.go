@@ -9,7 +9,7 @@ package finding
 // comment after each gives the receiver-check rows (spec/receiver-checks.md)
 // it implements. To add a block (a ULP's codes, say): add its constants
 // before numCodes, its rows to infos, a Stage if a new stage raises them,
-// and run go test ./finding -run TestREADME -update for the README's list.
+// and run go test ./finding -run TestREADME -update for the list in docs/findings.md.
 // The tests check that every code has a row with a severity, a stage and a
 // summary, a unique name of the form layer.what, that a layer's codes form
 // one block, and that its receiver-check ids are rows of

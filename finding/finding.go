@@ -4,7 +4,7 @@
 // in codes.go, with its stable name, severity, the stage that raises it,
 // the receiver-check rows it implements and a one-line summary. The
 // reassembler, the tracker, the generator's ground truth and the commands
-// all use these codes; iwdump's `-z findings` table and the README's list
+// all use these codes; iwdump's `-z findings` table and the list in docs/findings.md
 // come from here.
 //
 // The package imports nothing of ours.

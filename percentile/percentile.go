@@ -1,6 +1,6 @@
 // Package percentile is iwkit's one definition of a percentile, used by
 // every face that shows one: iwdump's -z latency and -z nvme/iscsi/smb2/rpc
-// tables (through track and ulp), and the README's SQL over the export.
+// tables (through track and ulp), and the SQL over the export (docs/iwsql.md).
 //
 // The definition is the nearest rank: the q-quantile of n samples is the
 // sample of rank ⌈q·n⌉ (1-based; rank 1 for q = 0) in ascending order, a
@@ -187,7 +187,7 @@ const BucketBits = 11
 // apart. hi-lo is 0 below 1<<BucketBits and at most lo/1024 above
 // (RelError), so any value of a bucket is within RelError of any other.
 // Buckets depend on v only: the export's latency_hist rows of several
-// partitions add up bucket by bucket (README "Statistics that merge").
+// partitions add up bucket by bucket (docs/iwsql.md "Statistics that merge").
 // A negative v (a clock that stepped back) has the mirror of -v's bucket.
 func Bucket(v int64) (lo, hi int64) {
 	if v < 0 {
@@ -209,7 +209,7 @@ func Bucket(v int64) (lo, hi int64) {
 // Rank(q, total). That sample is within the bucket, so the answer is a
 // value that occurred, at most one bucket's width (RelError of it)
 // above the nearest-rank sample, and equal to it when the bucket holds
-// one value. It is the README's hist_quantile macro. ok is false when
+// one value. It is iwsql's hist_quantile macro. ok is false when
 // the counts add up to 0.
 func BucketQuantile(q float64, counts []uint64, maxes []int64) (v int64, ok bool) {
 	var n uint64

@@ -3,7 +3,7 @@
 // dump, NDJSON (one object per PDU or finding, nested by the field table's
 // dotted names), and the -z statistics tables. A Printer is an
 // analyze.Consumer. Field names and JSON keys come from the one field
-// table (decode.Fields) and are a contract (README).
+// table (decode.Fields) and are a contract (docs/json.md, docs/fields.md).
 //
 // It owns a PDU's detail tree (tree.go): AppendNodes builds it once as
 // structured nodes (field name, value and description from the field

@@ -11,9 +11,9 @@ import (
 )
 
 // The NDJSON encoding of a PDU's fields: nested objects whose paths are the
-// field table's dotted names (README: "JSON output").
+// field table's dotted names (docs/json.md).
 
-// JSONVersion is the version of the NDJSON schema (README: "JSON output").
+// JSONVersion is the version of the NDJSON schema (docs/json.md).
 // 2: the 64-bit fields shown in hex (decode.Field.JSONHex: TOs, addresses,
 // atomic operands) are strings "0x…", no longer numbers.
 const JSONVersion = 2

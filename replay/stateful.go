@@ -31,7 +31,8 @@ type StatefulOptions struct {
 	// StartDelay, when set, is the least time between a connection's MPA
 	// exchange and the first FPDU this side sends on it, where the
 	// capture's gap is shorter: Linux siw's accept path can leave an FPDU
-	// that follows its Reply too soon unread (README, siw deviation 8),
+	// that follows its Reply too soon unread (docs/iwconform.md, siw
+	// deviation 8),
 	// and on a slow or loaded host the capture's gap may not be enough.
 	StartDelay time.Duration
 	// Mask leaves the octets these rules name uncompared (ParseMasks).

@@ -1,6 +1,6 @@
 // Command iwdump decodes iWARP (MPA, DDP, RDMAP) in capture files, in the
-// spirit of tcpdump with tshark's depth. See the README for flags, output
-// formats and exit codes.
+// spirit of tcpdump with tshark's depth. See docs/iwdump.md for flags,
+// output formats and exit codes.
 package main
 
 import (
@@ -22,7 +22,7 @@ import (
 	"github.com/iwkit/iwkit/render"
 )
 
-// Exit codes are a contract (README "Exit status"), the same in every command.
+// Exit codes are a contract (docs/exit-status.md), the same in every command.
 const (
 	exitOK       = exitcode.OK           // the input was read to its end
 	exitError    = exitcode.Failure      // I/O error, damaged input, capture error
@@ -250,7 +250,7 @@ func validSeverity(s string) bool {
 	return ok
 }
 
-// limitOptions are the memory limits (README "Memory limits").
+// limitOptions are the memory limits (docs/iwdump.md "Memory limits").
 type limitOptions struct {
 	maxFlows, reasmMiB, keepConns, memLimitMiB int
 }

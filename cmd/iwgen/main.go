@@ -22,7 +22,7 @@ import (
 	"github.com/iwkit/iwkit/pcap"
 )
 
-// Exit codes (README "Exit status", the same in every command): 0
+// Exit codes (docs/exit-status.md, the same in every command): 0
 // success (and -h), 1 an error, 2 a usage mistake.
 const (
 	exitOK    = exitcode.OK

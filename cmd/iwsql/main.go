@@ -9,7 +9,7 @@
 //	iwsql -r FILE [-r FILE]... 'SELECT ...'   export to a temporary directory first
 //	iwsql DIR                       an interactive prompt
 //
-// See the README ("iwsql"). This is the one command built with cgo
+// See docs/iwsql.md. This is the one command built with cgo
 // (github.com/duckdb/duckdb-go/v2); iwdump stays cgo-free.
 package main
 
@@ -38,7 +38,7 @@ import (
 	"github.com/iwkit/iwkit/render"
 )
 
-// Exit codes (README "Exit status", the same in every command): 0 done,
+// Exit codes (docs/exit-status.md, the same in every command): 0 done,
 // 1 an I/O or SQL error, or iwsql check found problems it did not repair,
 // 2 a usage mistake.
 const (

@@ -1,7 +1,7 @@
 // Command iwtui is the terminal inspector of iWARP captures: the PDU list,
 // the field tree and the octets of a capture file or a live interface,
 // with findings, RDMA operations, connections, STags and an I/O graph a
-// key away. See the "iwtui" section of README.md for keys, flags and exit
+// key away. See docs/iwtui.md for keys, flags and exit
 // codes.
 package main
 

@@ -1,5 +1,5 @@
 // Package exitcode is the one table of exit statuses every iwkit command
-// uses (README "Exit status"): a script reads the same number the same way
+// uses (docs/exit-status.md): a script reads the same number the same way
 // whichever command it ran.
 package exitcode
 
