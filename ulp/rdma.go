@@ -203,10 +203,10 @@ func (c *Command) AppendRDMAFrames(b []byte) []byte {
 // Response's first and last (0s left out, a frame listed once where
 // first and last are the same): what the export's commands.rdma_frames
 // holds.
-func (c *Command) Frames(dst []uint64) []uint64 {
+func (c *Command) Frames(dst []int) []int {
 	add := func(f int) {
-		if f > 0 && (len(dst) == 0 || dst[len(dst)-1] != uint64(f)) {
-			dst = append(dst, uint64(f))
+		if f > 0 && (len(dst) == 0 || dst[len(dst)-1] != f) {
+			dst = append(dst, f)
 		}
 	}
 	for i := range c.RDMA {
