@@ -305,3 +305,39 @@ func init() {
 	fieldTable[fRDMASTag].Size = 4
 	fieldTable[fRDMATO].Size = 8
 }
+
+// Clone returns a copy of the message that outlives the call that
+// returned it (a Message is reused): its fields and the octets they
+// alias, its compound members', and the commands it and they complete
+// (their RDMA operations shared: a reported Command's list is never
+// written again). What iwtui keeps of a replayed message for its tree.
+func (m *Message) Clone() *Message {
+	k := &Message{Proto: m.Proto, F: cloneFV(m.F), Summary: append([]byte(nil), m.Summary...)}
+	cmds := map[*Command]*Command{}
+	keep := func(c *Command) *Command {
+		if c == nil {
+			return nil
+		}
+		if k, ok := cmds[c]; ok {
+			return k
+		}
+		x := *c
+		cmds[c] = &x
+		return &x
+	}
+	k.Cmd = keep(m.Cmd)
+	for _, mb := range m.Members {
+		k.Members = append(k.Members, Member{F: cloneFV(mb.F), Cmd: keep(mb.Cmd)})
+	}
+	return k
+}
+
+func cloneFV(f []FV) []FV {
+	out := append([]FV(nil), f...)
+	for i := range out {
+		if v := &out[i].V; v.B != nil {
+			v.B = append([]byte(nil), v.B...)
+		}
+	}
+	return out
+}
