@@ -208,3 +208,48 @@ func appendULPJSONValue(b []byte, f *ulp.Field, v decode.Value, numeric bool) []
 	}
 	return append(b, "null"...)
 }
+
+// appendOpened appends, under a request, a line per command it opened
+// linking to the command's response (as Wireshark's "[Response in: N]"),
+// and under it a line per operation that moved the command's data,
+// linking to the operation's first frame: notes, not fields (the fields
+// are on the response, ulp.rdma.*).
+func appendOpened(dst []Node, cmds []*ulp.Command) []Node {
+	for _, c := range cmds {
+		n := Node{Kind: NodeNote, Text: c.Name + ": no response in the capture"}
+		if c.Answered {
+			n.Text, n.Frame = c.Name+": response in frame "+strconv.Itoa(c.ResponseFrame), c.ResponseFrame
+		}
+		dst = append(dst, n)
+		for i := range c.RDMA {
+			x := &c.RDMA[i]
+			dst = append(dst, Node{Kind: NodeNote, Depth: 1, Text: xferText(x), Frame: x.Frame})
+		}
+		if c.RDMADropped > 0 {
+			dst = append(dst, Node{Kind: NodeNote, Depth: 1, Text: strconv.Itoa(c.RDMADropped) + " more operations not kept"})
+		}
+	}
+	return dst
+}
+
+// xferText words an operation with its frames: "RDMA Write, frames
+// 14-17", "RDMA Read, Read Request in frame 32, Read Responses in frames
+// 33-49", "Send, frame 12".
+func xferText(x *ulp.Xfer) string {
+	frames := func(b []byte, a, z int) []byte {
+		if z <= a {
+			return strconv.AppendInt(append(b, "frame "...), int64(a), 10)
+		}
+		b = strconv.AppendInt(append(b, "frames "...), int64(a), 10)
+		return strconv.AppendInt(append(b, '-'), int64(z), 10)
+	}
+	b := append([]byte(x.Kind.String()), ", "...)
+	if x.Kind != ulp.XferRead {
+		return string(frames(b, x.Frame, x.LastFrame))
+	}
+	b = frames(append(b, "Read Request in "...), x.Frame, x.Frame)
+	if x.ResponseFrame == 0 {
+		return string(append(b, ", no Read Response"...))
+	}
+	return string(frames(append(b, ", Read Responses in "...), x.ResponseFrame, x.ResponseLastFrame))
+}

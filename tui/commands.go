@@ -52,3 +52,26 @@ func (ix *Index) CmdRDMAFrames(c *Cmd) string {
 	cmd := ulp.Command{RDMA: xs, RDMADropped: dropped}
 	return string(cmd.AppendRDMAFrames(nil))
 }
+
+// openedBy returns the commands whose Send ends in frame on connection
+// conn, with their response frames and the operations that moved their
+// data, for the request's tree (render.TreeInput.Opened): what the whole
+// capture says of a request, as Wireshark's "[Response in: N]".
+func (ix *Index) openedBy(conn, frame int) []*ulp.Command {
+	var cmds []Cmd
+	ix.mu.RLock()
+	for i := range ix.cmds {
+		if c := &ix.cmds[i]; int(c.Conn) == conn && int(c.RequestFrame) == frame {
+			cmds = append(cmds, *c)
+		}
+	}
+	ix.mu.RUnlock()
+	var out []*ulp.Command
+	for i := range cmds {
+		c := &cmds[i]
+		xs, dropped := ix.CmdXfers(c)
+		out = append(out, &ulp.Command{Proto: c.Proto, Name: c.Name, ID: c.ID, Answered: c.Answered,
+			RequestFrame: int(c.RequestFrame), ResponseFrame: int(c.ResponseFrame), RDMA: xs, RDMADropped: dropped})
+	}
+	return out
+}

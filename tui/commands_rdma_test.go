@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iwkit/iwkit/render"
 	"github.com/iwkit/iwkit/track"
 )
 
@@ -68,7 +69,8 @@ func trackFrames(ix *Index) func(c *Cmd) []string {
 // those track's operations on the command's STags give (trackFrames);
 // its column is their wording; and the command's tree (its response's
 // row, render's tree as iwdump -V prints it) shows the same operations
-// as ulp.rdma.op lines whose frame lines link to those frames.
+// as ulp.rdma.op lines whose frame lines link to those frames; its
+// request's tree links to its response and to each operation.
 func TestCommandRDMAFramesAreTracks(t *testing.T) {
 	files, _ := filepath.Glob("../testdata/ulp/*.pcap")
 	if len(files) < 17 {
@@ -168,6 +170,31 @@ func TestCommandRDMAFramesAreTracks(t *testing.T) {
 				}
 				if links < len(xs) {
 					t.Errorf("%s: %d frame links for %d operations", c.Label(), links, len(xs))
+				}
+				// The request's tree: a line linking to the response, and
+				// one per operation linking to its first frame.
+				req := l.Load(ix.RowOf(int(c.Conn), int(c.RequestFrame)))
+				var opened []int
+				for k, ln := range req.Lines {
+					if ln.Kind == render.NodeNote && ln.Depth == 0 && ln.Text == c.Name+": response in frame "+strconv.Itoa(int(c.ResponseFrame)) && ln.Frame == int(c.ResponseFrame) {
+						opened = opened[:0]
+						for _, o := range req.Lines[k+1:] {
+							if o.Kind != render.NodeNote || o.Depth != 1 {
+								break
+							}
+							opened = append(opened, o.Frame)
+						}
+						if len(opened) == len(xs) {
+							break
+						}
+					}
+				}
+				var firsts []int
+				for i := range xs {
+					firsts = append(firsts, xs[i].Frame)
+				}
+				if !slices.Equal(opened, firsts) {
+					t.Errorf("%s: its request's tree links to %v, its operations begin in %v", c.Label(), opened, firsts)
 				}
 				trees++
 			}
