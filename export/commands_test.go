@@ -100,6 +100,7 @@ func TestCommandsRoundTrip(t *testing.T) {
 						t.Errorf("%s: %s = %v, NDJSON %s = %v", what, col, row[col], key, v)
 					}
 				}
+				checkRDMA(t, what, row, o["ulp_rdma"], o["ulp_rdma_dropped"]) // rdma_test.go
 				if got := seconds(row["time_rel_ns"].(int64)); got != o["time"].(json.Number).String() {
 					t.Errorf("%s: time %v, NDJSON %v", what, got, o["time"])
 				}

@@ -104,6 +104,7 @@ type Exporter struct {
 	// the commands row's findings; codes the list of one row.
 	recent map[uint64][]recentFinding
 	codes  []string
+	xfers  xferScratch       // the commands row's rdma_ops and rdma_frames (rdma.go)
 	cids   map[uint64]string // community_id by connection
 	hist   hist              // latency_hist buckets not yet written
 
@@ -597,6 +598,7 @@ func (e *Exporter) command(r *analyze.Record) {
 		w.i64(int64(r.Time.Sub(c.Start)))
 	}
 	w.bool(c.Standing())
+	e.rdmaCols(w, c) // rdma.go
 	e.emit(Commands, w)
 }
 

@@ -247,6 +247,8 @@ var Commands = newTable("commands", "storage-protocol commands (NVMe-oF, iSCSI o
 		{Name: "answered", Type: Bool, Desc: "the capture holds the response; false: the command was still outstanding when its connection or the capture ended (frame, time: that end; frame 0: the capture's)"},
 		{Name: "age_ns", Type: Int64, Optional: true, Desc: "unanswered: how long it had waited at that end (time minus start_time), ns; NULL when answered"},
 		{Name: "standing", Type: Bool, Desc: "outstanding by design until the target has news (NVMe Asynchronous Event Request, SMB2 CHANGE_NOTIFY): leave it out when looking for hung commands"},
+		{Name: "rdma_ops", Type: Strings, Desc: "the operations that moved its data, in the order they began (ulp.rdma.*): \"W 14-17\" an RDMA Write's first-last frame, \"R 32→33-49\" an RDMA Read's Read Request frame → its Read Responses' frames, \"S 12\" a Send that carried data; \"+N\" last when N more were not kept (ulp.rdma_dropped)"},
+		{Name: "rdma_frames", Type: Int64s, Desc: "the frames of those operations, in order: each Write's and Send's first and last, each Read's Read Request and its Read Responses' first and last (a frame once where first = last): iwdump -Y 'frame == N' shows one"},
 	}))
 
 // Captures: one row per capture set.

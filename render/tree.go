@@ -119,6 +119,11 @@ type TreeInput struct {
 	// ULPNote, when set instead, says why the message is not shown.
 	ULP     *ulp.Message
 	ULPNote string
+	// Opened are the commands the PDU's Send opened, as the whole
+	// capture knows them (iwtui's index): lines linking to each one's
+	// response and to the operations that moved its data (ulptree.go).
+	// iwdump -V, in one pass, prints a request before they happen.
+	Opened []*ulp.Command
 	// Findings are the findings raised on the PDU's frames.
 	Findings []TreeFinding
 	// TCP, when set, is the header of the segment that carried the PDU's
@@ -211,6 +216,7 @@ func AppendNodes(dst []Node, in *TreeInput) []Node {
 	} else if in.ULPNote != "" {
 		dst = append(dst, Node{Kind: NodeNote, Text: in.ULPNote})
 	}
+	dst = appendOpened(dst, in.Opened)
 	spanSections(dst[base:])
 	// The storage protocol's lines light up the octets its message came
 	// in: the FPDU's payload, or an MPA frame's Private Data.

@@ -25,14 +25,13 @@ func TestCommandsView(t *testing.T) {
 	// the RDMA frames of each command: READ mid 3 (Writes 14-17), the
 	// compound's READ mid 5 (Writes 21-28), WRITE mid 7 (Read Request 32,
 	// Responses 33-49)
-	ops := u.rdmaFrames()
 	want := map[uint64]string{3: "W 14-17", 5: "W 21-28", 7: "R 32→33-49", 2: ""}
 	seen := 0
 	for e := 0; e < ix.NumCmds(); e++ {
 		c := ix.Cmd(e)
 		if w, ok := want[c.ID]; ok {
 			seen++
-			if got := CmdRDMAFrames(ix, &c, ix.CmdSTags(&c), ops); got != w {
+			if got := ix.CmdRDMAFrames(&c); got != w {
 				t.Errorf("%s mid %d: RDMA frames %q, want %q", c.Name, c.ID, got, w)
 			}
 		}

@@ -81,6 +81,7 @@ func (l *loader) Load(i int) *Detail {
 	}
 	if ix.HasULP(i) {
 		in.ULP, in.ULPNote = l.ulpMessage(c, i, &r)
+		in.Opened = ix.openedBy(c.ID, int(r.Last)) // commands.go
 	}
 	d.Lines = l.lines(d, c, &in)
 	return d

@@ -142,6 +142,7 @@ type Index struct {
 	ulp      ulpText                // rows that complete a ULP message
 	cmds     []Cmd                  // ULP commands completed
 	cmdSTags []uint32               // the STags they advertised
+	cmdXfers []cmdXfer              // the operations that moved their data (commands.go)
 	adverts  map[[2]uint64]Advert   // STags advertised, by connection and STag
 	first    time.Time
 	// timeFormat is the list's time column's format (render.TimeFormats,
@@ -370,6 +371,7 @@ func (ix *Index) Bytes() int {
 	defer ix.mu.RUnlock()
 	n := (ix.rows.Cap()+ix.tcp.Cap())*int(unsafe.Sizeof(Row{})) + ix.ulp.bytes()
 	n += cap(ix.findings)*int(unsafe.Sizeof(Finding{})) + ix.ops.Cap()*int(unsafe.Sizeof(opRec{})) + ix.opExt.Cap()*int(unsafe.Sizeof(Op{})) + cap(ix.cmds)*int(unsafe.Sizeof(Cmd{})) + cap(ix.cmdSTags)*4
+	n += cap(ix.cmdXfers) * int(unsafe.Sizeof(cmdXfer{}))
 	n += len(ix.stags)*int(unsafe.Sizeof(STagUse{})+16) + len(ix.adverts)*int(unsafe.Sizeof(Advert{})+16)
 	ix.store.mu.Lock()
 	n += ix.store.offsets.Cap() * 8

@@ -37,6 +37,9 @@ type Cmd struct {
 	Reads, Writes               uint16
 	stags                       uint32 // first in Index.cmdSTags
 	nstags                      uint8
+	xfers                       uint32 // first in Index.cmdXfers (commands.go)
+	nxfers                      uint8
+	xdropped                    uint16
 	Proto                       ulp.Proto
 	OK, Answered                bool
 	Object                      string // the file or share (ulp.Command.Object)
@@ -147,6 +150,7 @@ func (x *indexer) command(r *analyze.Record) {
 		Inline: uint32(min(m.Inline, 1<<32-1)), Reads: uint16(min(m.Reads, 1<<16-1)), Writes: uint16(min(m.Writes, 1<<16-1)),
 		stags: uint32(len(ix.cmdSTags)), nstags: uint8(m.NSTags), Proto: m.Proto, OK: m.OK, Answered: m.Answered, Object: m.Object}
 	ix.cmdSTags = append(ix.cmdSTags, m.STags[:m.NSTags]...)
+	ix.keepXfers(&c, m) // commands.go
 	for _, stag := range m.STags[:m.NSTags] {
 		k := [2]uint64{uint64(c.Conn), uint64(stag)}
 		if a, ok := ix.adverts[k]; !ok || a.Cmd < 0 {
@@ -312,19 +316,9 @@ func (g *ulpGrab) Record(r *analyze.Record) {
 }
 
 // keepMessage copies what the tree shows of a message, which is valid only
-// during the record's call: its fields, and the octets they alias.
-func keepMessage(m *ulp.Message) *ulp.Message {
-	k := &ulp.Message{Proto: m.Proto, F: append([]ulp.FV(nil), m.F...)}
-	for _, mb := range m.Members { // an SMB2 compound's later members
-		k.Members = append(k.Members, ulp.Member{F: append([]ulp.FV(nil), mb.F...)})
-	}
-	for i := range k.F {
-		if v := &k.F[i].V; v.B != nil {
-			v.B = append([]byte(nil), v.B...)
-		}
-	}
-	return k
-}
+// during the record's call: its fields, the octets they alias, the
+// commands it completes with their RDMA operations (ulp.Message.Clone).
+func keepMessage(m *ulp.Message) *ulp.Message { return m.Clone() }
 
 // connSource yields the stored frames after n of one connection (the TCP
 // segments between its two addresses), until upto or the grab is full.

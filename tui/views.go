@@ -493,7 +493,6 @@ func (u *UI) fillSTags() {
 func (u *UI) fillCmds() {
 	v := u.views["cmds"]
 	ix := u.S.Ix
-	rdma := u.rdmaFrames() // commands.go
 	v.reset(ix.NumCmds(), "Frame", "Time", "Conn", "Command", "Status", "Latency", "Expected", "Moved", "Inline", "Reads", "Writes", "STags", "Response", "Object", "RDMA frames")
 	v.cell = func(e, col int) string {
 		c := ix.Cmd(e)
@@ -538,7 +537,7 @@ func (u *UI) fillCmds() {
 		case 13:
 			return c.Object
 		case 14:
-			return CmdRDMAFrames(ix, &c, ix.CmdSTags(&c), rdma)
+			return ix.CmdRDMAFrames(&c) // commands.go
 		}
 		if c.ResponseFrame > 0 {
 			return fmt.Sprintf("frame %d", c.ResponseFrame)

@@ -167,6 +167,18 @@ var (
 	fULPQueue    = def("ulp.phase_queue_ns", decode.KindUint, false, "target queueing: the command Send's last segment to the first data operation (the target's first Read Request or RDMA Write, or the first data Send), nanoseconds")
 	fULPTransfer = def("ulp.phase_transfer_ns", decode.KindUint, false, "transfer: the first data operation to the last data segment (last Read Response, RDMA Write or data Send), nanoseconds")
 	fULPBackend  = def("ulp.phase_backend_ns", decode.KindUint, false, "target backend: the last data segment to the response's last segment, nanoseconds")
+	// The operations that moved the command's data (rdma.go): one group
+	// of ulp.rdma.* per operation, in the order they began, after the
+	// message's fields (Command.RDMA; not in Message.F).
+	fULPRDMADropped = def("ulp.rdma_dropped", decode.KindUint, false, "operations of the command not listed under ulp.rdma (beyond 64 a command, or the connection's bound)")
+	fRDMAOp         = def("ulp.rdma.op", decode.KindString, false, "an operation that moved the command's data: RDMA Write (into its STag), RDMA Read (a Read Request from its STag and the Read Responses), Send (data carried in a Send: in-capsule, immediate, unsolicited Data-Out, inline)")
+	fRDMASTag       = def("ulp.rdma.stag", decode.KindUint, true, "the command's STag the operation used: the RDMA Write's Data Sink STag, the Read Request's Data Source STag")
+	fRDMATO         = def("ulp.rdma.to", decode.KindUint, true, "Tagged Offset of the operation's first octet in that STag (the Write's first segment's TO, the Read Request's Data Source TO)")
+	fRDMALength     = def("ulp.rdma.length", decode.KindUint, false, "octets the operation moved (an RDMA Read: its Read Responses')")
+	fRDMAFrame      = def("ulp.rdma.frame", decode.KindUint, false, "first frame of the operation: the RDMA Write's or Send's first segment, the Read Request")
+	fRDMALastFrame  = def("ulp.rdma.last_frame", decode.KindUint, false, "last frame of the RDMA Write or Send")
+	fRDMARespFrame  = def("ulp.rdma.response_frame", decode.KindUint, false, "first frame of the RDMA Read's Read Responses")
+	fRDMARespLast   = def("ulp.rdma.response_last_frame", decode.KindUint, false, "last frame of the RDMA Read's Read Responses")
 )
 
 // Prefixes are the protocol names a display filter may use alone, as
@@ -215,6 +227,8 @@ type Message struct {
 // order decoded.
 type Member struct {
 	F []FV
+	// Cmd is the command the member completes, if any.
+	Cmd *Command
 }
 
 // Sorted returns the member's fields in the order decoded: its position
@@ -238,7 +252,7 @@ func (m *Message) member(on bool) {
 	n := len(m.Members)
 	if n < cap(m.Members) {
 		m.Members = m.Members[:n+1]
-		m.Members[n].F = m.Members[n].F[:0]
+		m.Members[n].F, m.Members[n].Cmd = m.Members[n].F[:0], nil
 	} else {
 		m.Members = append(m.Members, Member{})
 	}
@@ -248,6 +262,9 @@ func (m *Message) member(on bool) {
 // Nth returns occurrence i (from 0) of field id: the message's, then each
 // member's in order; false past the last.
 func (m *Message) Nth(id FieldID, i int) (decode.Value, bool) {
+	if isXferField(id) {
+		return m.xferNth(id, i)
+	}
 	v, ok := m.Get(id)
 	if ok {
 		if i == 0 {
@@ -279,6 +296,9 @@ func (m *Message) add(fv FV) {
 
 // Get returns field id's value, false when the message does not carry it.
 func (m *Message) Get(id FieldID) (decode.Value, bool) {
+	if isXferField(id) {
+		return m.xferNth(id, 0)
+	}
 	for i := range m.F {
 		if m.F[i].ID == id {
 			return m.F[i].V, true
@@ -344,6 +364,9 @@ func (m *Message) addLink(c *Command) {
 	if first {
 		m.Cmd = c
 	}
+	if m.into > 0 {
+		m.Members[m.into-1].Cmd = c
+	}
 	m.s(fULPCommand, c.Name)
 	m.u(fULPReqFrame, uint64(c.RequestFrame))
 	m.u(fULPLatency, uint64(c.Latency))
@@ -364,6 +387,9 @@ func (m *Message) addLink(c *Command) {
 		m.u(fULPQueue, uint64(c.Queue))
 		m.u(fULPTransfer, uint64(c.Transfer))
 		m.u(fULPBackend, uint64(c.Backend))
+	}
+	if c.RDMADropped > 0 {
+		m.u(fULPRDMADropped, uint64(c.RDMADropped))
 	}
 	if !first {
 		return

@@ -371,6 +371,7 @@ func (c *Conn) iserSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 		if t := c.task(uint64(itt)); t != nil {
 			t.dataOp(a.start, at.Time) // host-driven data: a phase as the target's RDMA is
 			t.cmd.Inline += uint64(dsl)
+			c.xferSend(t, a.first, at, uint64(dsl))
 			if t.cmd.Expected >= uint64(dsl) {
 				t.cmd.Expected -= uint64(dsl)
 			}

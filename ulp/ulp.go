@@ -126,6 +126,11 @@ type Command struct {
 	// QueueName is what the protocol calls the command's queue (depth.go:
 	// "qid 1 cntlid 1 nqn...", "iqn... tsih 0x1"; "" when it names none).
 	QueueName string
+	// RDMA are the operations that moved the command's data, in the
+	// order they began (rdma.go: at most MaxXfers); RDMADropped counts
+	// those not listed.
+	RDMA        []Xfer
+	RDMADropped int
 }
 
 // Has says which of a Command's target fields are set.
@@ -291,6 +296,7 @@ type Conn struct {
 	rpc  rpcState
 	iser iserState
 	smb  smbState
+	rdma rdmaState // the commands' RDMA operations held (rdma.go)
 
 	// Queue and depth (depth.go): the analyzer's name of the connection,
 	// the capture's end, the time and frame of the unit being fed, the
@@ -556,6 +562,7 @@ func (c *Conn) message(at At, i2r bool, a *sendAsm) *Message {
 	}
 	if t := c.opened; t != nil && t.seq == c.openedSeq {
 		t.cmd.target(m.F)
+		c.xferSend(t, a.first, at, t.cmd.Inline) // the command's own data, in its Send
 	}
 	c.opened = nil
 	c.decoded++
@@ -670,6 +677,7 @@ func (c *Conn) dropTask(t *task) {
 		t.reply = nil
 	}
 	if c.tasks[t.key] == t {
+		c.forgetXfers(t)
 		delete(c.tasks, t.key)
 		c.depthChanged()
 		if len(c.freeTasks) < 64 && t.data == nil {
@@ -702,6 +710,7 @@ func (c *Conn) rdmaWrite(at At, i2r bool, s *decode.Segment, missing int) {
 	}
 	u.used = true
 	u.t.dataOp(at.Time, at.Time)
+	c.xferWrite(u.t, at, s, missing)
 	u.t.cmd.Moved += uint64(len(s.Payload) + missing) // what the wire moved, captured or not
 	if u.t.wantData > 0 && c.proto == NVMe {
 		nvmeLogData(u.t, s, missing) // a discovery log page
@@ -732,6 +741,7 @@ func (c *Conn) readRequest(at At, i2r bool, r *decode.ReadRequest) {
 	u.used = true
 	u.t.dataOp(at.Time, at.Time) // the target's first RDMA operation, when it reads
 	u.t.cmd.Reads++
+	c.xferReadRequest(u.t, at, r)
 	if len(c.sinks) < 4*c.lim.Tasks {
 		c.sinks[r.SinkSTag] = u.t
 		u.t.reads++
@@ -752,6 +762,7 @@ func (c *Conn) readResponse(at At, i2r bool, s *decode.Segment, missing int) *Me
 		return nil
 	}
 	t.dataOp(at.Time, at.Time)
+	t.xferReadResponse(at, s, missing)
 	t.cmd.Moved += uint64(len(s.Payload) + missing)
 	t.readOctets += uint64(len(s.Payload) + missing)
 	var m *Message
