@@ -176,6 +176,7 @@ func (c *Conn) smb2Names(at At, h []byte, cmd uint16, resp bool, status uint32, 
 		if t != nil {
 			t.cmd.Object = smbObject(share, file)
 			t.file, t.share = file, share
+			c.shareEnter(t, share) // its share's queue (sharequeue.go)
 		}
 	} else if t != nil {
 		share, file = t.share, t.file
