@@ -91,6 +91,25 @@ func (d *Depth) Mean() float64 {
 	return (d.area + float64(d.cur)*float64(end.Sub(d.last))) / float64(span)
 }
 
+// Integral is the area under the series from the queue's first command
+// to End: commands outstanding × ns (Mean = Integral / Span), a sum that
+// merges across queues and captures where a mean does not.
+func (d *Depth) Integral() float64 {
+	if !d.started {
+		return 0
+	}
+	end := d.End()
+	return d.area + float64(d.cur)*float64(end.Sub(d.last))
+}
+
+// Span is the time the mean is over: the first change to End.
+func (d *Depth) Span() time.Duration {
+	if !d.started {
+		return 0
+	}
+	return d.End().Sub(d.first)
+}
+
 // End is the time the mean runs to: the capture's end, or the last change.
 func (d *Depth) End() time.Time {
 	if d.end.Before(d.last) {
