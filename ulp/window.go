@@ -63,11 +63,23 @@ const (
 	WinISCSICmdSN         // iSCSI command window MaxCmdSN - ExpCmdSN + 1 (RFC 7143 §4.2.2.1)
 	WinNVMeSQHead         // NVMe SQ head pointer, SQHD of the completions (NVMe Base §4.6)
 	WinNVMeSQTail         // NVMe SQ tail: the commands the host submitted, modulo the queue size
+	// The iSCSI window's edges and what the initiator sent against them
+	// (RFC 7143 §4.2.2.1): ExpCmdSN and MaxCmdSN of the target's PDUs, the
+	// CmdSN of each non-immediate command; serial numbers (Serial).
+	WinISCSIExpCmdSN
+	WinISCSIMaxCmdSN
+	WinISCSICmdSNSent
 	NumWindows
 )
 
 // WindowNames name the windows, as the -z tables print them.
-var WindowNames = [NumWindows]string{"smbd client credits", "smbd server credits", "smb2 credits", "rpcrdma credits", "iscsi cmdsn window", "nvme sq head", "nvme sq tail"}
+var WindowNames = [NumWindows]string{"smbd client credits", "smbd server credits", "smb2 credits", "rpcrdma credits", "iscsi cmdsn window", "nvme sq head", "nvme sq tail",
+	"iscsi expcmdsn", "iscsi maxcmdsn", "iscsi cmdsn"}
+
+// Serial says which windows are 32-bit serial numbers (RFC 1982) rather
+// than counts: their order wraps, so a min or max of one says nothing;
+// compare them with each other (Window.Series values as uint32).
+var Serial = [NumWindows]bool{WinISCSIExpCmdSN: true, WinISCSIMaxCmdSN: true, WinISCSICmdSNSent: true}
 
 // WindowPoint is a window's value from Time on (Frame changed it).
 type WindowPoint struct {
