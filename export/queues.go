@@ -27,6 +27,9 @@ func queueCols() []Column {
 		{Name: "depth_max", Type: Int64, Optional: true, Desc: "queue depth: the most commands outstanding at once on the connection (-z queue's (depth) max)"},
 		{Name: "depth_ns", Type: Int64, Optional: true, Desc: "queue depth integrated over time: commands outstanding × ns from the first command to the end; depth_ns / depth_span_ns is -z's mean depth"},
 		{Name: "depth_span_ns", Type: Int64, Optional: true, Desc: "ns from the connection's first command to the end (of the capture, or the connection's last change)"},
+		{Name: "smb2_share_depth_max", Type: Int64s, Desc: "depth_max of each share's queue, in smb2_shares' order"},
+		{Name: "smb2_share_depth_ns", Type: Int64s, Desc: "depth_ns of each share's queue (its commands outstanding × ns, from its first command to the end)"},
+		{Name: "smb2_share_depth_span_ns", Type: Int64s, Desc: "depth_span_ns of each share's queue"},
 	}
 }
 
@@ -62,6 +65,9 @@ func (x queueIndex) queueCells(w *row, conn int) {
 		for range 5 {
 			w.null()
 		}
+		w.i64s(nil)
+		w.i64s(nil)
+		w.i64s(nil)
 		return
 	}
 	id := &q.ID
@@ -104,4 +110,16 @@ func (x queueIndex) queueCells(w *row, conn int) {
 	w.i64(int64(q.Depth.Max))
 	w.i64(int64(q.Depth.Integral()))
 	w.i64(int64(q.Depth.Span()))
+	sq := x.shares[conn]
+	for _, f := range []func(d *ulp.Depth) int{
+		func(d *ulp.Depth) int { return d.Max },
+		func(d *ulp.Depth) int { return int(d.Integral()) },
+		func(d *ulp.Depth) int { return int(d.Span()) },
+	} {
+		v := make([]int, len(sq))
+		for i, s := range sq {
+			v[i] = f(&s.Depth)
+		}
+		w.i64s(v)
+	}
 }
