@@ -30,6 +30,7 @@ type shareQueues struct {
 	order  []*shareQueue
 	member map[*task]*shareQueue // the outstanding commands counted in a share's depth
 	rest   Stats                 // rows of the commands naming no share
+	last   string                // the share of the latest request: a related compound member's
 }
 
 // shareEnter counts an SMB2 request naming share into the share's queue.

@@ -13,7 +13,8 @@ import (
 
 // shareQueueScenario: two shares, \\srv\a (TreeId 5) and \\srv\b
 // (TreeId 6), with FLUSHes on each answered out of order, an ECHO naming
-// no share (TreeId 1, never connected), and a FLUSH on b left outstanding.
+// no share (TreeId 1, never connected), a FLUSH on b left outstanding,
+// and a compound on a whose related member names no TreeId of its own.
 func shareQueueScenario() *gen.Scenario {
 	fid := [2]uint64{0x11, 0x22}
 	echo := func(mid uint64, resp bool) []byte { return append(smb2Hdr(13, resp, 0, mid), 4, 0, 0, 0) }
@@ -34,6 +35,10 @@ func shareQueueScenario() *gen.Scenario {
 		send("r2i", smbdData(1, 0, echo(6, true))),                   // conn 1
 		send("r2i", smbdData(1, 0, smb2FileOpResp(7, 4, 6))),         // b 0, conn 0
 		send("i2r", smbdData(0, 0, smb2FileOp(7, 7, 6, fid, false))), // b 1, conn 1: left outstanding
+		// a compound on a: FLUSH, and a related CLOSE whose TreeId is
+		// 0xFFFFFFFF: the previous member's tree ([MS-SMB2] §3.2.4.1.4)
+		send("i2r", smbdData(0, 0, smb2Chain(smb2FileOp(7, 8, 5, fid, false), smb2FileOp(6, 9, 0xFFFFFFFF, related, true)))), // a 2, conn 3
+		send("r2i", smbdData(2, 0, smb2Chain(smb2FileOpResp(7, 8, 5), smb2FileOpResp(6, 9, 5)))),                             // a 0, conn 1
 	)
 	return &gen.Scenario{Name: "smb2-share-queues", Seed: 12, Connections: []gen.Connection{c}}
 }
@@ -63,8 +68,8 @@ func TestSMB2ShareQueues(t *testing.T) {
 		rows  map[string]uint64
 	}
 	wants := map[string]want{
-		"":        {[]int{1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 1, 0, 1}, map[string]uint64{"SMB2 ECHO": 1}},
-		`\\srv\a`: {[]int{1, 0, 1, 2, 1, 0}, map[string]uint64{"SMB2 TREE_CONNECT": 1, "SMB2 FLUSH": 2}},
+		"":        {[]int{1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 1, 0, 1, 2, 3, 2, 1}, map[string]uint64{"SMB2 ECHO": 1}},
+		`\\srv\a`: {[]int{1, 0, 1, 2, 1, 0, 1, 2, 1, 0}, map[string]uint64{"SMB2 TREE_CONNECT": 1, "SMB2 FLUSH": 3, "SMB2 CLOSE": 1}},
 		`\\srv\b`: {[]int{1, 0, 1, 0, 1}, map[string]uint64{"SMB2 TREE_CONNECT": 1, "SMB2 FLUSH": 2}},
 	}
 	if len(rep.ULP.Queues) != len(wants) {
@@ -106,7 +111,7 @@ func TestSMB2ShareQueues(t *testing.T) {
 			t.Errorf("queue %q: windows %v (the connection's queue only has them)", q.Key.Name, hasWin)
 		}
 	}
-	byID := map[uint64]string{1: `\\srv\a`, 2: `\\srv\b`, 3: `\\srv\a`, 4: `\\srv\b`, 5: `\\srv\a`, 6: "", 7: `\\srv\b`}
+	byID := map[uint64]string{1: `\\srv\a`, 2: `\\srv\b`, 3: `\\srv\a`, 4: `\\srv\b`, 5: `\\srv\a`, 6: "", 7: `\\srv\b`, 8: `\\srv\a`, 9: `\\srv\a`}
 	if len(cmds) != len(byID) {
 		t.Errorf("%d commands, want %d", len(cmds), len(byID))
 	}
