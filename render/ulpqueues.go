@@ -12,10 +12,11 @@ import (
 )
 
 // The per-queue parts of the -z nvme/iscsi/smb2/rpc tables (ulp
-// depth.go): each queue (connection; an SMB2 share, ulp sharequeue.go) with what the protocol calls it, its
-// depth (outstanding commands: the most, and the mean over time from its
-// first command to the end of the capture), its rows with min, mean and
-// percentiles; then the commands still outstanding at the end.
+// depth.go): each queue (connection; an SMB2 share, ulp sharequeue.go)
+// with what the protocol calls it, its depth (outstanding commands: the
+// most, and the mean over time from its first command to the end of the
+// capture), its rows with min, mean and percentiles; then the commands
+// still outstanding at the end.
 
 // ULPQueues returns the queues of protocol p in s, by connection and name.
 func ULPQueues(s *ulp.Stats, p ulp.Proto) []*ulp.Queue {
