@@ -32,6 +32,8 @@ var WindowGroups = []WindowGroup{
 		"credits (commands the peer may send)", []int{ulp.WinSMBDClient, ulp.WinSMBDServer, ulp.WinSMB2Credits, ulp.WinRPCCredits, ulp.WinISCSICmdSN}},
 	{"iSCSI CmdSN sent against the window ExpCmdSN .. MaxCmdSN, per queue (RFC 7143 §4.2.2.1)",
 		"CmdSN − the queue's first ExpCmdSN", []int{ulp.WinISCSIExpCmdSN, ulp.WinISCSIMaxCmdSN, ulp.WinISCSICmdSNSent}},
+	{"SMB2 MessageIds granted (CreditResponse) and used (MessageId + CreditCharge), per queue",
+		"MessageId", []int{ulp.WinSMB2Granted, ulp.WinSMB2Used}},
 	{"NVMe SQ head (SQHD of the completions) and tail (commands submitted), per queue",
 		"SQ entry", []int{ulp.WinNVMeSQHead, ulp.WinNVMeSQTail}},
 }

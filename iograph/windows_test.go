@@ -135,7 +135,7 @@ func TestPlotWindows(t *testing.T) {
 		}
 	}
 	for _, w := range []int{ulp.WinSMBDClient, ulp.WinSMBDServer, ulp.WinSMB2Credits, ulp.WinRPCCredits, ulp.WinISCSICmdSN,
-		ulp.WinISCSIExpCmdSN, ulp.WinISCSIMaxCmdSN, ulp.WinISCSICmdSNSent, ulp.WinNVMeSQHead, ulp.WinNVMeSQTail} {
+		ulp.WinISCSIExpCmdSN, ulp.WinISCSIMaxCmdSN, ulp.WinISCSICmdSNSent, ulp.WinSMB2Granted, ulp.WinSMB2Used, ulp.WinNVMeSQHead, ulp.WinNVMeSQTail} {
 		if lines[w] == 0 {
 			t.Errorf("no %s line drawn on the captures", ulp.WindowNames[w])
 		}

@@ -61,7 +61,7 @@ func writeULPQueues(w io.Writer, s *ulp.Stats, p ulp.Proto) bool {
 	for _, q := range qs {
 		fmt.Fprintf(tw, "%s\t(depth)\tmax %d\tmean %.2f\t\t\t\t\t\t\t\n", QueueLabel(q.Key), q.Depth.Max, q.Depth.Mean())
 		for i := range q.Windows {
-			if ws := q.Windows[i].Series; len(ws) > 0 && !ulp.Serial[i] { // serial numbers: --plot draws them
+			if ws := q.Windows[i].Series; len(ws) > 0 && !ulp.Sequence[i] { // positions: --plot draws them
 				lo, hi := ws[0].Value, ws[0].Value
 				for _, p := range ws {
 					lo, hi = min(lo, p.Value), max(hi, p.Value)
