@@ -151,6 +151,7 @@ func ulpName(uc *ulp.Conn, c *reassembly.Conn) {
 		init = reassembly.Dir(c.Initiator)
 	}
 	uc.SetName(c.Addr[init].String() + " > " + c.Addr[init.Other()].String())
+	uc.SetID(int(c.ID))
 }
 
 // ulpGap tells the connection's ULP state of octets the capture lost.

@@ -607,6 +607,7 @@ func (e *Exporter) connections(rep *analyze.Report) {
 	w := e.rows[Connections]
 	stats := slices.Clone(rep.ConnStats)
 	slices.SortFunc(stats, func(a, b track.ConnStats) int { return a.Conn - b.Conn })
+	qx := newQueueIndex(rep) // queues.go
 	for i := range stats {
 		cs := &stats[i]
 		ci := e.conns[uint64(cs.Conn)]
@@ -675,6 +676,7 @@ func (e *Exporter) connections(rep *analyze.Report) {
 		w.strOrNull(ci.closed)
 		w.frameOrNull(ci.closeFrame)
 		w.str(communityid.V1(0, communityid.ProtoTCP, ci.addr[0], ci.addr[1]))
+		qx.queueCells(w, cs.Conn)
 		e.emit(Connections, w)
 	}
 }

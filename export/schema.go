@@ -204,7 +204,7 @@ var Connections = newTable("connections", "one row per iWARP connection: address
 		{Name: "closed", Type: String, Optional: true, Desc: "how it ended: fin, rst, idle, end (of capture), evicted, reused"},
 		{Name: "close_frame", Type: Int64, Optional: true, Desc: "frame that closed it"},
 		{Name: "community_id", Type: String, Optional: false, Desc: "the connection's Community ID v1 (seed 0, TCP), as Zeek, Suricata and Arkime write it: joins with their flow records"},
-	}))
+	}, queueCols()))
 
 // Commands: the storage-protocol commands, one row per command answered
 // or left unanswered (analyze.KindCommand with Config.Unanswered;
@@ -241,7 +241,7 @@ var Commands = newTable("commands", "storage-protocol commands (NVMe-oF, iSCSI o
 		{Name: "queue_ns", Type: Int64, Optional: true, Desc: "latency phase: the command to the target's first data operation (ulp.phase_queue_ns); NULL when the command moved no data of its own"},
 		{Name: "transfer_ns", Type: Int64, Optional: true, Desc: "latency phase: the first to the last data operation (ulp.phase_transfer_ns)"},
 		{Name: "backend_ns", Type: Int64, Optional: true, Desc: "latency phase: the last data operation to the response (ulp.phase_backend_ns); queue_ns + transfer_ns + backend_ns = latency_ns"},
-		{Name: "queue", Type: String, Optional: true, Desc: "what the protocol calls the command's queue: NVMe \"qid Q cntlid C SUBNQN\" (Connect), iSCSI \"TARGETNAME tsih 0xT\" (Login); NULL for SMB2 and NFS (the connection is the queue)"},
+		{Name: "queue", Type: String, Optional: true, Desc: "what the protocol calls the command's queue: NVMe \"qid Q cntlid C SUBNQN\" (Connect), iSCSI \"TARGETNAME tsih 0xT\" (Login); SMB2: the share the command names (\\\\server\\share, its TREE_CONNECT path), a queue of its own; NULL for NFS and SMB2 commands naming no share (the connection is the queue)"},
 		{Name: "findings", Type: Strings, Desc: "codes of the findings raised on the connection at the request or the response frame"},
 		{Name: "community_id", Type: String, Optional: false, Desc: "the connection's Community ID v1 (seed 0, TCP), as Zeek, Suricata and Arkime write it: joins with their flow records"},
 		{Name: "answered", Type: Bool, Desc: "the capture holds the response; false: the command was still outstanding when its connection or the capture ended (frame, time: that end; frame 0: the capture's)"},

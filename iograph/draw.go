@@ -25,8 +25,9 @@ const MaxLines = 8
 
 // Write draws what iwdump --plot shows into w (PNG when png, else SVG):
 // the I/O graph, the RDMA Read latency distribution, and for storage
-// traffic the command latency distribution per command and the depth of
-// each queue over time (s: the run's ULP statistics, ulp depth.go).
+// traffic the command latency distribution per command, the depth of
+// each queue over time (s: the run's ULP statistics, ulp depth.go) and its
+// flow-control windows (windows.go).
 func Write(w io.Writer, c *Collector, s *ulp.Stats, png bool) error {
 	plots := []*plot.Plot{ioPlot(c), readPlot(c)}
 	if p := commandPlot(c); p != nil {
@@ -35,6 +36,7 @@ func Write(w io.Writer, c *Collector, s *ulp.Stats, png bool) error {
 	if p := depthPlot(c, s); p != nil {
 		plots = append(plots, p)
 	}
+	plots = append(plots, windowPlots(c, s)...) // windows.go
 	wd, h := 24*vg.Centimeter, vg.Length(len(plots))*10*vg.Centimeter
 	var cv vg.CanvasWriterTo
 	if png {
@@ -194,16 +196,5 @@ func depthPlot(c *Collector, s *ulp.Stats) *plot.Plot {
 // DepthSteps is a depth series as a step line (seconds since start on X):
 // the depth holds from each change to the next, the last to the end.
 func DepthSteps(d *ulp.Depth, start time.Time) plotter.XYs {
-	var pts plotter.XYs
-	for i, pt := range d.Series {
-		x := pt.Time.Sub(start).Seconds()
-		if i > 0 {
-			pts = append(pts, plotter.XY{X: x, Y: float64(d.Series[i-1].Depth)})
-		}
-		pts = append(pts, plotter.XY{X: x, Y: float64(pt.Depth)})
-	}
-	if n := len(d.Series); n > 0 {
-		pts = append(pts, plotter.XY{X: d.End().Sub(start).Seconds(), Y: float64(d.Series[n-1].Depth)})
-	}
-	return pts
+	return stepLine(len(d.Series), func(i int) (time.Time, float64) { return d.Series[i].Time, float64(d.Series[i].Depth) }, start, d.End())
 }

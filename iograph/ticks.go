@@ -13,7 +13,18 @@ type CountTicks struct{}
 
 // Ticks returns ticks at multiples of 1, 2 or 5 × 10^k, at most about ten.
 func (CountTicks) Ticks(lo, hi float64) []plot.Tick {
-	lo, hi = math.Max(0, lo), math.Max(1, hi)
+	return IntTicks{}.Ticks(math.Max(0, lo), math.Max(1, hi))
+}
+
+// IntTicks marks a whole-number axis that may go below zero (a window a
+// peer overdrew, a sequence number's offset) as CountTicks does.
+type IntTicks struct{}
+
+// Ticks returns ticks at whole multiples of 1, 2 or 5 × 10^k.
+func (IntTicks) Ticks(lo, hi float64) []plot.Tick {
+	if hi < lo+1 {
+		hi = lo + 1
+	}
 	step := 1.0
 	for i := 0; (hi-lo)/step > 10 && i < 60; i++ {
 		switch m := step / math.Pow(10, math.Floor(math.Log10(step))); {
@@ -27,7 +38,11 @@ func (CountTicks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	var ts []plot.Tick
 	for v := math.Ceil(lo/step) * step; v <= hi+step/1e9; v += step {
-		ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+		l := strconv.FormatFloat(v, 'f', -1, 64)
+		if v == 0 {
+			l = "0" // not -0 (lo just below 0)
+		}
+		ts = append(ts, plot.Tick{Value: v, Label: l})
 	}
 	return ts
 }

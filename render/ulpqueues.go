@@ -12,10 +12,11 @@ import (
 )
 
 // The per-queue parts of the -z nvme/iscsi/smb2/rpc tables (ulp
-// depth.go): each queue (connection) with what the protocol calls it, its
-// depth (outstanding commands: the most, and the mean over time from its
-// first command to the end of the capture), its rows with min, mean and
-// percentiles; then the commands still outstanding at the end.
+// depth.go): each queue (connection; an SMB2 share, ulp sharequeue.go)
+// with what the protocol calls it, its depth (outstanding commands: the
+// most, and the mean over time from its first command to the end of the
+// capture), its rows with min, mean and percentiles; then the commands
+// still outstanding at the end.
 
 // ULPQueues returns the queues of protocol p in s, by connection and name.
 func ULPQueues(s *ulp.Stats, p ulp.Proto) []*ulp.Queue {
@@ -50,13 +51,17 @@ func writeULPQueues(w io.Writer, s *ulp.Stats, p ulp.Proto) bool {
 	}
 	fmt.Fprintln(w, "")
 	fmt.Fprintln(w, "Queues (one per connection): depth = commands outstanding; mean over time from the queue's first command to the end")
+	if slices.ContainsFunc(qs, func(q *ulp.Queue) bool { return q.ID.Share != "" }) {
+		fmt.Fprintln(w, "SMB2: a share's queue (its TREE_CONNECT path) holds the commands naming the share; the connection's the others,")
+		fmt.Fprintln(w, "its depth counting every command on the connection, as the credit windows bound them")
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "queue\tcommand\tcount\tunanswered\tmin\tmean\tp50\tp90\tp99\tmax\t")
 	approx := false
 	for _, q := range qs {
 		fmt.Fprintf(tw, "%s\t(depth)\tmax %d\tmean %.2f\t\t\t\t\t\t\t\n", QueueLabel(q.Key), q.Depth.Max, q.Depth.Mean())
 		for i := range q.Windows {
-			if ws := q.Windows[i].Series; len(ws) > 0 {
+			if ws := q.Windows[i].Series; len(ws) > 0 && !ulp.Sequence[i] { // positions: --plot draws them
 				lo, hi := ws[0].Value, ws[0].Value
 				for _, p := range ws {
 					lo, hi = min(lo, p.Value), max(hi, p.Value)

@@ -91,6 +91,25 @@ func (d *Depth) Mean() float64 {
 	return (d.area + float64(d.cur)*float64(end.Sub(d.last))) / float64(span)
 }
 
+// Integral is the area under the series from the queue's first command
+// to End: commands outstanding × ns (Mean = Integral / Span), a sum that
+// merges across queues and captures where a mean does not.
+func (d *Depth) Integral() float64 {
+	if !d.started {
+		return 0
+	}
+	end := d.End()
+	return d.area + float64(d.cur)*float64(end.Sub(d.last))
+}
+
+// Span is the time the mean is over: the first change to End.
+func (d *Depth) Span() time.Duration {
+	if !d.started {
+		return 0
+	}
+	return d.End().Sub(d.first)
+}
+
 // End is the time the mean runs to: the capture's end, or the last change.
 func (d *Depth) End() time.Time {
 	if d.end.Before(d.last) {
@@ -110,12 +129,33 @@ type QueueKey struct {
 // Queue is one queue's commands (rows by command name, as Stats.ByName)
 // and depth.
 type Queue struct {
-	Key   QueueKey
+	Key QueueKey
+	// ConnID is the analyzer's number of the queue's connection (SetID),
+	// as the export's conn columns hold it.
+	ConnID int
+	// ID is what the protocol calls the queue, field by field.
+	ID    QueueID
 	Rows  map[CmdKey]*CmdStats
 	Depth Depth
 	// Windows are the queue's flow-control windows over time (window.go),
-	// by WinSMBDClient...; empty where the protocol has none.
+	// by WinSMBDClient...; empty where the protocol has none, and on an
+	// SMB2 share's queue (the credits are the connection's).
 	Windows [NumWindows]Window
+}
+
+// QueueID is a queue's identity as its protocol gives it, the parts of
+// QueueKey.Name: the NVMe QID (CM private data or Connect), CNTLID
+// (Connect response) and subsystem NQN (Connect data); the iSCSI
+// TargetName and TSIH (Login); the SMB2 share (TREE_CONNECT path) of a
+// share's queue (sharequeue.go). Zero values where the capture does not
+// hold them (HasQID for the QID, which may be 0: the admin queue).
+type QueueID struct {
+	HasQID      bool
+	QID, CNTLID uint16
+	SubNQN      string
+	Target      string
+	TSIH        uint16
+	Share       string
 }
 
 // Stuck is a command outstanding when the capture ends.
@@ -138,11 +178,17 @@ type queueNames struct {
 	target string // iSCSI Login TargetName
 	tsih   uint16 // iSCSI Login response TSIH
 	name   string // cached Name (reset when one of the above changes)
+	id     int    // the analyzer's connection number (SetID)
+	shares shareQueues
 }
 
 // SetName tells the Conn how the analyzer names its connection (the
 // queue's QueueKey.Conn).
 func (c *Conn) SetName(s string) { c.connName = s }
+
+// SetID tells the Conn the analyzer's number of its connection
+// (Queue.ConnID).
+func (c *Conn) SetID(id int) { c.qn.id = id }
 
 // SetEnd tells the Conn when the capture ended: the age of what is still
 // outstanding, the span of the mean depth.
@@ -203,11 +249,35 @@ func (c *Conn) finishQueue(ts []*task) {
 			c.Stats.StuckDropped++
 			continue
 		}
-		c.Stats.Stuck = append(c.Stats.Stuck, Stuck{Queue: key, Name: t.cmd.Name, ID: t.cmd.ID, RequestFrame: t.cmd.RequestFrame,
+		k := key
+		k.Name = t.cmd.QueueName
+		c.Stats.Stuck = append(c.Stats.Stuck, Stuck{Queue: k, Name: t.cmd.Name, ID: t.cmd.ID, RequestFrame: t.cmd.RequestFrame,
 			Start: t.cmd.Start, Age: end.Sub(t.cmd.Start), AER: c.proto == NVMe && t.opc == 0x0C && (c.nvme.haveQID || c.nvme.pdReq) && c.nvme.qid == 0})
 	}
 	c.depth.end = end
-	c.Stats.Queues = append(c.Stats.Queues, &Queue{Key: key, Rows: c.Stats.ByName, Depth: c.depth, Windows: c.windows})
+	rows := c.Stats.ByName
+	if c.proto == SMBD {
+		rows = c.qn.shares.rest.ByName
+	}
+	c.Stats.Queues = append(c.Stats.Queues, &Queue{Key: key, ConnID: c.qn.id, ID: c.queueID(), Rows: rows, Depth: c.depth, Windows: c.windows})
+	for _, q := range c.qn.shares.order {
+		q.depth.end = end
+		c.Stats.Queues = append(c.Stats.Queues, &Queue{Key: QueueKey{Proto: c.proto, Conn: c.connName, Name: q.name}, ConnID: c.qn.id,
+			ID: QueueID{Share: q.name}, Rows: q.rows.ByName, Depth: q.depth})
+	}
+}
+
+// queueID is the connection's queue identity (Queue.ID).
+func (c *Conn) queueID() QueueID {
+	var id QueueID
+	switch c.proto {
+	case NVMe:
+		st := &c.nvme
+		id.HasQID, id.QID, id.CNTLID, id.SubNQN = st.haveQID || st.pdReq, st.qid, st.cntlid, c.qn.subnqn
+	case ISER:
+		id.Target, id.TSIH = c.qn.target, c.qn.tsih
+	}
+	return id
 }
 
 // loginNames takes the TargetName of an iSCSI Login Request's keys (RFC

@@ -243,8 +243,11 @@ func (c *Conn) iserSend(at At, i2r bool, a *sendAsm, b []byte, m *Message) bool 
 	case !i2r: // ExpCmdSN, MaxCmdSN
 		c.iser.expCmdSN, c.iser.maxCmdSN, c.iser.window = be32(bhs[28:]), be32(bhs[32:]), true
 		c.window(WinISCSICmdSN, int64(int32(c.iser.maxCmdSN-c.iser.expCmdSN)+1)) // window.go
+		c.window(WinISCSIExpCmdSN, int64(c.iser.expCmdSN))
+		c.window(WinISCSIMaxCmdSN, int64(c.iser.maxCmdSN))
 	case !imm && iop != 0x05 && iop != 0x03: // CmdSN at 24 on all but Data-Out and Login
 		c.cmdWindow(at, name, itt, be32(bhs[24:]))
+		c.window(WinISCSICmdSNSent, int64(be32(bhs[24:])))
 	}
 	m.b(fISCSIImm, imm)
 	m.b(fISCSIFinal, f1&0x80 != 0)

@@ -144,6 +144,9 @@ func (c *Conn) smb2Names(at At, h []byte, cmd uint16, resp bool, status uint32, 
 		tree = le32(h[36:])
 	}
 	share := c.objs.trees[tree]
+	if !resp && flags&4 != 0 && tree == 0xFFFFFFFF { // a related member names the previous member's tree ([MS-SMB2] §3.2.4.1.4)
+		share = c.qn.shares.last
+	}
 	file := ""
 	if !resp {
 		switch {
@@ -173,9 +176,11 @@ func (c *Conn) smb2Names(at At, h []byte, cmd uint16, resp bool, status uint32, 
 				}
 			}
 		}
+		c.qn.shares.last = share
 		if t != nil {
 			t.cmd.Object = smbObject(share, file)
 			t.file, t.share = file, share
+			c.shareEnter(t, share) // its share's queue (sharequeue.go)
 		}
 	} else if t != nil {
 		share, file = t.share, t.file

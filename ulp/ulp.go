@@ -124,7 +124,8 @@ type Command struct {
 	Queue, Transfer, Backend time.Duration
 	Phased                   bool
 	// QueueName is what the protocol calls the command's queue (depth.go:
-	// "qid 1 cntlid 1 nqn...", "iqn... tsih 0x1"; "" when it names none).
+	// "qid 1 cntlid 1 nqn...", "iqn... tsih 0x1"; an SMB2 command's share,
+	// sharequeue.go; "" when it names none).
 	QueueName string
 	// RDMA are the operations that moved the command's data, in the
 	// order they began (rdma.go: at most MaxXfers); RDMADropped counts
@@ -680,6 +681,7 @@ func (c *Conn) dropTask(t *task) {
 		c.forgetXfers(t)
 		delete(c.tasks, t.key)
 		c.depthChanged()
+		c.shareLeave(t)
 		if len(c.freeTasks) < 64 && t.data == nil {
 			c.freeTasks = append(c.freeTasks, t)
 		}
@@ -837,13 +839,10 @@ func (c *Conn) complete(at At, t *task, a *sendAsm, status string, ok bool, m *M
 		}
 	}
 	cmd.STags, cmd.NSTags = t.stags, t.nstags
-	cmd.QueueName = c.queueName()
+	cmd.QueueName = c.taskQueue(t)
 	c.dropTask(t)
 	c.done = append(c.done, *cmd)
-	if c.Stats == nil {
-		c.Stats = &Stats{}
-	}
-	c.Stats.add(cmd)
+	c.count(cmd)
 	if m != nil && (m.Cmd == nil || m.into > 0) { // the first command a message completes, and an SMB2 compound member's
 		m.addLink(&c.done[len(c.done)-1])
 	}
@@ -864,12 +863,9 @@ func (c *Conn) Finish() {
 	c.finishing = true // what is left is outstanding at the end, not answered
 	for _, t := range ts {
 		t.cmd.STags, t.cmd.NSTags = t.stags, t.nstags
-		t.cmd.QueueName = c.queueName()
+		t.cmd.QueueName = c.taskQueue(t)
 		c.done = append(c.done, t.cmd)
-		if c.Stats == nil {
-			c.Stats = &Stats{}
-		}
-		c.Stats.add(&t.cmd)
+		c.count(&t.cmd)
 	}
 	c.finishQueue(ts)
 	for _, t := range ts {

@@ -34,6 +34,7 @@ func (c *Conn) smb2Window(at At, h []byte, resp bool, cmd uint16, msgID uint64, 
 		if w.known {
 			w.top += uint64(le16(h[14:])) // CreditResponse
 			c.window(WinSMB2Credits, int64(w.top)-int64(w.next))
+			c.window(WinSMB2Granted, int64(w.top))
 		}
 		return
 	}
@@ -46,6 +47,8 @@ func (c *Conn) smb2Window(at At, h []byte, resp bool, cmd uint16, msgID uint64, 
 	n := max(charge, 1)
 	w.next = max(w.next, msgID+n)
 	c.window(WinSMB2Credits, int64(w.top)-int64(w.next))
+	c.window(WinSMB2Granted, int64(w.top)) // from the NEGOTIATE: {0}
+	c.window(WinSMB2Used, int64(w.next))
 	if msgID+n > w.top || msgID+n < msgID {
 		c.finding(at, true, CodeSMB2CreditWindow, "SMB2 request MessageId %d CreditCharge %d uses ids up to %d, but the server's credits granted ids below %d only ([MS-SMB2] §3.3.5.2.3)",
 			msgID, charge, msgID+n-1, w.top)
@@ -63,11 +66,34 @@ const (
 	WinISCSICmdSN         // iSCSI command window MaxCmdSN - ExpCmdSN + 1 (RFC 7143 §4.2.2.1)
 	WinNVMeSQHead         // NVMe SQ head pointer, SQHD of the completions (NVMe Base §4.6)
 	WinNVMeSQTail         // NVMe SQ tail: the commands the host submitted, modulo the queue size
+	// The iSCSI window's edges and what the initiator sent against them
+	// (RFC 7143 §4.2.2.1): ExpCmdSN and MaxCmdSN of the target's PDUs, the
+	// CmdSN of each non-immediate command; serial numbers (Serial).
+	WinISCSIExpCmdSN
+	WinISCSIMaxCmdSN
+	WinISCSICmdSNSent
+	// The SMB2 command sequence window's edges ([MS-SMB2] §3.3.1.1): the
+	// MessageIds the server's credits granted (ids below it) and those the
+	// client used (MessageId + CreditCharge of its latest request);
+	// WinSMB2Credits is their difference.
+	WinSMB2Granted
+	WinSMB2Used
 	NumWindows
 )
 
 // WindowNames name the windows, as the -z tables print them.
-var WindowNames = [NumWindows]string{"smbd client credits", "smbd server credits", "smb2 credits", "rpcrdma credits", "iscsi cmdsn window", "nvme sq head", "nvme sq tail"}
+var WindowNames = [NumWindows]string{"smbd client credits", "smbd server credits", "smb2 credits", "rpcrdma credits", "iscsi cmdsn window", "nvme sq head", "nvme sq tail",
+	"iscsi expcmdsn", "iscsi maxcmdsn", "iscsi cmdsn", "smb2 messageids granted", "smb2 messageids used"}
+
+// Sequence says which windows are positions in a sequence (an edge of a
+// window, a number sent against it) rather than counts: compare them with
+// each other; their min and max say nothing (-z leaves them out, --plot
+// draws them). Serial says which of those are 32-bit serial numbers (RFC
+// 1982), whose order wraps (Window.Series values as uint32).
+var (
+	Sequence = [NumWindows]bool{WinISCSIExpCmdSN: true, WinISCSIMaxCmdSN: true, WinISCSICmdSNSent: true, WinSMB2Granted: true, WinSMB2Used: true}
+	Serial   = [NumWindows]bool{WinISCSIExpCmdSN: true, WinISCSIMaxCmdSN: true, WinISCSICmdSNSent: true}
+)
 
 // WindowPoint is a window's value from Time on (Frame changed it).
 type WindowPoint struct {

@@ -64,4 +64,15 @@ func TestSMB2CreditWindow(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("smb2 credits over time %v, want %v", got, want)
 	}
+	// The window's edges: ids granted (1 at the NEGOTIATE, then + 2, 8,
+	// 0, 4, 1) and used (MessageId + CreditCharge of each request).
+	for w, want := range map[int][]int64{ulp.WinSMB2Granted: {1, 3, 11, 15, 16}, ulp.WinSMB2Used: {1, 2, 4, 8, 12, 17}} {
+		got = got[:0]
+		for _, p := range rep.ULP.Queues[0].Windows[w].Series {
+			got = append(got, p.Value)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s over time %v, want %v", ulp.WindowNames[w], got, want)
+		}
+	}
 }

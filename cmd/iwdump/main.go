@@ -72,7 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return nil
 	})
-	fs.StringVar(&o.plot, "plot", "", "draw an I/O graph, the read-latency distribution and, on storage traffic, command latency per command and queue depth over time to `FILE` (.svg or .png)")
+	fs.StringVar(&o.plot, "plot", "", "draw an I/O graph, the read-latency distribution and, on storage traffic, command latency per command, queue depth and flow-control windows (credits, iSCSI CmdSN window, NVMe SQ head/tail) over time per queue to `FILE` (.svg or .png)")
 	fs.StringVar(&o.failOn, "fail-on", "", "exit with status 4 when a finding of `SEVERITY` (error, warning, note) or worse was raised")
 	fs.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto (large files, stderr a terminal), always, never")
 	fs.IntVar(&o.workers, "workers", 0, "reassemble and decode on `N` goroutines, flows sharded by their addresses (0: one per core for files of 64 MiB or more; 1 otherwise); the output does not depend on N")

@@ -26,7 +26,7 @@ func (c *plotConsumer) Record(r *analyze.Record) {
 
 // writePlot draws --plot (iograph.Write): the I/O graph, the RDMA Read
 // latency distribution, and for storage traffic the command latencies per
-// command and the queue depth over time.
+// command, the queue depth and the flow-control windows over time.
 func writePlot(p *iograph.Collector, s *ulp.Stats, name string) error {
 	f, err := os.Create(name)
 	if err != nil {
