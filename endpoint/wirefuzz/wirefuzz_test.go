@@ -172,6 +172,14 @@ func TestFuzzFindsAndMinimises(t *testing.T) {
 	if lines != rep.Inputs {
 		t.Errorf("log has %d lines for %d inputs", lines, rep.Inputs)
 	}
+	// The logged inputs are the generator's draws for the seed (what
+	// TestSiwFuzzFindsIwcm969 checks of the input that crashed siw).
+	g := newGen(o.Seed)
+	for n := 1; n <= rep.Inputs; n++ {
+		if drawn, logged := g.input(), loggedInput(t, filepath.Join(dir, "log.ndjson"), n); drawn.String() != logged.String() {
+			t.Fatalf("input %d: logged %s, drawn %s", n, logged, drawn)
+		}
+	}
 	if n := countFrames(t, rep.CasePcap); n < 6 {
 		t.Errorf("case.pcap has %d frames", n)
 	}
