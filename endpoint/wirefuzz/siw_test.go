@@ -159,9 +159,11 @@ func TestSiwFuzzFindsIwcm969(t *testing.T) {
 	// starts: in CI the other packages' VM tests run alongside, and one
 	// of them booting between two of this test's guests took minutes of
 	// its budget.
+	held := time.Now()
 	if err := peer.Hold(t); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("the machine's VM lock taken after %v; the budget starts", time.Since(held).Round(time.Second))
 	budget := siwpeer.Budget(t, 9*time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
