@@ -55,6 +55,20 @@ type Options struct {
 	// Cause, when set, says how the peer died (say, the oops line of a
 	// VM's console); it is called once the peer is found dead.
 	Cause func() string
+	// Triage, when set, is asked instead of Cause when the peer stops
+	// answering: the cause, and whether it is the death the run hunts
+	// (fatal: the peer's host died, say a kernel oops on a VM's
+	// console). A death that is not fatal (the target's listener or
+	// process gone while its host lives) is recorded (Report.Lost,
+	// Out/lost-N.json and .pcap), Restart brings the target back, and
+	// the search goes on; only a fatal one is minimised and ends the run.
+	// A candidate of the minimiser that fails in a way that is not fatal
+	// does not reproduce the case. Without Triage every death is fatal.
+	Triage func(ctx context.Context) (cause string, fatal bool)
+	// Down, when set, says without waiting whether the peer cannot answer
+	// now (its VM has ended, its listener is gone): a failed liveness
+	// probe is then not retried for the rest of twice Timeout.
+	Down func() bool
 	// Logf, when set, gets progress lines.
 	Logf func(format string, args ...any)
 }
@@ -87,7 +101,19 @@ func (o *Options) defaults() {
 }
 
 func (o *Options) player() *player {
-	return &player{addr: o.Addr, crc: o.CRC, timeout: o.Timeout, drain: o.Drain}
+	return &player{addr: o.Addr, crc: o.CRC, timeout: o.Timeout, drain: o.Drain, down: o.Down}
+}
+
+// cause asks Triage (or Cause) how the peer died and whether that is
+// fatal.
+func (o *Options) cause(ctx context.Context) (string, bool) {
+	if o.Triage != nil {
+		return o.Triage(ctx)
+	}
+	if o.Cause != nil {
+		return o.Cause(), true
+	}
+	return "the peer stopped answering", true
 }
 
 // Report is how a run went.
@@ -101,6 +127,19 @@ type Report struct {
 	Case     *Case         `json:"case,omitempty"`
 	CasePath string        `json:"case_path,omitempty"`
 	CasePcap string        `json:"case_pcap,omitempty"`
+	// Lost are the deaths that were not fatal (Options.Triage), after
+	// which the target was restarted and the search went on.
+	Lost []Lost `json:"lost,omitempty"`
+}
+
+// Lost is a death that was not fatal: the input after which the probe
+// failed, why, and its record (a case file of the last inputs, not
+// minimised, and the input's pcap).
+type Lost struct {
+	N     int    `json:"n"` // the input's number in log.ndjson
+	Cause string `json:"cause"`
+	Case  string `json:"case"`
+	Pcap  string `json:"pcap"`
 }
 
 // logLine is one input in log.ndjson.
@@ -139,6 +178,7 @@ func Fuzz(ctx context.Context, o Options) (Report, error) {
 	g := newGen(o.Seed)
 	start := time.Now()
 	var recent []Input
+	var deathCause string
 	for ctx.Err() == nil && (o.Inputs == 0 || rep.Inputs < o.Inputs) && (o.Duration == 0 || time.Since(start) < o.Duration) {
 		in := g.input()
 		rep.Inputs++
@@ -169,9 +209,37 @@ func Fuzz(ctx context.Context, o Options) (Report, error) {
 		if dead == nil || ctx.Err() != nil {
 			continue
 		}
+		o.Logf("wirefuzz: the peer stopped answering after input %d (%v): %s; %v", rep.Inputs, time.Since(start).Round(time.Millisecond), in, dead)
+		cause, fatal := o.cause(ctx)
+		if !fatal {
+			if ctx.Err() != nil {
+				break
+			}
+			l, err := o.lost(rep.Inputs, cause, recent, filepath.Join(o.Out, name))
+			if err != nil {
+				return rep, err
+			}
+			rep.Lost = append(rep.Lost, l)
+			o.Logf("wirefuzz: not fatal (%s): recorded as %s; restarting the target", cause, l.Case)
+			if o.Restart == nil {
+				return rep, fmt.Errorf("wirefuzz: the target was lost (%s) and there is no Restart", cause)
+			}
+			// The restart's time is not search time (Duration).
+			t1 := time.Now()
+			addr, err := o.Restart(ctx)
+			if err != nil {
+				return rep, fmt.Errorf("wirefuzz: restarting the lost target: %w", err)
+			}
+			start = start.Add(time.Since(t1))
+			o.Addr = addr
+			p = o.player()
+			recent = nil
+			continue
+		}
 		rep.Died = true
 		rep.FoundAt = time.Since(start)
-		o.Logf("wirefuzz: the peer died after input %d (%v): %s; %v", rep.Inputs, rep.FoundAt.Round(time.Millisecond), in, dead)
+		deathCause = cause
+		o.Logf("wirefuzz: the peer died after input %d (%v): %s", rep.Inputs, rep.FoundAt.Round(time.Millisecond), cause)
 		break
 	}
 	rep.Elapsed = time.Since(start)
@@ -181,11 +249,7 @@ func Fuzz(ctx context.Context, o Options) (Report, error) {
 	if !rep.Died {
 		return rep, ctx.Err()
 	}
-	cause := "the peer stopped answering"
-	if o.Cause != nil {
-		cause = o.Cause()
-	}
-	c := Case{Target: o.Addr, CRC: o.CRC, Seed: o.Seed, Cause: cause, Inputs: recent}
+	c := Case{Target: o.Addr, CRC: o.CRC, Seed: o.Seed, Cause: deathCause, Inputs: recent}
 	rep.CasePath, rep.CasePcap = filepath.Join(o.Out, "case.json"), filepath.Join(o.Out, "case.pcap")
 	// The unminimised case and its record first: a minimising that is
 	// cut short leaves a re-runnable case all the same.
@@ -197,6 +261,19 @@ func Fuzz(ctx context.Context, o Options) (Report, error) {
 	m.run(ctx)
 	rep.Case = &m.cas
 	return rep, WriteCase(rep.CasePath, m.cas)
+}
+
+// lost records a death that was not fatal as Out/lost-NNN.json (the last
+// inputs as a case, not minimised) and Out/lost-NNN.pcap (the input's
+// record, with the failed probes).
+func (o *Options) lost(n int, cause string, recent []Input, pcap string) (Lost, error) {
+	l := Lost{N: n, Cause: cause, Case: filepath.Join(o.Out, fmt.Sprintf("lost-%06d.json", n)),
+		Pcap: filepath.Join(o.Out, fmt.Sprintf("lost-%06d.pcap", n))}
+	c := Case{Target: o.Addr, CRC: o.CRC, Seed: o.Seed, Cause: cause, Inputs: append([]Input(nil), recent...)}
+	if err := WriteCase(l.Case, c); err != nil {
+		return l, err
+	}
+	return l, copyFile(pcap, l.Pcap)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

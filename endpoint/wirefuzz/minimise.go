@@ -207,11 +207,15 @@ func (m *minimiser) try(ctx context.Context, cand []Input) bool {
 		return false
 	}
 	m.dead = true
+	cause, fatal := o.cause(ctx)
+	if !fatal {
+		// Another failure (Options.Triage): not the case's.
+		o.Logf("wirefuzz: candidate %d (%s) fails another way: %s", m.attempts, size(cand), cause)
+		return false
+	}
 	// The inputs after the one that killed the peer were not played.
 	c.Inputs = cand[:at+1]
-	if o.Cause != nil {
-		c.Cause = o.Cause()
-	}
+	c.Cause = cause
 	c.Minimised.Confirmed = true
 	m.cas = c
 	o.Logf("wirefuzz: candidate %d (%s) kills the peer: %s", m.attempts, size(c.Inputs), c.Cause)

@@ -20,6 +20,7 @@ type player struct {
 	crc     bool          // the baseline Request asks for CRCs
 	timeout time.Duration // the wait for an MPA Reply, and for the peer to answer a probe
 	drain   time.Duration // how long an input reads the peer's reaction at its end
+	down    func() bool   // Options.Down
 }
 
 // Outcome is what the peer did with one input.
@@ -289,13 +290,17 @@ func errText(err error) string {
 // client-server MPA Request (never peer-to-peer: a probe must not be an
 // input) gets an MPA Reply, an acceptance or a Reject, within the
 // timeout. It tries until twice the timeout has passed (a server may take
-// a moment to listen again) and returns why the peer is taken for dead.
+// a moment to listen again), or until Options.Down says the peer cannot
+// answer, and returns why the peer is taken for dead.
 func (p *player) alive(ctx context.Context, capt *endpoint.Capture) error {
 	end := time.Now().Add(2 * p.timeout)
 	for {
 		err := p.probe(ctx, capt)
 		if err == nil || time.Now().After(end) || ctx.Err() != nil {
 			return err
+		}
+		if p.down != nil && p.down() {
+			return fmt.Errorf("%w (and the peer is down)", err)
 		}
 		select {
 		case <-time.After(300 * time.Millisecond):

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,6 +33,12 @@ type fragile struct {
 	ln   net.Listener
 	once sync.Once
 	died chan struct{}
+	// loseOnRes, when set, plants a second, lesser flaw: a Request with
+	// any of its reserved flag bits set closes the listener (the target
+	// is lost, as siw's listener is by a close that beats its accept
+	// work, docs/fuzzing.md) without the death the search hunts.
+	loseOnRes bool
+	lost      chan struct{}
 }
 
 func startFragile(t *testing.T) *fragile {
@@ -39,7 +46,7 @@ func startFragile(t *testing.T) *fragile {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fragile{ln: ln, died: make(chan struct{})}
+	f := &fragile{ln: ln, died: make(chan struct{}), lost: make(chan struct{})}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -73,6 +80,10 @@ func (f *fragile) serve(c net.Conn) {
 	var req decode.MPAFrame
 	if _, err := decode.ParseMPAFrame(append(hdr, pd...), &req); err != nil || req.Reply || req.Rev != 2 || req.Reject {
 		return // a bad Request: closed, as siw does
+	}
+	if f.loseOnRes && req.Res != 0 {
+		f.once.Do(func() { close(f.lost); f.ln.Close() })
+		return
 	}
 	rep := decode.MPAFrame{Reply: true, Rev: 2, Enhanced: req.Enhanced, CRC: req.CRC, HasV2: req.HasV2,
 		V2: decode.MPAv2{IRD: 1, ORD: 1, PeerToPeer: req.HasV2 && req.V2.PeerToPeer}}
@@ -161,6 +172,14 @@ func TestFuzzFindsAndMinimises(t *testing.T) {
 	if lines != rep.Inputs {
 		t.Errorf("log has %d lines for %d inputs", lines, rep.Inputs)
 	}
+	// The logged inputs are the generator's draws for the seed (what
+	// TestSiwFuzzFindsIwcm969 checks of the input that crashed siw).
+	g := newGen(o.Seed)
+	for n := 1; n <= rep.Inputs; n++ {
+		if drawn, logged := g.input(), loggedInput(t, filepath.Join(dir, "log.ndjson"), n); drawn.String() != logged.String() {
+			t.Fatalf("input %d: logged %s, drawn %s", n, logged, drawn)
+		}
+	}
 	if n := countFrames(t, rep.CasePcap); n < 6 {
 		t.Errorf("case.pcap has %d frames", n)
 	}
@@ -179,6 +198,76 @@ func TestFuzzFindsAndMinimises(t *testing.T) {
 	robust := serveRping(t)
 	if at, err := Replay(context.Background(), Options{Addr: robust, Timeout: time.Second}, c, ""); at >= 0 || err != nil {
 		t.Errorf("replay against iwkit's rping server: at %d, %v; want alive", at, err)
+	}
+}
+
+// TestFuzzGoesOnAfterLostTarget: with Triage, a death that is not
+// fatal (the fragile target's lesser flaw: its listener closes, nothing
+// else dies) is recorded as a lost case, the target is restarted and the
+// search goes on until the fatal flaw; the minimised case is the fatal
+// one. Seed 7 draws Requests with reserved bits before it finds the
+// iwcm.c:969 flaw.
+func TestFuzzGoesOnAfterLostTarget(t *testing.T) {
+	start := func() *fragile {
+		f := startFragile(t)
+		f.loseOnRes = true
+		return f
+	}
+	var cur *fragile
+	cur = start()
+	dir := t.TempDir()
+	restarts := 0
+	o := Options{Addr: cur.addr(), Seed: 7, Inputs: 2000, Timeout: 300 * time.Millisecond, Drain: 20 * time.Millisecond, Settle: time.Millisecond,
+		Out: dir, Restart: func(context.Context) (string, error) {
+			restarts++
+			cur = start()
+			return cur.addr(), nil
+		},
+		Triage: func(context.Context) (string, bool) {
+			select {
+			case <-cur.died:
+				return "fragile: the iwcm.c:969 flaw", true
+			case <-cur.lost:
+				return "fragile: the listener is lost", false
+			default:
+				return "fragile: no answer, no flaw hit", false
+			}
+		}, Logf: t.Logf}
+	rep, err := Fuzz(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Died || len(rep.Lost) == 0 {
+		t.Fatalf("died %v after %d inputs with %d targets lost: want targets lost, then the fatal flaw", rep.Died, rep.Inputs, len(rep.Lost))
+	}
+	t.Logf("found after %d inputs, %d targets lost, %d restarts", rep.Inputs, len(rep.Lost), restarts)
+	for _, l := range rep.Lost {
+		if l.Cause != "fragile: the listener is lost" || l.N >= rep.Inputs {
+			t.Errorf("lost %+v", l)
+		}
+		c, err := ReadCase(l.Case)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := c.Inputs[len(c.Inputs)-1]
+		if !slices.ContainsFunc(last.Request, func(m Mut) bool { return m.F == "res" && m.V&15 != 0 }) {
+			t.Errorf("lost case %s: its last input %s has no reserved bits", l.Case, last)
+		}
+		if n := countFrames(t, l.Pcap); n < 2 {
+			t.Errorf("%s has %d frames", l.Pcap, n)
+		}
+	}
+	c, err := ReadCase(rep.CasePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Cause != "fragile: the iwcm.c:969 flaw" || !c.Minimised.Confirmed {
+		t.Errorf("case: cause %q, %+v; want the fatal flaw, confirmed", c.Cause, c.Minimised)
+	}
+	// Every lost target was restarted, and the minimiser restarted the
+	// dead one at least once.
+	if restarts <= len(rep.Lost) {
+		t.Errorf("%d restarts for %d lost targets and a minimising", restarts, len(rep.Lost))
 	}
 }
 

@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -126,5 +129,40 @@ func TestHostEnd(t *testing.T) {
 	<-sctx.Done()
 	if h.Ctx.Err() != nil {
 		t.Error("the host side's context ended with the run; it ends at hostWait")
+	}
+}
+
+// TestHold: while a test holds the machine's boot lock, another holder
+// (another test binary: a separate open file, as flock sees it) cannot
+// take it, and Start's own lock is nothing; after the test's cleanup the
+// lock is free again. No VM is booted: the lock is a file of the cache.
+func TestHold(t *testing.T) {
+	p := &Peer{Cache: t.TempDir()}
+	other := func() bool {
+		f, err := os.OpenFile(filepath.Join(p.Cache, ".boot-lock"), os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+	}
+	t.Run("held", func(t *testing.T) {
+		if err := p.Hold(t); err != nil {
+			t.Fatal(err)
+		}
+		if other() {
+			t.Error("another process could take the boot lock while it is held")
+		}
+		l, err := p.lock(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := l.(nopCloser); !ok {
+			t.Errorf("Start would take a lock of its own while the test holds it: %T", l)
+		}
+		l.Close()
+	})
+	if !other() {
+		t.Error("the boot lock is still held after the holding test ended")
 	}
 }

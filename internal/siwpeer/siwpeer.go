@@ -279,16 +279,9 @@ func (p *Peer) Start(t Owner, command string, o Options) (*VM, error) {
 	// parallel) booting at once would slow each other's guests past their
 	// protocol timeouts. The lock is a file lock: the kernel releases it
 	// when its holder dies, however it dies.
-	lock, err := os.OpenFile(filepath.Join(p.Cache, ".boot-lock"), os.O_CREATE|os.O_RDWR, 0o666)
+	lock, err := p.lock(t)
 	if err != nil {
 		return nil, err
-	}
-	if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
-		t.Logf("siw peer: waiting for another VM of this machine's tests to end")
-		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-			lock.Close()
-			return nil, err
-		}
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -386,6 +379,68 @@ func (p *Peer) Start(t Owner, command string, o Options) (*VM, error) {
 		<-vm.done
 	})
 	return vm, nil
+}
+
+// held is the boot lock taken by Hold: while it is held, Start takes no
+// lock of its own.
+var held struct {
+	sync.Mutex
+	f *os.File
+}
+
+// nopCloser stands for the lock when Hold holds it.
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
+
+// lock takes the machine's boot lock for one VM (closing it unlocks), or
+// nothing when Hold holds it.
+func (p *Peer) lock(t Owner) (io.Closer, error) {
+	held.Lock()
+	h := held.f != nil
+	held.Unlock()
+	if h {
+		return nopCloser{}, nil
+	}
+	return p.flock(t)
+}
+
+func (p *Peer) flock(t Owner) (*os.File, error) {
+	lock, err := os.OpenFile(filepath.Join(p.Cache, ".boot-lock"), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return nil, err
+	}
+	if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		t.Logf("siw peer: waiting for another VM of this machine's tests to end")
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+			lock.Close()
+			return nil, err
+		}
+	}
+	return lock, nil
+}
+
+// Hold takes the machine's boot lock (Start's) until t's cleanup, for a
+// test that boots VMs one after another (a fuzzer restarting a crashed
+// guest): without it, another test binary's VM may boot between two of
+// its VMs and hold the machine for minutes of its budget. The VMs of
+// this process that Start boots meanwhile take no lock of their own, so
+// one test at a time of the binary may hold it.
+func (p *Peer) Hold(t Owner) error {
+	f, err := p.flock(t)
+	if err != nil {
+		return err
+	}
+	held.Lock()
+	held.f = f
+	held.Unlock()
+	t.Cleanup(func() {
+		held.Lock()
+		held.f = nil
+		held.Unlock()
+		f.Close()
+	})
+	return nil
 }
 
 func (vm *VM) finish(code int, err error, console string) {
