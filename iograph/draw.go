@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"image/color"
 	"io"
+	"math"
 	"slices"
 	"time"
 
@@ -99,6 +100,25 @@ func histPlot(title, what string) *plot.Plot {
 	return p
 }
 
+// legendRoom makes room above the lines for a top legend of n lines, so
+// that the legend does not cover a line at its top.
+func legendRoom(p *plot.Plot, n int) {
+	p.Y.Max += (p.Y.Max - p.Y.Min) * min(0.6, 0.08*float64(n))
+}
+
+// atLeastDecade widens a log latency axis to one decade about its data's
+// geometric middle: latencies that all fall in one or two bins (a single
+// Read) would otherwise fill the plot from edge to edge with the axis
+// labelled only at its two crowded ends.
+func atLeastDecade(p *plot.Plot) {
+	lo, hi := p.X.Min, p.X.Max
+	if lo <= 0 || hi/lo >= 10 {
+		return
+	}
+	mid := math.Sqrt(lo * hi)
+	p.X.Min, p.X.Max = mid/math.Sqrt(10), mid*math.Sqrt(10)
+}
+
 // steps is the outline of a Latency histogram (µs on X).
 func steps(l *Latency) plotter.XYs {
 	var pts plotter.XYs
@@ -129,6 +149,7 @@ func readPlot(c *Collector) *plot.Plot {
 		l.FillColor = color.RGBA{R: 44, G: 160, B: 44, A: 160}
 		p.Add(l)
 	}
+	atLeastDecade(p)
 	return p
 }
 
@@ -157,6 +178,8 @@ func commandPlot(c *Collector) *plot.Plot {
 		p.Legend.Add(k.Proto.String()+" "+k.Name, l)
 	}
 	p.Legend.Top = true
+	atLeastDecade(p)
+	legendRoom(p, min(len(keys), MaxLines))
 	return p
 }
 
@@ -190,6 +213,7 @@ func depthPlot(c *Collector, s *ulp.Stats) *plot.Plot {
 		p.Legend.Add(q.Key.Proto.String()+" "+render.QueueLabel(q.Key), l)
 	}
 	p.Legend.Top = true
+	legendRoom(p, min(len(qs), MaxLines))
 	return p
 }
 

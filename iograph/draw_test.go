@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/pcap"
@@ -32,6 +33,26 @@ func TestLogTicks(t *testing.T) {
 		if n < 2 {
 			t.Errorf("%v: %d labels", r, n)
 		}
+	}
+}
+
+// A latency plot of one Read spans a decade about it, labelled at least
+// twice inside it (not edge to edge with crowded end labels).
+func TestOneReadDecade(t *testing.T) {
+	c := &Collector{}
+	c.Lat.Add(9100 * time.Microsecond)
+	p := readPlot(c)
+	if p.X.Max/p.X.Min < 10*(1-1e-9) || p.X.Min > 9100 || p.X.Max < 9100 {
+		t.Fatalf("X from %g to %g µs for one Read of 9100 µs", p.X.Min, p.X.Max)
+	}
+	var in int
+	for _, tk := range (LogTicks{}).Ticks(p.X.Min, p.X.Max) {
+		if tk.Label != "" && tk.Value > p.X.Min*1.2 && tk.Value < p.X.Max/1.2 {
+			in++
+		}
+	}
+	if in < 2 {
+		t.Errorf("%d labels inside the axis", in)
 	}
 }
 

@@ -167,8 +167,7 @@ func windowPlots(c *Collector, s *ulp.Stats) []*plot.Plot {
 			p.Legend.Add(l.Label(), line)
 		}
 		p.Legend.Top = true
-		// Room above the lines for the legend (a line of it per line).
-		p.Y.Max += (p.Y.Max - p.Y.Min) * min(0.6, 0.08*float64(len(ls)))
+		legendRoom(p, len(ls))
 		ps = append(ps, p)
 	}
 	return ps
