@@ -493,7 +493,10 @@ func (u *UI) fillSTags() {
 func (u *UI) fillCmds() {
 	v := u.views["cmds"]
 	ix := u.S.Ix
-	rdma := u.rdmaFrames() // commands.go
+	var rdma map[[2]uint64][]int32
+	if ix.NumCmds() > 0 { // a million RDMA Writes and no command: 15 MB for nothing
+		rdma = u.rdmaFrames() // commands.go
+	}
 	v.reset(ix.NumCmds(), "Frame", "Time", "Conn", "Command", "Status", "Latency", "Expected", "Moved", "Inline", "Reads", "Writes", "STags", "Response", "Object", "RDMA frames")
 	v.cell = func(e, col int) string {
 		c := ix.Cmd(e)
