@@ -185,7 +185,7 @@ func TestColourRules(t *testing.T) {
 	s.runes(":colours")
 	s.key(tcell.KeyEnter)
 	waitColours(t, ses)
-	if s.u.msg != "1 colouring rules loaded" || !strings.Contains(s.u.whole.GetText(true), "Writes") {
+	if page := s.u.whole.GetText(true); s.u.msg != "1 colouring rules loaded" || !strings.Contains(page, "Writes") || !strings.Contains(page, "@NAME@FILTER@[BG][FG]") {
 		t.Errorf(":colours: status %q, page %q", s.u.msg, s.u.whole.GetText(true))
 	}
 	if again := s.colourLines(); strings.Contains(again, pair) {

@@ -261,7 +261,8 @@ func (u *UI) command(text string) string {
 		msg := u.loadColours()
 		rules, errs := LoadColours()
 		var b strings.Builder
-		fmt.Fprintf(&b, "Colouring rules from %s (Wireshark's colorfilters: @NAME@FILTER@[BG][FG]), tried in order before the built-in ones; the first that matches colours the row. Z turns all colouring off.\n\n", tview.Escape(ColoursPath()))
+		fmt.Fprintf(&b, "Colouring rules from %s (Wireshark's colorfilters: %s), tried in order before the built-in ones; the first that matches colours the row. Z turns all colouring off.\n\n",
+			tview.Escape(ColoursPath()), tview.Escape("@NAME@FILTER@[BG][FG]"))
 		for _, r := range rules {
 			fmt.Fprintf(&b, "%4d  %s%s[-:-]  %s\n", r.Line, r.tag(), tview.Escape(r.Name), tview.Escape(r.Expr))
 		}
