@@ -189,24 +189,24 @@ func (u *UI) Use(st Settings) error {
 			u.settings.addRecent(f)
 		}
 	}
-	u.msg = u.loadColours()
+	u.msg, _, _ = u.loadColours()
 	return u.saveSettings()
 }
 
 // loadColours (re)reads the colouring rules file and applies its rules
-// (colours.go); it returns what the status line says: the first bad
-// line, and how many there were.
-func (u *UI) loadColours() string {
+// (colours.go); it returns them, the bad lines, and what the status line
+// says: the first bad line, and how many there were.
+func (u *UI) loadColours() (string, []ColourRule, []error) {
 	rules, errs := LoadColours()
 	userColours.Store(&rules)
 	u.S.ApplyColours(rules)
 	switch len(errs) {
 	case 0:
-		return ""
+		return "", rules, errs
 	case 1:
-		return "[red]" + tview.Escape(errs[0].Error()) + "[-]"
+		return "[red]" + tview.Escape(errs[0].Error()) + "[-]", rules, errs
 	}
-	return fmt.Sprintf("[red]%s; %d more bad lines (:colours lists them)[-]", tview.Escape(errs[0].Error()), len(errs)-1)
+	return fmt.Sprintf("[red]%s; %d more bad lines (:colours lists them)[-]", tview.Escape(errs[0].Error()), len(errs)-1), rules, errs
 }
 
 func (u *UI) saveSettings() error {
@@ -258,8 +258,7 @@ func (u *UI) command(text string) string {
 		u.saveSettings()
 		return "columns: " + tview.Escape(strings.Join(names, " "))
 	case "colours", "colors":
-		msg := u.loadColours()
-		rules, errs := LoadColours()
+		msg, rules, errs := u.loadColours()
 		var b strings.Builder
 		fmt.Fprintf(&b, "Colouring rules from %s (Wireshark's colorfilters: %s), tried in order before the built-in ones; the first that matches colours the row. Z turns all colouring off.\n\n",
 			tview.Escape(ColoursPath()), tview.Escape("@NAME@FILTER@[BG][FG]"))
