@@ -103,8 +103,14 @@ func NewRandomReader(ra io.ReaderAt) (*RandomReader, error) {
 // ReadAt reads the record at off into f (f.Data in buf, grown as needed;
 // f.Number is left alone) and returns the buffer.
 func (r *RandomReader) ReadAt(off int64, f *Frame, buf []byte) ([]byte, error) {
-	var h [16]byte
-	if _, err := r.ra.ReadAt(h[:], off); err != nil {
+	// The record header is read into buf: a local array would escape to
+	// the heap through the io.ReaderAt (16 octets a frame of garbage, a
+	// million frames read back for a display filter).
+	if cap(buf) < 16 {
+		buf = make([]byte, 16, 2048)
+	}
+	h := buf[:16]
+	if _, err := r.ra.ReadAt(h, off); err != nil {
 		return buf, fmt.Errorf("record at %d: %w", off, err)
 	}
 	o := r.c.order

@@ -3,7 +3,9 @@ package tui
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -139,6 +141,7 @@ func BenchmarkViews(b *testing.B) {
 		s.Wait()
 		rows := s.Ix.Len()
 		before := vmHWM(b)
+		b.Logf("index built: %d rows, VmHWM %d MiB; %s", rows, before>>20, heapNote(b, "index"))
 		sim := tcell.NewSimulationScreen("UTF-8")
 		if err := sim.Init(); err != nil {
 			b.Fatal(err)
@@ -148,23 +151,24 @@ func BenchmarkViews(b *testing.B) {
 		u.deferLater()
 		u.pages.SetRect(0, 0, 200, 50)
 		var slowest time.Duration
-		for _, a := range []Action{ActFindings, ActOps, ActConns, ActSTags, ActCmds, ActGraph, ActOps} {
-			start := time.Now()
-			u.Do(a)
-			u.pages.Draw(sim)
-			sim.Show()
-			d := time.Since(start) // the view on the screen
-			u.settle()
-			u.pages.Draw(sim)
-			sim.Show()
-			all := time.Since(start) // and its order, off the event loop
-			slowest = max(slowest, d)
-			b.Logf("view %v (page %s): on screen %v, ordered %v, VmHWM %d MiB", a, u.page, d, all, vmHWM(b)>>20)
+		views := func(when string) {
+			for _, a := range []Action{ActFindings, ActOps, ActConns, ActSTags, ActCmds, ActGraph, ActOps} {
+				start, watch := time.Now(), peakWatch()
+				u.Do(a)
+				u.pages.Draw(sim)
+				sim.Show()
+				d := time.Since(start) // the view on the screen
+				u.settle()
+				u.pages.Draw(sim)
+				sim.Show()
+				all := time.Since(start) // and its order, off the event loop
+				slowest = max(slowest, d)
+				b.Logf("view %v (page %s, %s): on screen %v, ordered %v, VmHWM %d MiB; %s; %s", a, u.page, when, d, all, vmHWM(b)>>20, watch(), heapNote(b, when+"-"+u.page))
+			}
 		}
-		afterViews := vmHWM(b)
 		// A display filter over the whole capture, to its end (a second
 		// pass of the pipeline over the stored frames).
-		start := time.Now()
+		start, watch := time.Now(), peakWatch()
 		if err := u.ApplyFilter("ddp.tagged && rdmap.opcode == 0"); err != nil {
 			b.Fatal(err)
 		}
@@ -175,19 +179,93 @@ func BenchmarkViews(b *testing.B) {
 			time.Sleep(time.Millisecond)
 		}
 		filter := time.Since(start)
-		u.Do(ActOps) // the operations view, filtered
 		u.settle()
+		afterFilter := vmHWM(b)
+		b.Logf("filter: %v, VmHWM %d MiB; %s; %s", filter, afterFilter>>20, watch(), heapNote(b, "filter"))
+		views("filtered") // every view, the display filter applied to it
+		afterFiltered := vmHWM(b)
+		if err := u.ApplyFilter(""); err != nil {
+			b.Fatal(err)
+		}
+		views("unfiltered") // and every view again without it
 		after := vmHWM(b)
 		budget := int64(rows)*64 + 70e6
 		b.ReportMetric(float64(rows), "rows")
 		b.ReportMetric(float64(before)/(1<<20), "MiB-before")
-		b.ReportMetric(float64(afterViews)/(1<<20), "MiB-after-views")
-		b.ReportMetric(float64(after)/(1<<20), "MiB-after-filter")
+		b.ReportMetric(float64(afterFilter)/(1<<20), "MiB-after-filter")
+		b.ReportMetric(float64(afterFiltered)/(1<<20), "MiB-after-filtered-views")
+		b.ReportMetric(float64(after)/(1<<20), "MiB-after-all-views")
 		b.ReportMetric(float64(budget)/(1<<20), "MiB-budget")
 		b.ReportMetric(float64(slowest.Microseconds())/1e3, "ms-slowest-view")
 		b.ReportMetric(filter.Seconds(), "s-filter")
 		s.Close()
 	}
+}
+
+// peakWatch samples the resident memory (VmRSS) every 2 ms until stop
+// is called, and words what the runtime held from the system (Go heap,
+// stacks, the rest) when it was highest: what the peak was made of.
+func peakWatch() (stop func() string) {
+	quit, done := make(chan struct{}), make(chan string)
+	go func() {
+		f, _ := os.Open("/proc/self/statm")
+		defer f.Close()
+		fd := int(f.Fd())
+		var best int64
+		var at runtime.MemStats
+		for {
+			select {
+			case <-quit:
+				done <- fmt.Sprintf("peak VmRSS %d MiB: Go heap %d MiB (live or garbage %d), stacks %d, runtime's other %d",
+					best>>20, (at.HeapSys-at.HeapReleased)>>20, at.HeapAlloc>>20, at.StackSys>>20, (at.Sys-at.HeapSys-at.StackSys)>>20)
+				return
+			default:
+				time.Sleep(2 * time.Millisecond)
+			}
+			if r := vmRSS(fd); r > best {
+				best = r
+				runtime.ReadMemStats(&at)
+			}
+		}
+	}()
+	return func() string { close(quit); return <-done }
+}
+
+// vmRSS is the process's resident memory now in octets (/proc/self/statm,
+// read into a buffer of its own: the sampler adds no garbage of its own).
+func vmRSS(fd int) int64 {
+	var buf [128]byte
+	n, _ := syscall.Pread(fd, buf[:], 0)
+	var fields [2]int64
+	k := 0
+	for _, c := range buf[:max(n, 0)] {
+		if c == ' ' {
+			if k++; k == 2 {
+				break
+			}
+			continue
+		}
+		fields[k] = fields[k]*10 + int64(c-'0')
+	}
+	return fields[1] * int64(os.Getpagesize())
+}
+
+// heapNote words the Go heap now (live, and what the runtime holds from
+// the system); with IWTUI_BENCH_HEAP=DIR it also writes a heap profile
+// DIR/NAME.heap (go tool pprof -sample_index=inuse_space).
+func heapNote(b *testing.B, name string) string {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if dir := os.Getenv("IWTUI_BENCH_HEAP"); dir != "" {
+		f, err := os.Create(filepath.Join(dir, name+".heap"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		pprof.WriteHeapProfile(f)
+		f.Close()
+	}
+	return fmt.Sprintf("heap %d MiB live, %d MiB from the system", ms.HeapAlloc>>20, (ms.HeapSys-ms.HeapReleased)>>20)
 }
 
 // settle waits for the jobs off the event loop and runs what they hand

@@ -189,7 +189,24 @@ func (u *UI) Use(st Settings) error {
 			u.settings.addRecent(f)
 		}
 	}
+	u.msg, _, _ = u.loadColours()
 	return u.saveSettings()
+}
+
+// loadColours (re)reads the colouring rules file and applies its rules
+// (colours.go); it returns them, the bad lines, and what the status line
+// says: the first bad line, and how many there were.
+func (u *UI) loadColours() (string, []ColourRule, []error) {
+	rules, errs := LoadColours()
+	userColours.Store(&rules)
+	u.S.ApplyColours(rules)
+	switch len(errs) {
+	case 0:
+		return "", rules, errs
+	case 1:
+		return "[red]" + tview.Escape(errs[0].Error()) + "[-]", rules, errs
+	}
+	return fmt.Sprintf("[red]%s; %d more bad lines (:colours lists them)[-]", tview.Escape(errs[0].Error()), len(errs)-1), rules, errs
 }
 
 func (u *UI) saveSettings() error {
@@ -240,6 +257,25 @@ func (u *UI) command(text string) string {
 		u.cols, u.settings.Columns = cols, names
 		u.saveSettings()
 		return "columns: " + tview.Escape(strings.Join(names, " "))
+	case "colours", "colors":
+		msg, rules, errs := u.loadColours()
+		var b strings.Builder
+		fmt.Fprintf(&b, "Colouring rules from %s (Wireshark's colorfilters: %s), tried in order before the built-in ones; the first that matches colours the row. Z turns all colouring off.\n\n",
+			tview.Escape(ColoursPath()), tview.Escape("@NAME@FILTER@[BG][FG]"))
+		for _, r := range rules {
+			fmt.Fprintf(&b, "%4d  %s%s[-:-]  %s\n", r.Line, r.tag(), tview.Escape(r.Name), tview.Escape(r.Expr))
+		}
+		if len(rules) == 0 {
+			b.WriteString("  no rules\n")
+		}
+		for _, err := range errs {
+			fmt.Fprintf(&b, "\n[red]%s[-]", tview.Escape(err.Error()))
+		}
+		u.showText(" Colouring rules ", b.String())
+		if msg == "" {
+			msg = fmt.Sprintf("%d colouring rules loaded", len(rules))
+		}
+		return msg
 	case "time", "t":
 		if !slices.Contains(render.TimeFormats, arg) {
 			return "[red]:time " + strings.Join(render.TimeFormats, "|") + " (as iwdump -t)[-]"
@@ -251,5 +287,5 @@ func (u *UI) command(text string) string {
 		u.saveSettings()
 		return "time format " + arg
 	}
-	return "[red]not a frame number or a command (load FILE, recent, columns NAME..., time FORMAT)[-]"
+	return "[red]not a frame number or a command (load FILE, recent, columns NAME..., time FORMAT, colours)[-]"
 }

@@ -652,6 +652,9 @@ func (x *indexer) match(r *analyze.Record, row int) {
 	if f := s.cur.Load(); f != nil && row >= f.cut && f.f.Match(r) {
 		f.set(row)
 	}
+	if c := s.colours.Load(); c != nil && len(c.runs) > 0 && row >= c.runs[0].cut {
+		firstMatch(c.runs, r, row) // the colouring rules (colours.go)
+	}
 }
 
 // OpOf returns the operation PDU row r belongs to: one of its connection

@@ -52,6 +52,8 @@ type Session struct {
 	// frame boundary (every record of the frames read so far handed out).
 	feed sync.Mutex
 	idx  *indexer
+	// colours: the user's colouring rules applied (colours.go; nil: none)
+	colours atomic.Pointer[colourSet]
 }
 
 // FilterRun is a display filter applied to the rows: a bitset of the rows
@@ -288,26 +290,44 @@ func (s *Session) ApplyFilter(expr string) (*FilterRun, error) {
 		return nil, err
 	}
 	fr := &FilterRun{Expr: expr, f: f}
+	s.start([]*FilterRun{fr}, func() {
+		s.fmu.Lock()
+		s.flt = fr
+		s.cur.Store(fr)
+		s.fmu.Unlock()
+	})
+	return fr, nil
+}
+
+// start fixes, at a frame boundary, the rows a pass over the frames read
+// so far decides for the runs frs (their cut) and installs them (install:
+// from then on the indexer matches the later rows), then starts the pass.
+func (s *Session) start(frs []*FilterRun, install func()) {
 	s.feed.Lock()
+	cut, upto := s.Ix.Len(), s.idx.last
 	if _, _, done, _ := s.Ix.Progress(); done {
-		fr.cut, fr.upto = 1<<62, s.Ix.store.frames()
-	} else {
-		fr.cut, fr.upto = s.Ix.Len(), s.idx.last
+		cut, upto = 1<<62, s.Ix.store.frames()
 	}
-	s.fmu.Lock()
-	s.flt = fr
-	s.cur.Store(fr)
-	s.fmu.Unlock()
+	for _, fr := range frs {
+		fr.cut, fr.upto = cut, upto
+	}
+	install()
 	s.feed.Unlock()
-	if fr.upto == 0 {
+	if upto == 0 {
+		finish(frs, nil)
+	} else {
+		go s.pass(frs)
+	}
+}
+
+// finish marks the runs done (with the pass's error, if any).
+func finish(frs []*FilterRun, err error) {
+	for _, fr := range frs {
 		fr.mu.Lock()
-		fr.Done = true
+		fr.Done, fr.Err = true, err
 		fr.mu.Unlock()
 		fr.gen.Add(1)
-	} else {
-		go s.pass(fr)
 	}
-	return fr, nil
 }
 
 // Filter is the display filter applied (nil: none).
@@ -317,20 +337,18 @@ func (s *Session) Filter() *FilterRun {
 	return s.flt
 }
 
-// pass runs the pipeline over the stored frames (1..fr.upto, or all) and
-// sets the rows below fr.cut that the filter matches: the same pipeline
-// over the same frames hands out the same records in the same order.
-func (s *Session) pass(fr *FilterRun) {
-	defer func() {
-		fr.mu.Lock()
-		fr.Done = true
-		fr.mu.Unlock()
-		fr.gen.Add(1)
-	}()
-	m := &matcher{fr: fr, s: s}
-	if err := s.rerun(&storeSource{st: s.Ix.store, upto: fr.upto}, m); err != nil && err != errCancelled {
-		fr.Err = err
+// pass runs the pipeline over the stored frames (1..upto of the runs,
+// or all) and sets the rows below their cut that they match, each row in
+// the first run that matches it (one run: the display filter; several:
+// the colouring rules, first match wins): the same pipeline over the same
+// frames hands out the same records in the same order.
+func (s *Session) pass(frs []*FilterRun) {
+	m := &matcher{frs: frs, s: s}
+	err := s.rerun(&storeSource{st: s.Ix.store, upto: frs[0].upto}, m)
+	if err == errCancelled {
+		err = nil
 	}
+	finish(frs, err)
 }
 
 // rerun runs the pipeline over frames read back from the store as the
@@ -355,7 +373,7 @@ func (s *Session) runConfig() analyze.Config {
 
 // matcher numbers the rows of a filter pass as the indexer does.
 type matcher struct {
-	fr  *FilterRun
+	frs []*FilterRun // all with the same cut and upto
 	s   *Session
 	row int
 	tcp int // TCP rows numbered so far
@@ -364,8 +382,8 @@ type matcher struct {
 func (m *matcher) Record(r *analyze.Record) {
 	if keptSegment(r) {
 		// TCP rows below the cut's are the pass's too (tcp.go).
-		if m.row < m.fr.cut && m.fr.f.Match(r) {
-			m.fr.set(tcpBase + m.tcp)
+		if m.row < m.frs[0].cut {
+			firstMatch(m.frs, r, tcpBase+m.tcp)
 		}
 		m.tcp++
 		return
@@ -373,10 +391,20 @@ func (m *matcher) Record(r *analyze.Record) {
 	if r.Kind != analyze.KindPDU && r.Kind != analyze.KindFinding {
 		return
 	}
-	if m.row < m.fr.cut && m.fr.f.Match(r) {
-		m.fr.set(m.row)
+	if m.row < m.frs[0].cut {
+		firstMatch(m.frs, r, m.row)
 	}
 	m.row++
+}
+
+// firstMatch sets row in the first of the runs whose filter matches r.
+func firstMatch(frs []*FilterRun, r *analyze.Record, row int) {
+	for _, fr := range frs {
+		if fr.f.Match(r) {
+			fr.set(row)
+			return
+		}
+	}
 }
 
 // storeSource reads frames 1..upto back from the store.

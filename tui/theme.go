@@ -115,7 +115,7 @@ func Legend() string {
 	if !colouring {
 		return fmt.Sprintf("Colours: theme %s, the list's colouring rules off (Z turns them on).", palette.Name)
 	}
-	return fmt.Sprintf("Colours (theme %s; T: next theme, Z: colouring rules off): red error finding / bad CRC, yellow warning, cyan MPA, green Read, blue Write, magenta Terminate.", palette.Name)
+	return fmt.Sprintf("Colours (theme %s; L: next theme, Z: colouring rules off): red error finding / bad CRC, yellow warning, cyan MPA, green Read, blue Write, magenta Terminate.", palette.Name) + coloursLegend()
 }
 
 // themed puts the theme's colours in text written with tview's tags

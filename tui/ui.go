@@ -197,7 +197,13 @@ func (c *listContent) GetCell(row, at int) *tview.TableCell {
 		// Fixed widths: columns do not shift as larger numbers scroll in.
 		text = strings.Repeat(" ", w-len(text)) + text
 	}
-	cell := tview.NewTableCell(tview.Escape(text)).SetTextColor(rowColor(&r)) // "TCP [SYN]" is no style tag
+	cell := tview.NewTableCell(tview.Escape(text)) // "TCP [SYN]" is no style tag
+	// The user's colouring rules first (colours.go), then the built-in.
+	if fg, bg, ok := c.u.S.userStyle(i); ok {
+		cell.SetTextColor(fg).SetBackgroundColor(bg)
+	} else {
+		cell.SetTextColor(rowColor(&r))
+	}
 	if col == 4 {
 		cell.SetExpansion(1)
 	}
@@ -326,7 +332,7 @@ func (u *UI) Run() error {
 // the filter or the live counters moved; the first ones come soon, so
 // the first screen does not wait for a tick.
 func (u *UI) ticker() {
-	var last [5]uint64
+	var last [6]uint64
 	for i := 0; ; i++ {
 		d := 100 * time.Millisecond
 		if i < 10 {
@@ -343,7 +349,7 @@ func (u *UI) ticker() {
 			gen = fr.Gen()
 		}
 		_, drops, _ := u.S.Drops()
-		now := [5]uint64{uint64(u.S.Ix.Len()), uint64(read), gen, drops, b2u(done)}
+		now := [6]uint64{uint64(u.S.Ix.Len()), uint64(read), gen, drops, b2u(done), u.S.colourGen()}
 		if now != last {
 			last = now
 			u.App.QueueUpdateDraw(u.Refresh)

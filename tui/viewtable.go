@@ -1,8 +1,10 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 
@@ -180,6 +182,9 @@ func (u *UI) orderView(v *viewTable) {
 	// (another key) gets new functions and a new job.
 	match, cols := v.match, viewCols{cell: v.cell, num: v.num}
 	job := func() []int32 {
+		if fr == nil && col >= 0 && cols.numInOrder(n-fixed, func(i int) int { return fixed + i }, col, rev) {
+			return nil // the entries' own order is the column's: no permutation kept
+		}
 		order := make([]int32, 0, n)
 		for e := 0; e < n; e++ {
 			if e < fixed || fr == nil || match(e, fr) {
@@ -189,12 +194,15 @@ func (u *UI) orderView(v *viewTable) {
 		if col >= 0 || rev {
 			sortEntries(cols, order[min(fixed, len(order)):], col, rev)
 		}
+		if len(order) == n && isIdent(order) {
+			return nil // the entries' own order: no permutation kept
+		}
 		return order
 	}
 	apply := func(order []int32) {
 		v.mu.Lock()
 		if v.gen == gen {
-			v.order, v.ident, v.busy = order, false, ""
+			v.order, v.ident, v.busy = order, order == nil, ""
 		}
 		v.mu.Unlock()
 		u.viewTitle(v)
@@ -217,6 +225,16 @@ func (u *UI) orderView(v *viewTable) {
 		order := job()
 		u.later(func() { apply(order) })
 	}()
+}
+
+// isIdent reports whether order is 0, 1, 2, ...
+func isIdent(order []int32) bool {
+	for i, e := range order {
+		if int(e) != i {
+			return false
+		}
+	}
+	return true
 }
 
 // viewCols are a view's columns as a sort reads them.
@@ -243,45 +261,72 @@ func sortEntries(v viewCols, es []int32, col int, rev bool) {
 		v.num = func(int, int) (int64, bool) { return 0, false }
 	}
 	if _, isNum := v.num(int(es[0]), col); isNum { // v is a copy
+		if v.numInOrder(len(es), func(i int) int { return int(es[i]) }, col, rev) {
+			return
+		}
 		keys := make([]int64, len(es))
 		for i, e := range es {
 			keys[i], _ = v.num(int(e), col)
 		}
-		sortBy(es, func(a, b int) int {
-			switch {
-			case keys[a] < keys[b]:
-				return -sign
-			case keys[a] > keys[b]:
-				return sign
-			}
-			return 0
-		})
+		sortKeyed(es, keys, func(a, b int64) int { return cmp.Compare(a, b) * sign })
 		return
 	}
 	keys := make([]string, len(es))
 	for i, e := range es {
 		keys[i] = v.cell(int(e), col)
 	}
-	sortBy(es, func(a, b int) int { return strings.Compare(keys[a], keys[b]) * sign })
+	sortKeyed(es, keys, func(a, b string) int { return strings.Compare(a, b) * sign })
 }
 
-// sortBy sorts es by cmp of their positions (ties in entry order).
-func sortBy(es []int32, cmp func(a, b int) int) {
-	idx := make([]int32, len(es))
-	for i := range idx {
-		idx[i] = int32(i)
+// numInOrder reports whether the n entries at(0), at(1), ... (in entry
+// order) are in the order of number column col already, read as they go
+// (no keys kept): a large view often is (the operations by request frame
+// on a capture of Writes), and then costs no sort and no copy.
+func (v viewCols) numInOrder(n int, at func(i int) int, col int, rev bool) bool {
+	if v.num == nil {
+		return false
 	}
-	slices.SortFunc(idx, func(a, b int32) int {
-		if c := cmp(int(a), int(b)); c != 0 {
-			return c
+	var prev int64
+	for i := 0; i < n; i++ {
+		k, ok := v.num(at(i), col)
+		if !ok {
+			return false
 		}
-		return int(es[a] - es[b])
-	})
-	out := make([]int32, len(es))
-	for i, k := range idx {
-		out[i] = es[k]
+		if i > 0 && (k < prev && !rev || k > prev && rev) {
+			return false
+		}
+		prev = k
 	}
-	copy(es, out)
+	return true
+}
+
+// sortKeyed sorts es by cmp of keys (keys[i] is es[i]'s), ties in entry
+// order, moving both together in place: a million entries cost their
+// keys and no index or copy besides (an order already right, as a large
+// view's often is, is checked and left).
+func sortKeyed[K any](es []int32, keys []K, cmp func(a, b K) int) {
+	k := keyed[K]{es: es, keys: keys, cmp: cmp}
+	if !sort.IsSorted(k) {
+		sort.Sort(k)
+	}
+}
+
+type keyed[K any] struct {
+	es   []int32
+	keys []K
+	cmp  func(a, b K) int
+}
+
+func (k keyed[K]) Len() int { return len(k.es) }
+func (k keyed[K]) Less(i, j int) bool {
+	if c := k.cmp(k.keys[i], k.keys[j]); c != 0 {
+		return c < 0
+	}
+	return k.es[i] < k.es[j]
+}
+func (k keyed[K]) Swap(i, j int) {
+	k.es[i], k.es[j] = k.es[j], k.es[i]
+	k.keys[i], k.keys[j] = k.keys[j], k.keys[i]
 }
 
 // viewTitle sets the title: the view's, its counts, its order, its
