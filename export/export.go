@@ -130,6 +130,13 @@ func New(o Options) (*Exporter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
+	return newExporter(o, hash)
+}
+
+// newExporter is New with the content hash given ("" when it is not known
+// yet: Export hashes the capture as the analysis reads it and sets it
+// before Finish, when no commit of the name exists to compare it with).
+func newExporter(o Options, hash string) (*Exporter, error) {
 	if err := checkName(&o, hash); err != nil {
 		return nil, err
 	}
