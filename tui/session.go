@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/filter"
@@ -52,6 +53,12 @@ type Session struct {
 	// frame boundary (every record of the frames read so far handed out).
 	feed sync.Mutex
 	idx  *indexer
+	// whole: a display filter is applied or being applied, which matches
+	// the records as the indexer takes them: the shards of a sharded run
+	// hand them out whole (rowPreparer). prepared counts the records the
+	// shards took as rows and the indexer has not yet indexed.
+	whole    atomic.Bool
+	prepared atomic.Int64
 }
 
 // FilterRun is a display filter applied to the rows: a bitset of the rows
@@ -280,6 +287,7 @@ func (s *Session) ApplyFilter(expr string) (*FilterRun, error) {
 		s.fmu.Lock()
 		s.flt = nil
 		s.cur.Store(nil)
+		s.whole.Store(false)
 		s.fmu.Unlock()
 		return nil, nil
 	}
@@ -288,7 +296,7 @@ func (s *Session) ApplyFilter(expr string) (*FilterRun, error) {
 		return nil, err
 	}
 	fr := &FilterRun{Expr: expr, f: f}
-	s.feed.Lock()
+	s.wholeRecords()
 	if _, _, done, _ := s.Ix.Progress(); done {
 		fr.cut, fr.upto = 1<<62, s.Ix.store.frames()
 	} else {
@@ -308,6 +316,25 @@ func (s *Session) ApplyFilter(expr string) (*FilterRun, error) {
 		go s.pass(fr)
 	}
 	return fr, nil
+}
+
+// wholeRecords has the shards hand out whole records from now on, and
+// returns holding feed once the indexer has indexed every record they
+// took as a row (rowPreparer): a filter must see every record from its
+// cut on.
+func (s *Session) wholeRecords() {
+	s.whole.Store(true)
+	for {
+		s.feed.Lock()
+		if s.prepared.Load() == 0 {
+			return
+		}
+		if _, _, done, _ := s.Ix.Progress(); done { // the run ended: nothing more comes
+			return
+		}
+		s.feed.Unlock()
+		time.Sleep(100 * time.Microsecond)
+	}
 }
 
 // Filter is the display filter applied (nil: none).
