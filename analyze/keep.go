@@ -33,6 +33,7 @@ type keptRecord struct {
 	off    int
 	r      *Record
 	p0, p1 int
+	taken  bool // by the Preparer
 }
 
 func (k *recorder) Record(r *Record) {
@@ -43,7 +44,7 @@ func (k *recorder) Record(r *Record) {
 		b, ok := k.prep.Prepare(r, o.prepared)
 		if ok {
 			o.prepared = b
-			kr.r, kr.p0, kr.p1 = o.keep.prepared(r), n, len(b)
+			kr.r, kr.p0, kr.p1, kr.taken = o.keep.prepared(r), n, len(b), true
 		} else {
 			o.prepared = b[:n]
 		}
@@ -71,11 +72,18 @@ func (m *outMerger) hand(o *shardOut, k *keptRecord, shard int) {
 	if r.Term != nil {
 		r.Term.Conn = int(m.globalCached(shard, uint64(r.Term.Conn)))
 	}
-	if k.p1 > k.p0 {
+	if k.taken {
 		r.Prepared = o.prepared[k.p0:k.p1:k.p1]
+		if r.Prepared == nil {
+			r.Prepared = noOctets
+		}
 	}
 	m.c.Record(r)
 }
+
+// noOctets is what a Preparer made of a record it took without appending
+// anything: Prepared is not nil.
+var noOctets = []byte{}
 
 // globalCached is global, remembering the last connection of each shard:
 // records come in runs of one connection (numCache).

@@ -121,7 +121,8 @@ type Record struct {
 	Seg reassembly.SegmentEvent
 	// Prepared is what a Splitter's Preparer made of the record on its
 	// shard, in place of the record's PDU, ULP message, operation and the
-	// other details (see Splitter); nil otherwise.
+	// other details (see Splitter), not nil even when empty; nil
+	// otherwise.
 	Prepared []byte
 
 	h     *handler         // raised it: STags asks its tracker
