@@ -209,6 +209,13 @@ type cancelSource struct {
 	boundary bool
 }
 
+// Pin is the source's, when it has one (indexedSource): the sharded run
+// reads the frames straight into its chunks.
+func (c *cancelSource) Pin(buf []byte) bool {
+	p, ok := c.Source.(interface{ Pin([]byte) bool })
+	return ok && p.Pin(buf)
+}
+
 func (c *cancelSource) Next(f *pcap.Frame) error {
 	if c.s.cancel.Load() {
 		return errCancelled
