@@ -486,7 +486,7 @@ func (x *indexer) pdu(r *analyze.Record) {
 	var pr pduRow
 	if b := r.Prepared; b != nil { // the shard made it (rowPreparer)
 		copy(unsafe.Slice((*byte)(unsafe.Pointer(&pr)), unsafe.Sizeof(pr)), b)
-		x.s.prepared.Add(-1)
+		x.s.indexedRows++
 	} else {
 		pr = makePDURow(r)
 	}
@@ -580,23 +580,43 @@ func makePDURow(r *analyze.Record) pduRow {
 }
 
 // Preparer makes the PDU rows of a shard (analyze.Splitter).
-func (x *indexer) Preparer() analyze.Preparer { return rowPreparer{x.s} }
+func (x *indexer) Preparer() analyze.Preparer {
+	rp := rowPreparer{s: x.s, taken: &takenCount{}}
+	if s := x.s; s != nil {
+		s.takenMu.Lock()
+		s.taken = append(s.taken, rp.taken)
+		s.takenMu.Unlock()
+	}
+	return rp
+}
+
+// takenCount counts the rows one shard took, on a cache line of its own:
+// the shards do not contend for one counter (Session.wholeRecords sums
+// them).
+type takenCount struct {
+	n atomic.Int64
+	_ [56]byte
+}
 
 // rowPreparer reads, on a shard, the rows of the PDUs that need nothing
 // but their row: not those with a storage-protocol message or that may
 // advertise a buffer (ulpPDU), and none while a display filter is applied
 // or being applied (Session.whole), which matches the records whole.
-type rowPreparer struct{ s *Session }
+type rowPreparer struct {
+	s     *Session
+	taken *takenCount
+}
 
 func (rp rowPreparer) Prepare(r *analyze.Record, b []byte) ([]byte, bool) {
 	if r.Kind != analyze.KindPDU || r.ULP != nil || mayAdvertise(&r.PDU.PDU) || rp.s == nil {
 		return b, false
 	}
 	// Counted before whole is read: ApplyFilter, which sets whole, then
-	// waits for the count to drop to 0, sees every record taken.
-	rp.s.prepared.Add(1)
+	// waits until the indexer has indexed as many rows as the shards
+	// took, sees every record taken.
+	rp.taken.n.Add(1)
 	if rp.s.whole.Load() {
-		rp.s.prepared.Add(-1)
+		rp.taken.n.Add(-1)
 		return b, false
 	}
 	pr := makePDURow(r)

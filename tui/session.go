@@ -55,10 +55,13 @@ type Session struct {
 	idx  *indexer
 	// whole: a display filter is applied or being applied, which matches
 	// the records as the indexer takes them: the shards of a sharded run
-	// hand them out whole (rowPreparer). prepared counts the records the
-	// shards took as rows and the indexer has not yet indexed.
-	whole    atomic.Bool
-	prepared atomic.Int64
+	// hand them out whole (rowPreparer). taken counts, per shard, the
+	// records the shards took as rows; indexedRows those the indexer
+	// indexed (written while feed is held).
+	whole       atomic.Bool
+	takenMu     sync.Mutex
+	taken       []*takenCount
+	indexedRows int64
 }
 
 // FilterRun is a display filter applied to the rows: a bitset of the rows
@@ -333,7 +336,13 @@ func (s *Session) wholeRecords() {
 	s.whole.Store(true)
 	for {
 		s.feed.Lock()
-		if s.prepared.Load() == 0 {
+		var taken int64
+		s.takenMu.Lock()
+		for _, c := range s.taken {
+			taken += c.n.Load()
+		}
+		s.takenMu.Unlock()
+		if taken == s.indexedRows {
 			return
 		}
 		if _, _, done, _ := s.Ix.Progress(); done { // the run ended: nothing more comes
