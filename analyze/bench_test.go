@@ -3,6 +3,7 @@ package analyze
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"runtime"
@@ -53,7 +54,7 @@ func cpuTime() time.Duration {
 // allocations per frame. With records, one consumer gets every record
 // through Run (the shards' copies, handed out in capture order), else one
 // per shard through RunOrdered.
-func runBulk(b *testing.B, data []byte, framesPerOp, workers int, records bool) {
+func runBulk(b *testing.B, data []byte, framesPerOp, workers int, records, split bool) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	var ms0, ms1 runtime.MemStats
@@ -66,7 +67,9 @@ func runBulk(b *testing.B, data []byte, framesPerOp, workers int, records bool) 
 			b.Fatal(err)
 		}
 		counts := make([]int, workers)
-		if records {
+		if split {
+			_, err = Run(r, Config{Workers: workers, Panics: benchPanics}, &pduCounter{n: &counts[0]})
+		} else if records {
 			_, err = Run(r, Config{Workers: workers, Panics: benchPanics}, consumerFunc(func(r *Record) {
 				if r.Kind == KindPDU {
 					counts[0]++
@@ -109,7 +112,7 @@ func BenchmarkRun(b *testing.B) {
 	for _, conns := range []int{1, 4} {
 		b.Run(fmt.Sprintf("%dconn", conns), func(b *testing.B) {
 			data, frames := bulkCapture(b, conns, 600)
-			runBulk(b, data, frames, 1, false)
+			runBulk(b, data, frames, 1, false, false)
 		})
 	}
 }
@@ -121,16 +124,42 @@ func BenchmarkRun(b *testing.B) {
 func BenchmarkRunWorkers(b *testing.B) {
 	data, frames := bulkCapture(b, 4, 600)
 	for _, w := range []int{1, 2, 4} {
-		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) { runBulk(b, data, frames, w, false) })
+		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) { runBulk(b, data, frames, w, false, false) })
 	}
 }
 
 // BenchmarkRunRecords is BenchmarkRunWorkers through Run: one consumer
 // gets every record in capture order, the shards' copies with more than
-// one worker (what the copies and the hand-out cost: cpu-frames/s).
+// one worker (what the copies and the hand-out cost: cpu-frames/s); split:
+// the consumer is a Splitter whose preparers take the PDU records, which
+// are then not copied whole.
 func BenchmarkRunRecords(b *testing.B) {
 	data, frames := bulkCapture(b, 4, 600)
 	for _, w := range []int{1, 2} {
-		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) { runBulk(b, data, frames, w, true) })
+		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) { runBulk(b, data, frames, w, true, false) })
+	}
+	for _, w := range []int{1, 2} {
+		b.Run(fmt.Sprintf("split/workers=%d", w), func(b *testing.B) { runBulk(b, data, frames, w, true, true) })
+	}
+}
+
+// pduCounter is a Splitter that counts PDUs: its preparers take each PDU
+// record (as 8 octets, its sequence range), which then is not copied whole.
+type pduCounter struct{ n *int }
+
+type seqPreparer struct{}
+
+func (seqPreparer) Prepare(r *Record, b []byte) ([]byte, bool) {
+	if r.Kind != KindPDU {
+		return b, false
+	}
+	return binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(b, r.Seq), r.End), true
+}
+
+func (c *pduCounter) Preparer() Preparer { return seqPreparer{} }
+
+func (c *pduCounter) Record(r *Record) {
+	if r.Kind == KindPDU {
+		*c.n++
 	}
 }

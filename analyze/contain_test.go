@@ -228,7 +228,7 @@ func BenchmarkContain(b *testing.B) {
 		b.Run(m.name, func(b *testing.B) {
 			benchPanics = m.mode
 			defer func() { benchPanics = PanicAuto }()
-			runBulk(b, data, frames, 1, false)
+			runBulk(b, data, frames, 1, false, false)
 		})
 	}
 }

@@ -18,7 +18,9 @@
 // the same API: shards own the flows that hash to them, keep a copy of
 // each record they raise (keep.go), and a merger hands the copies to the
 // consumer in frame order, with the numbers one worker gives the
-// connections: the consumer sees what it would see with one worker.
+// connections: the consumer sees what it would see with one worker. A
+// Splitter consumer does the part of its work that needs the record
+// whole on the shards (its Preparer), and that record is not copied.
 //
 // RunOrdered is the adapter for consumers whose product is octets in
 // capture order (iwdump's text and NDJSON, package render): one consumer

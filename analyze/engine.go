@@ -118,6 +118,33 @@ type Consumer interface {
 	Record(r *Record)
 }
 
+// A Splitter is a Consumer that does the part of its work that needs
+// a record whole on the shard that raised it, so that it runs in
+// parallel: with more than one worker, Run calls Prepare of the shard's
+// Preparer on the shard's goroutine with each record the shard raises,
+// in the shard's order, while the record is valid (its connection
+// numbers are the shard's own). When Prepare takes the record, Run does not
+// copy it whole: Record gets, in capture order, a record whose PDU, ULP,
+// Op, Term, Close, Gap, Resync, Cmd and Finding.Track are nil, whose
+// other fields are the record's (Conn a copy, with the global number),
+// and whose Prepared holds what Prepare appended. Otherwise Record gets
+// the record whole, as any Consumer. With one worker Record gets every
+// record as raised, Prepared nil.
+type Splitter interface {
+	Consumer
+	// Preparer returns the preparer of one shard; Run calls it once per
+	// shard before the first record.
+	Preparer() Preparer
+}
+
+// A Preparer is a Splitter's shard-side half (see Splitter).
+type Preparer interface {
+	// Prepare appends to b what the Splitter's Record needs of r and
+	// returns it, and whether it took r (false: r is handed out whole, and
+	// b's new octets are dropped).
+	Prepare(r *Record, b []byte) ([]byte, bool)
+}
+
 // A FrameConsumer also sees every frame, in order, before the records
 // of that frame (Run), or, as RunOrdered's consumer, every frame before it
 // is fed to the reassembly (in every shard: each shard sees every frame).
@@ -228,7 +255,14 @@ func Run(src Source, cfg Config, c Consumer) (*Report, error) {
 	m := newMerger(n)
 	m.c = c
 	m.fc, _ = c.(FrameConsumer)
-	return runSharded(src, &cfg, n, m, func(_ int, out *Out) Consumer { return &recorder{out: out} })
+	sp, _ := c.(Splitter)
+	return runSharded(src, &cfg, n, m, func(_ int, out *Out) Consumer {
+		k := &recorder{out: out}
+		if sp != nil {
+			k.prep = sp.Preparer()
+		}
+		return k
+	})
 }
 
 // Output is where RunOrdered writes.

@@ -22,38 +22,78 @@ import (
 // merger's ranges of output (what a frame, an expiring connection, the end
 // of the capture raised) say which records to hand out.
 type recorder struct {
-	out *Out
+	out  *Out
+	prep Preparer // the Splitter's, when the consumer is one
 }
 
-// keptRecord is a record kept at offset off of the shard's output.
+// keptRecord is a record kept at offset off of the shard's output; what
+// the Preparer made of it, if anything, is prepared[p0:p1] of the shard's
+// output.
 type keptRecord struct {
-	off int
-	r   *Record
+	off    int
+	r      *Record
+	p0, p1 int
+	taken  bool // by the Preparer
 }
 
 func (k *recorder) Record(r *Record) {
 	o := k.out.sink
-	o.recs = append(o.recs, keptRecord{off: len(o.buf), r: o.keep.record(r, o.frames)})
+	kr := keptRecord{off: len(o.buf)}
+	if k.prep != nil {
+		n := len(o.prepared)
+		b, ok := k.prep.Prepare(r, o.prepared)
+		if ok {
+			o.prepared = b
+			kr.r, kr.p0, kr.p1, kr.taken = o.keep.prepared(r), n, len(b), true
+		} else {
+			o.prepared = b[:n]
+		}
+	}
+	if kr.r == nil {
+		kr.r = o.keep.record(r, o.frames)
+	}
+	o.recs = append(o.recs, kr)
 	o.buf = append(o.buf, 0)
 }
 
 // hand gives the consumer a record shard kept, under the global
 // connection numbers.
-func (m *outMerger) hand(r *Record, shard int) {
-	g := func(local int) int { return int(m.global(shard, uint64(local))) }
+func (m *outMerger) hand(o *shardOut, k *keptRecord, shard int) {
+	r := k.r
 	if r.Conn != nil {
-		r.Conn.ID = uint64(g(int(r.Conn.ID)))
+		r.Conn.ID = m.globalCached(shard, r.Conn.ID)
 	}
 	if t := r.Finding.Track; t != nil {
-		t.Conn = g(t.Conn)
+		t.Conn = int(m.globalCached(shard, uint64(t.Conn)))
 	}
 	if r.Op != nil {
-		r.Op.Conn = g(r.Op.Conn)
+		r.Op.Conn = int(m.globalCached(shard, uint64(r.Op.Conn)))
 	}
 	if r.Term != nil {
-		r.Term.Conn = g(r.Term.Conn)
+		r.Term.Conn = int(m.globalCached(shard, uint64(r.Term.Conn)))
+	}
+	if k.taken {
+		r.Prepared = o.prepared[k.p0:k.p1:k.p1]
+		if r.Prepared == nil {
+			r.Prepared = noOctets
+		}
 	}
 	m.c.Record(r)
+}
+
+// noOctets is what a Preparer made of a record it took without appending
+// anything: Prepared is not nil.
+var noOctets = []byte{}
+
+// globalCached is global, remembering the last connection of each shard:
+// records come in runs of one connection (numCache).
+func (m *outMerger) globalCached(shard int, local uint64) uint64 {
+	c := &m.nums[shard]
+	if !c.ok || c.local != local {
+		c.local, c.global, c.ok = local, m.global(shard, local), true
+		c.digits = appendUint(c.digits[:0], c.global)
+	}
+	return c.global
 }
 
 // slab hands out values that do not move: blocks of slabBlock, reused
@@ -161,6 +201,29 @@ func (k *keeper) reset() {
 	k.stags.reset()
 }
 
+// prepared returns a copy of r without what a Preparer took in its place
+// (Splitter): the record's own fields and its connection.
+func (k *keeper) prepared(r *Record) *Record {
+	c := k.recs.next()
+	*c = Record{Kind: r.Kind, Frame: r.Frame, Time: r.Time, Rel: r.Rel, Dir: r.Dir, Src: r.Src, Dst: r.Dst,
+		FirstFrame: r.FirstFrame, LastFrame: r.LastFrame, HasSeq: r.HasSeq, Seq: r.Seq, End: r.End,
+		Finding: Finding{Severity: r.Finding.Severity, Code: r.Finding.Code, Message: r.Finding.Message}, Note: r.Note, Seg: r.Seg}
+	if r.Conn != nil {
+		c.Conn = k.conn(r.Conn)
+	}
+	return c
+}
+
+// conn copies a connection.
+func (k *keeper) conn(rc *reassembly.Conn) *reassembly.Conn {
+	c := keepVal(&k.conns, rc)
+	for d := range c.Params {
+		f := &c.Params[d].Frame
+		f.PrivateData = k.octets.copy(f.PrivateData)
+	}
+	return c
+}
+
 // record returns a deep copy of r; octets that lie in frames (the chunk's
 // frame data, which outlives the copy) are not copied.
 func (k *keeper) record(r *Record, frames []byte) *Record {
@@ -169,11 +232,7 @@ func (k *keeper) record(r *Record, frames []byte) *Record {
 		c.stags, c.h = k.stags.copy(r.STags()), nil
 	}
 	if r.Conn != nil {
-		c.Conn = keepVal(&k.conns, r.Conn)
-		for d := range c.Conn.Params {
-			f := &c.Conn.Params[d].Frame
-			f.PrivateData = k.octets.copy(f.PrivateData)
-		}
+		c.Conn = k.conn(r.Conn)
 	}
 	if r.PDU != nil {
 		c.PDU = k.pdu(r.PDU, frames)

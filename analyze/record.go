@@ -119,6 +119,11 @@ type Record struct {
 	// Seg is the segment of a KindSegment record (a value: a sharded run's
 	// copy of the record needs no more).
 	Seg reassembly.SegmentEvent
+	// Prepared is what a Splitter's Preparer made of the record on its
+	// shard, in place of the record's PDU, ULP message, operation and the
+	// other details (see Splitter), not nil even when empty; nil
+	// otherwise.
+	Prepared []byte
 
 	h     *handler         // raised it: STags asks its tracker
 	stags []track.STagInfo // STags of a copy (Run with workers)

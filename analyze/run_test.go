@@ -110,6 +110,68 @@ func TestRunSameForAnyWorkers(t *testing.T) {
 	}
 }
 
+// splitDescriber is a describer that is a Splitter: its preparers write
+// the PDU of each PDU record without a ULP message on the shard (and
+// take nothing else, after appending octets that must be dropped).
+type splitDescriber struct {
+	describer
+	prepared int // records handed out with Prepared
+}
+
+type pduPreparer struct{}
+
+func (pduPreparer) Prepare(r *Record, b []byte) ([]byte, bool) {
+	if r.Kind != KindPDU || r.ULP != nil {
+		return append(b, "not taken"...), false
+	}
+	return fmt.Appendf(b, " pdu %+v\n", *r.PDU), true
+}
+
+func (s *splitDescriber) Preparer() Preparer { return pduPreparer{} }
+
+func (s *splitDescriber) Record(r *Record) {
+	p := r.Prepared
+	if p != nil {
+		s.prepared++
+		if r.PDU != nil || r.ULP != nil || r.Conn == nil {
+			s.b.WriteString("a prepared record carries its PDU or no connection\n")
+		}
+	} else if r.Kind == KindPDU && r.ULP == nil { // one worker: prepare here
+		p, _ = pduPreparer{}.Prepare(r, nil)
+		cp := *r
+		cp.PDU, r = nil, &cp
+	}
+	s.describer.Record(r)
+	s.b.Write(p)
+}
+
+// A Splitter's records come in the same order, with the same fields, as
+// a plain consumer's on one worker, whether its preparers took them on
+// the shards or not.
+func TestRunSplitterSameForAnyWorkers(t *testing.T) {
+	for _, name := range captures(t) {
+		one, _ := describe(t, []string{name}, 1)
+		for _, n := range []int{1, 2, 3} {
+			src, _, err := OpenFiles([]string{name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &splitDescriber{}
+			_, err = Run(src, Config{Workers: n}, s)
+			src.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.b.String(); got != one.b.String() {
+				t.Fatalf("%s: a Splitter on %d workers differs from 1:\n%s", name, n, firstDiff([]byte(got), []byte(one.b.String())))
+			}
+			if (n > 1) != (s.prepared > 0) {
+				t.Fatalf("%s: %d workers: %d records prepared", name, n, s.prepared)
+			}
+		}
+	}
+}
+
 // The latest ledger entry operation records hand out for each connection,
 // owner and STag (what iwtui's STags view keeps) is the tracker's own
 // table entry at the end of the capture, for every STag an operation

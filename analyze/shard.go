@@ -119,6 +119,8 @@ type shardOut struct {
 	// an octet for each), and the copies they point to (keep.go).
 	recs []keptRecord
 	keep keeper
+	// prepared: what a Splitter's Preparer made of the records it took.
+	prepared []byte
 	// frames is the chunk's frame data (its arena, whole): a PDU that
 	// lies in one segment lies there, and stays there until the merger is
 	// done with the chunk, so its copy need not copy it.
@@ -131,6 +133,7 @@ func (o *shardOut) reset() {
 	if o.recs != nil {
 		o.recs = o.recs[:0]
 		o.keep.reset()
+		o.prepared = o.prepared[:0]
 	}
 }
 
@@ -534,6 +537,7 @@ type numCache struct {
 	local  uint64
 	ok     bool
 	digits []byte
+	global uint64
 }
 
 // cursor is where the merger is in one shard's output for a chunk.
@@ -572,18 +576,15 @@ func at(evs []connEvent, k, i int) bool { return k < len(evs) && evs[k].frame ==
 func (m *outMerger) emit(o *shardOut, shard, from, to int, pi *int) {
 	if m.c != nil {
 		for ; *pi < len(o.recs) && o.recs[*pi].off < to; *pi++ {
-			m.hand(o.recs[*pi].r, shard)
+			m.hand(o, &o.recs[*pi], shard)
 		}
 		return
 	}
 	for *pi < len(o.patches) && o.patches[*pi].off < to {
 		p := o.patches[*pi]
 		m.write(o.buf[from:p.off])
+		m.globalCached(shard, p.local)
 		c := &m.nums[shard]
-		if !c.ok || c.local != p.local {
-			c.digits = appendUint(c.digits[:0], m.global(shard, p.local))
-			c.local, c.ok = p.local, true
-		}
 		if m.vw != nil { // c.digits may change before queued is written
 			n := len(m.digits)
 			m.digits = append(m.digits, c.digits...)

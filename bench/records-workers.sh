@@ -3,12 +3,14 @@
 # consume analyze.Run, whose records come in capture order from the
 # flow-sharded engine), side by side in rounds. Usage:
 #   bench/records-workers.sh [FRAMES]
+#   BASE=REV bench/records-workers.sh [FRAMES]   # also the tree at REV, interleaved
 # Default 1 000 000 frames: bulk 64 KiB RDMA Writes as 1448-octet FPDUs
 # with CRC over four connections (iwgen bulk-write -conns 4, as
 # bench/iwdump-workers.sh). Export: iwdump --export DIR -r FILE --workers N;
 # index: tui's BenchmarkIndexWorkers on the same file (Session.Open with
-# Config.Workers N, to the whole index). Each round runs 1 then 2 workers;
-# RUNS rounds (default 3). Kept: best wall and least CPU (user + system).
+# Config.Workers N, to the whole index). Each round runs 1 then 2 workers
+# (with BASE: the base's, then this tree's); RUNS rounds (default 3).
+# Kept: best wall and least CPU (user + system).
 # On a loaded machine the wall clock of a sharded run suffers most (every
 # chunk is handed between goroutines): read the load average printed.
 set -euo pipefail
@@ -17,9 +19,18 @@ frames=${1:-1000000}
 runs=${RUNS:-3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-CGO_ENABLED=0 go build -o "$tmp/iwdump" ./cmd/iwdump
+build() { # DIR SUFFIX
+  (cd "$1" && CGO_ENABLED=0 go build -o "$tmp/iwdump$2" ./cmd/iwdump && go test -c -o "$tmp/tui$2.test" ./tui)
+}
+trees=("")
+build . ""
+if [ -n "${BASE:-}" ]; then
+  mkdir "$tmp/base"
+  git archive "$BASE" | tar -x -C "$tmp/base"
+  build "$tmp/base" ".base"
+  trees=(".base" "")
+fi
 go build -o "$tmp/iwgen" ./cmd/iwgen
-go test -c -o "$tmp/tui.test" ./tui
 "$tmp/iwgen" -q -s bulk-write -msgsize 64KiB -conns 4 -count $((frames / 67 / 4)) -w "$tmp/c4.pcap"
 echo "$(date -u); load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs"
 declare -A wall=() cpu=()
@@ -28,23 +39,28 @@ keep() { # KEY WALL CPU
   if [ -z "${cpu[$1]:-}" ] || (($(echo "$3 < ${cpu[$1]}" | bc -l))); then cpu[$1]=$3; fi
 }
 for _ in $(seq "$runs"); do
-  for w in 1 2; do
-    rm -rf "$tmp/x"
-    /usr/bin/time -f "%e %U %S" -o "$tmp/time" "$tmp/iwdump" --export "$tmp/x" -r "$tmp/c4.pcap" --workers "$w" >/dev/null 2>&1
-    read -r e u s <"$tmp/time"
-    keep "export$w" "$e" "$(echo "$u + $s" | bc -l)"
-    # shellcheck disable=SC2016
-    line=$(cd tui && IWTUI_BENCH_FILE="$tmp/c4.pcap" "$tmp/tui.test" -test.run X -test.bench "IndexWorkers/workers=$w\$" -test.benchtime 1x | grep '^BenchmarkIndexWorkers')
-    e=$(echo "$line" | awk '{print $3 / 1e9}')
-    c=$(echo "$line" | awk '{print $5 / 1e3}')
-    keep "index$w" "$e" "$c"
+  for t in "${trees[@]}"; do
+    for w in 1 2; do
+      rm -rf "$tmp/x"
+      /usr/bin/time -f "%e %U %S" -o "$tmp/time" "$tmp/iwdump$t" --export "$tmp/x" -r "$tmp/c4.pcap" --workers "$w" >/dev/null 2>&1
+      read -r e u s <"$tmp/time"
+      keep "export$t$w" "$e" "$(echo "$u + $s" | bc -l)"
+      line=$(cd tui && IWTUI_BENCH_FILE="$tmp/c4.pcap" "$tmp/tui$t.test" -test.run X -test.bench "IndexWorkers/workers=$w\$" -test.benchtime 1x | grep '^BenchmarkIndexWorkers')
+      e=$(echo "$line" | awk '{print $3 / 1e9}')
+      c=$(echo "$line" | awk '{print $5 / 1e3}')
+      keep "index$t$w" "$e" "$c"
+    done
   done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "| what | workers | wall best (s) | CPU least (s) | speed-up (wall) |"
-echo "|---|---|---|---|---|"
+echo "| what | tree | workers | wall best (s) | CPU least (s) | speed-up (wall) |"
+echo "|---|---|---|---|---|---|"
 for k in export index; do
-  for w in 1 2; do
-    echo "| $k | $w | ${wall[$k$w]} | ${cpu[$k$w]} | $(echo "scale=2; ${wall[${k}1]} / ${wall[$k$w]}" | bc -l) |"
+  for t in "${trees[@]}"; do
+    for w in 1 2; do
+      label=this
+      [ -z "$t" ] || label="base ($BASE)"
+      echo "| $k | $label | $w | ${wall[$k$t$w]} | ${cpu[$k$t$w]} | $(echo "scale=2; ${wall[${k}${t}1]} / ${wall[$k$t$w]}" | bc -l) |"
+    done
   done
 done

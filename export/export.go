@@ -98,7 +98,10 @@ type Exporter struct {
 	// PDU's source and destination are most often the previous one's.
 	last     [2]netip.AddrPort
 	lastText [2]string
-	masks    map[decode.Mask]*pduPlan // how a PDU is written, by Present mask
+	// prep prepares the pdus rows the shards did not (fast.go); prepBuf
+	// holds what it made of the PDU at hand.
+	prep    *pduPreparer
+	prepBuf []byte
 
 	// recent are the last findings of each connection (frame, code), for
 	// the commands row's findings; codes the list of one row.
@@ -131,11 +134,18 @@ func New(o Options) (*Exporter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
+	return newExporter(o, hash)
+}
+
+// newExporter is New with the content hash given ("" when it is not known
+// yet: Export hashes the capture as the analysis reads it and sets it
+// before Finish, when no commit of the name exists to compare it with).
+func newExporter(o Options, hash string) (*Exporter, error) {
 	if err := checkName(&o, hash); err != nil {
 		return nil, err
 	}
 	e := &Exporter{o: o, id: newPartID(), parts: map[*Table]*part{}, rows: map[*Table]*row{},
-		conns: map[uint64]*connInfo{}, counts: map[*Table]int64{}, addrs: map[netip.AddrPort]string{}, masks: map[decode.Mask]*pduPlan{},
+		conns: map[uint64]*connInfo{}, counts: map[*Table]int64{}, addrs: map[netip.AddrPort]string{}, prep: newPDUPreparer(),
 		hash: hash}
 	if !register(e) {
 		return nil, ErrInterrupted
@@ -286,28 +296,32 @@ func (e *Exporter) head(w *row, r *analyze.Record, frame int, optionalConn bool)
 // addrString is ip:port as the NDJSON writes it.
 func addrString(a netip.AddrPort) string { return string(a.AppendTo(nil)) }
 
+// Preparer makes the pdus rows of a shard (analyze.Splitter: fast.go).
+func (e *Exporter) Preparer() analyze.Preparer { return newPDUPreparer() }
+
 func (e *Exporter) pdu(r *analyze.Record) {
 	w := e.rows[Pdus]
 	w.reset()
-	ev := r.PDU
 	e.head(w, r, r.Frame, false)
 	w.i64(int64(r.FirstFrame))
+	b, ok := r.Prepared, r.Prepared != nil
+	if !ok { // one worker, or a PDU the shard did not take
+		if b, ok = e.prep.Prepare(r, e.prepBuf[:0]); ok {
+			e.prepBuf = b
+		}
+	}
+	if ok {
+		writePrepared(w, b)
+		e.emit(Pdus, w)
+		return
+	}
+	ev := r.PDU
 	w.u32(ev.Seq)
 	w.u32(uint32(ev.Len))
 	w.u32(uint32(ev.Missing))
 	p := &ev.PDU
 	m := decode.Present(p)
-	pl := e.plan(m)
-	if pl.fast != nil {
-		var v decode.GroupValues
-		for _, g := range pl.fast {
-			w.skip(pduBase + g.first)
-			writeGroup(w, g.group, p, &v)
-		}
-		w.skip(len(Pdus.Cols))
-		e.emit(Pdus, w)
-		return
-	}
+	pl := e.prep.plan(m)
 	for _, i := range pl.present {
 		pf := &pduFields[i]
 		v, _ := pf.f.GetIn(p, m)
@@ -331,19 +345,6 @@ func (e *Exporter) pdu(r *analyze.Record) {
 
 // pduBase is the column of the first field of the table.
 var pduBase = Pdus.Column(fieldColumn(pduFields[0].f.Name))
-
-// plan is how a PDU with Present mask m is written (cached by mask: a
-// capture has a few dozen kinds of PDU).
-func (e *Exporter) plan(m decode.Mask) *pduPlan {
-	if pl, ok := e.masks[m]; ok {
-		return pl
-	}
-	pl := newPDUPlan(m)
-	if len(e.masks) < 4096 {
-		e.masks[m] = pl
-	}
-	return pl
-}
 
 func (e *Exporter) finding(r *analyze.Record) {
 	w := e.rows[Findings]

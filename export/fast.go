@@ -1,6 +1,11 @@
 package export
 
-import "github.com/iwkit/iwkit/decode"
+import (
+	"encoding/binary"
+
+	"github.com/iwkit/iwkit/analyze"
+	"github.com/iwkit/iwkit/decode"
+)
 
 // The specialized pdus writer. The generic walk calls the field table's
 // getter per field and switches on the column type; for the FPDUs that
@@ -31,10 +36,9 @@ func groupsOf(names [][]string) []pduGroup {
 	return gs
 }
 
-// writeGroup writes group g of p into the row's next columns, each value
-// by its decode.GroupKind, of the column's type.
-func writeGroup(w *row, g int, p *decode.PDU, v *decode.GroupValues) {
-	decode.ReadGroup(g, p, v)
+// writeGroup writes the values v of group g into the row's next
+// columns, each by its decode.GroupKind, of the column's type.
+func writeGroup(w *row, g int, v *decode.GroupValues) {
 	for k, kind := range decode.GroupKinds[g] {
 		x := v.U[k]
 		switch kind {
@@ -110,4 +114,91 @@ func newPDUPlan(m decode.Mask) *pduPlan {
 		pl.fast = nil
 	}
 	return pl
+}
+
+// The pdus rows on the shards (analyze.Splitter). A PDU whose kind takes
+// the fast path is read on the shard that raised it, where it lies in
+// cache and in parallel with the other shards: the Exporter's Record then
+// only writes the values into the columns. The values go as the groups'
+// values: for each group, its index, then each value by its GroupKind
+// (eight octets; the one GroupOctets field as a length and its octets).
+// Other PDUs (the generic walk) and the other records come whole.
+
+// pduPreparer prepares the pdus rows of one shard (or, with one worker,
+// of the Exporter itself).
+type pduPreparer struct {
+	masks map[decode.Mask]*pduPlan // how a PDU is written, by Present mask
+}
+
+func newPDUPreparer() *pduPreparer { return &pduPreparer{masks: map[decode.Mask]*pduPlan{}} }
+
+// plan is how a PDU with Present mask m is written (cached by mask: a
+// capture has a few dozen kinds of PDU).
+func (pp *pduPreparer) plan(m decode.Mask) *pduPlan {
+	if pl, ok := pp.masks[m]; ok {
+		return pl
+	}
+	pl := newPDUPlan(m)
+	if len(pp.masks) < 4096 {
+		pp.masks[m] = pl
+	}
+	return pl
+}
+
+// Prepare appends the values of a PDU's row after its head and first
+// frame (analyze.Preparer): its sequence, length and missing octets, and
+// its groups.
+func (pp *pduPreparer) Prepare(r *analyze.Record, b []byte) ([]byte, bool) {
+	if r.Kind != analyze.KindPDU {
+		return b, false
+	}
+	ev := r.PDU
+	p := &ev.PDU
+	pl := pp.plan(decode.Present(p))
+	if pl.fast == nil {
+		return b, false
+	}
+	b = binary.LittleEndian.AppendUint32(b, ev.Seq)
+	b = binary.LittleEndian.AppendUint32(b, uint32(ev.Len))
+	b = binary.LittleEndian.AppendUint32(b, uint32(ev.Missing))
+	var v decode.GroupValues
+	for _, g := range pl.fast {
+		decode.ReadGroup(g.group, p, &v)
+		b = append(b, byte(g.group))
+		for k, kind := range decode.GroupKinds[g.group] {
+			if kind == decode.GroupOctets {
+				b = binary.LittleEndian.AppendUint32(b, uint32(len(v.B)))
+				b = append(b, v.B...)
+				continue
+			}
+			b = binary.LittleEndian.AppendUint64(b, v.U[k])
+		}
+	}
+	return b, true
+}
+
+// writePrepared writes what Prepare made of a PDU into the row, after
+// its head and first frame.
+func writePrepared(w *row, b []byte) {
+	le := binary.LittleEndian
+	w.u32(le.Uint32(b))
+	w.u32(le.Uint32(b[4:]))
+	w.u32(le.Uint32(b[8:]))
+	b = b[12:]
+	var v decode.GroupValues
+	for len(b) > 0 {
+		g := int(b[0])
+		b = b[1:]
+		for k, kind := range decode.GroupKinds[g] {
+			if kind == decode.GroupOctets {
+				n := le.Uint32(b)
+				v.B, b = b[4:4+n:4+n], b[4+n:]
+				continue
+			}
+			v.U[k], b = le.Uint64(b), b[8:]
+		}
+		w.skip(pduBase + pduGroups[g].first)
+		writeGroup(w, g, &v)
+	}
+	w.skip(len(Pdus.Cols))
 }

@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopacket/gopacket/layers"
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/communityid"
+	"github.com/iwkit/iwkit/gen"
+	"github.com/iwkit/iwkit/pcap"
 )
 
 // The child processes of the kill tests: the test binary run again with
@@ -288,6 +291,59 @@ func TestCaptureIdentity(t *testing.T) {
 	}
 	if rec2, _ := LiveRecord(dir, "trace"); rec2["content_hash"] == want {
 		t.Error("Replace did not replace")
+	}
+}
+
+// TestContentHashWhileReading: the export of one file takes its content
+// hash from the octets the analysis reads, and hashes what the analysis
+// did not read (a frame count, a damaged tail) too: the hash is
+// ContentHash's of the whole file, whatever stopped the reading.
+func TestContentHashWhileReading(t *testing.T) {
+	data, err := os.ReadFile("../testdata/siw/crc_rping.pcap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := filepath.Join(t.TempDir(), "damaged.pcap")
+	os.WriteFile(damaged, append(data[:len(data)-7:len(data)-7], 0xff, 0xfe, 0xfd), 0o644)
+	// Larger than the reader's buffer: a frame count leaves most unread.
+	big := filepath.Join(t.TempDir(), "big.pcap")
+	sc, err := gen.Builtin("bulk-write", gen.Params{Seed: 1, Count: 60, Size: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pcap.NewWriter(f, pcap.FormatPcap, layers.LinkTypeEthernet, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gen.Run(sc, w, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	f.Close()
+	if st, _ := os.Stat(big); st.Size() < 2<<20 {
+		t.Fatalf("big.pcap: %d octets", st.Size())
+	}
+	for _, c := range []struct {
+		file  string
+		count int
+	}{{"../testdata/siw/crc_rping.pcap", 0}, {big, 3}, {big, 0}, {damaged, 0}} {
+		dir := t.TempDir()
+		r := Export(Set{Capture: "x", Files: []string{c.file}}, Config{Dir: dir, Count: c.count})
+		if r.Err != nil && c.file != damaged {
+			t.Fatal(r.Err)
+		}
+		rec, err := LiveRecord(dir, "x")
+		if err != nil || rec == nil {
+			t.Fatalf("%s: no record (%v, %v)", c.file, err, r.Err)
+		}
+		want, _ := ContentHash([]string{c.file})
+		if rec["content_hash"] != want || want == "" {
+			t.Errorf("%s, count %d: content_hash %v, want %s", c.file, c.count, rec["content_hash"], want)
+		}
 	}
 }
 

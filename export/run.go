@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/iwkit/iwkit/analyze"
+	"github.com/iwkit/iwkit/pcap"
 )
 
 // Set is one capture set to export: its files (merged in time order, as
@@ -54,13 +55,36 @@ func Export(set Set, cfg Config) Result {
 		res.Err = ErrNoCapture
 		return res
 	}
-	src, total, err := analyze.OpenFiles(set.Files)
+	o := Options{Dir: cfg.Dir, Capture: set.Capture, Files: set.Files, Tags: cfg.Tags, Replace: cfg.Replace, SkipExisting: cfg.SkipExisting}
+	var hf *hashingFile
+	if len(set.Files) == 1 {
+		var err error
+		if hf, err = openHashing(cfg.Dir, set.Capture, set.Files[0]); err != nil {
+			res.Err = err
+			return res
+		}
+		if hf != nil {
+			defer hf.Close()
+		}
+	}
+	src, total, err := openSet(set.Files, hf)
 	if err != nil {
 		res.Err = err
 		return res
 	}
 	defer src.Close()
-	e, err := New(Options{Dir: cfg.Dir, Capture: set.Capture, Files: set.Files, Tags: cfg.Tags, Replace: cfg.Replace, SkipExisting: cfg.SkipExisting})
+	var e *Exporter
+	if hf != nil {
+		e, err = newExporter(o, "")
+		if errors.Is(err, ErrExists) || errors.Is(err, ErrNameTaken) {
+			// A commit of the name appeared since openHashing looked:
+			// compare the hash, known first.
+			hf = nil
+		}
+	}
+	if hf == nil {
+		e, err = New(o)
+	}
 	if errors.Is(err, ErrExists) {
 		res.Skipped = true
 		return res
@@ -73,6 +97,13 @@ func Export(set Set, cfg Config) Result {
 	rep, derr := analyze.Run(src, acfg, e)
 	res.Report = rep
 	e.ReadError(derr)
+	if hf != nil {
+		if e.hash, err = hf.sum(); err != nil {
+			e.Abort()
+			res.Err = fmt.Errorf("export: %w", err)
+			return res
+		}
+	}
 	res.Counts, err = e.Finish(rep)
 	switch {
 	case err != nil:
@@ -81,6 +112,23 @@ func Export(set Set, cfg Config) Result {
 		res.Err = derr
 	}
 	return res
+}
+
+// openSet opens the files of a set for the analysis: through hf when
+// set (one file, hashed as it is read).
+func openSet(files []string, hf *hashingFile) (analyze.Source, int64, error) {
+	if hf == nil {
+		return analyze.OpenFiles(files)
+	}
+	st, err := hf.f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	r, err := pcap.NewReader(hf)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", hf.name, err)
+	}
+	return r, st.Size(), nil
 }
 
 // ExportEach exports each set on its own, jobs at a time (at least 1),

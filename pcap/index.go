@@ -54,7 +54,7 @@ func OpenIndexed(name string) (*IndexedReader, error) {
 // Next reads the next frame; Offset then says where its record is.
 func (r *IndexedReader) Next(f *Frame) error {
 	if err := r.c.next(f); err != nil {
-		if err == io.EOF {
+		if err == io.EOF || err == ErrBufferFull {
 			return err
 		}
 		// Where the file is damaged, as Reader.Next says it.
@@ -66,6 +66,9 @@ func (r *IndexedReader) Next(f *Frame) error {
 	r.off += 16 + int64(f.CapLen)
 	return nil
 }
+
+// Pin is Reader.Pin: the frames are read into buffers the caller owns.
+func (r *IndexedReader) Pin(buf []byte) bool { return r.c.pin(buf) }
 
 // Offset is the file offset of the record (its 16-octet header) of the
 // frame Next returned last.

@@ -109,3 +109,58 @@ func TestOpenIndexedRefusesOthers(t *testing.T) {
 		t.Fatalf("pcapng: %v, want ErrNotSeekable", err)
 	}
 }
+
+// An IndexedReader reads pinned (the sharded pipeline's chunks) what it
+// reads unpinned, with the same offsets, across buffers of the smallest
+// size Pin takes.
+func TestIndexedReaderPinned(t *testing.T) {
+	for i, data := range classicSeeds(t) {
+		var big []byte
+		for len(big) < 3*PinMin+PinMin/3 {
+			big = append(big, data[24:]...)
+		}
+		name := filepath.Join(t.TempDir(), "big.pcap")
+		if err := os.WriteFile(name, append(data[:24:24], big...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		plain, err := OpenIndexed(name)
+		if err != nil {
+			continue // a seed OpenIndexed does not take
+		}
+		pinned, err := OpenIndexed(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !pinned.Pin(make([]byte, PinMin)) {
+			t.Fatal("Pin refused a buffer of PinMin octets")
+		}
+		var a, b Frame
+		pins, n := 1, 0
+		for {
+			ea := plain.Next(&a)
+			eb := pinned.Next(&b)
+			for eb == ErrBufferFull {
+				if !pinned.Pin(make([]byte, PinMin)) {
+					t.Fatal("Pin refused a buffer")
+				}
+				pins++
+				eb = pinned.Next(&b)
+			}
+			if (ea == nil) != (eb == nil) || ea == io.EOF != (eb == io.EOF) {
+				t.Fatalf("seed %d frame %d: %v pinned, %v not", i, n+1, eb, ea)
+			}
+			if ea != nil {
+				break
+			}
+			n++
+			if a.Number != b.Number || !bytes.Equal(a.Data, b.Data) || plain.Offset() != pinned.Offset() {
+				t.Fatalf("seed %d frame %d differs pinned", i, n)
+			}
+		}
+		plain.Close()
+		pinned.Close()
+		if n == 0 || pins < 4 {
+			t.Errorf("seed %d: %d frames, %d buffers", i, n, pins)
+		}
+	}
+}

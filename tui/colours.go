@@ -225,7 +225,10 @@ var userColours atomic.Pointer[[]ColourRule]
 // built-in rules alone).
 func (s *Session) ApplyColours(rules []ColourRule) {
 	if len(rules) == 0 {
+		s.fmu.Lock()
 		s.colours.Store(nil)
+		s.whole.Store(s.cur.Load() != nil) // the display filter still matches
+		s.fmu.Unlock()
 		return
 	}
 	c := &colourSet{rules: rules}

@@ -485,14 +485,50 @@ func (x *indexer) Record(r *analyze.Record) {
 
 func (x *indexer) pdu(r *analyze.Record) {
 	ix := x.ix
-	p := &r.PDU.PDU
-	row := Row{Rel: int64(r.Rel), First: uint32(r.FirstFrame), Last: uint32(r.LastFrame), Seq: r.Seq, End: r.End,
-		Conn: uint32(r.Conn.ID), Dir: uint8(r.Dir), Queue: QueueOther}
+	var pr pduRow
+	if b := r.Prepared; b != nil { // the shard made it (rowPreparer)
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&pr)), unsafe.Sizeof(pr)), b)
+		x.s.indexedRows++
+	} else {
+		pr = makePDURow(r)
+	}
+	row := &pr.row
+	row.Conn = uint32(r.Conn.ID)
 	c := ix.conns[int(r.Conn.ID)]
 	if c != nil {
 		c.Initiator = r.Conn.Initiator
 		c.Last = max(c.Last, r.LastFrame)
+		if row.Kind == RowFPDU {
+			c.PDUs[r.Dir]++
+			c.Octets[r.Dir] += uint64(pr.octets)
+			c.Markers[r.Dir] += uint64(pr.markers)
+			if row.Flags&FlagCRCBad != 0 {
+				c.CRCBad[r.Dir]++
+			}
+		}
 	}
+	if r.Prepared == nil {
+		x.ulpPDU(r, c, ix.rows.Len())
+	}
+	ix.rows.Append(*row)
+}
+
+// pduRow is what a PDU makes of the index: its row (but for the
+// connection's number, which only the merger of a sharded run knows)
+// and what it adds to its connection's counts.
+type pduRow struct {
+	row     Row
+	markers uint32
+	octets  uint16 // ULPDU_Length
+}
+
+// makePDURow reads a PDU record's row: on the shard that raised it, in a
+// sharded run (rowPreparer), else as the indexer takes it.
+func makePDURow(r *analyze.Record) pduRow {
+	p := &r.PDU.PDU
+	pr := pduRow{row: Row{Rel: int64(r.Rel), First: uint32(r.FirstFrame), Last: uint32(r.LastFrame), Seq: r.Seq, End: r.End,
+		Dir: uint8(r.Dir), Queue: QueueOther}}
+	row := &pr.row
 	if p.IsMPAFrame {
 		row.Kind = RowMPA
 		row.ULen = p.MPA.PDLength
@@ -540,17 +576,53 @@ func (x *indexer) pdu(r *analyze.Record) {
 		} else {
 			row.Flags |= FlagSegErr
 		}
-		if c != nil {
-			c.PDUs[r.Dir]++
-			c.Octets[r.Dir] += uint64(p.FPDU.ULPDULength)
-			c.Markers[r.Dir] += uint64(len(p.Markers))
-			if p.CRCStatus == decode.CRCBad {
-				c.CRCBad[r.Dir]++
-			}
-		}
+		pr.octets, pr.markers = p.FPDU.ULPDULength, uint32(len(p.Markers))
 	}
-	x.ulpPDU(r, c, ix.rows.Len())
-	ix.rows.Append(row)
+	return pr
+}
+
+// Preparer makes the PDU rows of a shard (analyze.Splitter).
+func (x *indexer) Preparer() analyze.Preparer {
+	rp := rowPreparer{s: x.s, taken: &takenCount{}}
+	if s := x.s; s != nil {
+		s.takenMu.Lock()
+		s.taken = append(s.taken, rp.taken)
+		s.takenMu.Unlock()
+	}
+	return rp
+}
+
+// takenCount counts the rows one shard took, on a cache line of its own:
+// the shards do not contend for one counter (Session.wholeRecords sums
+// them).
+type takenCount struct {
+	n atomic.Int64
+	_ [56]byte
+}
+
+// rowPreparer reads, on a shard, the rows of the PDUs that need nothing
+// but their row: not those with a storage-protocol message or that may
+// advertise a buffer (ulpPDU), and none while a display filter is applied
+// or being applied (Session.whole), which matches the records whole.
+type rowPreparer struct {
+	s     *Session
+	taken *takenCount
+}
+
+func (rp rowPreparer) Prepare(r *analyze.Record, b []byte) ([]byte, bool) {
+	if r.Kind != analyze.KindPDU || r.ULP != nil || mayAdvertise(&r.PDU.PDU) || rp.s == nil {
+		return b, false
+	}
+	// Counted before whole is read: ApplyFilter, which sets whole, then
+	// waits until the indexer has indexed as many rows as the shards
+	// took, sees every record taken.
+	rp.taken.n.Add(1)
+	if rp.s.whole.Load() {
+		rp.taken.n.Add(-1)
+		return b, false
+	}
+	pr := makePDURow(r)
+	return append(b, unsafe.Slice((*byte)(unsafe.Pointer(&pr)), unsafe.Sizeof(pr))...), true
 }
 
 func (x *indexer) finding(r *analyze.Record) {

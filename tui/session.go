@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/filter"
@@ -54,6 +55,15 @@ type Session struct {
 	idx  *indexer
 	// colours: the user's colouring rules applied (colours.go; nil: none)
 	colours atomic.Pointer[colourSet]
+	// whole: a display filter or colouring rules are applied or being
+	// applied, which match the records as the indexer takes them: the
+	// shards of a sharded run hand them out whole (rowPreparer). taken
+	// counts, per shard, the records the shards took as rows; indexedRows
+	// those the indexer indexed (written while feed is held).
+	whole       atomic.Bool
+	takenMu     sync.Mutex
+	taken       []*takenCount
+	indexedRows int64
 }
 
 // FilterRun is a display filter applied to the rows: a bitset of the rows
@@ -204,6 +214,13 @@ type cancelSource struct {
 	boundary bool
 }
 
+// Pin is the source's, when it has one (indexedSource): the sharded run
+// reads the frames straight into its chunks.
+func (c *cancelSource) Pin(buf []byte) bool {
+	p, ok := c.Source.(interface{ Pin([]byte) bool })
+	return ok && p.Pin(buf)
+}
+
 func (c *cancelSource) Next(f *pcap.Frame) error {
 	if c.s.cancel.Load() {
 		return errCancelled
@@ -282,6 +299,7 @@ func (s *Session) ApplyFilter(expr string) (*FilterRun, error) {
 		s.fmu.Lock()
 		s.flt = nil
 		s.cur.Store(nil)
+		s.whole.Store(s.colours.Load() != nil) // the rules still match
 		s.fmu.Unlock()
 		return nil, nil
 	}
@@ -303,7 +321,7 @@ func (s *Session) ApplyFilter(expr string) (*FilterRun, error) {
 // so far decides for the runs frs (their cut) and installs them (install:
 // from then on the indexer matches the later rows), then starts the pass.
 func (s *Session) start(frs []*FilterRun, install func()) {
-	s.feed.Lock()
+	s.wholeRecords() // returns holding feed
 	cut, upto := s.Ix.Len(), s.idx.last
 	if _, _, done, _ := s.Ix.Progress(); done {
 		cut, upto = 1<<62, s.Ix.store.frames()
@@ -327,6 +345,31 @@ func finish(frs []*FilterRun, err error) {
 		fr.Done, fr.Err = true, err
 		fr.mu.Unlock()
 		fr.gen.Add(1)
+	}
+}
+
+// wholeRecords has the shards hand out whole records from now on, and
+// returns holding feed once the indexer has indexed every record they
+// took as a row (rowPreparer): a filter must see every record from its
+// cut on.
+func (s *Session) wholeRecords() {
+	s.whole.Store(true)
+	for {
+		s.feed.Lock()
+		var taken int64
+		s.takenMu.Lock()
+		for _, c := range s.taken {
+			taken += c.n.Load()
+		}
+		s.takenMu.Unlock()
+		if taken == s.indexedRows {
+			return
+		}
+		if _, _, done, _ := s.Ix.Progress(); done { // the run ended: nothing more comes
+			return
+		}
+		s.feed.Unlock()
+		time.Sleep(100 * time.Microsecond)
 	}
 }
 

@@ -94,6 +94,10 @@ func (x *indexedSource) Next(f *pcap.Frame) error {
 
 func (x *indexedSource) Close() error { return x.r.Close() }
 
+// Pin lets a sharded run read the frames straight into its chunks
+// (pcap.Reader.Pin), instead of copying each from the reader's buffer.
+func (x *indexedSource) Pin(buf []byte) bool { return x.r.Pin(buf) }
+
 // spillSource copies every frame of src to the spill file and indexes it.
 type spillSource struct {
 	src analyze.Source

@@ -130,8 +130,7 @@ func (x *indexer) ulpPDU(r *analyze.Record, c *ConnInfo, row int) {
 	// network order.
 	p := &r.PDU.PDU
 	s := &p.Seg
-	if p.IsMPAFrame || p.SegErr != nil || s.DDP.Tagged || !s.DDP.Last || s.DDP.QN != 0 || s.DDP.MO != 0 ||
-		s.RDMAP.Opcode != decode.OpSend || len(s.Payload) != 16 || len(ix.adverts) >= maxGuesses {
+	if !mayAdvertise(p) || len(ix.adverts) >= maxGuesses {
 		return
 	}
 	stag := binary.BigEndian.Uint32(s.Payload[8:])
@@ -139,6 +138,14 @@ func (x *indexer) ulpPDU(r *analyze.Record, c *ConnInfo, row int) {
 	if _, ok := ix.adverts[k]; !ok {
 		ix.adverts[k] = Advert{Frame: int32(r.LastFrame), Cmd: -1, Buf: binary.BigEndian.Uint64(s.Payload), Size: binary.BigEndian.Uint32(s.Payload[12:])}
 	}
+}
+
+// mayAdvertise reports whether p has the shape of rping's buffer
+// advertisement: a 16-octet untagged Send, whole.
+func mayAdvertise(p *decode.PDU) bool {
+	s := &p.Seg
+	return !p.IsMPAFrame && p.SegErr == nil && !s.DDP.Tagged && s.DDP.Last && s.DDP.QN == 0 && s.DDP.MO == 0 &&
+		s.RDMAP.Opcode == decode.OpSend && len(s.Payload) == 16
 }
 
 // command keeps a completed command and the STags it advertised.
