@@ -892,8 +892,8 @@ func (m *outMerger) report(shards []*shard) *Report {
 		r.Worst = max(r.Worst, s.h.worst)
 		r.Panics += s.h.x.n
 		trackers[i] = s.h.t
-		r.ULP.Merge(&s.h.u.stats)
 		global := func(id int) int { return int(m.global(i, uint64(id))) }
+		r.ULP.Merge(&s.h.u.stats, global)
 		r.Discovery.Merge(&s.h.u.disc, global)
 		r.Findings.Merge(&s.h.findings, global)
 	}

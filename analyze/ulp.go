@@ -201,7 +201,7 @@ func (h *handler) ulpClosed(id, frame int, t time.Time) {
 			h.emit()
 		}
 	}
-	h.u.stats.Merge(uc.Stats)
+	h.u.stats.Merge(uc.Stats, nil) // shard-local numbers: the report maps them
 	if d := uc.Discovery(); s.c != nil && (len(d.Announced) > 0 || len(d.Connected) > 0) {
 		h.u.disc.Add(d, id, responder(s.c))
 	}

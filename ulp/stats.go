@@ -71,8 +71,10 @@ func (s *Stats) add(c *Command) {
 	}
 }
 
-// Merge adds o's rows to s.
-func (s *Stats) Merge(o *Stats) {
+// Merge adds o's rows to s; conn maps o's connection numbers
+// (Queue.ConnID, SetID) to s's: a shard's numbers to the run's global
+// ones (nil: the same numbers).
+func (s *Stats) Merge(o *Stats, conn func(int) int) {
 	if o == nil {
 		return
 	}
@@ -87,6 +89,9 @@ func (s *Stats) Merge(o *Stats) {
 		if len(s.Queues) >= MaxQueues {
 			s.QueuesDropped++
 			continue
+		}
+		if conn != nil {
+			q.ConnID = conn(q.ConnID)
 		}
 		s.Queues = append(s.Queues, q)
 		n := len(q.Depth.Series)
