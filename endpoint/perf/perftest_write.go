@@ -50,7 +50,8 @@ func (p *peer) writeLat(ctx context.Context, o *Options, half int, rem ptDest, s
 	}()
 	buf := mr.Buf()
 	posted := make([]time.Time, 0, n)
-	var gen uint64
+	gen := p.placed // the peer's Writes of the sizes before (-a)
+	defer func() { p.placed = gen }()
 	scnt, ccnt, rcnt := 0, 0, 0
 	for scnt < n || ccnt < n || rcnt < n {
 		if rcnt < n && !(scnt < 1 && server) {
