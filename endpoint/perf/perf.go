@@ -259,19 +259,20 @@ type mark struct {
 
 // peer is one side of one connection.
 type peer struct {
-	dev    *endpoint.Device
-	qp     *endpoint.QP
-	cq     *endpoint.CQ
-	buf    *endpoint.MR // data: slots of size octets
-	ctl    *endpoint.MR // 64-octet receive slots, then our report, then the peer's
-	size   int
-	msg    int // the message size of the run's current size (perftest's -a), when not size
-	slots  int
-	nctl   int
-	to     time.Duration
-	pend   []endpoint.WorkCompletion
-	prog   *atomic.Int64 // messages completed, for Tick
-	placed uint64        // write_lat: the placement generation of the peer's Writes seen (perftest_write.go)
+	dev     *endpoint.Device
+	qp      *endpoint.QP
+	cq      *endpoint.CQ
+	buf     *endpoint.MR // data: slots of size octets
+	ctl     *endpoint.MR // 64-octet receive slots, then our report, then the peer's
+	size    int
+	msg     int // the message size of the run's current size (perftest's -a), when not size
+	slots   int
+	nctl    int
+	to      time.Duration
+	pend    []endpoint.WorkCompletion
+	prog    *atomic.Int64 // messages completed, for Tick
+	placed  uint64        // write_lat: the placement generation of the peer's Writes seen (perftest_write.go)
+	credits uint64        // send_bw's sender: the credit Writes of the sizes before (perftest_send.go)
 }
 
 // slotsFor is the number of data slots a peer cycles through: one for

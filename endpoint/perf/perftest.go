@@ -47,15 +47,10 @@ func checkPerftest(o *Options) error {
 	switch {
 	case o.Bidir && o.Test == SendBW:
 		return errors.New("perf: with perftest's exchange, iwperf runs -b for write_bw and read_bw, not send_bw (perftest's run_iter_bi)")
-	case inf && o.Bidir:
-		return errors.New("perf: with perftest's exchange, iwperf runs --run_infinitely one way (no -b)")
-	case (o.Duration > 0 || inf) && o.Test != WriteBW && o.Test != ReadBW && o.Test != ReadLat:
-		// write_bw's, read_bw's and read_lat's servers only wait for the
-		// client's end of run, whatever the client's loop; the other
-		// tests' servers run a loop of their own for as long.
-		return fmt.Errorf("perf: with perftest's exchange, iwperf runs -D and --run_infinitely for %s, %s and %s", WriteBW, ReadBW, ReadLat)
-	case o.All && o.Test == SendBW:
-		return fmt.Errorf("perf: with perftest's exchange, iwperf runs -a for %s, %s, %s, %s and %s, not %s", WriteBW, ReadBW, WriteLat, ReadLat, SendLat, SendBW)
+	case inf && (o.Bidir || o.Test == SendBW):
+		return fmt.Errorf("perf: with perftest's exchange, iwperf runs --run_infinitely for %s and %s one way", WriteBW, ReadBW)
+	case o.Duration > 0 && (o.Test == WriteLat || o.Test == SendLat):
+		return fmt.Errorf("perf: with perftest's exchange, iwperf runs -D for %s, %s, %s and %s", WriteBW, ReadBW, SendBW, ReadLat)
 	}
 	if o.Test == WriteLat && o.QPs != 1 {
 		return errors.New("perf: perftest's write_lat runs on one QP") // run_iter_lat_write uses QP 0 only
@@ -292,8 +287,9 @@ func RunPerftest(ctx context.Context, dial Dialer, o Options) (Result, error) {
 }
 
 // sizes runs the run's sizes (-s, or -a's) on the test QPs, as perftest's
-// mains do: per size a sync for send_lat (after its receives) and around
-// a bidirectional run, which then exchanges both sides' reports
+// mains do: per size a sync for send_lat and send_bw (after their
+// receives; send_bw's -a one after the size too) and around a
+// bidirectional run, which then exchanges both sides' reports
 // (xchg_bw_reports) and adds the peer's to the row (print_full_bw_report).
 // The one-way client is active, the server passive but for write_lat
 // (both play it) and -b (both active). r.res holds the last size's; each
@@ -305,7 +301,7 @@ func (r *ptRun) sizes(ctx context.Context, o *Options) error {
 		for _, p := range r.peers {
 			p.msg = size
 		}
-		if o.Test == SendLat || o.Bidir {
+		if o.Test == SendLat || o.Test == SendBW || o.Bidir {
 			if _, err := r.comm.xchg(ctx, r.mine[0].encode(), r.syncWait(o)); err != nil {
 				return err
 			}
@@ -314,7 +310,8 @@ func (r *ptRun) sizes(ctx context.Context, o *Options) error {
 		if err != nil {
 			return err
 		}
-		if o.Bidir {
+		if o.Bidir || o.Test == SendBW && o.All {
+			// send_bw.c's RUN_ALL loop syncs after each size as well.
 			if _, err := r.comm.xchg(ctx, r.mine[0].encode(), r.syncWait(o)); err != nil {
 				return err
 			}

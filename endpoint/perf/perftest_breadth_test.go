@@ -29,6 +29,8 @@ func TestPerftestBreadth(t *testing.T) {
 		{"write_bw-a-b", Options{Test: WriteBW, Bidir: true, All: true}},
 		{"read_bw-b-D", Options{Test: ReadBW, Bidir: true, Duration: 200 * time.Millisecond}},
 		{"read_lat-D", Options{Test: ReadLat, Duration: 200 * time.Millisecond}},
+		{"send_bw-a", Options{Test: SendBW, All: true, QPs: 2}},
+		{"send_bw-D", Options{Test: SendBW, Duration: 300 * time.Millisecond}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -76,10 +78,11 @@ func TestPerftestBreadth(t *testing.T) {
 			// The server prints a row per size where perftest's does: both
 			// sides of write_lat, send_lat's echoes and -b; the one-way
 			// write_bw, read_bw and read_lat servers only wait.
-			if (o.Test == WriteLat || o.Test == SendLat || o.Bidir) && len(srows) != wantRows {
+			prints := o.Test == WriteLat || o.Test == SendLat || o.Test == SendBW || o.Bidir
+			if prints && len(srows) != wantRows {
 				t.Errorf("server: %d rows, want %d", len(srows), wantRows)
 			}
-			if !(o.Test == WriteLat || o.Test == SendLat || o.Bidir) && len(srows) != 0 {
+			if !prints && len(srows) != 0 {
 				t.Errorf("server: %d rows of a run it only waits for", len(srows))
 			}
 			// Every operation of the client's reached the server's QPs,
@@ -90,7 +93,7 @@ func TestPerftestBreadth(t *testing.T) {
 			got := map[string]func(endpoint.Counters) uint64{
 				WriteBW: func(c endpoint.Counters) uint64 { return c.RxWrites }, ReadBW: func(c endpoint.Counters) uint64 { return c.RxReadReqs },
 				WriteLat: func(c endpoint.Counters) uint64 { return c.RxWrites }, ReadLat: func(c endpoint.Counters) uint64 { return c.RxReadReqs },
-				SendLat: func(c endpoint.Counters) uint64 { return c.RxSends }}[o.Test]
+				SendLat: func(c endpoint.Counters) uint64 { return c.RxSends }, SendBW: func(c endpoint.Counters) uint64 { return c.RxSends }}[o.Test]
 			if o.Duration > 0 {
 				total = 0 // -D: at least one each way
 			}

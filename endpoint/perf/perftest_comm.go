@@ -70,7 +70,7 @@ var ptLayout = map[string][]string{
 	ReadLat:  {"1", "q", "q", "1"}, // read_lat.c
 	WriteLat: {"1", "q", "q", "1"}, // write_lat.c
 	SendLat:  {"q", "1", "q"},      // send_lat.c; then, per size, a sync after posting its receives (sizes)
-	SendBW:   {"q", "1", "q", "1"}, // send_bw.c: the last after posting its receives; the records name credit words
+	SendBW:   {"q", "1", "q"},      // send_bw.c: the same; the records name credit words
 }
 
 // ptCloses says whether test exchanges anything after the run: all but
