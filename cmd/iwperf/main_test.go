@@ -244,7 +244,7 @@ func TestPerftestRefusesAndSweeps(t *testing.T) {
 		{[]string{"write_lat", "-b"}, "Bidirectional is only available in BW test"},
 		{[]string{"write_bw", "-a", "-D", "2"}, "Duration mode currently doesn't support running on all sizes"},
 		{[]string{"read_lat", "--run_infinitely"}, "run_infinitely exists only in BW tests for now"},
-		{[]string{"send_lat", "-D", "1"}, "iwperf runs -D for write_bw, read_bw, send_bw and read_lat"},
+		{[]string{"send_bw", "-b"}, "iwperf runs -b for write_bw and read_bw, not send_bw"},
 	} {
 		errb.Reset()
 		args := append([]string{c.args[0], "127.0.0.1", "--perftest", "-p", "1"}, c.args[1:]...)

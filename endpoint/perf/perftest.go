@@ -49,8 +49,6 @@ func checkPerftest(o *Options) error {
 		return errors.New("perf: with perftest's exchange, iwperf runs -b for write_bw and read_bw, not send_bw (perftest's run_iter_bi)")
 	case inf && (o.Bidir || o.Test == SendBW):
 		return fmt.Errorf("perf: with perftest's exchange, iwperf runs --run_infinitely for %s and %s one way", WriteBW, ReadBW)
-	case o.Duration > 0 && (o.Test == WriteLat || o.Test == SendLat):
-		return fmt.Errorf("perf: with perftest's exchange, iwperf runs -D for %s, %s, %s and %s", WriteBW, ReadBW, SendBW, ReadLat)
 	}
 	if o.Test == WriteLat && o.QPs != 1 {
 		return errors.New("perf: perftest's write_lat runs on one QP") // run_iter_lat_write uses QP 0 only
@@ -377,7 +375,7 @@ func (r *ptRun) runSize(ctx context.Context, o *Options) ([]stats, error) {
 		return r.each(func(i int, p *peer) (stats, error) { return p.recvCredited(ctx, o, ptRxDepth(o.Iters), r.rem[i]) })
 	case o.Test == SendLat && !r.client:
 		for _, p := range r.peers {
-			if err := p.echo(ctx, o.Iters); err != nil {
+			if err := p.echo(ctx, o); err != nil {
 				return nil, err
 			}
 		}
@@ -515,12 +513,24 @@ func drainWrites(ctx context.Context, peers []*peer, n uint64, wait time.Duratio
 	}
 }
 
-// echo answers n pings of ib_send_lat's, each with a Send of the size.
-func (p *peer) echo(ctx context.Context, n int) error {
-	for i := 0; i < n; i++ {
-		wc, err := p.waitRecv(ctx, 0)
+// echo answers o.Iters pings of ib_send_lat's (or, with o.Duration, the
+// pings that come within it from the first, as perftest's
+// run_iter_lat_send starts its timer on its first receive), each with a
+// Send of the size.
+func (p *peer) echo(ctx context.Context, o *Options) error {
+	wctx := ctx // after the first ping of a timed run: until its end
+	for i := 0; o.Duration > 0 || i < o.Iters; i++ {
+		wc, err := p.waitRecv(wctx, 0)
 		if err != nil {
+			if wctx != ctx && wctx.Err() != nil && ctx.Err() == nil {
+				return nil // the run's time is up
+			}
 			return err
+		}
+		if i == 0 && o.Duration > 0 {
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithTimeout(ctx, o.Duration)
+			defer cancel()
 		}
 		p.repost(wc)
 		if err := p.ping(SendLat, advert{}); err != nil {

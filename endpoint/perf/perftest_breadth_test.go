@@ -31,6 +31,8 @@ func TestPerftestBreadth(t *testing.T) {
 		{"read_lat-D", Options{Test: ReadLat, Duration: 200 * time.Millisecond}},
 		{"send_bw-a", Options{Test: SendBW, All: true, QPs: 2}},
 		{"send_bw-D", Options{Test: SendBW, Duration: 300 * time.Millisecond}},
+		{"write_lat-D", Options{Test: WriteLat, Duration: 300 * time.Millisecond}},
+		{"send_lat-D", Options{Test: SendLat, Duration: 300 * time.Millisecond}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

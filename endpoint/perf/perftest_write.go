@@ -52,19 +52,32 @@ func (p *peer) writeLat(ctx context.Context, o *Options, half int, rem ptDest, s
 	posted := make([]time.Time, 0, n)
 	gen := p.placed // the peer's Writes of the sizes before (-a)
 	defer func() { p.placed = gen }()
+	// A timed run (-D) plays until o.Duration after the peer's first
+	// Write, as perftest's run_iter_lat_write starts its timer on its
+	// first receive; a wait that reaches the end ends it.
+	timed := o.Duration > 0
+	var end time.Time
+	more := func(c int) bool { return c < n || timed && (end.IsZero() || time.Now().Before(end)) }
 	scnt, ccnt, rcnt := 0, 0, 0
-	for scnt < n || ccnt < n || rcnt < n {
-		if rcnt < n && !(scnt < 1 && server) {
-			rcnt++
-			wctx, wcancel := context.WithTimeout(ctx, p.to)
+loop:
+	for more(scnt) || ccnt < scnt || !timed && rcnt < n {
+		if (timed || rcnt < n) && !(scnt < 1 && server) {
+			wait := p.to
+			if !end.IsZero() {
+				wait = min(wait, time.Until(end))
+			}
+			wctx, wcancel := context.WithTimeout(ctx, max(wait, time.Millisecond))
 			g, err := mr.WaitPlaced(wctx, gen)
 			wcancel()
 			if err != nil {
 				if qerr := p.qp.Err(); qerr != nil {
 					err = qerr
+				} else if !end.IsZero() && !time.Now().Before(end) && ctx.Err() == nil {
+					break loop // the run's time is up: the peer stopped first
 				}
-				return s, fmt.Errorf("perf: write_lat: waiting for the peer's Write %d: %w", rcnt, err)
+				return s, fmt.Errorf("perf: write_lat: waiting for the peer's Write %d: %w", rcnt+1, err)
 			}
+			rcnt++
 			if g != gen+1 {
 				return s, fmt.Errorf("perf: write_lat: the peer placed %d Writes where it owed one", g-gen)
 			}
@@ -73,8 +86,11 @@ func (p *peer) writeLat(ctx context.Context, o *Options, half int, rem ptDest, s
 				return s, fmt.Errorf("perf: write_lat: the peer's Write %d carries count %d", rcnt, got)
 			}
 			mr.Sync() // our read before the peer's next Write
+			if timed && end.IsZero() {
+				end = time.Now().Add(o.Duration)
+			}
 		}
-		if scnt < n {
+		if more(scnt) {
 			posted = append(posted, time.Now())
 			scnt++
 			buf[size-1] = byte(scnt)
@@ -83,7 +99,7 @@ func (p *peer) writeLat(ctx context.Context, o *Options, half int, rem ptDest, s
 				return s, err
 			}
 		}
-		if ccnt < n {
+		if ccnt < scnt {
 			if _, err := p.next(ctx, p.to); err != nil {
 				return s, err
 			}
@@ -92,7 +108,11 @@ func (p *peer) writeLat(ctx context.Context, o *Options, half int, rem ptDest, s
 		if p.prog != nil {
 			p.prog.Store(int64(rcnt))
 		}
+		if timed && !more(scnt) {
+			break
+		}
 	}
+	n = len(posted)
 	lat := make([]time.Duration, 0, n)
 	for i := 1; i < len(posted); i++ {
 		lat = append(lat, posted[i].Sub(posted[i-1])/2)
