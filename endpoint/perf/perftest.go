@@ -45,8 +45,6 @@ func checkPerftest(o *Options) error {
 	}
 	// What perftest runs but iwperf's side of it does not (yet).
 	switch {
-	case o.Bidir && o.Test == SendBW:
-		return errors.New("perf: with perftest's exchange, iwperf runs -b for write_bw and read_bw, not send_bw (perftest's run_iter_bi)")
 	case inf && (o.Bidir || o.Test == SendBW):
 		return fmt.Errorf("perf: with perftest's exchange, iwperf runs --run_infinitely for %s and %s one way", WriteBW, ReadBW)
 	}
@@ -113,7 +111,7 @@ func (r *ptRun) close() {
 func (r *ptRun) newPeer(i int) (*endpoint.QP, error) {
 	o := &r.o
 	depth := o.Depth
-	if o.Test == SendBW && !r.client {
+	if o.Test == SendBW && (!r.client || o.Bidir) {
 		depth = max(depth, (ptRxDepth(o.Iters)+1)/2) // 2×depth receives: rx_depth at least
 	}
 	p, err := newPeer(o.Test, ptAlloc(o), depth, o.IRD, o.ORD, o.Timeout)
@@ -132,7 +130,7 @@ func (r *ptRun) newPeer(i int) (*endpoint.QP, error) {
 	switch {
 	case o.Test == SendLat:
 		p.postInitialRecvs(SendLat, true) // the pings or pongs
-	case o.Test == SendBW && !r.client:
+	case o.Test == SendBW && (!r.client || o.Bidir):
 		p.postInitialRecvs(SendBW, false) // what perftest's sender may send before our first credit
 	}
 	r.peers[i] = p
@@ -308,8 +306,11 @@ func (r *ptRun) sizes(ctx context.Context, o *Options) error {
 		if err != nil {
 			return err
 		}
-		if o.Bidir || o.Test == SendBW && o.All {
-			// send_bw.c's RUN_ALL loop syncs after each size as well.
+		// After the run: write_bw's and read_bw's -b sync, then the
+		// reports; send_bw's reports (not of a timed run), then its -a
+		// sync (send_bw.c).
+		postSync := o.Bidir && o.Test != SendBW || o.Test == SendBW && o.All
+		if postSync && o.Test != SendBW {
 			if _, err := r.comm.xchg(ctx, r.mine[0].encode(), r.syncWait(o)); err != nil {
 				return err
 			}
@@ -321,7 +322,8 @@ func (r *ptRun) sizes(ctx context.Context, o *Options) error {
 		} else {
 			r.res.Row, r.res.Bytes, r.res.Msgs = aggregate(size, ss)
 		}
-		if o.Bidir {
+		r.res.Bidir = o.Bidir
+		if o.Bidir && !(o.Test == SendBW && o.Duration > 0) {
 			row := r.res.Row
 			rem, err := r.comm.reports(ctx, ptReport{Size: uint64(size), Iters: uint64(row.Iters), Peak: row.PeakBps / mib, Avg: row.AvgBps / mib, MsgRateMpp: row.MsgRate / 1e6})
 			if err != nil {
@@ -333,12 +335,16 @@ func (r *ptRun) sizes(ctx context.Context, o *Options) error {
 				r.peerWrites += rem.Iters
 				drainWrites(ctx, r.peers, r.peerWrites, o.Timeout)
 			}
-			r.res.Bidir = true
 			r.res.Row.PeakBps += rem.Peak * mib
 			r.res.Row.AvgBps += rem.Avg * mib
 			r.res.Row.MsgRate += rem.MsgRateMpp * 1e6
 			r.res.Msgs += int64(rem.Iters) * int64(o.QPs)
 			r.res.Bytes += int64(rem.Iters) * int64(o.QPs) * int64(size)
+		}
+		if postSync && o.Test == SendBW {
+			if _, err := r.comm.xchg(ctx, r.mine[0].encode(), r.syncWait(o)); err != nil {
+				return err
+			}
 		}
 		r.counters()
 		if o.Each != nil {
@@ -368,6 +374,9 @@ func (r *ptRun) runSize(ctx context.Context, o *Options) ([]stats, error) {
 		return r.each(func(i int, p *peer) (stats, error) {
 			return p.writeLat(ctx, o, ptHalf(ptAlloc(&r.o), r.cycle), r.rem[i], !r.client)
 		})
+	case o.Test == SendBW && o.Bidir:
+		// run_iter_bi: both sides send and receive, with credits both ways.
+		return r.each(func(i int, p *peer) (stats, error) { return p.bidirCredited(ctx, o, ptRxDepth(o.Iters), r.rem[i]) })
 	case o.Test == SendBW && r.client:
 		return r.each(func(i int, p *peer) (stats, error) { return p.sendCredited(ctx, o, ptRxDepth(o.Iters)) })
 	case o.Test == SendBW:

@@ -78,7 +78,6 @@ func TestPerftestDuration(t *testing.T) {
 		{Options{Test: WriteBW, All: true, Duration: time.Second}, "Duration mode currently doesn't support running on all sizes"},
 		{Options{Test: ReadLat, Every: time.Second}, "run_infinitely exists only in BW tests for now"},
 		{Options{Test: SendBW, Bidir: true, Every: time.Second}, "run_infinitely mode is not supported in SEND Bidirectional BW test"},
-		{Options{Test: SendBW, Bidir: true}, "iwperf runs -b for write_bw and read_bw"},
 		{Options{Test: SendBW, Every: time.Second}, "iwperf runs --run_infinitely for write_bw and read_bw one way"},
 		{Options{Test: WriteBW, Bidir: true, Every: time.Second}, "one way"},
 	} {

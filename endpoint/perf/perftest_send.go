@@ -118,6 +118,82 @@ func (p *peer) sendCredited(ctx context.Context, o *Options, rx int) (stats, err
 	return s, nil
 }
 
+// bidirCredited is both at once on one QP, as perftest's run_iter_bi for
+// send_bw -b: o.Iters Sends (or o.Duration's) within the peer's credits,
+// and the peer's Sends received, reposted and credited. One loop polls
+// the CQ for both (the completions of one role would be lost to the
+// other's wait); the row is this side's Sends.
+func (p *peer) bidirCredited(ctx context.Context, o *Options, rx int, rem ptDest) (stats, error) {
+	var s stats
+	seq := &creditSeq{rx: rx}
+	base := p.credits
+	credit := func() int { return seq.at(int(p.qp.Counters().RxWrites - base)) }
+	c := &clock{iters: o.Iters, stop: o.Stop}
+	if o.Duration > 0 {
+		c.end = time.Now().Add(o.Duration)
+	}
+	tl := []mark{{time.Now(), 0}}
+	start, idle := tl[0].t, tl[0].t
+	sent, done, recvd, k := 0, 0, 0, 0
+	var wcs [64]endpoint.WorkCompletion
+	for c.more(sent) || done < sent || o.Duration == 0 && recvd < o.Iters {
+		for c.more(sent) && sent-done < o.Depth && sent-credit() < rx {
+			sig := sent%o.CQMod == o.CQMod-1 || sent == o.Iters-1 || o.Duration > 0
+			if _, err := p.qp.PostSend(endpoint.SendWR{WRID: uint64(sent), Opcode: endpoint.OpSend, Signaled: sig,
+				SGL: []endpoint.SGE{p.buf.SGE((sent%p.slots)*o.Size, o.Size)}}); err != nil {
+				return s, err
+			}
+			sent++
+		}
+		n := p.cq.Poll(wcs[:])
+		for _, wc := range wcs[:n] {
+			if wc.Status != endpoint.StatusSuccess {
+				return s, fmt.Errorf("perf: %v completed with %v", wc.Opcode, wc.Status)
+			}
+			switch wc.Opcode {
+			case endpoint.OpSend:
+				done = max(done, int(wc.WRID)+1)
+				tl = append(tl, mark{time.Now(), done})
+			case endpoint.OpRecv:
+				if err := p.repost(wc); err != nil {
+					return s, err
+				}
+				recvd++
+				if !creditDue(recvd, rx) {
+					continue
+				}
+				off := p.creditOff() + reportSlot + 4*(k%(reportSlot/4))
+				k++
+				binary.LittleEndian.PutUint32(p.ctl.Buf()[off:], uint32(recvd))
+				if _, err := p.qp.PostSend(endpoint.SendWR{WRID: ^uint64(0), Opcode: endpoint.OpWrite, Signaled: true,
+					SGL: []endpoint.SGE{p.ctl.SGE(off, 4)}, RemoteAddr: rem.VAddr, RKey: endpoint.STag(rem.RKey)}); err != nil {
+					return s, err
+				}
+			}
+		}
+		switch {
+		case n > 0:
+			idle = time.Now()
+		case p.qp.Err() != nil:
+			return s, p.qp.Err()
+		case ctx.Err() != nil:
+			return s, ctx.Err()
+		case time.Since(idle) > p.to:
+			return s, fmt.Errorf("perf: send_bw -b: nothing completed in %v (%d sent, %d completed, %d credited, %d received)", p.to, sent, done, credit(), recvd)
+		default:
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+	if o.Duration == 0 {
+		p.credits += uint64(len(credits(o.Iters, rx)))
+	}
+	s.Iters = sent
+	s.Elapsed = time.Since(start)
+	s.Bytes = int64(s.Iters) * int64(o.Size)
+	s.PeakBps = peak(tl, o.Size, max(o.Depth, s.Iters/50))
+	return s, nil
+}
+
 // credits lists the receive counts the receiver's credit Writes carry
 // in a run of iters receives, in order.
 func credits(iters, rx int) []int {
