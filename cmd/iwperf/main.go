@@ -430,6 +430,19 @@ func (a *app) perftestServer(l *endpoint.Listener) int {
 // client's report), and writes the JSON.
 func (a *app) perftestRun(run func(perf.Options) (perf.Result, error)) int {
 	o := a.options()
+	if a.f.infinite && a.host == "" {
+		// The server of a --run_infinitely run it takes part in (-b,
+		// send_bw) prints a row per interval too, as perftest's does.
+		o.Every, o.Duration = 5*time.Second, 0
+		if a.f.dur > 0 {
+			o.Every = time.Duration(a.f.dur) * time.Second
+		}
+		if a.f.bidir || a.test == perf.SendBW {
+			fmt.Fprint(a.stdout, perf.Line)
+			perf.Header(a.stdout, a.test, a.f.gbits)
+			o.Tick = func(r perf.Row) { perf.FormatRow(a.stdout, a.test, r, a.f.gbits) }
+		}
+	}
 	var rs []perf.Result
 	o.Each = func(r perf.Result) {
 		if len(rs) == 0 {

@@ -244,7 +244,7 @@ func TestPerftestRefusesAndSweeps(t *testing.T) {
 		{[]string{"write_lat", "-b"}, "Bidirectional is only available in BW test"},
 		{[]string{"write_bw", "-a", "-D", "2"}, "Duration mode currently doesn't support running on all sizes"},
 		{[]string{"read_lat", "--run_infinitely"}, "run_infinitely exists only in BW tests for now"},
-		{[]string{"write_bw", "-b", "--run_infinitely"}, "iwperf runs --run_infinitely for write_bw and read_bw one way"},
+		{[]string{"send_bw", "-b", "--run_infinitely"}, "run_infinitely mode is not supported in SEND Bidirectional BW test"},
 	} {
 		errb.Reset()
 		args := append([]string{c.args[0], "127.0.0.1", "--perftest", "-p", "1"}, c.args[1:]...)

@@ -29,24 +29,21 @@ func checkPerftest(o *Options) error {
 		return fmt.Errorf("perf: perftest's exchange is implemented for %v, not %s", PerftestTests, o.Test)
 	}
 	// What perftest itself refuses (perftest_parameters.c, 4.5-0.17), in
-	// its words.
+	// its words. --run_infinitely overrides -a there (the parser sets
+	// test_method last), and here.
 	inf := o.Every > 0
+	if inf {
+		o.All = false
+	}
 	switch {
 	case o.Bidir && IsLat(o.Test):
 		return errors.New("perf: perftest: Bidirectional is only available in BW test (-b)")
 	case o.All && o.Duration > 0:
 		return errors.New("perf: perftest: Duration mode currently doesn't support running on all sizes (-a with -D)")
-	case o.All && inf:
-		return errors.New("perf: perftest: -a with --run_infinitely: perftest runs the infinite loop and no sizes")
 	case inf && IsLat(o.Test):
 		return errors.New("perf: perftest: run_infinitely exists only in BW tests for now")
 	case inf && o.Bidir && o.Test == SendBW:
 		return errors.New("perf: perftest: run_infinitely mode is not supported in SEND Bidirectional BW test")
-	}
-	// What perftest runs but iwperf's side of it does not (yet).
-	switch {
-	case inf && (o.Bidir || o.Test == SendBW):
-		return fmt.Errorf("perf: with perftest's exchange, iwperf runs --run_infinitely for %s and %s one way", WriteBW, ReadBW)
 	}
 	if o.Test == WriteLat && o.QPs != 1 {
 		return errors.New("perf: perftest's write_lat runs on one QP") // run_iter_lat_write uses QP 0 only
@@ -264,7 +261,11 @@ func RunPerftest(ctx context.Context, dial Dialer, o Options) (Result, error) {
 		return r.res, err
 	}
 	row := r.res.Row
-	if !o.Bidir && ptCloses(o.Test) {
+	if o.Every > 0 && (o.Bidir || o.Test == SendBW) {
+		if _, err := r.comm.xchg(ctx, r.mine[0].encode(), o.Timeout); err != nil { // closeInfinite's
+			return r.res, err
+		}
+	} else if !o.Bidir && ptCloses(o.Test) {
 		rep := ptReport{Size: uint64(row.Size), Iters: uint64(row.Iters), Peak: row.PeakBps / mib, Avg: row.AvgBps / mib, MsgRateMpp: row.MsgRate / 1e6}
 		if _, err = r.comm.finish(ctx, o.Test, r.mine[0], rep, o.Timeout); err != nil {
 			return r.res, err
@@ -284,8 +285,8 @@ func RunPerftest(ctx context.Context, dial Dialer, o Options) (Result, error) {
 
 // sizes runs the run's sizes (-s, or -a's) on the test QPs, as perftest's
 // mains do: per size a sync for send_lat and send_bw (after their
-// receives; send_bw's -a one after the size too) and around a
-// bidirectional run, which then exchanges both sides' reports
+// receives) and before a bidirectional run, one after the run in a
+// sweep (-a) of send_bw or -b, which then exchanges both sides' reports
 // (xchg_bw_reports) and adds the peer's to the row (print_full_bw_report).
 // The one-way client is active, the server passive but for write_lat
 // (both play it) and -b (both active). r.res holds the last size's; each
@@ -297,19 +298,40 @@ func (r *ptRun) sizes(ctx context.Context, o *Options) error {
 		for _, p := range r.peers {
 			p.msg = size
 		}
-		if o.Test == SendLat || o.Test == SendBW || o.Bidir {
+		inf := o.Every > 0
+		if o.Test == SendLat || o.Test == SendBW || o.Bidir && !inf {
 			if _, err := r.comm.xchg(ctx, r.mine[0].encode(), r.syncWait(o)); err != nil {
 				return err
 			}
+		}
+		if inf && !r.client {
+			// perftest runs these until it is killed; iwperf's client,
+			// when stopped, sends its closing record at once, which ends
+			// the server's run here (closeInfinite answers it).
+			stop := make(chan struct{})
+			so.Stop = stop
+			rctx, cancel := context.WithCancel(ctx)
+			defer cancel() // a failed run's: no goroutine outlives it
+			go func() {
+				if _, err := r.comm.recv(rctx, 0); err == nil {
+					close(stop)
+				}
+			}()
 		}
 		ss, err := r.runSize(ctx, &so)
 		if err != nil {
 			return err
 		}
-		// After the run: write_bw's and read_bw's -b sync, then the
-		// reports; send_bw's reports (not of a timed run), then its -a
-		// sync (send_bw.c).
-		postSync := o.Bidir && o.Test != SendBW || o.Test == SendBW && o.All
+		if inf {
+			r.res.Row, r.res.Bytes, r.res.Msgs = aggregate(size, ss)
+			r.res.Bidir = o.Bidir
+			r.counters()
+			return nil
+		}
+		// After the run, in a sweep (RUN_ALL) only: write_bw's and
+		// read_bw's -b sync, before the reports; send_bw's sync, after
+		// them (send_bw.c). A single size (RUN_REGULAR) has none.
+		postSync := o.All && (o.Bidir || o.Test == SendBW)
 		if postSync && o.Test != SendBW {
 			if _, err := r.comm.xchg(ctx, r.mine[0].encode(), r.syncWait(o)); err != nil {
 				return err
@@ -367,6 +389,17 @@ func (r *ptRun) syncWait(o *Options) time.Duration {
 // the passive side's part (nil stats where it has none to measure).
 func (r *ptRun) runSize(ctx context.Context, o *Options) ([]stats, error) {
 	active := r.client || o.Bidir
+	if o.Every > 0 && o.Tick != nil {
+		for _, p := range r.peers {
+			p.prog = new(atomic.Int64)
+		}
+		defer ticker(o, func() (n int64) {
+			for _, p := range r.peers {
+				n += p.prog.Load()
+			}
+			return n
+		})()
+	}
 	switch {
 	case o.Test == WriteLat:
 		// Both sides of write_lat ping-pong, the server first; both
@@ -393,24 +426,11 @@ func (r *ptRun) runSize(ctx context.Context, o *Options) ([]stats, error) {
 		return nil, nil
 	}
 	clk := &clock{iters: o.Iters, stop: o.Stop}
-	stopTick := func() {}
 	if o.Duration > 0 {
 		clk.end = time.Now().Add(o.Duration)
 	} else if o.Every > 0 {
 		clk.forever = true
 	}
-	if o.Every > 0 && o.Tick != nil {
-		for _, p := range r.peers {
-			p.prog = new(atomic.Int64)
-		}
-		stopTick = ticker(o, func() (n int64) {
-			for _, p := range r.peers {
-				n += p.prog.Load()
-			}
-			return n
-		})
-	}
-	defer stopTick()
 	return r.each(func(i int, p *peer) (stats, error) {
 		adv := advert{Addr: r.rem[i].VAddr, RKey: r.rem[i].RKey, Len: max(o.Size, r.cycle)}
 		if IsLat(o.Test) {
@@ -481,6 +501,10 @@ func ServePerftest(ctx context.Context, l *endpoint.Listener, o Options) (Result
 		}
 	} else {
 		r.res.Row = Row{Size: ptSizes(&o)[len(ptSizes(&o))-1], Iters: o.Iters}
+	}
+	if o.Every > 0 && (o.Bidir || o.Test == SendBW) {
+		// closeInfinite: the client's closing record ended the run; answer it.
+		return r.res, r.comm.send(ctx, r.mine[0].encode())
 	}
 	if o.Bidir || !ptCloses(o.Test) {
 		if o.Bidir {

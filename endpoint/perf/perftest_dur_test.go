@@ -2,6 +2,7 @@ package perf
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -78,11 +79,64 @@ func TestPerftestDuration(t *testing.T) {
 		{Options{Test: WriteBW, All: true, Duration: time.Second}, "Duration mode currently doesn't support running on all sizes"},
 		{Options{Test: ReadLat, Every: time.Second}, "run_infinitely exists only in BW tests for now"},
 		{Options{Test: SendBW, Bidir: true, Every: time.Second}, "run_infinitely mode is not supported in SEND Bidirectional BW test"},
-		{Options{Test: SendBW, Every: time.Second}, "iwperf runs --run_infinitely for write_bw and read_bw one way"},
-		{Options{Test: WriteBW, Bidir: true, Every: time.Second}, "one way"},
 	} {
 		if err := checkPerftest(&c.o); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s -b %v -a %v -D %v inf %v: %v, want %q", c.o.Test, c.o.Bidir, c.o.All, c.o.Duration, c.o.Every, err, c.want)
 		}
+	}
+}
+
+// TestPerftestInfiniteBoth: --run_infinitely with -b (write_bw, read_bw)
+// and send_bw one way run until the client is stopped (here at its
+// second row); the client's closing record then ends the server's run,
+// and both sides' rows count what moved.
+func TestPerftestInfiniteBoth(t *testing.T) {
+	for _, c := range []Options{{Test: WriteBW, Bidir: true}, {Test: ReadBW, Bidir: true}, {Test: SendBW}} {
+		t.Run(fmt.Sprintf("%s-b=%v", c.Test, c.Bidir), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			l, err := endpoint.Listen(ctx, "tcp", "127.0.0.1:0", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			o := c
+			o.Size, o.Every = 4096, 100*time.Millisecond
+			var sticks atomic.Int32
+			so := o
+			so.Tick = func(Row) { sticks.Add(1) }
+			type out struct {
+				r   Result
+				err error
+			}
+			sv := make(chan out, 1)
+			go func() {
+				r, err := ServePerftest(ctx, l, so)
+				sv <- out{r, err}
+			}()
+			stop := make(chan struct{})
+			var ticks atomic.Int32
+			var once sync.Once
+			co := o
+			co.Stop = stop
+			co.Tick = func(Row) {
+				if ticks.Add(1) == 2 {
+					once.Do(func() { close(stop) })
+				}
+			}
+			cl, err := RunPerftest(ctx, TCPDialer(l.Addr().String()), co)
+			s := <-sv
+			if err != nil || s.err != nil {
+				t.Fatalf("client: %v; server: %v", err, s.err)
+			}
+			if ticks.Load() < 2 || cl.Row.Iters <= 0 || s.r.Row.Iters <= 0 {
+				t.Errorf("client %d ticks, row %+v; server %d ticks, row %+v", ticks.Load(), cl.Row, sticks.Load(), s.r.Row)
+			}
+			got := map[string]func(endpoint.Counters) uint64{WriteBW: func(c endpoint.Counters) uint64 { return c.RxWrites },
+				ReadBW: func(c endpoint.Counters) uint64 { return c.RxReadReqs }, SendBW: func(c endpoint.Counters) uint64 { return c.RxSends }}[o.Test]
+			if got(s.r.Counter) == 0 || o.Bidir && got(cl.Counter) == 0 {
+				t.Errorf("operations seen: server %d, client %d", got(s.r.Counter), got(cl.Counter))
+			}
+		})
 	}
 }

@@ -66,7 +66,7 @@ func (p *peer) sendCredited(ctx context.Context, o *Options, rx int) (stats, err
 	seq := &creditSeq{rx: rx}
 	base := p.credits
 	credit := func() int { return seq.at(int(p.qp.Counters().RxWrites - base)) }
-	c := &clock{iters: o.Iters, stop: o.Stop}
+	c := &clock{iters: o.Iters, stop: o.Stop, forever: o.Every > 0}
 	if o.Duration > 0 {
 		c.end = time.Now().Add(o.Duration)
 	}
@@ -77,7 +77,7 @@ func (p *peer) sendCredited(ctx context.Context, o *Options, rx int) (stats, err
 	for c.more(sent) || done < sent {
 		for c.more(sent) && sent-done < o.Depth && sent-credit() < rx {
 			// A timed run signals every Send: its last is not known ahead.
-			sig := sent%o.CQMod == o.CQMod-1 || sent == o.Iters-1 || o.Duration > 0
+			sig := sent%o.CQMod == o.CQMod-1 || sent == o.Iters-1 || o.Duration > 0 || o.Every > 0
 			if _, err := p.qp.PostSend(endpoint.SendWR{WRID: uint64(sent), Opcode: endpoint.OpSend, Signaled: sig,
 				SGL: []endpoint.SGE{p.buf.SGE((sent%p.slots)*o.Size, o.Size)}}); err != nil {
 				return s, err
@@ -91,6 +91,9 @@ func (p *peer) sendCredited(ctx context.Context, o *Options, rx int) (stats, err
 			}
 			done = max(done, int(wc.WRID)+1)
 			tl = append(tl, mark{time.Now(), done})
+			if p.prog != nil {
+				p.prog.Store(int64(done))
+			}
 		}
 		switch {
 		case n > 0:
@@ -107,7 +110,7 @@ func (p *peer) sendCredited(ctx context.Context, o *Options, rx int) (stats, err
 			time.Sleep(20 * time.Microsecond)
 		}
 	}
-	if o.Duration == 0 {
+	if o.Duration == 0 && o.Every == 0 {
 		// The size's credit Writes, some perhaps still on their way.
 		p.credits += uint64(len(credits(o.Iters, rx)))
 	}
@@ -128,7 +131,7 @@ func (p *peer) bidirCredited(ctx context.Context, o *Options, rx int, rem ptDest
 	seq := &creditSeq{rx: rx}
 	base := p.credits
 	credit := func() int { return seq.at(int(p.qp.Counters().RxWrites - base)) }
-	c := &clock{iters: o.Iters, stop: o.Stop}
+	c := &clock{iters: o.Iters, stop: o.Stop, forever: o.Every > 0}
 	if o.Duration > 0 {
 		c.end = time.Now().Add(o.Duration)
 	}
@@ -136,9 +139,9 @@ func (p *peer) bidirCredited(ctx context.Context, o *Options, rx int, rem ptDest
 	start, idle := tl[0].t, tl[0].t
 	sent, done, recvd, k := 0, 0, 0, 0
 	var wcs [64]endpoint.WorkCompletion
-	for c.more(sent) || done < sent || o.Duration == 0 && recvd < o.Iters {
+	for c.more(sent) || done < sent || o.Duration == 0 && o.Every == 0 && recvd < o.Iters {
 		for c.more(sent) && sent-done < o.Depth && sent-credit() < rx {
-			sig := sent%o.CQMod == o.CQMod-1 || sent == o.Iters-1 || o.Duration > 0
+			sig := sent%o.CQMod == o.CQMod-1 || sent == o.Iters-1 || o.Duration > 0 || o.Every > 0
 			if _, err := p.qp.PostSend(endpoint.SendWR{WRID: uint64(sent), Opcode: endpoint.OpSend, Signaled: sig,
 				SGL: []endpoint.SGE{p.buf.SGE((sent%p.slots)*o.Size, o.Size)}}); err != nil {
 				return s, err
@@ -154,6 +157,9 @@ func (p *peer) bidirCredited(ctx context.Context, o *Options, rx int, rem ptDest
 			case endpoint.OpSend:
 				done = max(done, int(wc.WRID)+1)
 				tl = append(tl, mark{time.Now(), done})
+				if p.prog != nil {
+					p.prog.Store(int64(done))
+				}
 			case endpoint.OpRecv:
 				if err := p.repost(wc); err != nil {
 					return s, err
@@ -184,7 +190,7 @@ func (p *peer) bidirCredited(ctx context.Context, o *Options, rx int, rem ptDest
 			time.Sleep(20 * time.Microsecond)
 		}
 	}
-	if o.Duration == 0 {
+	if o.Duration == 0 && o.Every == 0 {
 		p.credits += uint64(len(credits(o.Iters, rx)))
 	}
 	s.Iters = sent
@@ -216,19 +222,35 @@ func (p *peer) recvCredited(ctx context.Context, o *Options, rx int, rem ptDest)
 	k := 0 // credits written
 	n := 1
 	wctx := ctx // after the first receive of a timed run: until its end
-	for ; o.Duration > 0 || n <= o.Iters; n++ {
+	if o.Stop != nil {
+		// An infinite run ends when o.Stop closes.
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-o.Stop:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+	}
+	for ; o.Duration > 0 || o.Every > 0 || n <= o.Iters; n++ {
 		wc, err := p.waitRecv(wctx, 0)
 		if err != nil {
 			if wctx != ctx && wctx.Err() != nil && ctx.Err() == nil {
-				break // the run's time is up
+				break // the run's time is up, or it was stopped
 			}
 			return s, err
+		}
+		if p.prog != nil {
+			p.prog.Store(int64(n))
 		}
 		if n == 1 {
 			start = time.Now()
 			if o.Duration > 0 {
 				var cancel context.CancelFunc
-				wctx, cancel = context.WithDeadline(ctx, start.Add(o.Duration))
+				wctx, cancel = context.WithDeadline(wctx, start.Add(o.Duration))
 				defer cancel()
 			}
 		}
