@@ -409,9 +409,9 @@ func (r *ptRun) runSize(ctx context.Context, o *Options) ([]stats, error) {
 		})
 	case o.Test == SendBW && o.Bidir:
 		// run_iter_bi: both sides send and receive, with credits both ways.
-		return r.each(func(i int, p *peer) (stats, error) { return p.bidirCredited(ctx, o, ptRxDepth(o.Iters), r.rem[i]) })
+		return r.each(func(i int, p *peer) (stats, error) { return p.sendCredited(ctx, o, ptRxDepth(o.Iters), &r.rem[i]) })
 	case o.Test == SendBW && r.client:
-		return r.each(func(i int, p *peer) (stats, error) { return p.sendCredited(ctx, o, ptRxDepth(o.Iters)) })
+		return r.each(func(i int, p *peer) (stats, error) { return p.sendCredited(ctx, o, ptRxDepth(o.Iters), nil) })
 	case o.Test == SendBW:
 		// perftest's send_bw receiver measures, and prints, its own row.
 		return r.each(func(i int, p *peer) (stats, error) { return p.recvCredited(ctx, o, ptRxDepth(o.Iters), r.rem[i]) })

@@ -38,33 +38,13 @@ func TestPerftestBreadth(t *testing.T) {
 		{"send_lat-D", Options{Test: SendLat, Duration: 300 * time.Millisecond}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			l, err := endpoint.Listen(ctx, "tcp", "127.0.0.1:0", &endpoint.Config{EarlyResponder: c.o.Test == WriteLat})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
 			o := c.o
 			o.Size, o.Iters = 4096, max(o.Iters, 20)
 			var srows, crows []Result
 			so, co := o, o
 			so.Each = func(r Result) { srows = append(srows, r) }
 			co.Each = func(r Result) { crows = append(crows, r) }
-			type out struct {
-				r   Result
-				err error
-			}
-			sv := make(chan out, 1)
-			go func() {
-				r, err := ServePerftest(ctx, l, so)
-				sv <- out{r, err}
-			}()
-			cl, err := RunPerftest(ctx, TCPDialer(l.Addr().String()), co)
-			s := <-sv
-			if err != nil || s.err != nil {
-				t.Fatalf("client: %v; server: %v", err, s.err)
-			}
+			cl, s := ptPair(t, so, co)
 			wantRows := 1
 			if o.All {
 				wantRows = nSizes
@@ -102,7 +82,7 @@ func TestPerftestBreadth(t *testing.T) {
 			if o.Duration > 0 {
 				total = 0 // -D: at least one each way
 			}
-			if n := got(s.r.Counter); n < total || n == 0 {
+			if n := got(s.Counter); n < total || n == 0 {
 				t.Errorf("the server's QPs saw %d of the client's operations, want %d", n, total)
 			}
 			if o.Bidir {
@@ -112,13 +92,40 @@ func TestPerftestBreadth(t *testing.T) {
 				// Both sides print the sum of both reports (but a timed
 				// send_bw, which exchanges none: its own).
 				if o.Test == SendBW && o.Duration > 0 {
-					if cl.Row.AvgBps <= 0 || s.r.Row.AvgBps <= 0 {
-						t.Errorf("-b -D: client %+v, server %+v", cl.Row, s.r.Row)
+					if cl.Row.AvgBps <= 0 || s.Row.AvgBps <= 0 {
+						t.Errorf("-b -D: client %+v, server %+v", cl.Row, s.Row)
 					}
-				} else if !cl.Bidir || cl.Row.AvgBps <= 0 || s.r.Row.AvgBps <= 0 || cl.Msgs <= int64(perSize) {
-					t.Errorf("-b: client %+v (%d messages), server %+v", cl.Row, cl.Msgs, s.r.Row)
+				} else if !cl.Bidir || cl.Row.AvgBps <= 0 || s.Row.AvgBps <= 0 || cl.Msgs <= int64(perSize) {
+					t.Errorf("-b: client %+v (%d messages), server %+v", cl.Row, cl.Msgs, s.Row)
 				}
 			}
 		})
 	}
+}
+
+// ptPair runs ServePerftest with so and RunPerftest with co against it
+// over loopback, within a minute, and returns both results; either's
+// error fails t.
+func ptPair(t *testing.T, so, co Options) (client, server Result) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// write_lat's server writes first.
+	l, err := endpoint.Listen(ctx, "tcp", "127.0.0.1:0", &endpoint.Config{EarlyResponder: so.Test == WriteLat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var serr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		server, serr = ServePerftest(ctx, l, so)
+	}()
+	client, err = RunPerftest(ctx, TCPDialer(l.Addr().String()), co)
+	<-done
+	if err != nil || serr != nil {
+		t.Fatalf("client: %v; server: %v", err, serr)
+	}
+	return client, server
 }

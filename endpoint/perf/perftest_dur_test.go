@@ -93,27 +93,11 @@ func TestPerftestDuration(t *testing.T) {
 func TestPerftestInfiniteBoth(t *testing.T) {
 	for _, c := range []Options{{Test: WriteBW, Bidir: true}, {Test: ReadBW, Bidir: true}, {Test: SendBW}} {
 		t.Run(fmt.Sprintf("%s-b=%v", c.Test, c.Bidir), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			l, err := endpoint.Listen(ctx, "tcp", "127.0.0.1:0", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
 			o := c
 			o.Size, o.Every = 4096, 100*time.Millisecond
 			var sticks atomic.Int32
 			so := o
 			so.Tick = func(Row) { sticks.Add(1) }
-			type out struct {
-				r   Result
-				err error
-			}
-			sv := make(chan out, 1)
-			go func() {
-				r, err := ServePerftest(ctx, l, so)
-				sv <- out{r, err}
-			}()
 			stop := make(chan struct{})
 			var ticks atomic.Int32
 			var once sync.Once
@@ -124,18 +108,14 @@ func TestPerftestInfiniteBoth(t *testing.T) {
 					once.Do(func() { close(stop) })
 				}
 			}
-			cl, err := RunPerftest(ctx, TCPDialer(l.Addr().String()), co)
-			s := <-sv
-			if err != nil || s.err != nil {
-				t.Fatalf("client: %v; server: %v", err, s.err)
-			}
-			if ticks.Load() < 2 || cl.Row.Iters <= 0 || s.r.Row.Iters <= 0 {
-				t.Errorf("client %d ticks, row %+v; server %d ticks, row %+v", ticks.Load(), cl.Row, sticks.Load(), s.r.Row)
+			cl, s := ptPair(t, so, co)
+			if ticks.Load() < 2 || cl.Row.Iters <= 0 || s.Row.Iters <= 0 {
+				t.Errorf("client %d ticks, row %+v; server %d ticks, row %+v", ticks.Load(), cl.Row, sticks.Load(), s.Row)
 			}
 			got := map[string]func(endpoint.Counters) uint64{WriteBW: func(c endpoint.Counters) uint64 { return c.RxWrites },
 				ReadBW: func(c endpoint.Counters) uint64 { return c.RxReadReqs }, SendBW: func(c endpoint.Counters) uint64 { return c.RxSends }}[o.Test]
-			if got(s.r.Counter) == 0 || o.Bidir && got(cl.Counter) == 0 {
-				t.Errorf("operations seen: server %d, client %d", got(s.r.Counter), got(cl.Counter))
+			if got(s.Counter) == 0 || o.Bidir && got(cl.Counter) == 0 {
+				t.Errorf("operations seen: server %d, client %d", got(s.Counter), got(cl.Counter))
 			}
 		})
 	}

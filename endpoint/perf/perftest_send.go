@@ -57,11 +57,15 @@ func (c *creditSeq) at(k int) int {
 func (p *peer) creditOff() int { return 64 * p.nctl }
 
 // sendCredited is the sender: o.Iters Sends of o.Size octets (or as many
-// as o.Duration allows), at most o.Depth outstanding and at most rx
-// beyond the receiver's credit. The credit Writes of sizes before (-a)
-// are p.credits: each size's receiver counts from 0 again, as perftest's
-// sender zeroes its credit word after each size's sync.
-func (p *peer) sendCredited(ctx context.Context, o *Options, rx int) (stats, error) {
+// as o.Duration allows, or until o.Stop), at most o.Depth outstanding and
+// at most rx beyond the receiver's credit. The credit Writes of sizes
+// before (-a) are p.credits: each size's receiver counts from 0 again, as
+// perftest's sender zeroes its credit word after each size's sync. With
+// rem (send_bw -b, perftest's run_iter_bi) it is also the receiver of the
+// peer's Sends, crediting them into rem, in the same loop over the CQ (the
+// completions of one role would be lost to the other's wait); the row is
+// this side's Sends.
+func (p *peer) sendCredited(ctx context.Context, o *Options, rx int, rem *ptDest) (stats, error) {
 	var s stats
 	seq := &creditSeq{rx: rx}
 	base := p.credits
@@ -70,78 +74,15 @@ func (p *peer) sendCredited(ctx context.Context, o *Options, rx int) (stats, err
 	if o.Duration > 0 {
 		c.end = time.Now().Add(o.Duration)
 	}
-	tl := []mark{{time.Now(), 0}}
-	start, idle := tl[0].t, tl[0].t
-	sent, done := 0, 0
-	var wcs [64]endpoint.WorkCompletion
-	for c.more(sent) || done < sent {
-		for c.more(sent) && sent-done < o.Depth && sent-credit() < rx {
-			// A timed run signals every Send: its last is not known ahead.
-			sig := sent%o.CQMod == o.CQMod-1 || sent == o.Iters-1 || o.Duration > 0 || o.Every > 0
-			if _, err := p.qp.PostSend(endpoint.SendWR{WRID: uint64(sent), Opcode: endpoint.OpSend, Signaled: sig,
-				SGL: []endpoint.SGE{p.buf.SGE((sent%p.slots)*o.Size, o.Size)}}); err != nil {
-				return s, err
-			}
-			sent++
-		}
-		n := p.cq.Poll(wcs[:])
-		for _, wc := range wcs[:n] {
-			if wc.Status != endpoint.StatusSuccess {
-				return s, fmt.Errorf("perf: %v completed with %v", wc.Opcode, wc.Status)
-			}
-			done = max(done, int(wc.WRID)+1)
-			tl = append(tl, mark{time.Now(), done})
-			if p.prog != nil {
-				p.prog.Store(int64(done))
-			}
-		}
-		switch {
-		case n > 0:
-			idle = time.Now()
-		case p.qp.Err() != nil:
-			return s, p.qp.Err()
-		case ctx.Err() != nil:
-			return s, ctx.Err()
-		case time.Since(idle) > p.to:
-			return s, fmt.Errorf("perf: send_bw: nothing completed in %v (%d sent, %d completed, %d credited)", p.to, sent, done, credit())
-		default:
-			// Credits come as RDMA Writes, which complete nothing here:
-			// poll, as perftest does.
-			time.Sleep(20 * time.Microsecond)
-		}
-	}
-	if o.Duration == 0 && o.Every == 0 {
-		// The size's credit Writes, some perhaps still on their way.
-		p.credits += uint64(len(credits(o.Iters, rx)))
-	}
-	s.Iters = sent
-	s.Elapsed = time.Since(start)
-	s.Bytes = int64(s.Iters) * int64(o.Size)
-	s.PeakBps = peak(tl, o.Size, max(o.Depth, s.Iters/50))
-	return s, nil
-}
-
-// bidirCredited is both at once on one QP, as perftest's run_iter_bi for
-// send_bw -b: o.Iters Sends (or o.Duration's) within the peer's credits,
-// and the peer's Sends received, reposted and credited. One loop polls
-// the CQ for both (the completions of one role would be lost to the
-// other's wait); the row is this side's Sends.
-func (p *peer) bidirCredited(ctx context.Context, o *Options, rx int, rem ptDest) (stats, error) {
-	var s stats
-	seq := &creditSeq{rx: rx}
-	base := p.credits
-	credit := func() int { return seq.at(int(p.qp.Counters().RxWrites - base)) }
-	c := &clock{iters: o.Iters, stop: o.Stop, forever: o.Every > 0}
-	if o.Duration > 0 {
-		c.end = time.Now().Add(o.Duration)
-	}
+	timed := o.Duration > 0 || o.Every > 0
 	tl := []mark{{time.Now(), 0}}
 	start, idle := tl[0].t, tl[0].t
 	sent, done, recvd, k := 0, 0, 0, 0
 	var wcs [64]endpoint.WorkCompletion
-	for c.more(sent) || done < sent || o.Duration == 0 && o.Every == 0 && recvd < o.Iters {
+	for c.more(sent) || done < sent || rem != nil && !timed && recvd < o.Iters {
 		for c.more(sent) && sent-done < o.Depth && sent-credit() < rx {
-			sig := sent%o.CQMod == o.CQMod-1 || sent == o.Iters-1 || o.Duration > 0 || o.Every > 0
+			// A timed run signals every Send: its last is not known ahead.
+			sig := sent%o.CQMod == o.CQMod-1 || sent == o.Iters-1 || timed
 			if _, err := p.qp.PostSend(endpoint.SendWR{WRID: uint64(sent), Opcode: endpoint.OpSend, Signaled: sig,
 				SGL: []endpoint.SGE{p.buf.SGE((sent%p.slots)*o.Size, o.Size)}}); err != nil {
 				return s, err
@@ -165,15 +106,10 @@ func (p *peer) bidirCredited(ctx context.Context, o *Options, rx int, rem ptDest
 					return s, err
 				}
 				recvd++
-				if !creditDue(recvd, rx) {
-					continue
-				}
-				off := p.creditOff() + reportSlot + 4*(k%(reportSlot/4))
-				k++
-				binary.LittleEndian.PutUint32(p.ctl.Buf()[off:], uint32(recvd))
-				if _, err := p.qp.PostSend(endpoint.SendWR{WRID: ^uint64(0), Opcode: endpoint.OpWrite, Signaled: true,
-					SGL: []endpoint.SGE{p.ctl.SGE(off, 4)}, RemoteAddr: rem.VAddr, RKey: endpoint.STag(rem.RKey)}); err != nil {
-					return s, err
+				if creditDue(recvd, rx) {
+					if err := p.writeCredit(&k, recvd, *rem); err != nil {
+						return s, err
+					}
 				}
 			}
 		}
@@ -185,12 +121,15 @@ func (p *peer) bidirCredited(ctx context.Context, o *Options, rx int, rem ptDest
 		case ctx.Err() != nil:
 			return s, ctx.Err()
 		case time.Since(idle) > p.to:
-			return s, fmt.Errorf("perf: send_bw -b: nothing completed in %v (%d sent, %d completed, %d credited, %d received)", p.to, sent, done, credit(), recvd)
+			return s, fmt.Errorf("perf: send_bw: nothing completed in %v (%d sent, %d completed, %d credited, %d received)", p.to, sent, done, credit(), recvd)
 		default:
+			// Credits come as RDMA Writes, which complete nothing here:
+			// poll, as perftest does.
 			time.Sleep(20 * time.Microsecond)
 		}
 	}
-	if o.Duration == 0 && o.Every == 0 {
+	if !timed {
+		// The size's credit Writes, some perhaps still on their way.
 		p.credits += uint64(len(credits(o.Iters, rx)))
 	}
 	s.Iters = sent
@@ -198,6 +137,18 @@ func (p *peer) bidirCredited(ctx context.Context, o *Options, rx int, rem ptDest
 	s.Bytes = int64(s.Iters) * int64(o.Size)
 	s.PeakBps = peak(tl, o.Size, max(o.Depth, s.Iters/50))
 	return s, nil
+}
+
+// writeCredit RDMA Writes receive count n into the sender's credit word
+// (rem), the k-th credit, each from its own 4 octets of the peer report
+// slot so that one in flight is not overwritten.
+func (p *peer) writeCredit(k *int, n int, rem ptDest) error {
+	off := p.creditOff() + reportSlot + 4*(*k%(reportSlot/4))
+	*k++
+	binary.LittleEndian.PutUint32(p.ctl.Buf()[off:], uint32(n))
+	_, err := p.qp.PostSend(endpoint.SendWR{WRID: ^uint64(0), Opcode: endpoint.OpWrite, Signaled: true,
+		SGL: []endpoint.SGE{p.ctl.SGE(off, 4)}, RemoteAddr: rem.VAddr, RKey: endpoint.STag(rem.RKey)})
+	return err
 }
 
 // credits lists the receive counts the receiver's credit Writes carry
@@ -255,17 +206,10 @@ func (p *peer) recvCredited(ctx context.Context, o *Options, rx int, rem ptDest)
 			}
 		}
 		p.repost(wc)
-		if !creditDue(n, rx) {
-			continue
-		}
-		// Each credit from its own 4 octets of the peer report slot, so
-		// that one in flight is not overwritten.
-		off := p.creditOff() + reportSlot + 4*(k%(reportSlot/4))
-		k++
-		binary.LittleEndian.PutUint32(p.ctl.Buf()[off:], uint32(n))
-		if _, err := p.qp.PostSend(endpoint.SendWR{Opcode: endpoint.OpWrite, Signaled: true,
-			SGL: []endpoint.SGE{p.ctl.SGE(off, 4)}, RemoteAddr: rem.VAddr, RKey: endpoint.STag(rem.RKey)}); err != nil {
-			return s, err
+		if creditDue(n, rx) {
+			if err := p.writeCredit(&k, n, rem); err != nil {
+				return s, err
+			}
 		}
 	}
 	s.Iters = n - 1
