@@ -262,7 +262,7 @@ func RunPerftest(ctx context.Context, dial Dialer, o Options) (Result, error) {
 	}
 	row := r.res.Row
 	if o.Every > 0 && (o.Bidir || o.Test == SendBW) {
-		if _, err := r.comm.xchg(ctx, r.mine[0].encode(), o.Timeout); err != nil { // closeInfinite's
+		if _, err := r.comm.xchg(ctx, r.mine[0].encode(), o.Timeout); err != nil { // the closing record that ends the server's loop (sizes)
 			return r.res, err
 		}
 	} else if !o.Bidir && ptCloses(o.Test) {
@@ -307,7 +307,7 @@ func (r *ptRun) sizes(ctx context.Context, o *Options) error {
 		if inf && !r.client {
 			// perftest runs these until it is killed; iwperf's client,
 			// when stopped, sends its closing record at once, which ends
-			// the server's run here (closeInfinite answers it).
+			// the server's run here (ServePerftest answers it).
 			stop := make(chan struct{})
 			so.Stop = stop
 			rctx, cancel := context.WithCancel(ctx)
@@ -503,7 +503,7 @@ func ServePerftest(ctx context.Context, l *endpoint.Listener, o Options) (Result
 		r.res.Row = Row{Size: ptSizes(&o)[len(ptSizes(&o))-1], Iters: o.Iters}
 	}
 	if o.Every > 0 && (o.Bidir || o.Test == SendBW) {
-		// closeInfinite: the client's closing record ended the run; answer it.
+		// The client's closing record ended the run (sizes): answer it.
 		return r.res, r.comm.send(ctx, r.mine[0].encode())
 	}
 	if o.Bidir || !ptCloses(o.Test) {
