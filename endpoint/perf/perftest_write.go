@@ -52,12 +52,18 @@ func (p *peer) writeLat(ctx context.Context, o *Options, half int, rem ptDest, s
 	posted := make([]time.Time, 0, n)
 	gen := p.placed // the peer's Writes of the sizes before (-a)
 	defer func() { p.placed = gen }()
-	// A timed run (-D) plays until o.Duration after the peer's first
-	// Write, as perftest's run_iter_lat_write starts its timer on its
-	// first receive; a wait that reaches the end ends it.
+	// A timed run (-D) plays for o.Duration from its start, as perftest's
+	// run_iter_lat_write times itself; a wait that reaches the end ends
+	// it. perftest's side, at its end, stops waiting for our Write, posts
+	// one more of its own and tears down (no closing exchange follows
+	// write_lat): a timed run takes two Writes at once, and the peer's
+	// close once it has played, as its end.
 	timed := o.Duration > 0
 	var end time.Time
-	more := func(c int) bool { return c < n || timed && (end.IsZero() || time.Now().Before(end)) }
+	if timed {
+		end = time.Now().Add(o.Duration)
+	}
+	more := func(c int) bool { return c < n || timed && time.Now().Before(end) }
 	scnt, ccnt, rcnt := 0, 0, 0
 loop:
 	for more(scnt) || ccnt < scnt || !timed && rcnt < n {
@@ -71,24 +77,24 @@ loop:
 			wcancel()
 			if err != nil {
 				if qerr := p.qp.Err(); qerr != nil {
+					if timed && rcnt > 0 && ctx.Err() == nil {
+						break loop // the peer's time was up: it closed
+					}
 					err = qerr
-				} else if !end.IsZero() && !time.Now().Before(end) && ctx.Err() == nil {
+				} else if timed && !time.Now().Before(end) && ctx.Err() == nil {
 					break loop // the run's time is up: the peer stopped first
 				}
 				return s, fmt.Errorf("perf: write_lat: waiting for the peer's Write %d: %w", rcnt+1, err)
 			}
-			rcnt++
-			if g != gen+1 {
+			if g != gen+1 && !(timed && g > gen) {
 				return s, fmt.Errorf("perf: write_lat: the peer placed %d Writes where it owed one", g-gen)
 			}
+			rcnt += int(g - gen)
 			gen = g
 			if got := buf[half+size-1]; got != byte(rcnt) {
 				return s, fmt.Errorf("perf: write_lat: the peer's Write %d carries count %d", rcnt, got)
 			}
 			mr.Sync() // our read before the peer's next Write
-			if timed && end.IsZero() {
-				end = time.Now().Add(o.Duration)
-			}
 		}
 		if more(scnt) {
 			posted = append(posted, time.Now())
@@ -101,6 +107,9 @@ loop:
 		}
 		if ccnt < scnt {
 			if _, err := p.next(ctx, p.to); err != nil {
+				if timed && rcnt > 0 && p.qp.Err() != nil && ctx.Err() == nil {
+					break // the peer's time was up: it closed
+				}
 				return s, err
 			}
 			ccnt++
