@@ -30,6 +30,7 @@ type siwStep struct {
 // each way, under TCG's budget (-a's 23 sizes with -n 5).
 var siwBreadth = []siwStep{
 	{test: WriteBW, guestServer: true, flags: "-a -n 5", opt: func(o *Options) { o.All, o.Iters = true, 5 }, size: MaxSize, iter: 5},
+	{test: WriteBW, guestServer: false, flags: "-b -s 4096 -n 200", opt: func(o *Options) { o.Bidir = true }, size: siwSize, iter: 200},
 	// Not ib_read_bw -R -b against iwperf's server: it passed in one boot
 	// and in the next perftest's 128 Reads all completed flushed (status
 	// 5, none done) while iwperf's Reads went unanswered, with no
@@ -178,6 +179,9 @@ func TestSiwPerf(t *testing.T) {
 	t.Logf("VM run: exit code %d (killed %v, timed out %v) in %v", r.ExitCode, r.Killed, r.TimedOut, time.Since(start).Round(time.Second))
 	if r.ExitCode != 0 {
 		t.Fatalf("siw VM: exit code %d, %v\n%s", r.ExitCode, r.Err, r.Tail(4000))
+	}
+	if i := strings.Index(r.Console, "=== DMESG"); i >= 0 {
+		t.Logf("guest kernel log (siw):\n%s", r.Console[i:])
 	}
 	for i, s := range steps {
 		name := s.test + "/iwperf-client"
