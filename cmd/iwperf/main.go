@@ -290,7 +290,8 @@ func (a *app) server() int {
 func (a *app) options() perf.Options {
 	f := a.f
 	o := perf.Options{Test: a.test, Size: f.size, Iters: f.iters, Duration: time.Duration(f.dur) * time.Second, Depth: f.depth,
-		QPs: f.qps, Bidir: f.bidir, PostList: f.postList, Atomic: f.atomic, CQMod: f.cqMod, IRD: f.ird, ORD: f.ord, Config: a.cfg, Timeout: f.timeout}
+		QPs: f.qps, Bidir: f.bidir, PostList: f.postList, Atomic: f.atomic, CQMod: f.cqMod, IRD: f.ird, ORD: f.ord, Config: a.cfg, Timeout: f.timeout,
+		All: f.all && f.perftest}
 	if o.Size < 0 {
 		o.Size = perf.DefaultSize(a.test)
 	}
@@ -302,10 +303,6 @@ func (a *app) client() int {
 	o := a.options()
 	if f.plot != "" && !f.all {
 		fmt.Fprintln(a.stderr, "iwperf: --plot draws a size sweep: it needs -a")
-		return 2
-	}
-	if f.perftest && f.all {
-		fmt.Fprintln(a.stderr, "iwperf: --perftest runs one size (-s), not -a")
 		return 2
 	}
 	if f.infinite {
@@ -333,7 +330,7 @@ func (a *app) client() int {
 		return 0
 	}
 	if f.perftest {
-		return a.report(perf.RunPerftest(a.ctx, a.dialer(), o))
+		return a.perftestRun(func(o perf.Options) (perf.Result, error) { return perf.RunPerftest(a.ctx, a.dialer(), o) })
 	}
 	if !f.all {
 		return a.report(perf.Run(a.ctx, a.dialer(), o))
@@ -411,17 +408,63 @@ func (a *app) rpingReport(res rping.Result, err error) int {
 // perftestServer serves perftest clients (ib_write_bw -R HOST), one at a
 // time: one, or every one with --persistent.
 func (a *app) perftestServer(l *endpoint.Listener) int {
-	o := a.options()
-	o.Log = a.stderr
+	var err error
 	for {
-		res, err := perf.ServePerftest(a.ctx, l, o)
-		rc := a.report(res, err)
+		rc := a.perftestRun(func(o perf.Options) (perf.Result, error) {
+			o.Log = a.stderr
+			var res perf.Result
+			res, err = perf.ServePerftest(a.ctx, l, o)
+			return res, err
+		})
 		// A client's failed run is that client's; only the
 		// listener's own failure ends a persistent server.
 		if !a.f.persistent || a.ctx.Err() != nil || errors.As(err, new(*perf.ListenerError)) {
 			return rc
 		}
 	}
+}
+
+// perftestRun runs one side of a --perftest run, printing each size's row
+// as it comes where the side measures (-a sweeps on the same
+// connections, -b), else the result (a one-way server prints the
+// client's report), and writes the JSON.
+func (a *app) perftestRun(run func(perf.Options) (perf.Result, error)) int {
+	o := a.options()
+	if a.f.infinite && a.host == "" {
+		// The server of a --run_infinitely run it takes part in (-b,
+		// send_bw) prints a row per interval too, as perftest's does.
+		o.Every, o.Duration = 5*time.Second, 0
+		if a.f.dur > 0 {
+			o.Every = time.Duration(a.f.dur) * time.Second
+		}
+		if a.f.bidir || a.test == perf.SendBW {
+			fmt.Fprint(a.stdout, perf.Line)
+			perf.Header(a.stdout, a.test, a.f.gbits)
+			o.Tick = func(r perf.Row) { perf.FormatRow(a.stdout, a.test, r, a.f.gbits) }
+		}
+	}
+	var rs []perf.Result
+	o.Each = func(r perf.Result) {
+		if len(rs) == 0 {
+			perf.Banner(a.stdout, r)
+			perf.Header(a.stdout, r.Test, a.f.gbits)
+		}
+		perf.FormatRow(a.stdout, r.Test, r.Row, a.f.gbits)
+		rs = append(rs, r)
+	}
+	res, err := run(o)
+	if len(rs) == 0 {
+		return a.report(res, err)
+	}
+	fmt.Fprint(a.stdout, perf.Line)
+	if err != nil {
+		return a.fail(err)
+	}
+	rs[len(rs)-1] = res // with its counters to the end
+	if err := a.writeJSON(rs); err != nil {
+		return a.fail(err)
+	}
+	return 0
 }
 
 // report prints one run's result as perftest does and writes its JSON.

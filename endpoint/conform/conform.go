@@ -106,7 +106,7 @@ type Row struct {
 
 // reaction is what the target did.
 type reaction struct {
-	kind  string // "terminate", "close", "reset", "silence", "our-terminate"
+	kind  string // "terminate", "close", "reset", "silence", "our-terminate", "placed", "misplaced"
 	cause decode.TermCause
 	siw   *decode.TermCause // the cause under Linux siw's swapped encoding, when it differs
 	note  string
@@ -136,6 +136,7 @@ type expect struct {
 	causes  []decode.TermCause
 	closed  bool
 	ok      bool
+	placed  bool // the case's data was placed and read back intact (mulpdu.go)
 	anyTerm bool // a Terminate of any cause (the fault breaks framing: what the target reads is not defined)
 }
 
@@ -162,6 +163,9 @@ func (e expect) String() string {
 	if e.ok {
 		s = append(s, "completions with the right values")
 	}
+	if e.placed {
+		s = append(s, "placed intact")
+	}
 	return strings.Join(s, " | ")
 }
 
@@ -173,6 +177,8 @@ func (e expect) match(r reaction) bool {
 		return e.closed
 	case "ok":
 		return e.ok
+	case "placed":
+		return e.placed
 	}
 	return false
 }
@@ -199,6 +205,8 @@ type Case struct {
 	// mpa, when set, runs a case that drives the MPA exchange itself
 	// (stacks.go) instead of open and run.
 	mpa func(ctx context.Context, o *Options, ln *endpoint.Listener) (got, verdict, reason string)
+	// config, when set, changes the case's MPA configuration.
+	config func(*endpoint.Config)
 }
 
 // conn is one case's connection and what it learned.
@@ -218,8 +226,9 @@ type conn struct {
 	sink     decode.ReadRequest // the target's Read Request (its Data Sink)
 	learned  bool
 	gotRead  chan struct{}
-	selfTerm bool    // the case sent a Terminate itself
-	others   []*conn // more connections of the case, closed with it
+	selfTerm bool      // the case sent a Terminate itself
+	done     *reaction // the target's reaction as the case itself saw it, when it did
+	others   []*conn   // more connections of the case, closed with it
 }
 
 // STag is the target's learned rdma_buf STag, TO and length.
@@ -364,7 +373,7 @@ func Cases() []Case {
 			expect: term(2, 0, 0x07), run: func(c *conn) (string, error) {
 				return "", c.post(c.advert(1)) // the fault was injected before connecting
 			}},
-	}, append(append(atomicCases(), stackCases()...), rfc5040Cases()...)...)
+	}, append(append(append(atomicCases(), stackCases()...), rfc5040Cases()...), mulpduCases()...)...)
 }
 
 // Run runs the suite, calling emit with each row as it completes.
@@ -517,6 +526,9 @@ func runCase(ctx context.Context, o *Options, ln *endpoint.Listener, tc Case, ru
 		return row
 	}
 	cfg := o.Config
+	if tc.config != nil {
+		tc.config(&cfg)
+	}
 	if o.PcapDir != "" && ln == nil {
 		name := tc.ID
 		if o.Repeat > 0 {
@@ -562,7 +574,10 @@ func runCase(ctx context.Context, o *Options, ln *endpoint.Listener, tc Case, ru
 		return row
 	}
 	re := reaction{kind: "ok"}
-	if !tc.expect.ok {
+	switch {
+	case c.done != nil:
+		re = *c.done
+	case !tc.expect.ok:
 		re = c.reaction(ctx, o.Timeout)
 	}
 	row.Got = re.String()

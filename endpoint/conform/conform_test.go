@@ -114,7 +114,8 @@ func rfc5040Verdict(id string, cfg endpoint.Config) (string, bool) {
 	case id == "ddp-write-read-only", // needs --listen (TestWriteReadOnly)
 		id == "mpa-fpduptr" && !cfg.Markers,
 		id == "mpa-rtr-type" && !cfg.PeerToPeer,
-		id == "mpa-markers-unnegotiated" && (cfg.Markers || cfg.PeerToPeer):
+		id == "mpa-markers-unnegotiated" && (cfg.Markers || cfg.PeerToPeer),
+		id == "mpa-mulpdu-overrun": // needs a 64 KiB buffer (TestMULPDUOverrun)
 		return Skip, true
 	}
 	return "", false

@@ -17,7 +17,11 @@ import (
 
 const (
 	rpingPort = 7175 // rping -s -P in the guest
-	guestAddr = "10.0.2.15"
+	// rpingBigPort is a second rping -s -P, with a 64 KiB buffer (-S
+	// 65535): for the cases that need one (bigCases), run against it
+	// alone so that the other cases keep rping's default buffer.
+	rpingBigPort = 7177 // not 7176: the siw↔siw phase's (iwcm969_test.go)
+	guestAddr    = "10.0.2.15"
 )
 
 // guestFuncs holds the shell functions of the guest script: phase $1
@@ -31,6 +35,7 @@ var guestFuncs = siwpeer.PhaseFunc +
 type siwVM struct {
 	vm     *siwpeer.VM
 	fwd    int    // host port forwarded to the guest's rpingPort
+	fwdBig int    // host port forwarded to the guest's rpingBigPort
 	out    string // the host directory that is the guest's /out
 	phases *siwpeer.Phases
 }
@@ -43,6 +48,7 @@ func bootSiwVM(t *testing.T, peer *siwpeer.Peer, script string, timeout time.Dur
 	// A crashed guest does not power off: KillOn ends it.
 	opts := siwpeer.Options{Timeout: timeout, Out: s.out, GuestFwd: []string{s.phases.Fwd()}, KillOn: siwpeer.GuestOops}
 	s.fwd = opts.AddHostFwd(t, rpingPort)
+	s.fwdBig = opts.AddHostFwd(t, rpingBigPort)
 	var err error
 	s.vm, err = peer.Start(t, guestFuncs+script, opts)
 	if err != nil {

@@ -104,7 +104,12 @@ type Options struct {
 	Final bool
 	// Log, for ServePerftest, gets one line per connection passed over
 	// before the client's (closed or silent during the MPA exchange).
-	Log   io.Writer
+	Log io.Writer
+	// All, for RunPerftest and ServePerftest, runs perftest's -a: every
+	// size of SweepSizes on the same connections, Each called with each
+	// size's result (the run returns the last).
+	All   bool
+	Each  func(Result)
 	sweep uint64
 }
 
@@ -254,17 +259,20 @@ type mark struct {
 
 // peer is one side of one connection.
 type peer struct {
-	dev   *endpoint.Device
-	qp    *endpoint.QP
-	cq    *endpoint.CQ
-	buf   *endpoint.MR // data: slots of size octets
-	ctl   *endpoint.MR // 64-octet receive slots, then our report, then the peer's
-	size  int
-	slots int
-	nctl  int
-	to    time.Duration
-	pend  []endpoint.WorkCompletion
-	prog  *atomic.Int64 // messages completed, for Tick
+	dev     *endpoint.Device
+	qp      *endpoint.QP
+	cq      *endpoint.CQ
+	buf     *endpoint.MR // data: slots of size octets
+	ctl     *endpoint.MR // 64-octet receive slots, then our report, then the peer's
+	size    int
+	msg     int // the message size of the run's current size (perftest's -a), when not size
+	slots   int
+	nctl    int
+	to      time.Duration
+	pend    []endpoint.WorkCompletion
+	prog    *atomic.Int64 // messages completed, for Tick
+	placed  uint64        // write_lat: the placement generation of the peer's Writes seen (perftest_write.go)
+	credits uint64        // send_bw's sender: the credit Writes of the sizes before (perftest_send.go)
 }
 
 // slotsFor is the number of data slots a peer cycles through: one for
@@ -682,6 +690,11 @@ func (p *peer) activeLat(ctx context.Context, o *Options, rem advert, c *clock) 
 			}
 			wc, err := p.waitRecv(ctx, p.to)
 			if err != nil {
+				if !c.end.IsZero() && time.Now().After(c.end) && ctx.Err() == nil && p.qp.Err() == nil {
+					// A timed peer may stop first (perftest times itself
+					// from its first receive): the round is not counted.
+					break
+				}
 				return s, err
 			}
 			p.repost(wc)
@@ -703,12 +716,21 @@ func (p *peer) activeLat(ctx context.Context, o *Options, rem advert, c *clock) 
 func (p *peer) ping(test string, rem advert) error {
 	if test == WriteLat {
 		_, err := p.qp.PostSend(
-			endpoint.SendWR{Opcode: endpoint.OpWrite, SGL: []endpoint.SGE{p.buf.SGE(0, p.size)}, RemoteAddr: rem.Addr, RKey: endpoint.STag(rem.RKey)},
+			endpoint.SendWR{Opcode: endpoint.OpWrite, SGL: []endpoint.SGE{p.buf.SGE(0, p.msgSize())}, RemoteAddr: rem.Addr, RKey: endpoint.STag(rem.RKey)},
 			endpoint.SendWR{Opcode: endpoint.OpSend})
 		return err
 	}
-	_, err := p.qp.PostSend(endpoint.SendWR{Opcode: endpoint.OpSend, SGL: []endpoint.SGE{p.buf.SGE(0, p.size)}})
+	_, err := p.qp.PostSend(endpoint.SendWR{Opcode: endpoint.OpSend, SGL: []endpoint.SGE{p.buf.SGE(0, p.msgSize())}})
 	return err
+}
+
+// msgSize is the size of a ping: the current size of a sweep on the same
+// connections, else the buffer's.
+func (p *peer) msgSize() int {
+	if p.msg > 0 {
+		return p.msg
+	}
+	return p.size
 }
 
 // active runs the active side of any test, then finish.

@@ -28,19 +28,44 @@ func checkPerftest(o *Options) error {
 	if ptLayout[o.Test] == nil {
 		return fmt.Errorf("perf: perftest's exchange is implemented for %v, not %s", PerftestTests, o.Test)
 	}
-	if o.Bidir {
-		return errors.New("perf: with perftest's exchange, runs go one way (no -b)")
+	// What perftest itself refuses (perftest_parameters.c, 4.5-0.17), in
+	// its words. --run_infinitely overrides -a there (the parser sets
+	// test_method last), and here.
+	inf := o.Every > 0
+	if inf {
+		o.All = false
 	}
-	if (o.Duration > 0 || o.Every > 0) && o.Test != WriteBW && o.Test != ReadBW {
-		// write_bw's and read_bw's servers only wait for the client's end
-		// of run and its report, whatever the client's loop; the other
-		// tests' servers count the client's -n messages.
-		return fmt.Errorf("perf: with perftest's exchange, -D and --run_infinitely are for %s and %s", WriteBW, ReadBW)
+	switch {
+	case o.Bidir && IsLat(o.Test):
+		return errors.New("perf: perftest: Bidirectional is only available in BW test (-b)")
+	case o.All && o.Duration > 0:
+		return errors.New("perf: perftest: Duration mode currently doesn't support running on all sizes (-a with -D)")
+	case inf && IsLat(o.Test):
+		return errors.New("perf: perftest: run_infinitely exists only in BW tests for now")
+	case inf && o.Bidir && o.Test == SendBW:
+		return errors.New("perf: perftest: run_infinitely mode is not supported in SEND Bidirectional BW test")
 	}
 	if o.Test == WriteLat && o.QPs != 1 {
 		return errors.New("perf: perftest's write_lat runs on one QP") // run_iter_lat_write uses QP 0 only
 	}
 	return nil
+}
+
+// ptSizes are the sizes of a run: -s, or -a's.
+func ptSizes(o *Options) []int {
+	if o.All {
+		return SweepSizes()
+	}
+	return []int{o.Size}
+}
+
+// ptAlloc is the message size buffers are made for: -a's largest, as
+// perftest's force_dependecies sets size to MAX_SIZE for RUN_ALL.
+func ptAlloc(o *Options) int {
+	if o.All {
+		return MaxSize
+	}
+	return o.Size
 }
 
 // ptRun is one run with perftest: its control channel and test QPs.
@@ -53,6 +78,9 @@ type ptRun struct {
 	conns     []*endpoint.Conn
 	mine, rem []ptDest
 	res       Result
+	// peerWrites counts the peer's RDMA Writes of a -b write_bw run by its
+	// reports, per QP.
+	peerWrites uint64
 }
 
 func newPTRun(o Options, client bool) (*ptRun, error) {
@@ -80,16 +108,16 @@ func (r *ptRun) close() {
 func (r *ptRun) newPeer(i int) (*endpoint.QP, error) {
 	o := &r.o
 	depth := o.Depth
-	if o.Test == SendBW && !r.client {
+	if o.Test == SendBW && (!r.client || o.Bidir) {
 		depth = max(depth, (ptRxDepth(o.Iters)+1)/2) // 2×depth receives: rx_depth at least
 	}
-	p, err := newPeer(o.Test, o.Size, depth, o.IRD, o.ORD, o.Timeout)
+	p, err := newPeer(o.Test, ptAlloc(o), depth, o.IRD, o.ORD, o.Timeout)
 	if err != nil {
 		return nil, err
 	}
-	need := max(o.Size, r.cycle)
+	need := max(ptAlloc(o), r.cycle)
 	if o.Test == WriteLat {
-		need = ptWriteLatBuf(o.Size, r.cycle)
+		need = ptWriteLatBuf(ptAlloc(o), r.cycle)
 	}
 	if p.buf.Len() < need {
 		if p.buf, err = p.buf.PD().RegisterMR(make([]byte, need), endpoint.AccessAll, nil); err != nil {
@@ -99,7 +127,7 @@ func (r *ptRun) newPeer(i int) (*endpoint.QP, error) {
 	switch {
 	case o.Test == SendLat:
 		p.postInitialRecvs(SendLat, true) // the pings or pongs
-	case o.Test == SendBW && !r.client:
+	case o.Test == SendBW && (!r.client || o.Bidir):
 		p.postInitialRecvs(SendBW, false) // what perftest's sender may send before our first credit
 	}
 	r.peers[i] = p
@@ -120,7 +148,7 @@ func (r *ptRun) exchange(ctx context.Context) error {
 		case SendBW:
 			r.mine[i].RKey, r.mine[i].VAddr = uint32(p.ctl.STag()), p.ctl.Addr()+uint64(p.creditOff())
 		case WriteLat:
-			r.mine[i].VAddr += uint64(ptHalf(r.o.Size, r.cycle)) // the half the peer writes
+			r.mine[i].VAddr += uint64(ptHalf(ptAlloc(&r.o), r.cycle)) // the half the peer writes
 		}
 	}
 	var err error
@@ -151,6 +179,7 @@ func (r *ptRun) each(f func(i int, p *peer) (stats, error)) ([]stats, error) {
 }
 
 func (r *ptRun) counters() {
+	r.res.Counter = endpoint.Counters{}
 	for _, p := range r.peers {
 		addCounters(&r.res.Counter, p.qp.Counters())
 	}
@@ -228,46 +257,21 @@ func RunPerftest(ctx context.Context, dial Dialer, o Options) (Result, error) {
 	if err := r.exchange(ctx); err != nil {
 		return r.res, err
 	}
-	clk := &clock{iters: o.Iters, stop: o.Stop}
-	stopTick := func() {}
-	if o.Duration > 0 {
-		clk.end = time.Now().Add(o.Duration)
-	} else if o.Every > 0 {
-		clk.forever = true
-	}
-	if o.Every > 0 && o.Tick != nil {
-		for _, p := range r.peers {
-			p.prog = new(atomic.Int64)
-		}
-		stopTick = ticker(&o, func() (n int64) {
-			for _, p := range r.peers {
-				n += p.prog.Load()
-			}
-			return n
-		})
-	}
-	ss, err := r.each(func(i int, p *peer) (stats, error) {
-		adv := advert{Addr: r.rem[i].VAddr, RKey: r.rem[i].RKey, Len: max(o.Size, r.cycle)}
-		switch {
-		case o.Test == SendBW:
-			return p.sendCredited(ctx, &o, ptRxDepth(o.Iters))
-		case o.Test == WriteLat:
-			return p.writeLat(ctx, &o, ptHalf(o.Size, r.cycle), r.rem[i], false)
-		case IsLat(o.Test):
-			return p.activeLat(ctx, &o, adv, clk)
-		}
-		return p.activeBW(ctx, &o, adv, clk)
-	})
-	stopTick()
-	if err != nil {
+	if err := r.sizes(ctx, &o); err != nil {
 		return r.res, err
 	}
-	r.res.Row, r.res.Bytes, r.res.Msgs = aggregate(o.Size, ss)
-	r.counters()
 	row := r.res.Row
-	rep := ptReport{Size: uint64(o.Size), Iters: uint64(row.Iters), Peak: row.PeakBps / mib, Avg: row.AvgBps / mib, MsgRateMpp: row.MsgRate / 1e6}
-	if ptCloses(o.Test) {
+	if o.Every > 0 && (o.Bidir || o.Test == SendBW) {
+		if _, err := r.comm.xchg(ctx, r.mine[0].encode(), o.Timeout); err != nil { // the closing record that ends the server's loop (sizes)
+			return r.res, err
+		}
+	} else if !o.Bidir && ptCloses(o.Test) {
+		rep := ptReport{Size: uint64(row.Size), Iters: uint64(row.Iters), Peak: row.PeakBps / mib, Avg: row.AvgBps / mib, MsgRateMpp: row.MsgRate / 1e6}
 		if _, err = r.comm.finish(ctx, o.Test, r.mine[0], rep, o.Timeout); err != nil {
+			return r.res, err
+		}
+	} else if o.Bidir {
+		if _, err := r.comm.xchg(ctx, r.mine[0].encode(), o.Timeout); err != nil { // ctx_close_connection
 			return r.res, err
 		}
 	}
@@ -277,6 +281,163 @@ func RunPerftest(ctx context.Context, dial Dialer, o Options) (Result, error) {
 	// ib_read_bw then exits 1. The flush of our receives says it closed.
 	r.comm.recv(ctx, ptSettle)
 	return r.res, nil
+}
+
+// sizes runs the run's sizes (-s, or -a's) on the test QPs, as perftest's
+// mains do: per size a sync for send_lat and send_bw (after their
+// receives) and before a bidirectional run, one after the run in a
+// sweep (-a) of send_bw or -b, which then exchanges both sides' reports
+// (xchg_bw_reports) and adds the peer's to the row (print_full_bw_report).
+// The one-way client is active, the server passive but for write_lat
+// (both play it) and -b (both active). r.res holds the last size's; each
+// goes to o.Each.
+func (r *ptRun) sizes(ctx context.Context, o *Options) error {
+	for _, size := range ptSizes(o) {
+		so := *o
+		so.Size = size
+		for _, p := range r.peers {
+			p.msg = size
+		}
+		inf := o.Every > 0
+		if o.Test == SendLat || o.Test == SendBW || o.Bidir && !inf {
+			if _, err := r.comm.xchg(ctx, r.mine[0].encode(), r.syncWait(o)); err != nil {
+				return err
+			}
+		}
+		if inf && !r.client {
+			// perftest runs these until it is killed; iwperf's client,
+			// when stopped, sends its closing record at once, which ends
+			// the server's run here (ServePerftest answers it).
+			stop := make(chan struct{})
+			so.Stop = stop
+			rctx, cancel := context.WithCancel(ctx)
+			defer cancel() // a failed run's: no goroutine outlives it
+			go func() {
+				if _, err := r.comm.recv(rctx, 0); err == nil {
+					close(stop)
+				}
+			}()
+		}
+		ss, err := r.runSize(ctx, &so)
+		if err != nil {
+			return err
+		}
+		if inf {
+			r.res.Row, r.res.Bytes, r.res.Msgs = aggregate(size, ss)
+			r.res.Bidir = o.Bidir
+			r.counters()
+			return nil
+		}
+		// After the run, in a sweep (RUN_ALL) only: write_bw's and
+		// read_bw's -b sync, before the reports; send_bw's sync, after
+		// them (send_bw.c). A single size (RUN_REGULAR) has none.
+		postSync := o.All && (o.Bidir || o.Test == SendBW)
+		if postSync && o.Test != SendBW {
+			if _, err := r.comm.xchg(ctx, r.mine[0].encode(), r.syncWait(o)); err != nil {
+				return err
+			}
+		}
+		if ss == nil {
+			// The one-way server of a test it only serves: the client's
+			// report (write_bw, read_bw) comes at the end, in finish.
+			r.res.Row = Row{Size: size, Iters: o.Iters}
+		} else {
+			r.res.Row, r.res.Bytes, r.res.Msgs = aggregate(size, ss)
+		}
+		r.res.Bidir = o.Bidir
+		if o.Bidir && !(o.Test == SendBW && o.Duration > 0) {
+			row := r.res.Row
+			rem, err := r.comm.reports(ctx, ptReport{Size: uint64(size), Iters: uint64(row.Iters), Peak: row.PeakBps / mib, Avg: row.AvgBps / mib, MsgRateMpp: row.MsgRate / 1e6})
+			if err != nil {
+				return err
+			}
+			if o.Test == WriteBW {
+				// The peer's last Writes may still be on their way (its
+				// completions say sent; the control connection can overtake).
+				r.peerWrites += rem.Iters
+				drainWrites(ctx, r.peers, r.peerWrites, o.Timeout)
+			}
+			r.res.Row.PeakBps += rem.Peak * mib
+			r.res.Row.AvgBps += rem.Avg * mib
+			r.res.Row.MsgRate += rem.MsgRateMpp * 1e6
+			r.res.Msgs += int64(rem.Iters) * int64(o.QPs)
+			r.res.Bytes += int64(rem.Iters) * int64(o.QPs) * int64(size)
+		}
+		if postSync && o.Test == SendBW {
+			if _, err := r.comm.xchg(ctx, r.mine[0].encode(), r.syncWait(o)); err != nil {
+				return err
+			}
+		}
+		r.counters()
+		if o.Each != nil {
+			o.Each(r.res)
+		}
+	}
+	return nil
+}
+
+// syncWait bounds a sync's wait: the server's, while its one-way peer
+// runs, as long as ctx.
+func (r *ptRun) syncWait(o *Options) time.Duration {
+	if r.client || o.Bidir {
+		return o.Timeout
+	}
+	return 0
+}
+
+// runSize runs one size on every test QP: the active side's loop, or
+// the passive side's part (nil stats where it has none to measure).
+func (r *ptRun) runSize(ctx context.Context, o *Options) ([]stats, error) {
+	active := r.client || o.Bidir
+	if o.Every > 0 && o.Tick != nil {
+		for _, p := range r.peers {
+			p.prog = new(atomic.Int64)
+		}
+		defer ticker(o, func() (n int64) {
+			for _, p := range r.peers {
+				n += p.prog.Load()
+			}
+			return n
+		})()
+	}
+	switch {
+	case o.Test == WriteLat:
+		// Both sides of write_lat ping-pong, the server first; both
+		// measure and print their own row.
+		return r.each(func(i int, p *peer) (stats, error) {
+			return p.writeLat(ctx, o, ptHalf(ptAlloc(&r.o), r.cycle), r.rem[i], !r.client)
+		})
+	case o.Test == SendBW && o.Bidir:
+		// run_iter_bi: both sides send and receive, with credits both ways.
+		return r.each(func(i int, p *peer) (stats, error) { return p.sendCredited(ctx, o, ptRxDepth(o.Iters), &r.rem[i]) })
+	case o.Test == SendBW && r.client:
+		return r.each(func(i int, p *peer) (stats, error) { return p.sendCredited(ctx, o, ptRxDepth(o.Iters), nil) })
+	case o.Test == SendBW:
+		// perftest's send_bw receiver measures, and prints, its own row.
+		return r.each(func(i int, p *peer) (stats, error) { return p.recvCredited(ctx, o, ptRxDepth(o.Iters), r.rem[i]) })
+	case o.Test == SendLat && !r.client:
+		for _, p := range r.peers {
+			if err := p.echo(ctx, o); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	case !active:
+		return nil, nil
+	}
+	clk := &clock{iters: o.Iters, stop: o.Stop}
+	if o.Duration > 0 {
+		clk.end = time.Now().Add(o.Duration)
+	} else if o.Every > 0 {
+		clk.forever = true
+	}
+	return r.each(func(i int, p *peer) (stats, error) {
+		adv := advert{Addr: r.rem[i].VAddr, RKey: r.rem[i].RKey, Len: max(o.Size, r.cycle)}
+		if IsLat(o.Test) {
+			return p.activeLat(ctx, o, adv, clk)
+		}
+		return p.activeBW(ctx, o, adv, clk)
+	})
 }
 
 // ServePerftest serves one client of perftest's (ib_write_bw -R HOST and
@@ -332,50 +493,40 @@ func ServePerftest(ctx context.Context, l *endpoint.Listener, o Options) (Result
 		return r.res, err
 	}
 	// The client runs now; the server waits for the end as long as ctx
-	// lets it.
-	var ss []stats
-	switch o.Test {
-	case SendLat:
-		for _, p := range r.peers {
-			if err := p.echo(ctx, o.Iters); err != nil {
+	// lets it. The one-way server of write_bw, read_bw and read_lat only
+	// waits (the tests' mains go straight to the end), whatever the sizes.
+	if o.Bidir || o.Test != WriteBW && o.Test != ReadBW && o.Test != ReadLat {
+		if err := r.sizes(ctx, &o); err != nil {
+			return r.res, err
+		}
+	} else {
+		r.res.Row = Row{Size: ptSizes(&o)[len(ptSizes(&o))-1], Iters: o.Iters}
+	}
+	if o.Every > 0 && (o.Bidir || o.Test == SendBW) {
+		// The client's closing record ended the run (sizes): answer it.
+		return r.res, r.comm.send(ctx, r.mine[0].encode())
+	}
+	if o.Bidir || !ptCloses(o.Test) {
+		if o.Bidir {
+			if _, err := r.comm.xchg(ctx, r.mine[0].encode(), o.Timeout); err != nil { // ctx_close_connection
 				return r.res, err
 			}
 		}
-	case SendBW:
-		// perftest's send_bw receiver measures, and prints, its own row.
-		if ss, err = r.each(func(i int, p *peer) (stats, error) {
-			return p.recvCredited(ctx, &o, ptRxDepth(o.Iters), r.rem[i])
-		}); err != nil {
-			return r.res, err
-		}
-	case WriteLat:
-		// Both sides of write_lat ping-pong, the server first; both
-		// measure and print their own row.
-		if ss, err = r.each(func(i int, p *peer) (stats, error) {
-			return p.writeLat(ctx, &o, ptHalf(o.Size, r.cycle), r.rem[i], true)
-		}); err != nil {
-			return r.res, err
-		}
+		return r.res, nil
 	}
-	var rep ptReport
-	if ptCloses(o.Test) {
-		if rep, err = r.comm.finish(ctx, o.Test, r.mine[0], ptReport{Size: uint64(o.Size)}, 0); err != nil {
-			return r.res, err
-		}
+	rep, err := r.comm.finish(ctx, o.Test, r.mine[0], ptReport{Size: uint64(r.res.Row.Size)}, 0)
+	if err != nil {
+		return r.res, err
 	}
 	if o.Test == WriteBW {
 		// The client's last Writes may still be on their way: its
 		// completions say sent, and the control connection can overtake.
-		drainWrites(ctx, r.peers, rep.Iters, o.Timeout)
+		drainWrites(ctx, r.peers, rep.Iters*uint64(len(ptSizes(&o))), o.Timeout)
 	}
 	r.counters()
-	switch {
-	case ss != nil:
-		r.res.Row, r.res.Bytes, r.res.Msgs = aggregate(o.Size, ss)
-		return r.res, nil
-	case IsLat(o.Test):
-		// No report: perftest's latency server prints none either.
-		r.res.Row = Row{Size: o.Size, Iters: o.Iters}
+	if !ptReports(o.Test) {
+		// No report: perftest's latency server prints none either (its
+		// size and count are its own); send_bw's row is its own.
 		return r.res, nil
 	}
 	r.res.Row = Row{Size: int(rep.Size), Iters: int(rep.Iters), PeakBps: rep.Peak * mib, AvgBps: rep.Avg * mib, MsgRate: rep.MsgRateMpp * 1e6}
@@ -395,12 +546,24 @@ func drainWrites(ctx context.Context, peers []*peer, n uint64, wait time.Duratio
 	}
 }
 
-// echo answers n pings of ib_send_lat's, each with a Send of the size.
-func (p *peer) echo(ctx context.Context, n int) error {
-	for i := 0; i < n; i++ {
-		wc, err := p.waitRecv(ctx, 0)
+// echo answers o.Iters pings of ib_send_lat's (or, with o.Duration, the
+// pings that come within it from the first, as perftest's
+// run_iter_lat_send starts its timer on its first receive), each with a
+// Send of the size.
+func (p *peer) echo(ctx context.Context, o *Options) error {
+	wctx := ctx // after the first ping of a timed run: until its end
+	for i := 0; o.Duration > 0 || i < o.Iters; i++ {
+		wc, err := p.waitRecv(wctx, 0)
 		if err != nil {
+			if wctx != ctx && wctx.Err() != nil && ctx.Err() == nil {
+				return nil // the run's time is up
+			}
 			return err
+		}
+		if i == 0 && o.Duration > 0 {
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithTimeout(ctx, o.Duration)
+			defer cancel()
 		}
 		p.repost(wc)
 		if err := p.ping(SendLat, advert{}); err != nil {

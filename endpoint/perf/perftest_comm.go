@@ -69,8 +69,8 @@ var ptLayout = map[string][]string{
 	ReadBW:   {"q", "q", "1"},      // read_bw.c
 	ReadLat:  {"1", "q", "q", "1"}, // read_lat.c
 	WriteLat: {"1", "q", "q", "1"}, // write_lat.c
-	SendLat:  {"q", "1", "q", "1"}, // send_lat.c: the last after posting its receives
-	SendBW:   {"q", "1", "q", "1"}, // send_bw.c: the same; the records name credit words
+	SendLat:  {"q", "1", "q"},      // send_lat.c; then, per size, a sync after posting its receives (sizes)
+	SendBW:   {"q", "1", "q"},      // send_bw.c: the same; the records name credit words
 }
 
 // ptCloses says whether test exchanges anything after the run: all but
@@ -287,14 +287,25 @@ func (c *ptComm) dests(ctx context.Context, test string, mine []ptDest) ([]ptDes
 	return rem, nil
 }
 
-// finish runs what follows the run: for write_bw and read_bw the end,
-// the reports (it returns the peer's) and the close; for the others the
-// close. wait bounds the first exchange (the server waits
-// there while the client runs).
+// finish runs what follows a one-way run: for write_bw and read_bw the
+// end, the reports (it returns the peer's) and the close; for the others
+// the close. wait bounds the first exchange (the server waits there
+// while the client runs).
 func (c *ptComm) finish(ctx context.Context, test string, d ptDest, my ptReport, wait time.Duration) (ptReport, error) {
 	if _, err := c.xchg(ctx, d.encode(), wait); err != nil || !ptReports(test) {
 		return ptReport{}, err
 	}
+	rem, err := c.reports(ctx, my)
+	if err != nil {
+		return rem, err
+	}
+	_, err = c.xchg(ctx, d.encode(), c.to)
+	return rem, err
+}
+
+// reports exchanges the sides' reports (xchg_bw_reports: five 8-octet
+// Sends each way) and returns the peer's.
+func (c *ptComm) reports(ctx context.Context, my ptReport) (ptReport, error) {
 	var f [5]uint64
 	for i, b := range my.fields() {
 		rem, err := c.xchg(ctx, b, c.to)
@@ -306,8 +317,7 @@ func (c *ptComm) finish(ctx context.Context, test string, d ptDest, my ptReport,
 		}
 		f[i] = binary.BigEndian.Uint64(rem)
 	}
-	_, err := c.xchg(ctx, d.encode(), c.to)
-	return ptReport{Size: f[0], Iters: f[1], Peak: math.Float64frombits(f[2]), Avg: math.Float64frombits(f[3]), MsgRateMpp: math.Float64frombits(f[4])}, err
+	return ptReport{Size: f[0], Iters: f[1], Peak: math.Float64frombits(f[2]), Avg: math.Float64frombits(f[3]), MsgRateMpp: math.Float64frombits(f[4])}, nil
 }
 
 func (c *ptComm) close() {

@@ -50,30 +50,53 @@ func (p *peer) writeLat(ctx context.Context, o *Options, half int, rem ptDest, s
 	}()
 	buf := mr.Buf()
 	posted := make([]time.Time, 0, n)
-	var gen uint64
+	gen := p.placed // the peer's Writes of the sizes before (-a)
+	defer func() { p.placed = gen }()
+	// A timed run (-D) plays for o.Duration from its start, as perftest's
+	// run_iter_lat_write times itself; a wait that reaches the end ends
+	// it. perftest's side, at its end, stops waiting for our Write, posts
+	// one more of its own and tears down (no closing exchange follows
+	// write_lat): a timed run takes two Writes at once, and the peer's
+	// close once it has played, as its end.
+	timed := o.Duration > 0
+	var end time.Time
+	if timed {
+		end = time.Now().Add(o.Duration)
+	}
+	more := func(c int) bool { return c < n || timed && time.Now().Before(end) }
 	scnt, ccnt, rcnt := 0, 0, 0
-	for scnt < n || ccnt < n || rcnt < n {
-		if rcnt < n && !(scnt < 1 && server) {
-			rcnt++
-			wctx, wcancel := context.WithTimeout(ctx, p.to)
+loop:
+	for more(scnt) || ccnt < scnt || !timed && rcnt < n {
+		if (timed || rcnt < n) && !(scnt < 1 && server) {
+			wait := p.to
+			if !end.IsZero() {
+				wait = min(wait, time.Until(end))
+			}
+			wctx, wcancel := context.WithTimeout(ctx, max(wait, time.Millisecond))
 			g, err := mr.WaitPlaced(wctx, gen)
 			wcancel()
 			if err != nil {
 				if qerr := p.qp.Err(); qerr != nil {
+					if timed && rcnt > 0 && ctx.Err() == nil {
+						break loop // the peer's time was up: it closed
+					}
 					err = qerr
+				} else if timed && !time.Now().Before(end) && ctx.Err() == nil {
+					break loop // the run's time is up: the peer stopped first
 				}
-				return s, fmt.Errorf("perf: write_lat: waiting for the peer's Write %d: %w", rcnt, err)
+				return s, fmt.Errorf("perf: write_lat: waiting for the peer's Write %d: %w", rcnt+1, err)
 			}
-			if g != gen+1 {
+			if g != gen+1 && !(timed && g > gen) {
 				return s, fmt.Errorf("perf: write_lat: the peer placed %d Writes where it owed one", g-gen)
 			}
+			rcnt += int(g - gen)
 			gen = g
 			if got := buf[half+size-1]; got != byte(rcnt) {
 				return s, fmt.Errorf("perf: write_lat: the peer's Write %d carries count %d", rcnt, got)
 			}
 			mr.Sync() // our read before the peer's next Write
 		}
-		if scnt < n {
+		if more(scnt) {
 			posted = append(posted, time.Now())
 			scnt++
 			buf[size-1] = byte(scnt)
@@ -82,8 +105,11 @@ func (p *peer) writeLat(ctx context.Context, o *Options, half int, rem ptDest, s
 				return s, err
 			}
 		}
-		if ccnt < n {
+		if ccnt < scnt {
 			if _, err := p.next(ctx, p.to); err != nil {
+				if timed && rcnt > 0 && p.qp.Err() != nil && ctx.Err() == nil {
+					break // the peer's time was up: it closed
+				}
 				return s, err
 			}
 			ccnt++
@@ -91,7 +117,11 @@ func (p *peer) writeLat(ctx context.Context, o *Options, half int, rem ptDest, s
 		if p.prog != nil {
 			p.prog.Store(int64(rcnt))
 		}
+		if timed && !more(scnt) {
+			break
+		}
 	}
+	n = len(posted)
 	lat := make([]time.Duration, 0, n)
 	for i := 1; i < len(posted); i++ {
 		lat = append(lat, posted[i].Sub(posted[i-1])/2)
