@@ -39,6 +39,7 @@ func (p *peer) writeLat(ctx context.Context, o *Options, half int, rem ptDest, s
 	n, size, mr := o.Iters, o.Size, p.buf
 	// The QP's end ends any wait: its Terminate or close means no more
 	// Writes come.
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -76,13 +77,17 @@ loop:
 			g, err := mr.WaitPlaced(wctx, gen)
 			wcancel()
 			if err != nil {
+				// The caller's cancel is an error; the QP's end (our ctx,
+				// cancelled by the goroutine above) in a timed run is the
+				// peer's close once its time was up: its clock started
+				// before ours, so it may end first, cleanly (Done with no
+				// Err) or not.
+				qpEnded := parent.Err() == nil && ctx.Err() != nil
+				if timed && parent.Err() == nil && (rcnt > 0 && qpEnded || !time.Now().Before(end)) {
+					break loop
+				}
 				if qerr := p.qp.Err(); qerr != nil {
-					if timed && rcnt > 0 && ctx.Err() == nil {
-						break loop // the peer's time was up: it closed
-					}
 					err = qerr
-				} else if timed && !time.Now().Before(end) && ctx.Err() == nil {
-					break loop // the run's time is up: the peer stopped first
 				}
 				return s, fmt.Errorf("perf: write_lat: waiting for the peer's Write %d: %w", rcnt+1, err)
 			}
@@ -107,7 +112,7 @@ loop:
 		}
 		if ccnt < scnt {
 			if _, err := p.next(ctx, p.to); err != nil {
-				if timed && rcnt > 0 && p.qp.Err() != nil && ctx.Err() == nil {
+				if timed && rcnt > 0 && parent.Err() == nil && (p.qp.Err() != nil || ctx.Err() != nil) {
 					break // the peer's time was up: it closed
 				}
 				return s, err
