@@ -119,6 +119,9 @@ func (r *ptRun) newPeer(i int) (*endpoint.QP, error) {
 	if o.Test == WriteLat {
 		need = ptWriteLatBuf(ptAlloc(o), r.cycle)
 	}
+	if ptBidirHalves(o) {
+		need += p.slots * p.size // our slots, then the part the peer's operations touch
+	}
 	if p.buf.Len() < need {
 		if p.buf, err = p.buf.PD().RegisterMR(make([]byte, need), endpoint.AccessAll, nil); err != nil {
 			return nil, err
@@ -134,6 +137,17 @@ func (r *ptRun) newPeer(i int) (*endpoint.QP, error) {
 	return p.qp, nil
 }
 
+// ptBidirHalves says whether a test QP's buffer is split in two parts:
+// with -b, write_bw and read_bw both place the peer's data into the
+// buffer and send from it at once. perftest uses one buffer for both
+// (the octets are not checked); iwperf's receive engine and its transmit
+// engine would then copy into and out of the same octets at once (a data
+// race in Go), so it works from its slots and advertises to the peer the
+// part after them.
+func ptBidirHalves(o *Options) bool {
+	return o.Bidir && (o.Test == WriteBW || o.Test == ReadBW)
+}
+
 // exchange sends the test QPs' records, takes the peer's and fills the
 // result's addresses in.
 func (r *ptRun) exchange(ctx context.Context) error {
@@ -142,6 +156,9 @@ func (r *ptRun) exchange(ctx context.Context) error {
 		// out_reads is 1 but for the Read tests, as perftest sends it
 		// (testdata/siw/ib_write_bw_4096.pcap, frame 65).
 		r.mine[i] = ptDest{OutReads: 1, QPN: p.qp.Num(), PSN: rand.Uint32() & 0xffffff, RKey: uint32(p.buf.STag()), VAddr: p.buf.Addr()}
+		if ptBidirHalves(&r.o) {
+			r.mine[i].VAddr += uint64(p.slots * p.size)
+		}
 		switch r.o.Test {
 		case ReadBW, ReadLat:
 			r.mine[i].OutReads = uint32(min(r.o.Depth, 128))
