@@ -92,21 +92,33 @@ func TestV1Fallback(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		refused := make(chan error, 2)
+		// The refusal and the retry are two connections: the Listener
+		// may hand the retry's Request out before the refusal's error
+		// (each connection's Request is read on its own goroutine), so
+		// the loop takes both, in either order.
+		refused, accepted := make(chan error, 1), make(chan error, 1)
 		go func() {
-			for {
+			var sawRefusal, sawRetry bool
+			for !(sawRefusal && sawRetry) {
 				req, err := l.Accept(ctx)
 				if err != nil {
-					refused <- err
 					var me *MPAError
-					if errors.As(err, &me) {
-						continue
+					if !errors.As(err, &me) || sawRefusal {
+						if !sawRefusal {
+							refused <- err
+						}
+						if !sawRetry {
+							accepted <- err
+						}
+						return
 					}
-					return
+					sawRefusal = true
+					refused <- err
+					continue
 				}
+				sawRetry = true
 				sv.conn, err = req.Accept(sv.qp, nil)
-				refused <- err
-				return
+				accepted <- err
 			}
 		}()
 		c, err := Dial(ctx, "tcp", l.Addr().String(), cl.qp, &Config{Rev: 2, FallbackV1: fallback})
@@ -122,9 +134,9 @@ func TestV1Fallback(t *testing.T) {
 			t.Fatalf("Dial with FallbackV1: %v", err)
 		}
 		if e := <-refused; e == nil || !bytes.Contains([]byte(e.Error()), []byte("RefuseV2")) {
-			t.Errorf("first Accept: %v, want the refusal", e)
+			t.Fatalf("refusing the v2 Request: %v, want the refusal", e)
 		}
-		if e := <-refused; e != nil {
+		if e := <-accepted; e != nil {
 			t.Fatalf("accepting the retry: %v", e)
 		}
 		cl.conn = c
