@@ -59,22 +59,9 @@ func TestFilterRows(t *testing.T) {
 			if !early {
 				s.Wait()
 			}
-			fr, err := s.ApplyFilter(expr)
-			if err != nil {
-				t.Fatal(err)
-			}
+			fr := applyFilter(t, s, expr) // commands_test.go
 			s.Wait()
-			for {
-				if _, done, _ := fr.Status(); done {
-					break
-				}
-			}
-			var got []int
-			for i := 0; i < s.Ix.Len(); i++ {
-				if fr.Match(i) {
-					got = append(got, i)
-				}
-			}
+			got := matchedRows(s, fr)
 			s.Close()
 			if len(got) != len(m.want) {
 				t.Fatalf("%s (early %v, %d workers): %d rows, iwdump -Y %d", expr, early, run.workers, len(got), len(m.want))
@@ -321,26 +308,24 @@ func TestFilterMidShardedBuild(t *testing.T) {
 		if _, _, done, _ := s.Ix.Progress(); !done {
 			mid++
 		}
-		fr, err := s.ApplyFilter(expr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		fr := applyFilter(t, s, expr)
 		s.Wait()
-		for {
-			if _, done, _ := fr.Status(); done {
-				break
-			}
-		}
-		var got []int
-		for i := 0; i < s.Ix.Len(); i++ {
-			if fr.Match(i) {
-				got = append(got, i)
-			}
-		}
+		got := matchedRows(s, fr)
 		s.Close()
 		if !slices.Equal(got, m.want) || len(got) == 0 {
 			t.Fatalf("applied at row %d: %d rows match, iwdump -Y %d", at, len(got), len(m.want))
 		}
 	}
 	t.Logf("%d of 3 filters applied mid-build", mid)
+}
+
+// matchedRows lists the rows of s that fr matches.
+func matchedRows(s *Session, fr *FilterRun) []int {
+	var got []int
+	for i := 0; i < s.Ix.Len(); i++ {
+		if fr.Match(i) {
+			got = append(got, i)
+		}
+	}
+	return got
 }

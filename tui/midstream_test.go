@@ -27,15 +27,7 @@ func writeFiltered(t *testing.T, path, expr, out string) int {
 	}
 	defer s.Close()
 	s.Wait()
-	fr, err := s.ApplyFilter(expr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, done, _ := fr.Status(); done {
-			break
-		}
-	}
+	fr := applyFilter(t, s, expr) // commands_test.go
 	l := newList(s.Ix)
 	l.SetFilter(fr)
 	n, err := WriteRows(s.Ix, l, out)
