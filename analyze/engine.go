@@ -124,10 +124,15 @@ type Consumer interface {
 // Preparer on the shard's goroutine with each record the shard raises,
 // in the shard's order, while the record is valid (its connection
 // numbers are the shard's own). When Prepare takes the record, Run does not
-// copy it whole: Record gets, in capture order, a record whose PDU, ULP,
-// Op, Term, Close, Gap, Resync, Cmd and Finding.Track are nil, whose
-// other fields are the record's (Conn a copy, with the global number),
-// and whose Prepared holds what Prepare appended. Otherwise Record gets
+// copy it: Record gets, in capture order, a record that holds the
+// record's Kind, Frame, Time, Rel, Dir, Src, Dst, FirstFrame, LastFrame,
+// HasSeq, Seq and End, a Conn that holds only the connection's global
+// number (ID), Addr, IWARP, Initiator, LastFrame and LastTime, and
+// Prepared, what Prepare
+// appended; its other fields are zero. What else the consumer needs of
+// the record, Prepare puts in Prepared; what else of the connection, it
+// learns from the records Prepare does not take (KindOpened and
+// KindNegotiated come before the connection's PDUs). Otherwise Record gets
 // the record whole, as any Consumer. With one worker Record gets every
 // record as raised, Prepared nil.
 type Splitter interface {

@@ -9,6 +9,8 @@ package analyze
 // ones and hands the copy out. The copies live until the chunk is reused.
 
 import (
+	"net/netip"
+	"time"
 	"unsafe"
 
 	"github.com/iwkit/iwkit/decode"
@@ -26,14 +28,37 @@ type recorder struct {
 	prep Preparer // the Splitter's, when the consumer is one
 }
 
-// keptRecord is a record kept at offset off of the shard's output; what
-// the Preparer made of it, if anything, is prepared[p0:p1] of the shard's
-// output.
+// keptRecord is a record kept at offset off of the shard's output: a
+// copy (r), or, when the Preparer took it, what Record gets of it besides
+// what the Preparer made of it, prepared[p0:p1] of the shard's output.
 type keptRecord struct {
 	off    int
 	r      *Record
 	p0, p1 int
-	taken  bool // by the Preparer
+	taken  bool // by the Preparer: s holds the record
+	s      slimRecord
+}
+
+// slimRecord is what a taken record keeps (Splitter): the record's place
+// and time, and of its connection its number (the shard's) and what
+// names its ends. A copy of the whole record and connection was ~830
+// octets, written by the shard and read by the merger for every record:
+// on 2 M small frames it cost more than what the index does with them.
+type slimRecord struct {
+	Time                  time.Time
+	Rel                   time.Duration
+	Frame                 int
+	FirstFrame, LastFrame int
+	conn                  uint64 // the shard's number (hasConn)
+	Addr                  [2]netip.AddrPort
+	connLast              int // the connection's LastFrame, LastTime
+	connLastTime          time.Time
+	Seq, End              uint32
+	Kind                  Kind
+	Dir                   reassembly.Dir
+	HasSeq                bool
+	hasConn, iwarp        bool
+	initiator             int8
 }
 
 func (k *recorder) Record(r *Record) {
@@ -44,12 +69,18 @@ func (k *recorder) Record(r *Record) {
 		b, ok := k.prep.Prepare(r, o.prepared)
 		if ok {
 			o.prepared = b
-			kr.r, kr.p0, kr.p1, kr.taken = o.keep.prepared(r), n, len(b), true
+			kr.p0, kr.p1, kr.taken = n, len(b), true
+			kr.s = slimRecord{Time: r.Time, Rel: r.Rel, Frame: r.Frame, FirstFrame: r.FirstFrame, LastFrame: r.LastFrame,
+				Seq: r.Seq, End: r.End, Kind: r.Kind, Dir: r.Dir, HasSeq: r.HasSeq}
+			if c := r.Conn; c != nil {
+				kr.s.conn, kr.s.Addr, kr.s.hasConn, kr.s.iwarp, kr.s.initiator = c.ID, c.Addr, true, c.IWARP, c.Initiator
+				kr.s.connLast, kr.s.connLastTime = c.LastFrame, c.LastTime
+			}
 		} else {
 			o.prepared = b[:n]
 		}
 	}
-	if kr.r == nil {
+	if !kr.taken {
 		kr.r = o.keep.record(r, o.frames)
 	}
 	o.recs = append(o.recs, kr)
@@ -59,6 +90,10 @@ func (k *recorder) Record(r *Record) {
 // hand gives the consumer a record shard kept, under the global
 // connection numbers.
 func (m *outMerger) hand(o *shardOut, k *keptRecord, shard int) {
+	if k.taken {
+		m.handSlim(o, k, shard)
+		return
+	}
 	r := k.r
 	if r.Conn != nil {
 		r.Conn.ID = m.globalCached(shard, r.Conn.ID)
@@ -72,11 +107,25 @@ func (m *outMerger) hand(o *shardOut, k *keptRecord, shard int) {
 	if r.Term != nil {
 		r.Term.Conn = int(m.globalCached(shard, uint64(r.Term.Conn)))
 	}
-	if k.taken {
-		r.Prepared = o.prepared[k.p0:k.p1:k.p1]
-		if r.Prepared == nil {
-			r.Prepared = noOctets
-		}
+	m.c.Record(r)
+}
+
+// handSlim gives the consumer a taken record (Splitter): its slimRecord
+// in the merger's one Record and connection, and what the Preparer made.
+func (m *outMerger) handSlim(o *shardOut, k *keptRecord, shard int) {
+	s := &k.s
+	r := &m.slim
+	*r = Record{Kind: s.Kind, Frame: s.Frame, Time: s.Time, Rel: s.Rel, Dir: s.Dir, FirstFrame: s.FirstFrame, LastFrame: s.LastFrame,
+		HasSeq: s.HasSeq, Seq: s.Seq, End: s.End}
+	if s.hasConn {
+		c := &m.slimConn
+		c.ID, c.Addr, c.IWARP, c.Initiator = m.globalCached(shard, s.conn), s.Addr, s.iwarp, s.initiator
+		c.LastFrame, c.LastTime = s.connLast, s.connLastTime
+		r.Conn, r.Src, r.Dst = c, s.Addr[s.Dir], s.Addr[s.Dir.Other()]
+	}
+	r.Prepared = o.prepared[k.p0:k.p1:k.p1]
+	if r.Prepared == nil {
+		r.Prepared = noOctets
 	}
 	m.c.Record(r)
 }
@@ -199,19 +248,6 @@ func (k *keeper) reset() {
 	k.fvs.reset()
 	k.markers.reset()
 	k.stags.reset()
-}
-
-// prepared returns a copy of r without what a Preparer took in its place
-// (Splitter): the record's own fields and its connection.
-func (k *keeper) prepared(r *Record) *Record {
-	c := k.recs.next()
-	*c = Record{Kind: r.Kind, Frame: r.Frame, Time: r.Time, Rel: r.Rel, Dir: r.Dir, Src: r.Src, Dst: r.Dst,
-		FirstFrame: r.FirstFrame, LastFrame: r.LastFrame, HasSeq: r.HasSeq, Seq: r.Seq, End: r.End,
-		Finding: Finding{Severity: r.Finding.Severity, Code: r.Finding.Code, Message: r.Finding.Message}, Note: r.Note, Seg: r.Seg}
-	if r.Conn != nil {
-		c.Conn = k.conn(r.Conn)
-	}
-	return c
 }
 
 // conn copies a connection.

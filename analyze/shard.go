@@ -528,6 +528,10 @@ type outMerger struct {
 	refs    []blockRef
 	cur     []cursor   // per shard, in the chunk at hand
 	nums    []numCache // per shard
+	// slim and slimConn are the record and connection a taken record is
+	// handed in (keep.go).
+	slim     Record
+	slimConn reassembly.Conn
 }
 
 // numCache is the global number of the connection a shard printed last,

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/communityid"
@@ -231,6 +232,9 @@ func (e *Exporter) touch(r *analyze.Record) *connInfo {
 	if r.Kind == analyze.KindPDU && r.Frame > ci.lastFrame {
 		ci.lastFrame, ci.lastTime = r.Frame, r.Time
 	}
+	if r.Prepared != nil { // a taken record's Conn holds no Params (analyze.Splitter): Negotiated brought them
+		return ci
+	}
 	for d := range c.Params {
 		p := &c.Params[d]
 		ci.markers[d], ci.crc[d] = p.Markers, p.CRC
@@ -296,7 +300,8 @@ func (e *Exporter) head(w *row, r *analyze.Record, frame int, optionalConn bool)
 // addrString is ip:port as the NDJSON writes it.
 func addrString(a netip.AddrPort) string { return string(a.AppendTo(nil)) }
 
-// Preparer makes the pdus rows of a shard (analyze.Splitter: fast.go).
+// Preparer makes the pdus and operations rows of a shard (analyze.Splitter:
+// fast.go).
 func (e *Exporter) Preparer() analyze.Preparer { return newPDUPreparer() }
 
 func (e *Exporter) pdu(r *analyze.Record) {
@@ -380,61 +385,70 @@ func (e *Exporter) finding(r *analyze.Record) {
 func (e *Exporter) operation(r *analyze.Record) {
 	w := e.rows[Operations]
 	w.reset()
-	op := r.Op
 	e.head(w, r, r.Frame, true)
-	w.str(op.Kind.String())
-	w.str(op.Opcode.String())
-	w.str(op.Status.String())
-	w.u64(op.Length)
-	isRead := op.Opcode == decode.OpReadRequest
-	isWrite := op.Opcode == decode.OpWrite
-	isAtomic := op.Kind == track.OpAtomic
+	var v opVals
+	if b := r.Prepared; b != nil { // the shard read it (pduPreparer)
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&v)), unsafe.Sizeof(v)), b)
+	} else {
+		v = opValues(r.Op)
+	}
+	w.str(v.Kind.String())
+	w.str(v.Opcode.String())
+	w.str(v.Status.String())
+	w.u64(v.Length)
+	isRead := v.Opcode == decode.OpReadRequest
+	isWrite := v.Opcode == decode.OpWrite
+	isAtomic := v.Kind == track.OpAtomic
 	if isRead {
-		w.u32(op.Size)
+		w.u32(v.Size)
 	} else {
 		w.null()
 	}
 	if isRead || isWrite {
-		w.u32(op.STag)
-		w.u64(op.TO)
+		w.u32(v.STag)
+		w.u64(v.TO)
 	} else {
 		w.null()
 		w.null()
 	}
 	if isRead || isAtomic {
-		w.u32(op.SrcSTag)
-		w.u64(op.SrcTO)
+		w.u32(v.SrcSTag)
+		w.u64(v.SrcTO)
 	} else {
 		w.null()
 		w.null()
 	}
-	if op.Opcode == decode.OpSendInv || op.Opcode == decode.OpSendSEInv {
-		w.u32(op.InvalidateSTag)
+	if v.Opcode == decode.OpSendInv || v.Opcode == decode.OpSendSEInv {
+		w.u32(v.InvalidateSTag)
 	} else {
 		w.null()
 	}
 	if !isWrite {
-		w.u32(op.MSN)
+		w.u32(v.MSN)
 	} else {
 		w.null()
 	}
 	if isAtomic {
-		w.str(op.AtomicOp.String())
-		w.u32(op.RequestID)
+		w.str(v.AtomicOp.String())
+		w.u32(v.RequestID)
 	} else {
 		w.null()
 		w.null()
 	}
-	w.i64(int64(op.RequestFrame))
-	w.i64(int64(op.LastRequestFrame))
-	w.frameOrNull(op.ResponseFirstFrame)
-	w.frameOrNull(op.ResponseLastFrame)
-	w.time(op.Start)
-	w.timeOrNull(op.End)
-	if op.HasLatency() {
-		w.i64(int64(op.Latency))
+	w.i64(v.RequestFrame)
+	w.i64(v.LastRequestFrame)
+	w.frameOrNull(int(v.ResponseFirstFrame))
+	w.frameOrNull(int(v.ResponseLastFrame))
+	w.i64(v.Start)
+	if v.HasEnd {
+		w.i64(v.End)
+	} else {
+		w.null()
+	}
+	if v.HasLatency {
+		w.i64(v.Latency)
 		if r.Conn != nil {
-			e.latency(histKey{conn: r.Conn.ID, kind: op.Kind.String()}, int64(op.Latency))
+			e.latency(histKey{conn: r.Conn.ID, kind: v.Kind.String()}, v.Latency)
 		}
 	} else {
 		w.null()
@@ -444,6 +458,35 @@ func (e *Exporter) operation(r *analyze.Record) {
 	}
 	e.communityID(w, r)
 	e.emit(Operations, w)
+}
+
+// opVals is what an operations row holds of a track.Operation after its
+// head, without pointers (times as UnixNano), so that the shard that
+// raised the operation reads it (pduPreparer) and the merger copies it
+// as octets.
+type opVals struct {
+	Length, TO, SrcTO                                                     uint64
+	RequestFrame, LastRequestFrame, ResponseFirstFrame, ResponseLastFrame int64
+	Start, End, Latency                                                   int64
+	Size, STag, SrcSTag, InvalidateSTag, MSN, RequestID                   uint32
+	Kind                                                                  track.OpKind
+	Opcode                                                                decode.Opcode
+	Status                                                                track.OpStatus
+	AtomicOp                                                              decode.AtomicOp
+	HasEnd, HasLatency                                                    bool
+}
+
+func opValues(op *track.Operation) opVals {
+	v := opVals{Length: op.Length, TO: op.TO, SrcTO: op.SrcTO,
+		RequestFrame: int64(op.RequestFrame), LastRequestFrame: int64(op.LastRequestFrame),
+		ResponseFirstFrame: int64(op.ResponseFirstFrame), ResponseLastFrame: int64(op.ResponseLastFrame),
+		Start: op.Start.UnixNano(), Latency: int64(op.Latency),
+		Size: op.Size, STag: op.STag, SrcSTag: op.SrcSTag, InvalidateSTag: op.InvalidateSTag, MSN: op.MSN, RequestID: op.RequestID,
+		Kind: op.Kind, Opcode: op.Opcode, Status: op.Status, AtomicOp: op.AtomicOp, HasLatency: op.HasLatency()}
+	if !op.End.IsZero() {
+		v.End, v.HasEnd = op.End.UnixNano(), true
+	}
+	return v
 }
 
 func (e *Exporter) terminate(r *analyze.Record) {

@@ -2,6 +2,7 @@ package export
 
 import (
 	"encoding/binary"
+	"unsafe"
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/decode"
@@ -122,7 +123,8 @@ func newPDUPlan(m decode.Mask) *pduPlan {
 // only writes the values into the columns. The values go as the groups'
 // values: for each group, its index, then each value by its GroupKind
 // (eight octets; the one GroupOctets field as a length and its octets).
-// Other PDUs (the generic walk) and the other records come whole.
+// Operations go as their opVals. Other PDUs (the generic walk) and the
+// other records come whole.
 
 // pduPreparer prepares the pdus rows of one shard (or, with one worker,
 // of the Exporter itself).
@@ -149,6 +151,10 @@ func (pp *pduPreparer) plan(m decode.Mask) *pduPlan {
 // frame (analyze.Preparer): its sequence, length and missing octets, and
 // its groups.
 func (pp *pduPreparer) Prepare(r *analyze.Record, b []byte) ([]byte, bool) {
+	if r.Kind == analyze.KindOperation {
+		v := opValues(r.Op)
+		return append(b, unsafe.Slice((*byte)(unsafe.Pointer(&v)), unsafe.Sizeof(v))...), true
+	}
 	if r.Kind != analyze.KindPDU {
 		return b, false
 	}

@@ -424,9 +424,10 @@ func (ix *Index) FindRow(n int) int {
 
 // indexer is the analyze.Consumer that builds an Index.
 type indexer struct {
-	ix   *Index
-	s    *Session
-	last int // the frame fed last
+	ix    *Index
+	s     *Session
+	last  int              // the frame fed last
+	stags []track.STagInfo // an operation's, read from what a shard prepared
 	// boundary: the run is sharded; Frame, called by its merger before
 	// the records of each frame, is where the records of the frames
 	// before are all indexed, and lets a filter in (Session.feed).
@@ -435,19 +436,27 @@ type indexer struct {
 
 func (x *indexer) Record(r *analyze.Record) {
 	ix := x.ix
-	if r.Kind == analyze.KindPDU || r.Kind == analyze.KindFinding {
-		ix.mu.RLock()
-		n := ix.rows.Len()
-		ix.mu.RUnlock()
-		defer x.match(r, n)
-	} else if keptSegment(r) {
-		ix.mu.RLock()
-		n := ix.tcp.Len()
-		ix.mu.RUnlock()
-		defer x.match(r, tcpBase+n)
-	}
 	ix.mu.Lock()
-	defer ix.mu.Unlock()
+	row := x.record(r)
+	ix.mu.Unlock()
+	if row >= 0 {
+		x.match(r, row)
+	}
+}
+
+// record indexes r, holding ix.mu, and returns the number of the row it
+// made (-1: none).
+func (x *indexer) record(r *analyze.Record) int {
+	ix := x.ix
+	row := -1
+	if r.Prepared != nil { // a record a shard took (rowPreparer)
+		x.s.indexedRows++
+	}
+	if r.Kind == analyze.KindPDU || r.Kind == analyze.KindFinding {
+		row = ix.rows.Len()
+	} else if segmentRow(r) {
+		row = tcpBase + ix.tcp.Len()
+	}
 	if ix.first.IsZero() {
 		ix.first = r.Time.Add(-r.Rel)
 	}
@@ -477,18 +486,18 @@ func (x *indexer) Record(r *analyze.Record) {
 	case analyze.KindCommand:
 		x.command(r)
 	case analyze.KindSegment:
-		if keptSegment(r) {
+		if segmentRow(r) {
 			x.segment(r) // tcp.go
 		}
 	}
+	return row
 }
 
 func (x *indexer) pdu(r *analyze.Record) {
 	ix := x.ix
 	var pr pduRow
 	if b := r.Prepared; b != nil { // the shard made it (rowPreparer)
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(&pr)), unsafe.Sizeof(pr)), b)
-		x.s.indexedRows++
+		fromOctets(&pr, b)
 	} else {
 		pr = makePDURow(r)
 	}
@@ -600,29 +609,99 @@ type takenCount struct {
 	_ [56]byte
 }
 
-// rowPreparer reads, on a shard, the rows of the PDUs that need nothing
-// but their row: not those with a storage-protocol message or that may
-// advertise a buffer (ulpPDU), and none while a display filter is applied
-// or being applied (Session.whole), which matches the records whole.
+// rowPreparer reads, on a shard, what the records that need nothing
+// else make of the index (analyze.Splitter): the rows of the PDUs without
+// a storage-protocol message that cannot advertise a buffer (ulpPDU), the
+// TCP segments' rows (none for a segment the index does not keep), and
+// the operations with their STags' ledger entries. None while a display
+// filter or colouring rules are applied or being applied (Session.whole),
+// which match the records whole.
 type rowPreparer struct {
 	s     *Session
 	taken *takenCount
 }
 
 func (rp rowPreparer) Prepare(r *analyze.Record, b []byte) ([]byte, bool) {
-	if r.Kind != analyze.KindPDU || r.ULP != nil || mayAdvertise(&r.PDU.PDU) || rp.s == nil {
+	if rp.s == nil {
+		return b, false
+	}
+	switch r.Kind {
+	case analyze.KindPDU:
+		if r.ULP != nil || mayAdvertise(&r.PDU.PDU) {
+			return b, false
+		}
+	case analyze.KindSegment:
+	case analyze.KindOperation:
+		if r.Conn == nil { // its connection's number is the shard's: it comes whole
+			return b, false
+		}
+	default:
 		return b, false
 	}
 	// Counted before whole is read: ApplyFilter, which sets whole, then
-	// waits until the indexer has indexed as many rows as the shards
+	// waits until the indexer has indexed as many records as the shards
 	// took, sees every record taken.
 	rp.taken.n.Add(1)
 	if rp.s.whole.Load() {
 		rp.taken.n.Add(-1)
 		return b, false
 	}
-	pr := makePDURow(r)
-	return append(b, unsafe.Slice((*byte)(unsafe.Pointer(&pr)), unsafe.Sizeof(pr))...), true
+	switch r.Kind {
+	case analyze.KindPDU:
+		pr := makePDURow(r)
+		return appendOctets(b, &pr), true
+	case analyze.KindSegment:
+		if !keptSegment(r) {
+			return b, true // nothing: not a row
+		}
+		row := makeSegmentRow(r)
+		return appendOctets(b, &row), true
+	}
+	st := r.STags()
+	op := opPrep{op: makeOp(r.Op), n: int32(len(st))}
+	if !r.Op.Start.IsZero() {
+		op.start, op.hasStart = r.Op.Start.UnixNano(), true
+	}
+	b = appendOctets(b, &op)
+	for i := range st {
+		b = appendOctets(b, &st[i])
+	}
+	return b, true
+}
+
+// appendOctets appends the octets of *v, a value without pointers, to b;
+// fromOctets reads them back into *v. They carry what a shard prepared
+// to the indexer (rowPreparer), in memory of the same process.
+func appendOctets[T any](b []byte, v *T) []byte {
+	return append(b, unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))...)
+}
+
+func fromOctets[T any](v *T, b []byte) []byte {
+	n := copy(unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v)), b)
+	return b[n:]
+}
+
+// segmentRow says whether a segment record makes a TCP row: as a shard
+// that took it said (an empty Prepared: no), else keptSegment.
+func segmentRow(r *analyze.Record) bool {
+	if r.Kind != analyze.KindSegment {
+		return false
+	}
+	if r.Prepared != nil {
+		return len(r.Prepared) > 0
+	}
+	return keptSegment(r)
+}
+
+// opPrep is what a shard reads of an operation (rowPreparer): the
+// operation but for its connection's number and start, which the
+// indexer sets, the start as UnixNano (hasStart: one is known), and the
+// number of its STags' ledger entries that follow it.
+type opPrep struct {
+	op       Op
+	start    int64
+	n        int32
+	hasStart bool
 }
 
 func (x *indexer) finding(r *analyze.Record) {
@@ -654,28 +733,52 @@ func (x *indexer) finding(r *analyze.Record) {
 
 func (x *indexer) op(r *analyze.Record) {
 	ix := x.ix
-	o := r.Op
-	op := Op{Conn: o.Conn, Dir: o.Dir, Kind: o.Kind, Opcode: o.Opcode, Status: o.Status, Length: o.Length, Size: o.Size,
-		STag: o.STag, SrcSTag: o.SrcSTag, InvSTag: o.InvalidateSTag, TO: o.TO, MSN: o.MSN,
-		RequestFrame: o.RequestFrame, ResponseFirst: o.ResponseFirstFrame, RespLast: o.ResponseLastFrame, RequestLast: o.LastRequestFrame,
-		Latency: o.Latency}
-	if !o.Start.IsZero() {
-		op.Rel = int64(o.Start.Sub(ix.first))
-	} else {
+	var op Op
+	var stags []track.STagInfo
+	if b := r.Prepared; b != nil { // the shard read it (rowPreparer)
+		var p opPrep
+		b = fromOctets(&p, b)
+		op, op.Conn = p.op, int(r.Conn.ID)
 		op.Rel = int64(r.Rel)
+		if p.hasStart {
+			op.Rel = p.start - ix.first.UnixNano()
+		}
+		stags = x.stags[:0]
+		for range p.n {
+			var in track.STagInfo
+			b = fromOctets(&in, b)
+			stags = append(stags, in)
+		}
+		x.stags = stags
+	} else {
+		o := r.Op
+		op = makeOp(o)
+		op.Rel = int64(r.Rel)
+		if !o.Start.IsZero() {
+			op.Rel = int64(o.Start.Sub(ix.first))
+		}
+		stags = r.STags()
 	}
 	ix.addOp(&op)
 	// The tracker's ledger entries of the STags the operation named, as
 	// they stand after it: the latest is the entry.
-	for _, in := range r.STags() {
-		k := [3]uint64{uint64(o.Conn), uint64(in.Owner), uint64(in.STag)}
+	for _, in := range stags {
+		k := [3]uint64{uint64(op.Conn), uint64(in.Owner), uint64(in.STag)}
 		s := ix.stags[k]
 		if s == nil {
-			s = &STagUse{Conn: o.Conn}
+			s = &STagUse{Conn: op.Conn}
 			ix.stags[k] = s
 		}
 		s.STagInfo = in
 	}
+}
+
+// makeOp is the index's Op of an operation, but for Rel.
+func makeOp(o *track.Operation) Op {
+	return Op{Conn: o.Conn, Dir: o.Dir, Kind: o.Kind, Opcode: o.Opcode, Status: o.Status, Length: o.Length, Size: o.Size,
+		STag: o.STag, SrcSTag: o.SrcSTag, InvSTag: o.InvalidateSTag, TO: o.TO, MSN: o.MSN,
+		RequestFrame: o.RequestFrame, ResponseFirst: o.ResponseFirstFrame, RespLast: o.ResponseLastFrame, RequestLast: o.LastRequestFrame,
+		Latency: o.Latency}
 }
 
 // compactOps: operations are stored compact where they can be (the
@@ -708,7 +811,10 @@ func (ix *Index) addOp(op *Op) {
 
 // Frame is called before each frame's records.
 func (x *indexer) Frame(fr *pcap.Frame) {
-	if x.boundary && x.s != nil {
+	// A sharded run lets go of feed only when someone waits for it: an
+	// unlock and lock per frame cost the merger, the run's longest
+	// goroutine, a tenth of its time.
+	if x.boundary && x.s != nil && x.s.feedWait.Load() != 0 {
 		x.s.feed.Unlock()
 		x.s.feed.Lock()
 	}

@@ -145,6 +145,7 @@ func TestIndexSameForWorkers(t *testing.T) {
 	paths = append(paths, ulpCaps...)
 	type snapshot struct {
 		Rows     []Row
+		TCP      []Row
 		Findings []Finding
 		Ops      []Op
 		Conns    []ConnInfo
@@ -165,16 +166,20 @@ func TestIndexSameForWorkers(t *testing.T) {
 		for i := 0; i < s.Ix.Len(); i++ {
 			sn.Rows = append(sn.Rows, s.Ix.Row(i))
 		}
+		for i := 0; i < s.Ix.TCPLen(); i++ {
+			sn.TCP = append(sn.TCP, s.Ix.Row(tcpBase+i))
+		}
 		sn.Findings, sn.Ops, sn.Conns, sn.STags, sn.Cmds = s.Ix.Findings(), s.Ix.Ops(), s.Ix.Conns(), s.Ix.STags(), s.Ix.Cmds()
 		for i := range sn.Conns {
 			sn.Conns[i].Stats = nil // a pointer; the report's tables are analyze's to compare
 		}
 		return fmt.Sprintf("%+v", sn)
 	}
-	stags := 0
+	stags, tcpRows := 0, 0
 	for _, path := range paths {
 		one := index(path, 1)
 		stags += strings.Count(one, "Roles:")
+		tcpRows += strings.Count(one, "Kind:16 ")
 		for _, w := range []int{2, 3} {
 			if got := index(path, w); got != one {
 				i := 0
@@ -185,7 +190,7 @@ func TestIndexSameForWorkers(t *testing.T) {
 			}
 		}
 	}
-	if stags == 0 {
-		t.Error("no STag ledger entry over the captures")
+	if stags == 0 || tcpRows == 0 {
+		t.Errorf("%d STag ledger entries, %d TCP rows over the captures", stags, tcpRows)
 	}
 }

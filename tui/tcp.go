@@ -44,10 +44,23 @@ func keptSegment(r *analyze.Record) bool {
 // segment indexes a segment record (the caller holds ix.mu).
 func (x *indexer) segment(r *analyze.Record) {
 	ix := x.ix
+	var row Row
+	if b := r.Prepared; b != nil { // the shard made it (rowPreparer)
+		fromOctets(&row, b)
+	} else {
+		row = makeSegmentRow(r)
+	}
+	row.Conn = uint32(r.Conn.ID)
+	row.Aux = uint32(ix.rows.Len()) // the PDU and finding rows before it
+	ix.tcp.Append(row)
+}
+
+// makeSegmentRow is a segment record's row but for its connection's
+// number and Aux, which only the indexer knows.
+func makeSegmentRow(r *analyze.Record) Row {
 	s := &r.Seg
 	row := Row{Rel: int64(r.Rel), First: uint32(s.Frame), Last: uint32(s.Frame), Seq: s.Seq, End: s.Seq + uint32(s.Len),
-		Conn: uint32(r.Conn.ID), Dir: uint8(s.Dir), Kind: RowTCP, Op: s.Flags, ULen: s.Window, Queue: QueueOther,
-		Aux: uint32(ix.rows.Len())} // the PDU and finding rows before it
+		Dir: uint8(s.Dir), Kind: RowTCP, Op: s.Flags, ULen: s.Window, Queue: QueueOther}
 	switch {
 	case s.Retrans >= s.Len && s.Len > 0:
 		row.Flags |= TCPRetrans
@@ -60,7 +73,7 @@ func (x *indexer) segment(r *analyze.Record) {
 	if s.Late {
 		row.Flags |= TCPLate
 	}
-	ix.tcp.Append(row)
+	return row
 }
 
 // TCPLen is the number of TCP rows indexed so far.
