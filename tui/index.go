@@ -497,7 +497,9 @@ func (x *indexer) pdu(r *analyze.Record) {
 	ix := x.ix
 	var pr pduRow
 	if b := r.Prepared; b != nil { // the shard made it (rowPreparer)
-		fromOctets(&pr, b)
+		if b = fromOctets(&pr, b); len(b) > 0 {
+			x.advert(r, b) // the payload of a Send that may advertise a buffer
+		}
 	} else {
 		pr = makePDURow(r)
 	}
@@ -611,7 +613,8 @@ type takenCount struct {
 
 // rowPreparer reads, on a shard, what the records that need nothing
 // else make of the index (analyze.Splitter): the rows of the PDUs without
-// a storage-protocol message that cannot advertise a buffer (ulpPDU), the
+// a storage-protocol message (ulpPDU), with the payload of those that may
+// advertise a buffer (mayAdvertise), the
 // TCP segments' rows (none for a segment the index does not keep), and
 // the operations with their STags' ledger entries. None while a display
 // filter or colouring rules are applied or being applied (Session.whole),
@@ -627,7 +630,7 @@ func (rp rowPreparer) Prepare(r *analyze.Record, b []byte) ([]byte, bool) {
 	}
 	switch r.Kind {
 	case analyze.KindPDU:
-		if r.ULP != nil || mayAdvertise(&r.PDU.PDU) {
+		if r.ULP != nil {
 			return b, false
 		}
 	case analyze.KindSegment:
@@ -649,7 +652,11 @@ func (rp rowPreparer) Prepare(r *analyze.Record, b []byte) ([]byte, bool) {
 	switch r.Kind {
 	case analyze.KindPDU:
 		pr := makePDURow(r)
-		return appendOctets(b, &pr), true
+		b = appendOctets(b, &pr)
+		if p := &r.PDU.PDU; mayAdvertise(p) {
+			b = append(b, p.Seg.Payload...) // x.advert
+		}
+		return b, true
 	case analyze.KindSegment:
 		if !keptSegment(r) {
 			return b, true // nothing: not a row

@@ -125,18 +125,24 @@ func (x *indexer) ulpPDU(r *analyze.Record, c *ConnInfo, row int) {
 		}
 		return
 	}
-	// rping (librdmacm's example, and endpoint/rping) advertises a buffer
-	// in a 16-octet Send: struct rping_rdma_info {buf, rkey, size}, in
-	// network order.
-	p := &r.PDU.PDU
-	s := &p.Seg
-	if !mayAdvertise(p) || len(ix.adverts) >= maxGuesses {
+	if p := &r.PDU.PDU; mayAdvertise(p) {
+		x.advert(r, p.Seg.Payload)
+	}
+}
+
+// advert notes the buffer a PDU's payload may advertise (mayAdvertise).
+// rping (librdmacm's example, and endpoint/rping) advertises a buffer in
+// a 16-octet Send: struct rping_rdma_info {buf, rkey, size}, in network
+// order.
+func (x *indexer) advert(r *analyze.Record, payload []byte) {
+	ix := x.ix
+	if len(ix.adverts) >= maxGuesses {
 		return
 	}
-	stag := binary.BigEndian.Uint32(s.Payload[8:])
+	stag := binary.BigEndian.Uint32(payload[8:])
 	k := [2]uint64{uint64(r.Conn.ID), uint64(stag)}
 	if _, ok := ix.adverts[k]; !ok {
-		ix.adverts[k] = Advert{Frame: int32(r.LastFrame), Cmd: -1, Buf: binary.BigEndian.Uint64(s.Payload), Size: binary.BigEndian.Uint32(s.Payload[12:])}
+		ix.adverts[k] = Advert{Frame: int32(r.LastFrame), Cmd: -1, Buf: binary.BigEndian.Uint64(payload), Size: binary.BigEndian.Uint32(payload[12:])}
 	}
 }
 
