@@ -4,9 +4,14 @@
 # flow-sharded engine), side by side in rounds. Usage:
 #   bench/records-workers.sh [FRAMES]
 #   BASE=REV bench/records-workers.sh [FRAMES]   # also the tree at REV, interleaved
-# Default 1 000 000 frames: bulk 64 KiB RDMA Writes as 1448-octet FPDUs
-# with CRC over four connections (iwgen bulk-write -conns 4, as
-# bench/iwdump-workers.sh). Export: iwdump --export DIR -r FILE --workers N;
+#   KINDS="bulk small rping" bench/records-workers.sh   # the captures (default: all three)
+# About FRAMES frames (default 1 000 000) of each kind, four connections:
+#   bulk:  64 KiB RDMA Writes as 1448-octet FPDUs with CRC (iwgen
+#          bulk-write -conns 4, as bench/iwdump-workers.sh; ~1 GB);
+#   small: 512-octet RDMA Writes, one FPDU and one pure ACK each (2x FRAMES
+#          frames), where the analysis of a frame costs most per octet;
+#   rping: rping's exchange (advertisement Sends, Reads, Writes).
+# Export: iwdump --export DIR -r FILE --workers N;
 # index: tui's BenchmarkIndexWorkers on the same file (Session.Open with
 # Config.Workers N, to the whole index). Each round runs 1 then 2 workers
 # (with BASE: the base's, then this tree's); RUNS rounds (default 3).
@@ -31,7 +36,15 @@ if [ -n "${BASE:-}" ]; then
   trees=(".base" "")
 fi
 go build -o "$tmp/iwgen" ./cmd/iwgen
-"$tmp/iwgen" -q -s bulk-write -msgsize 64KiB -conns 4 -count $((frames / 67 / 4)) -w "$tmp/c4.pcap"
+kinds=(${KINDS:-bulk small rping})
+for k in "${kinds[@]}"; do
+  case $k in
+  bulk) "$tmp/iwgen" -q -s bulk-write -msgsize 64KiB -conns 4 -count $((frames / 67 / 4)) -w "$tmp/$k.pcap" ;;
+  small) "$tmp/iwgen" -q -s bulk-write -msgsize 512 -conns 4 -count $((frames / 4)) -w "$tmp/$k.pcap" ;;
+  rping) "$tmp/iwgen" -q -s rping -conns 4 -count $((frames / 32)) -w "$tmp/$k.pcap" ;;
+  *) echo "unknown kind $k" >&2; exit 2 ;;
+  esac
+done
 echo "$(date -u); load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs"
 declare -A wall=() cpu=()
 keep() { # KEY WALL CPU
@@ -39,28 +52,32 @@ keep() { # KEY WALL CPU
   if [ -z "${cpu[$1]:-}" ] || (($(echo "$3 < ${cpu[$1]}" | bc -l))); then cpu[$1]=$3; fi
 }
 for _ in $(seq "$runs"); do
-  for t in "${trees[@]}"; do
-    for w in 1 2; do
-      rm -rf "$tmp/x"
-      /usr/bin/time -f "%e %U %S" -o "$tmp/time" "$tmp/iwdump$t" --export "$tmp/x" -r "$tmp/c4.pcap" --workers "$w" >/dev/null 2>&1
-      read -r e u s <"$tmp/time"
-      keep "export$t$w" "$e" "$(echo "$u + $s" | bc -l)"
-      line=$(cd tui && IWTUI_BENCH_FILE="$tmp/c4.pcap" "$tmp/tui$t.test" -test.run X -test.bench "IndexWorkers/workers=$w\$" -test.benchtime 1x | grep '^BenchmarkIndexWorkers')
-      e=$(echo "$line" | awk '{print $3 / 1e9}')
-      c=$(echo "$line" | awk '{print $5 / 1e3}')
-      keep "index$t$w" "$e" "$c"
+  for c in "${kinds[@]}"; do
+    for t in "${trees[@]}"; do
+      for w in 1 2; do
+        rm -rf "$tmp/x"
+        /usr/bin/time -f "%e %U %S" -o "$tmp/time" "$tmp/iwdump$t" --export "$tmp/x" -r "$tmp/$c.pcap" --workers "$w" >/dev/null 2>&1
+        read -r e u s <"$tmp/time"
+        keep "$c export$t$w" "$e" "$(echo "$u + $s" | bc -l)"
+        line=$(cd tui && IWTUI_BENCH_FILE="$tmp/$c.pcap" "$tmp/tui$t.test" -test.run X -test.bench "IndexWorkers/workers=$w\$" -test.benchtime 1x | grep '^BenchmarkIndexWorkers')
+        e=$(echo "$line" | awk '{print $3 / 1e9}')
+        u=$(echo "$line" | awk '{print $5 / 1e3}')
+        keep "$c index$t$w" "$e" "$u"
+      done
     done
   done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "| what | tree | workers | wall best (s) | CPU least (s) | speed-up (wall) |"
-echo "|---|---|---|---|---|---|"
-for k in export index; do
-  for t in "${trees[@]}"; do
-    for w in 1 2; do
-      label=this
-      [ -z "$t" ] || label="base ($BASE)"
-      echo "| $k | $label | $w | ${wall[$k$t$w]} | ${cpu[$k$t$w]} | $(echo "scale=2; ${wall[${k}${t}1]} / ${wall[$k$t$w]}" | bc -l) |"
+echo "| capture | what | tree | workers | wall best (s) | CPU least (s) | speed-up (wall) |"
+echo "|---|---|---|---|---|---|---|"
+for c in "${kinds[@]}"; do
+  for k in export index; do
+    for t in "${trees[@]}"; do
+      for w in 1 2; do
+        label=this
+        [ -z "$t" ] || label="base ($BASE)"
+        echo "| $c | $k | $label | $w | ${wall[$c $k$t$w]} | ${cpu[$c $k$t$w]} | $(echo "scale=2; ${wall[$c $k${t}1]} / ${wall[$c $k$t$w]}" | bc -l) |"
+      done
     done
   done
 done

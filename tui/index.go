@@ -449,9 +449,6 @@ func (x *indexer) Record(r *analyze.Record) {
 func (x *indexer) record(r *analyze.Record) int {
 	ix := x.ix
 	row := -1
-	if r.Prepared != nil { // a record a shard took (rowPreparer)
-		x.s.indexedRows++
-	}
 	if r.Kind == analyze.KindPDU || r.Kind == analyze.KindFinding {
 		row = ix.rows.Len()
 	} else if segmentRow(r) {
@@ -592,36 +589,19 @@ func makePDURow(r *analyze.Record) pduRow {
 	return pr
 }
 
-// Preparer makes the PDU rows of a shard (analyze.Splitter).
-func (x *indexer) Preparer() analyze.Preparer {
-	rp := rowPreparer{s: x.s, taken: &takenCount{}}
-	if s := x.s; s != nil {
-		s.takenMu.Lock()
-		s.taken = append(s.taken, rp.taken)
-		s.takenMu.Unlock()
-	}
-	return rp
-}
-
-// takenCount counts the rows one shard took, on a cache line of its own:
-// the shards do not contend for one counter (Session.wholeRecords sums
-// them).
-type takenCount struct {
-	n atomic.Int64
-	_ [56]byte
-}
+// Preparer makes the rows of a shard (analyze.Splitter).
+func (x *indexer) Preparer() analyze.Preparer { return rowPreparer{s: x.s} }
 
 // rowPreparer reads, on a shard, what the records that need nothing
 // else make of the index (analyze.Splitter): the rows of the PDUs without
 // a storage-protocol message (ulpPDU), with the payload of those that may
-// advertise a buffer (mayAdvertise), the
-// TCP segments' rows (none for a segment the index does not keep), and
+// advertise a buffer (mayAdvertise), the TCP segments' rows (none for a
+// segment the index does not keep), and
 // the operations with their STags' ledger entries. None while a display
 // filter or colouring rules are applied or being applied (Session.whole),
 // which match the records whole.
 type rowPreparer struct {
-	s     *Session
-	taken *takenCount
+	s *Session
 }
 
 func (rp rowPreparer) Prepare(r *analyze.Record, b []byte) ([]byte, bool) {
@@ -641,12 +621,7 @@ func (rp rowPreparer) Prepare(r *analyze.Record, b []byte) ([]byte, bool) {
 	default:
 		return b, false
 	}
-	// Counted before whole is read: ApplyFilter, which sets whole, then
-	// waits until the indexer has indexed as many records as the shards
-	// took, sees every record taken.
-	rp.taken.n.Add(1)
-	if rp.s.whole.Load() {
-		rp.taken.n.Add(-1)
+	if rp.s.whole.Load() { // Session.wholeRecords
 		return b, false
 	}
 	switch r.Kind {
@@ -831,7 +806,9 @@ func (x *indexer) Frame(fr *pcap.Frame) {
 // live matches a new row against the filter installed.
 func (x *indexer) match(r *analyze.Record, row int) {
 	s := x.s
-	if s == nil {
+	if s == nil || r.Prepared != nil {
+		// A record a shard took holds too little to match; none comes
+		// once a filter or colours are installed (Session.wholeRecords).
 		return
 	}
 	if f := s.cur.Load(); f != nil && row >= f.cut && f.f.Match(r) {
