@@ -150,6 +150,18 @@ type Preparer interface {
 	Prepare(r *Record, b []byte) ([]byte, bool)
 }
 
+// A Batcher is a Consumer told where the records of a sharded run
+// (Workers > 1) come in batches: Run calls Batch, on the goroutine that
+// calls Record, after the records of each chunk of frames and after the
+// last record; between a Batch and the next record it waits for the
+// shards. A consumer that locks what it builds can hold the lock from a
+// batch's first record to its Batch instead of taking it per record.
+// With one worker Batch is never called.
+type Batcher interface {
+	Consumer
+	Batch()
+}
+
 // A FrameConsumer also sees every frame, in order, before the records
 // of that frame (Run), or, as RunOrdered's consumer, every frame before it
 // is fed to the reassembly (in every shard: each shard sees every frame).
@@ -260,6 +272,7 @@ func Run(src Source, cfg Config, c Consumer) (*Report, error) {
 	m := newMerger(n)
 	m.c = c
 	m.fc, _ = c.(FrameConsumer)
+	m.bc, _ = c.(Batcher)
 	sp, _ := c.(Splitter)
 	return runSharded(src, &cfg, n, m, func(_ int, out *Out) Consumer {
 		k := &recorder{out: out}

@@ -518,6 +518,7 @@ func (s *shard) step(c *chunk, i int) {
 type outMerger struct {
 	c       Consumer      // Run: records go to c
 	fc      FrameConsumer // c, when it wants frames
+	bc      Batcher       // c, when it wants to know where batches end
 	w       *bufio.Writer
 	vw      *writev.Writer       // Output.Direct: writes are queued, then go to vw
 	queued  [][]byte             // what the chunk at hand writes, in order
@@ -654,6 +655,9 @@ type blockRef struct {
 // each frame, what its owner printed; at a tick, what every shard did.
 func (m *outMerger) chunk(c *chunk) {
 	c.wg.Wait()
+	if m.bc != nil {
+		defer m.bc.Batch()
+	}
 	if m.fc == nil && c.quiet() {
 		return
 	}
@@ -786,6 +790,9 @@ func (m *outMerger) end(shards []*shard) {
 		m.emit(&shards[r.shard].end, r.shard, r.b.start, r.b.end, &pi)
 	}
 	m.flush()
+	if m.bc != nil {
+		m.bc.Batch()
+	}
 }
 
 // mergerDone, set by tests, sees the merger at the end.

@@ -432,16 +432,47 @@ type indexer struct {
 	// the records of each frame, is where the records of the frames
 	// before are all indexed, and lets a filter in (Session.feed).
 	boundary bool
+	// locked: ix.mu is held across the records of a sharded run's batch
+	// (Record, Batch).
+	locked bool
 }
 
 func (x *indexer) Record(r *analyze.Record) {
 	ix := x.ix
-	ix.mu.Lock()
+	if !x.locked {
+		ix.mu.Lock()
+	}
 	row := x.record(r)
+	if x.boundary && (row < 0 || !x.matching()) {
+		// A sharded run: ix.mu is held to the end of the batch (Batch),
+		// not taken per record; but not across a match, which takes the
+		// filter's and the colours' locks.
+		x.locked = true
+		return
+	}
 	ix.mu.Unlock()
+	x.locked = false
 	if row >= 0 {
 		x.match(r, row)
 	}
+}
+
+// Batch lets go of ix.mu at the end of a sharded run's batch of records
+// (analyze.Batcher): the screen reads the index while the shards work.
+func (x *indexer) Batch() { x.unlock() }
+
+func (x *indexer) unlock() {
+	if x.locked {
+		x.ix.mu.Unlock()
+		x.locked = false
+	}
+}
+
+// matching reports whether a display filter or colouring rules match
+// the rows as they come (match).
+func (x *indexer) matching() bool {
+	s := x.s
+	return s != nil && (s.cur.Load() != nil || s.colours.Load() != nil)
 }
 
 // record indexes r, holding ix.mu, and returns the number of the row it
@@ -797,6 +828,7 @@ func (x *indexer) Frame(fr *pcap.Frame) {
 	// unlock and lock per frame cost the merger, the run's longest
 	// goroutine, a tenth of its time.
 	if x.boundary && x.s != nil && x.s.feedWait.Load() != 0 {
+		x.unlock() // whoever waits may read the index
 		x.s.feed.Unlock()
 		x.s.feed.Lock()
 	}

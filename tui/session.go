@@ -272,6 +272,7 @@ func (s *Session) build(cfg Config) {
 	sharded := rc.Shards() > 1
 	s.idx.boundary = sharded
 	rep, err := analyze.Run(&cancelSource{Source: s.src, s: s, boundary: !sharded}, rc, s.idx)
+	s.idx.unlock() // a run that ended early may end inside a batch
 	ix.read.Add(unreported)
 	s.src.Close()
 	if s.live != nil {
