@@ -271,3 +271,34 @@ func TestRunFallbackAnyWorkers(t *testing.T) {
 		}
 	}
 }
+
+// batcher counts records and batches, and whether the last call was a
+// Batch.
+type batcher struct {
+	records, batches int
+	lastBatch        bool
+}
+
+func (b *batcher) Record(*Record) { b.records, b.lastBatch = b.records+1, false }
+func (b *batcher) Batch()         { b.batches, b.lastBatch = b.batches+1, true }
+
+// A Batcher hears of batches only on several workers, and the last
+// record of a sharded run is followed by a Batch.
+func TestBatcher(t *testing.T) {
+	name := filepath.Join("..", "testdata", "siw", "crc_rping.pcap")
+	for _, n := range []int{1, 2, 3} {
+		src, _, err := OpenFiles([]string{name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &batcher{}
+		_, err = Run(src, Config{Workers: n}, b)
+		src.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.records == 0 || (n == 1) != (b.batches == 0) || (n > 1 && !b.lastBatch) {
+			t.Errorf("%d workers: %d records, %d batches, last call a Batch: %v", n, b.records, b.batches, b.lastBatch)
+		}
+	}
+}
