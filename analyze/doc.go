@@ -20,7 +20,10 @@
 // consumer in frame order, with the numbers one worker gives the
 // connections: the consumer sees what it would see with one worker. A
 // Splitter consumer does the part of its work that needs the record
-// whole on the shards (its Preparer), and that record is not copied.
+// whole on the shards (its Preparer), and that record is not copied: the
+// consumer gets its place, its time and its connection's number with
+// what the Preparer made of it. A Batcher hears where each chunk's
+// records end.
 //
 // RunOrdered is the adapter for consumers whose product is octets in
 // capture order (iwdump's text and NDJSON, package render): one consumer
