@@ -128,13 +128,12 @@ type Consumer interface {
 // record's Kind, Frame, Time, Rel, Dir, Src, Dst, FirstFrame, LastFrame,
 // HasSeq, Seq and End, a Conn that holds only the connection's global
 // number (ID), Addr, IWARP, Initiator, LastFrame and LastTime, and
-// Prepared, what Prepare
-// appended; its other fields are zero. What else the consumer needs of
-// the record, Prepare puts in Prepared; what else of the connection, it
-// learns from the records Prepare does not take (KindOpened and
-// KindNegotiated come before the connection's PDUs). Otherwise Record gets
-// the record whole, as any Consumer. With one worker Record gets every
-// record as raised, Prepared nil.
+// Prepared, what Prepare appended; its other fields are zero. What else
+// the consumer needs of the record, Prepare puts in Prepared; what else
+// of the connection, it learns from the records Prepare does not take
+// (KindOpened and KindNegotiated come before the connection's PDUs).
+// Otherwise Record gets the record whole, as any Consumer. With one
+// worker Record gets every record as raised, Prepared nil.
 type Splitter interface {
 	Consumer
 	// Preparer returns the preparer of one shard; Run calls it once per

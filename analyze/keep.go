@@ -7,6 +7,8 @@ package analyze
 // are reused), so the shard copies it, deeply, into memory of the chunk's
 // output; the merger patches the shard's connection numbers to the global
 // ones and hands the copy out. The copies live until the chunk is reused.
+// A record a Splitter's Preparer took is not copied: the shard keeps its
+// slimRecord beside what the Preparer made of it (Splitter).
 
 import (
 	"net/netip"

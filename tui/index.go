@@ -627,10 +627,10 @@ func (x *indexer) Preparer() analyze.Preparer { return rowPreparer{s: x.s} }
 // else make of the index (analyze.Splitter): the rows of the PDUs without
 // a storage-protocol message (ulpPDU), with the payload of those that may
 // advertise a buffer (mayAdvertise), the TCP segments' rows (none for a
-// segment the index does not keep), and
-// the operations with their STags' ledger entries. None while a display
-// filter or colouring rules are applied or being applied (Session.whole),
-// which match the records whole.
+// segment the index does not keep), and the operations with their STags'
+// ledger entries. None while a display filter or colouring rules are
+// applied or being applied (Session.whole), which match the records
+// whole.
 type rowPreparer struct {
 	s *Session
 }
