@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/iwkit/iwkit/finding"
 	"github.com/iwkit/iwkit/internal/writev"
@@ -147,6 +148,20 @@ type Preparer interface {
 	// returns it, and whether it took r (false: r is handed out whole, and
 	// b's new octets are dropped).
 	Prepare(r *Record, b []byte) ([]byte, bool)
+}
+
+// AppendValue appends the octets of *v to b: how a Preparer carries a
+// value to its Splitter's Record (ReadValue reads it back). T must hold no
+// pointers; the octets are read in the same process, during the run.
+func AppendValue[T any](b []byte, v *T) []byte {
+	return append(b, unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))...)
+}
+
+// ReadValue reads into *v what AppendValue appended at the start of b and
+// returns the rest of b.
+func ReadValue[T any](v *T, b []byte) []byte {
+	n := copy(unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v)), b)
+	return b[n:]
 }
 
 // A Batcher is a Consumer told where the records of a sharded run

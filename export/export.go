@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/communityid"
@@ -388,7 +387,7 @@ func (e *Exporter) operation(r *analyze.Record) {
 	e.head(w, r, r.Frame, true)
 	var v opVals
 	if b := r.Prepared; b != nil { // the shard read it (pduPreparer)
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(&v)), unsafe.Sizeof(v)), b)
+		analyze.ReadValue(&v, b)
 	} else {
 		v = opValues(r.Op)
 	}

@@ -2,7 +2,6 @@ package export
 
 import (
 	"encoding/binary"
-	"unsafe"
 
 	"github.com/iwkit/iwkit/analyze"
 	"github.com/iwkit/iwkit/decode"
@@ -153,7 +152,7 @@ func (pp *pduPreparer) plan(m decode.Mask) *pduPlan {
 func (pp *pduPreparer) Prepare(r *analyze.Record, b []byte) ([]byte, bool) {
 	if r.Kind == analyze.KindOperation {
 		v := opValues(r.Op)
-		return append(b, unsafe.Slice((*byte)(unsafe.Pointer(&v)), unsafe.Sizeof(v))...), true
+		return analyze.AppendValue(b, &v), true
 	}
 	if r.Kind != analyze.KindPDU {
 		return b, false

@@ -18,6 +18,27 @@ type matchCollector struct {
 	want []int
 }
 
+// iwdumpMatches lists the rows (PDUs and findings, in order) whose
+// records display filter expr matches on one worker: what iwdump -Y
+// prints of the capture at path.
+func iwdumpMatches(t *testing.T, path, expr string) []int {
+	t.Helper()
+	f, err := analyze.CompileFilter(expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _, err := analyze.OpenFiles([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	m := &matchCollector{f: f}
+	if _, err := analyze.Run(src, analyze.Config{Workers: 1}, m); err != nil {
+		t.Fatal(err)
+	}
+	return m.want
+}
+
 func (m *matchCollector) Record(r *analyze.Record) {
 	if r.Kind != analyze.KindPDU && r.Kind != analyze.KindFinding {
 		return
@@ -36,17 +57,7 @@ func (m *matchCollector) Record(r *analyze.Record) {
 func TestFilterRows(t *testing.T) {
 	path := genCapture(t, t.TempDir(), "hostile", "hostile.pcap", gen.Params{Seed: 3, Count: 40})
 	for _, expr := range []string{`finding`, `rdmap.opcode == "Send" || finding.severity == "error"`, `ddp.tagged && mpa.crc_status == "bad"`} {
-		f, err := analyze.CompileFilter(expr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src, _, err := analyze.OpenFiles([]string{path})
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := &matchCollector{f: f}
-		analyze.Run(src, analyze.Config{Workers: 1}, m)
-		src.Close()
+		want := iwdumpMatches(t, path, expr)
 		for _, run := range []struct {
 			early   bool
 			workers int
@@ -63,12 +74,12 @@ func TestFilterRows(t *testing.T) {
 			s.Wait()
 			got := matchedRows(s, fr)
 			s.Close()
-			if len(got) != len(m.want) {
-				t.Fatalf("%s (early %v, %d workers): %d rows, iwdump -Y %d", expr, early, run.workers, len(got), len(m.want))
+			if len(got) != len(want) {
+				t.Fatalf("%s (early %v, %d workers): %d rows, iwdump -Y %d", expr, early, run.workers, len(got), len(want))
 			}
 			for i := range got {
-				if got[i] != m.want[i] {
-					t.Fatalf("%s (early %v, %d workers): row %d is %d, want %d", expr, early, run.workers, i, got[i], m.want[i])
+				if got[i] != want[i] {
+					t.Fatalf("%s (early %v, %d workers): row %d is %d, want %d", expr, early, run.workers, i, got[i], want[i])
 				}
 			}
 		}
@@ -283,17 +294,7 @@ func TestOpOf(t *testing.T) {
 func TestFilterMidShardedBuild(t *testing.T) {
 	path := genCapture(t, t.TempDir(), "bulk-write", "bulk.pcap", gen.Params{Seed: 4, Count: 300, Size: 64 << 10, Conns: 4})
 	expr := `ddp.last && ddp.stag != 0`
-	f, err := analyze.CompileFilter(expr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, _, err := analyze.OpenFiles([]string{path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &matchCollector{f: f}
-	analyze.Run(src, analyze.Config{Workers: 1}, m)
-	src.Close()
+	want := iwdumpMatches(t, path, expr)
 	mid := 0
 	for _, at := range []int{1, 200, 2000} {
 		s, err := Open(Config{File: path, Workers: 2})
@@ -312,8 +313,8 @@ func TestFilterMidShardedBuild(t *testing.T) {
 		s.Wait()
 		got := matchedRows(s, fr)
 		s.Close()
-		if !slices.Equal(got, m.want) || len(got) == 0 {
-			t.Fatalf("applied at row %d: %d rows match, iwdump -Y %d", at, len(got), len(m.want))
+		if !slices.Equal(got, want) || len(got) == 0 {
+			t.Fatalf("applied at row %d: %d rows match, iwdump -Y %d", at, len(got), len(want))
 		}
 	}
 	t.Logf("%d of 3 filters applied mid-build", mid)

@@ -525,7 +525,7 @@ func (x *indexer) pdu(r *analyze.Record) {
 	ix := x.ix
 	var pr pduRow
 	if b := r.Prepared; b != nil { // the shard made it (rowPreparer)
-		if b = fromOctets(&pr, b); len(b) > 0 {
+		if b = analyze.ReadValue(&pr, b); len(b) > 0 {
 			x.advert(r, b) // the payload of a Send that may advertise a buffer
 		}
 	} else {
@@ -658,7 +658,7 @@ func (rp rowPreparer) Prepare(r *analyze.Record, b []byte) ([]byte, bool) {
 	switch r.Kind {
 	case analyze.KindPDU:
 		pr := makePDURow(r)
-		b = appendOctets(b, &pr)
+		b = analyze.AppendValue(b, &pr)
 		if p := &r.PDU.PDU; mayAdvertise(p) {
 			b = append(b, p.Seg.Payload...) // x.advert
 		}
@@ -668,30 +668,18 @@ func (rp rowPreparer) Prepare(r *analyze.Record, b []byte) ([]byte, bool) {
 			return b, true // nothing: not a row
 		}
 		row := makeSegmentRow(r)
-		return appendOctets(b, &row), true
+		return analyze.AppendValue(b, &row), true
 	}
 	st := r.STags()
 	op := opPrep{op: makeOp(r.Op), n: int32(len(st))}
 	if !r.Op.Start.IsZero() {
 		op.start, op.hasStart = r.Op.Start.UnixNano(), true
 	}
-	b = appendOctets(b, &op)
+	b = analyze.AppendValue(b, &op)
 	for i := range st {
-		b = appendOctets(b, &st[i])
+		b = analyze.AppendValue(b, &st[i])
 	}
 	return b, true
-}
-
-// appendOctets appends the octets of *v, a value without pointers, to b;
-// fromOctets reads them back into *v. They carry what a shard prepared
-// to the indexer (rowPreparer), in memory of the same process.
-func appendOctets[T any](b []byte, v *T) []byte {
-	return append(b, unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))...)
-}
-
-func fromOctets[T any](v *T, b []byte) []byte {
-	n := copy(unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v)), b)
-	return b[n:]
 }
 
 // segmentRow says whether a segment record makes a TCP row: as a shard
@@ -750,7 +738,7 @@ func (x *indexer) op(r *analyze.Record) {
 	var stags []track.STagInfo
 	if b := r.Prepared; b != nil { // the shard read it (rowPreparer)
 		var p opPrep
-		b = fromOctets(&p, b)
+		b = analyze.ReadValue(&p, b)
 		op, op.Conn = p.op, int(r.Conn.ID)
 		op.Rel = int64(r.Rel)
 		if p.hasStart {
@@ -759,7 +747,7 @@ func (x *indexer) op(r *analyze.Record) {
 		stags = x.stags[:0]
 		for range p.n {
 			var in track.STagInfo
-			b = fromOctets(&in, b)
+			b = analyze.ReadValue(&in, b)
 			stags = append(stags, in)
 		}
 		x.stags = stags

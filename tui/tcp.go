@@ -46,7 +46,7 @@ func (x *indexer) segment(r *analyze.Record) {
 	ix := x.ix
 	var row Row
 	if b := r.Prepared; b != nil { // the shard made it (rowPreparer)
-		fromOctets(&row, b)
+		analyze.ReadValue(&row, b)
 	} else {
 		row = makeSegmentRow(r)
 	}
